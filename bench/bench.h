@@ -1,0 +1,33 @@
+// The benchmark suites behind `ember bench SUITE [--quick] [--json]`.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ember::bench {
+
+struct Options {
+  bool quick = false;
+  bool json = false;
+};
+
+// A suite returns its result rows; the driver wraps them as
+// {"suite": ..., "machine": {...}, "results": rows}.
+using Suite = std::function<nlohmann::json(const Options&)>;
+
+std::map<std::string, Suite>& registry();
+
+struct Register {
+  Register(const std::string& name, Suite suite) { registry()[name] = std::move(suite); }
+};
+
+// Median wall time in milliseconds of `fn` over `reps` runs after one warm-up run.
+double time_ms(const std::function<void()>& fn, int reps);
+
+// Prints a progress line on stderr (the JSON on stdout stays clean).
+void note(const std::string& line);
+
+}  // namespace ember::bench

@@ -1,0 +1,100 @@
+// Reverse-mode automatic differentiation over a dynamic graph, as in PyTorch.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/tensor.h"
+
+namespace ember {
+
+bool is_grad_enabled();
+void set_grad_enabled(bool enabled);
+
+// Disables graph recording in its scope (torch::NoGradGuard).
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(is_grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Sets grad mode to `enabled` in its scope (torch::AutoGradMode).
+class AutoGradMode {
+ public:
+  explicit AutoGradMode(bool enabled) : previous_(is_grad_enabled()) { set_grad_enabled(enabled); }
+  ~AutoGradMode() { set_grad_enabled(previous_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
+
+ private:
+  bool previous_;
+};
+
+namespace autograd {
+
+struct Node;
+
+// Where a gradient goes: input `input_nr` of `function`.
+struct Edge {
+  std::shared_ptr<Node> function;
+  uint32_t input_nr = 0;
+  bool is_valid() const { return function != nullptr; }
+};
+
+// A backward function in the graph. Its inputs are the gradients of the forward op's
+// outputs; its outputs are the gradients for the forward op's inputs (next_edges).
+struct Node {
+  struct OutputInfo {
+    std::vector<int64_t> sizes;
+    ScalarType dtype;
+  };
+
+  virtual ~Node() = default;
+  virtual std::string name() const = 0;
+  // grads has one entry per forward output (zeros where the output got no gradient).
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
+  // Frees saved tensors after a backward without retain_graph.
+  virtual void release_variables() {}
+
+  std::vector<Edge> next_edges;
+  std::vector<OutputInfo> outputs;
+  uint64_t sequence_nr = 0;
+  // Non-leaf tensors that asked for retain_grad(), by output number.
+  std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
+
+  bool should_compute_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].is_valid(); }
+};
+
+// Computes and returns the gradients of `outputs` with respect to `inputs` without
+// touching any .grad (torch.autograd.grad).
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
+                         bool create_graph = false, bool allow_unused = false);
+
+// Accumulates gradients of `tensors` into the .grad of the leaves (torch.autograd.backward).
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+
+struct GradcheckOptions {
+  double eps = 1e-6;
+  double atol = 1e-5;
+  double rtol = 1e-3;
+};
+
+// Compares the analytical gradients of sum(fn(inputs) * random weights) with central finite
+// differences in float64 (inputs must be float64). Returns an empty string on success or a
+// description of the first mismatch (input, element, analytical, numerical).
+std::string gradcheck_report(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
+                             const std::vector<Tensor>& inputs, const GradcheckOptions& options = {});
+bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
+               const GradcheckOptions& options = {});
+
+}  // namespace autograd
+}  // namespace ember

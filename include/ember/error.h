@@ -1,0 +1,57 @@
+// ember::Error and the one check macro for user errors.
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+// Thrown for every user error (bad shapes, dtypes, indices, files). The message starts
+// with the op name in brackets: "[matmul] shapes [2, 3] and [4, 5] cannot be multiplied".
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace detail {
+
+inline void append(std::ostringstream&) {}
+
+template <typename T>
+void append_one(std::ostringstream& out, const T& value) {
+  out << value;
+}
+
+template <typename T>
+void append_one(std::ostringstream& out, const std::vector<T>& values) {
+  out << '[';
+  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+  out << ']';
+}
+
+template <typename T, typename... Rest>
+void append(std::ostringstream& out, const T& first, const Rest&... rest) {
+  append_one(out, first);
+  append(out, rest...);
+}
+
+template <typename... Args>
+[[noreturn]] void throw_error(const char* op, const Args&... args) {
+  std::ostringstream out;
+  out << '[' << op << "] ";
+  append(out, args...);
+  throw Error(out.str());
+}
+
+}  // namespace detail
+}  // namespace ember
+
+// EMBER_CHECK(cond, "op", message parts...): throws ember::Error("[op] message") when cond
+// is false. Vectors print as [a, b, c]. Use assert() for internal invariants instead.
+#define EMBER_CHECK(cond, op, ...)                                   \
+  do {                                                               \
+    if (!(cond)) ::ember::detail::throw_error(op, __VA_ARGS__);      \
+  } while (false)
+
+#define EMBER_FAIL(op, ...) ::ember::detail::throw_error(op, __VA_ARGS__)

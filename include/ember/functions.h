@@ -1,0 +1,156 @@
+// Free functions: factories and ops, named as in libtorch (ember::zeros, ember::matmul, ...).
+#pragma once
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "ember/tensor.h"
+
+namespace ember {
+
+// ---- factories -----------------------------------------------------------------------
+Tensor empty(IntArrayRef sizes, const TensorOptions& options = {});
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options = {});
+Tensor zeros(IntArrayRef sizes, const TensorOptions& options = {});
+Tensor ones(IntArrayRef sizes, const TensorOptions& options = {});
+Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options = {});
+Tensor arange(const Scalar& end, const TensorOptions& options = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, const TensorOptions& options = {});
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options = {});
+Tensor eye(int64_t n, const TensorOptions& options = {});
+Tensor eye(int64_t n, int64_t m, const TensorOptions& options = {});
+Tensor rand(IntArrayRef sizes, const TensorOptions& options = {});
+Tensor randn(IntArrayRef sizes, const TensorOptions& options = {});
+Tensor randint(int64_t high, IntArrayRef sizes, const TensorOptions& options = kInt64);
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions& options = kInt64);
+Tensor randperm(int64_t n, const TensorOptions& options = kInt64);
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptions> options = std::nullopt);
+Tensor rand_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor randn_like(const Tensor& t, std::optional<TensorOptions> options = std::nullopt);
+Tensor randint_like(const Tensor& t, int64_t high, std::optional<TensorOptions> options = std::nullopt);
+Tensor randint_like(const Tensor& t, int64_t low, int64_t high, std::optional<TensorOptions> options = std::nullopt);
+Tensor scalar_tensor(const Scalar& value, const TensorOptions& options = {});
+// A tensor from values: tensor({1.0, 2.0}) is float32 (like torch::tensor), tensor({1, 2}) int64.
+Tensor tensor(std::initializer_list<double> values, const TensorOptions& options = kFloat32);
+Tensor tensor(std::initializer_list<float> values, const TensorOptions& options = kFloat32);
+Tensor tensor(std::initializer_list<int64_t> values, const TensorOptions& options = kInt64);
+Tensor tensor(std::initializer_list<int> values, const TensorOptions& options = kInt64);
+Tensor tensor(std::initializer_list<bool> values, const TensorOptions& options = kBool);
+Tensor tensor(const std::vector<double>& values, const TensorOptions& options = kFloat32);
+Tensor tensor(const std::vector<float>& values, const TensorOptions& options = kFloat32);
+Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& options = kInt64);
+// Borrowed memory: the tensor does not own `data`; `deleter` (if any) runs when the last
+// view of it dies. Copy with .clone() to own it.
+Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options = {});
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& options = {});
+
+// ---- elementwise -----------------------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Scalar& b);
+Tensor pow(const Scalar& a, const Tensor& b);
+Tensor atan2(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor max(const Tensor& a, const Tensor& b);
+Tensor min(const Tensor& a, const Tensor& b);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor log1p(const Tensor& x);
+Tensor expm1(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor neg(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tan(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+// approximate: "none" (exact, erf) or "tanh".
+Tensor gelu(const Tensor& x, const std::string& approximate = "none");
+Tensor silu(const Tensor& x);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt);
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& a);
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other);
+Tensor where(const Tensor& condition, const Scalar& self, const Tensor& other);
+Tensor where(const Tensor& condition, const Tensor& self, const Scalar& other);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Scalar& value);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+bool equal(const Tensor& a, const Tensor& b);
+
+// ---- reductions -------------------------------------------------------------------------
+Tensor sum(const Tensor& x, IntArrayRef dim = {}, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, IntArrayRef dim = {}, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim = false);
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+
+// ---- sorting, indexing, joining ------------------------------------------------------------
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+std::tuple<Tensor, Tensor> sort(const Tensor& x, std::optional<bool> stable, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+// weight [num_embeddings, dim], indices of any shape -> [*indices.shape, dim].
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);
+// Gradient of embedding for weight: sums grad rows by index (padding_idx rows stay zero).
+Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights, int64_t padding_idx = -1);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+
+// ---- linear algebra -----------------------------------------------------------------------
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+// y = x @ weight^T + bias, weight [out, in].
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+// beta * self + alpha * (mat1 @ mat2)
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1, const Scalar& alpha = 1);
+Tensor outer(const Tensor& a, const Tensor& b);
+
+// ---- random -----------------------------------------------------------------------------
+Tensor bernoulli(const Tensor& probabilities);
+Tensor bernoulli(const Tensor& like, double p);
+Tensor dropout(const Tensor& x, double p, bool train);
+
+}  // namespace ember

@@ -1,0 +1,16 @@
+// Memory statistics of ember's one allocator (all tensor memory comes from it).
+#pragma once
+#include <cstdint>
+
+namespace ember {
+
+struct MemoryStats {
+  int64_t allocated_bytes = 0;       // live bytes now
+  int64_t peak_allocated_bytes = 0;  // highest live bytes since start or the last reset
+  int64_t num_allocations = 0;       // allocations made since start
+};
+
+MemoryStats memory_stats();
+void reset_peak_memory_stats();
+
+}  // namespace ember

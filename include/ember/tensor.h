@@ -1,0 +1,295 @@
+// ember::Tensor: a strided view of reference-counted storage, with autograd metadata.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "ember/dtype.h"
+#include "ember/error.h"
+#include "ember/scalar.h"
+#include "ember/tensor_options.h"
+
+namespace ember {
+
+struct TensorImpl;
+class Storage;
+namespace autograd {
+struct Node;
+}
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata ------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  int64_t dim() const;
+  int64_t ndimension() const { return dim(); }
+  const std::vector<int64_t>& sizes() const;
+  const std::vector<int64_t>& strides() const;
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t numel() const;
+  int64_t storage_offset() const;
+  ScalarType scalar_type() const;
+  ScalarType dtype() const { return scalar_type(); }
+  TensorOptions options() const { return TensorOptions(scalar_type()); }
+  size_t element_size() const;
+  size_t nbytes() const;
+  bool is_contiguous() const;
+  bool is_floating_point() const;
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  const Storage& storage() const;
+  TensorImpl* unsafeGetTensorImpl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+  void* data_ptr() const;
+  template <typename T> T* data_ptr() const;
+  template <typename T> T item() const;
+  Scalar item() const;
+
+  std::string toString() const;
+
+  // ---- autograd ------------------------------------------------------------------
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  void set_grad(const Tensor& grad);
+  bool is_leaf() const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  void retain_grad();
+  bool retains_grad() const;
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  Tensor detach() const;
+  Tensor& detach_();
+  uint64_t _version() const;
+
+  // ---- views (share storage) ----------------------------------------------------------
+  Tensor view(IntArrayRef sizes) const;
+  Tensor reshape(IntArrayRef sizes) const;
+  Tensor view_as(const Tensor& other) const { return view(other.sizes()); }
+  Tensor reshape_as(const Tensor& other) const { return reshape(other.sizes()); }
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
+  Tensor permute(IntArrayRef dims) const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;
+  Tensor mT() const { return transpose(-2, -1); }
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor slice(int64_t dim = 0, std::optional<int64_t> start = std::nullopt, std::optional<int64_t> end = std::nullopt,
+               int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor expand(IntArrayRef sizes) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> storage_offset = std::nullopt) const;
+  Tensor diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split_with_sizes(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+
+  // ---- copies and conversion ------------------------------------------------------------
+  Tensor contiguous() const;
+  Tensor clone() const;
+  Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const TensorOptions& options) const { return to(options.dtype()); }
+  Tensor toType(ScalarType dtype) const { return to(dtype); }
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+  Tensor& fill_(const Scalar& value);
+  Tensor& zero_();
+  Tensor& normal_(double mean = 0, double std = 1);
+  Tensor& uniform_(double from = 0, double to = 1);
+  Tensor& bernoulli_(double p = 0.5);
+
+  // ---- elementwise ----------------------------------------------------------------
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(const Scalar& other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor atan2(const Tensor& other) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(const Scalar& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(const Scalar& other);
+  Tensor& pow_(const Tensor& exponent);
+  Tensor& pow_(const Scalar& exponent);
+  Tensor& atan2_(const Tensor& other);
+
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor abs() const;
+  Tensor neg() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor erf() const;
+  Tensor square() const { return mul(*this); }
+  Tensor sign() const;
+  Tensor reciprocal() const;
+  Tensor& exp_();
+  Tensor& log_();
+  Tensor& sqrt_();
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& tanh_();
+  Tensor& sigmoid_();
+  Tensor& relu_();
+  Tensor clamp(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& clamp_(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt);
+  Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
+  Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
+
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
+  Tensor logical_xor(const Tensor& other) const;
+  Tensor logical_not() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor where(const Tensor& condition, const Tensor& other) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+
+  // ---- reductions -------------------------------------------------------------------
+  Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor max(const Tensor& other) const { return maximum(other); }
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor min(const Tensor& other) const { return minimum(other); }
+  Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(bool unbiased = true) const;
+  Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(bool unbiased = true) const;
+  Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2) const;
+  Tensor norm(const Scalar& p, IntArrayRef dim, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor cumsum(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+
+  // ---- sorting and indexing ---------------------------------------------------------------
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> sort(std::optional<bool> stable, int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(bool stable, int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+
+  // ---- linear algebra -----------------------------------------------------------------
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+
+  // ---- operators ------------------------------------------------------------------
+  Tensor operator-() const { return neg(); }
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return a.add(b); }
+inline Tensor operator+(const Tensor& a, const Scalar& b) { return a.add(b); }
+inline Tensor operator+(const Scalar& a, const Tensor& b) { return b.add(a); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return a.sub(b); }
+inline Tensor operator-(const Tensor& a, const Scalar& b) { return a.sub(b); }
+Tensor operator-(const Scalar& a, const Tensor& b);
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return a.mul(b); }
+inline Tensor operator*(const Tensor& a, const Scalar& b) { return a.mul(b); }
+inline Tensor operator*(const Scalar& a, const Tensor& b) { return b.mul(a); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+inline Tensor operator/(const Tensor& a, const Scalar& b) { return a.div(b); }
+Tensor operator/(const Scalar& a, const Tensor& b);
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return a.eq(b); }
+inline Tensor operator==(const Tensor& a, const Scalar& b) { return a.eq(b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return a.ne(b); }
+inline Tensor operator!=(const Tensor& a, const Scalar& b) { return a.ne(b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+inline Tensor operator<(const Tensor& a, const Scalar& b) { return a.lt(b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+inline Tensor operator<=(const Tensor& a, const Scalar& b) { return a.le(b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+inline Tensor operator>(const Tensor& a, const Scalar& b) { return a.gt(b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+inline Tensor operator>=(const Tensor& a, const Scalar& b) { return a.ge(b); }
+inline Tensor operator&&(const Tensor& a, const Tensor& b) { return a.logical_and(b); }
+inline Tensor operator||(const Tensor& a, const Tensor& b) { return a.logical_or(b); }
+inline Tensor operator!(const Tensor& a) { return a.logical_not(); }
+
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+}  // namespace ember

@@ -1,0 +1,172 @@
+// The backward engine: runs the graph's nodes in reverse topological order, highest
+// sequence number first (the order PyTorch uses), single-threaded.
+#include <map>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/function.h"
+#include "ember/functions.h"
+
+namespace ember::autograd {
+namespace {
+
+struct NodeTask {
+  Node* node;
+  bool operator<(const NodeTask& other) const { return node->sequence_nr < other.node->sequence_nr; }
+};
+
+struct Captured {
+  Node* node;
+  uint32_t input_nr;
+};
+
+Tensor accumulate(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return a + b;
+}
+
+// Runs backward from `roots` with `root_grads`. If `capture` is non-empty (autograd::grad),
+// the gradients arriving at those edges are returned and no AccumulateGrad runs.
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+                                 bool keep_graph, bool create_graph, const std::vector<Edge>& capture) {
+  AutoGradMode grad_mode(create_graph);
+  const bool grad_only = !capture.empty();
+
+  // Seed the input buffers of the root nodes.
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  std::unordered_map<Node*, std::shared_ptr<Node>> owners;
+  std::vector<Node*> starts;
+  for (size_t i = 0; i < roots.size(); ++i) {
+    Edge edge = gradient_edge(roots[i]);
+    EMBER_CHECK(edge.is_valid(), "backward",
+                "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    auto& buf = buffers[edge.function.get()];
+    buf.resize(edge.function->outputs.size());
+    buf[edge.input_nr] = accumulate(buf[edge.input_nr], root_grads[i]);
+    owners[edge.function.get()] = edge.function;
+    starts.push_back(edge.function.get());
+  }
+
+  // Count dependencies: how many edges point at each reachable node.
+  std::unordered_map<Node*, int> dependencies;
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack(starts.begin(), starts.end());
+  for (Node* n : starts) seen.insert(n);
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next_edges) {
+      if (!e.is_valid()) continue;
+      Node* next = e.function.get();
+      dependencies[next] += 1;
+      owners[next] = e.function;
+      if (seen.insert(next).second) stack.push_back(next);
+    }
+  }
+
+  std::map<std::pair<Node*, uint32_t>, size_t> capture_index;
+  for (size_t i = 0; i < capture.size(); ++i) capture_index[{capture[i].function.get(), capture[i].input_nr}] = i;
+  std::vector<Tensor> captured(capture.size());
+
+  std::priority_queue<NodeTask> ready;
+  std::unordered_set<Node*> queued;
+  for (Node* n : starts)
+    if (dependencies[n] == 0 && queued.insert(n).second) ready.push({n});
+
+  while (!ready.empty()) {
+    Node* node = ready.top().node;
+    ready.pop();
+    std::vector<Tensor> grads = std::move(buffers[node]);
+    buffers.erase(node);
+    grads.resize(node->outputs.size());
+
+    for (const auto& [output_nr, weak] : node->retained) {
+      if (auto impl = weak.lock(); impl && output_nr < grads.size() && grads[output_nr].defined()) {
+        AutogradMeta& meta = impl->autograd_meta();
+        meta.grad = meta.grad.defined() ? meta.grad + grads[output_nr] : grads[output_nr].clone();
+      }
+    }
+    if (grad_only) {
+      for (uint32_t k = 0; k < grads.size(); ++k) {
+        auto it = capture_index.find({node, k});
+        if (it != capture_index.end()) captured[it->second] = grads[k];
+      }
+    }
+
+    bool is_accumulator = node->name() == "AccumulateGrad";
+    std::vector<Tensor> outputs;
+    if (!(grad_only && is_accumulator)) {
+      bool any = false;
+      for (auto& g : grads) any = any || g.defined();
+      if (any) {
+        for (size_t k = 0; k < grads.size(); ++k) {
+          if (!grads[k].defined()) grads[k] = zeros(node->outputs[k].sizes, node->outputs[k].dtype);
+        }
+        outputs = node->apply(std::move(grads));
+        if (!keep_graph) node->release_variables();
+      }
+    }
+
+    for (size_t i = 0; i < node->next_edges.size(); ++i) {
+      const Edge& e = node->next_edges[i];
+      if (!e.is_valid()) continue;
+      Node* next = e.function.get();
+      if (i < outputs.size() && outputs[i].defined()) {
+        auto& buf = buffers[next];
+        buf.resize(next->outputs.size());
+        buf[e.input_nr] = accumulate(buf[e.input_nr], outputs[i]);
+      }
+      if (--dependencies[next] == 0 && queued.insert(next).second) ready.push({next});
+    }
+  }
+  return captured;
+}
+
+std::vector<Tensor> default_root_grads(const std::vector<Tensor>& roots, const std::vector<Tensor>& given,
+                                       const char* op) {
+  EMBER_CHECK(given.empty() || given.size() == roots.size(), op, "got ", given.size(), " gradients for ",
+              roots.size(), " tensors");
+  std::vector<Tensor> grads(roots.size());
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (!given.empty() && given[i].defined()) {
+      EMBER_CHECK(given[i].sizes() == roots[i].sizes(), op, "gradient shape ", given[i].sizes(),
+                  " does not match tensor shape ", roots[i].sizes());
+      grads[i] = given[i].to(roots[i].scalar_type());
+    } else {
+      EMBER_CHECK(roots[i].numel() == 1, op, "grad can be implicitly created only for scalar outputs, got shape ",
+                  roots[i].sizes());
+      grads[i] = ones_like(roots[i]);
+    }
+  }
+  return grads;
+}
+
+}  // namespace
+
+void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
+              std::optional<bool> retain_graph, bool create_graph) {
+  auto grads = default_root_grads(tensors, grad_tensors, "backward");
+  run_backward(tensors, grads, retain_graph.value_or(create_graph), create_graph, {});
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph, bool create_graph,
+                         bool allow_unused) {
+  auto grads = default_root_grads(outputs, grad_outputs, "autograd::grad");
+  std::vector<Edge> capture;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Edge e = gradient_edge(inputs[i]);
+    EMBER_CHECK(e.is_valid(), "autograd::grad", "input ", i, " does not require grad");
+    capture.push_back(e);
+  }
+  auto result = run_backward(outputs, grads, retain_graph.value_or(create_graph), create_graph, capture);
+  for (size_t i = 0; i < result.size(); ++i) {
+    EMBER_CHECK(result[i].defined() || allow_unused, "autograd::grad", "input ", i,
+                " was not used in the graph; pass allow_unused=true");
+  }
+  return result;
+}
+
+}  // namespace ember::autograd

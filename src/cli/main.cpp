@@ -1,0 +1,78 @@
+// The `ember` command.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.h"
+#include "cpu/dispatch.h"
+#include "ember/ember.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: ember COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  bench SUITE [--quick] [--json]   run a benchmark suite (ember bench --list)\n"
+    "  help                             show this message\n";
+
+nlohmann::json machine_info() {
+  return {{"cpu_capability", ember::cpu::capability_name(ember::cpu::cpu_capability())},
+          {"avx512_bf16", ember::cpu::cpu_has_avx512_bf16()},
+          {"threads", ember::get_num_threads()},
+          {"hardware_threads", std::thread::hardware_concurrency()}};
+}
+
+int run_bench(const std::vector<std::string>& args) {
+  ember::bench::Options options;
+  std::string suite;
+  for (const auto& a : args) {
+    if (a == "--quick") options.quick = true;
+    else if (a == "--json") options.json = true;
+    else if (a == "--list") {
+      for (const auto& [name, _] : ember::bench::registry()) std::cout << name << "\n";
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      std::cerr << "ember bench: unknown option " << a << "\n";
+      return 2;
+    } else suite = a;
+  }
+  auto& suites = ember::bench::registry();
+  auto it = suites.find(suite);
+  if (it == suites.end()) {
+    std::cerr << "ember bench: unknown suite '" << suite << "'; available:";
+    for (const auto& [name, _] : suites) std::cerr << " " << name;
+    std::cerr << "\n";
+    return 2;
+  }
+  nlohmann::json rows = it->second(options);
+  nlohmann::json report = {{"suite", suite}, {"machine", machine_info()}, {"results", rows}};
+  if (options.json) {
+    std::cout << report.dump() << std::endl;
+  } else {
+    for (const auto& row : rows) std::cout << row.dump() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  try {
+    const std::string command = args[0];
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (command == "bench") return run_bench(rest);
+    std::cerr << "ember: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const ember::Error& e) {
+    std::cerr << "ember: " << e.what() << "\n";
+    return 1;
+  }
+}

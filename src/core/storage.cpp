@@ -1,0 +1,62 @@
+#include "ember/storage.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+#include "core/allocator.h"
+
+namespace ember {
+
+struct Storage::Impl {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Kind kind = Kind::Owned;
+  std::function<void(void*)> deleter;
+  std::shared_ptr<const void> keep_alive;
+  std::atomic<uint64_t> version{0};
+
+  ~Impl() {
+    if (kind == Kind::Owned) core::free_bytes(data, nbytes);
+    else if (deleter) deleter(data);
+  }
+};
+
+Storage Storage::allocate(size_t nbytes) {
+  Storage s;
+  s.impl_ = std::make_shared<Impl>();
+  s.impl_->data = core::allocate_bytes(nbytes);
+  s.impl_->nbytes = nbytes;
+  return s;
+}
+
+Storage Storage::borrow(void* data, size_t nbytes, std::function<void(void*)> deleter) {
+  Storage s;
+  s.impl_ = std::make_shared<Impl>();
+  s.impl_->data = data;
+  s.impl_->nbytes = nbytes;
+  s.impl_->kind = Kind::Borrowed;
+  s.impl_->deleter = std::move(deleter);
+  return s;
+}
+
+Storage Storage::mapped(const void* data, size_t nbytes, std::shared_ptr<const void> keep_alive) {
+  Storage s;
+  s.impl_ = std::make_shared<Impl>();
+  s.impl_->data = const_cast<void*>(data);
+  s.impl_->nbytes = nbytes;
+  s.impl_->kind = Kind::Mapped;
+  s.impl_->keep_alive = std::move(keep_alive);
+  return s;
+}
+
+void* Storage::data() const { return impl_ ? impl_->data : nullptr; }
+size_t Storage::nbytes() const { return impl_ ? impl_->nbytes : 0; }
+Storage::Kind Storage::kind() const { return impl_ ? impl_->kind : Kind::Owned; }
+bool Storage::read_only() const { return impl_ && impl_->kind == Kind::Mapped; }
+uint64_t Storage::version() const { return impl_ ? impl_->version.load(std::memory_order_relaxed) : 0; }
+void Storage::bump_version() const {
+  if (impl_) impl_->version.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace ember

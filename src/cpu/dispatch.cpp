@@ -1,0 +1,57 @@
+#include "cpu/dispatch.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace ember::cpu {
+namespace {
+
+Capability detect() {
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+              __builtin_cpu_supports("bmi2");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return avx512 ? Capability::AVX512 : avx2 ? Capability::AVX2 : Capability::Baseline;
+}
+
+Capability from_env(Capability best) {
+  const char* env = std::getenv("EMBER_CPU_CAPABILITY");
+  if (!env) return best;
+  Capability wanted = best;
+  if (!std::strcmp(env, "baseline")) wanted = Capability::Baseline;
+  if (!std::strcmp(env, "avx2")) wanted = Capability::AVX2;
+  if (!std::strcmp(env, "avx512")) wanted = Capability::AVX512;
+  return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
+}
+
+const Capability g_best = detect();
+std::atomic<Capability> g_current{from_env(g_best)};
+
+}  // namespace
+
+Capability cpu_capability() { return g_current.load(std::memory_order_relaxed); }
+
+Capability set_cpu_capability(Capability capability) {
+  if (static_cast<int>(capability) > static_cast<int>(g_best)) capability = g_best;
+  g_current = capability;
+  return capability;
+}
+
+const char* capability_name(Capability capability) {
+  switch (capability) {
+    case Capability::AVX512: return "avx512";
+    case Capability::AVX2: return "avx2";
+    default: return "baseline";
+  }
+}
+
+bool cpu_has_avx512_bf16() {
+  unsigned eax, ebx, ecx, edx;
+  // CPUID leaf 7 sub-leaf 1, EAX bit 5: AVX512_BF16.
+  __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
+  return g_best == Capability::AVX512 && ((eax >> 5) & 1u);
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,38 @@
+// Op codes and parameters shared by the elementwise kernels and their callers.
+// Included by src/cpu/simd/ files: keep it free of library headers with inline functions.
+#pragma once
+#include <cstdint>
+
+#include "cpu/dispatch.h"
+#include "cpu/loops.h"
+#include "ember/dtype.h"
+
+namespace ember::cpu {
+
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow, Atan2 };
+enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor };
+enum class UnaryOp {
+  Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Abs, Neg, Sin, Cos, Tan, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Erf,
+  Sign, Reciprocal, PowScalar, Clamp,
+};
+enum class PredicateOp { LogicalNot, IsNan, IsInf, IsFinite };
+
+struct ElementwiseParams {
+  double alpha = 1;      // add/sub: a + alpha * b; pow: exponent
+  double low = 0;        // clamp
+  double high = 0;
+  bool has_low = false;
+  bool has_high = false;
+};
+
+}  // namespace ember::cpu
+
+// Kernel lookups: each returns the inner loop for (op, dtype), or nullptr if unsupported.
+// binary/unary: out, a[, b] all of `dtype`. compare/predicate: out bool, inputs `dtype`.
+// cast: out `to`, in `from`. where: out, cond(bool), a, b.
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, binary_loop, (::ember::cpu::BinaryOp op, ::ember::ScalarType dtype))
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, unary_loop, (::ember::cpu::UnaryOp op, ::ember::ScalarType dtype))
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, compare_loop, (::ember::cpu::CompareOp op, ::ember::ScalarType dtype))
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, predicate_loop, (::ember::cpu::PredicateOp op, ::ember::ScalarType dtype))
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, cast_loop, (::ember::ScalarType from, ::ember::ScalarType to))
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, where_loop, (::ember::ScalarType dtype))

@@ -1,0 +1,29 @@
+// Dense matrix multiply on raw row-major pointers; strides are in elements.
+//
+// float32/float64 go straight to the BLAS (OpenBLAS). float16/bfloat16 are computed with
+// float32 accumulation and only the final result is rounded (Note [Low-precision GEMM] in
+// gemm.cpp).
+#pragma once
+#include <cstdint>
+
+#include "ember/dtype.h"
+
+namespace ember::cpu {
+
+// C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C, op(X) = X^T when trans_x.
+// A is stored [m, k] (or [k, m] when trans_a) with row stride lda; likewise B and C.
+// When beta == 0, C is not read (it may hold NaN). k == 0 or alpha == 0 gives beta * C.
+// A leading dimension smaller than the row length is allowed (ld 0 broadcasts one row).
+// dtype: kFloat32, kFloat64, kFloat16 or kBFloat16.
+void gemm(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          double alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
+          double beta, void* c, int64_t ldc);
+
+// gemm for i in [0, batch) on matrices a + i * stride_a, b + i * stride_b, c + i * stride_c
+// (strides in elements; stride 0 broadcasts an input). Many small products run in parallel
+// on the ember thread pool, larger ones one after another on all threads.
+void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n,
+                  int64_t k, double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
+                  int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c);
+
+}  // namespace ember::cpu

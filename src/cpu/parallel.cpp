@@ -1,0 +1,162 @@
+#include "cpu/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ember::cpu {
+namespace {
+
+thread_local bool t_in_parallel = false;
+
+int default_num_threads() {
+  if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && n > 0) return static_cast<int>(std::min<long>(n, 1024));
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// A job is one parallel_for call: workers and the caller pull chunk indices from `next`.
+struct Job {
+  const std::function<void(int64_t, int64_t)>* fn = nullptr;
+  int64_t begin = 0, end = 0, grain = 1, chunks = 0;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+
+  void run_chunks() {
+    t_in_parallel = true;
+    for (int64_t c; (c = next.fetch_add(1)) < chunks;) {
+      if (!failed.load(std::memory_order_relaxed)) {
+        int64_t lo = begin + c * grain;
+        int64_t hi = std::min(end, lo + grain);
+        try {
+          (*fn)(lo, hi);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!error) error = std::current_exception();
+          failed = true;
+        }
+      }
+      done.fetch_add(1, std::memory_order_acq_rel);
+    }
+    t_in_parallel = false;
+  }
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) { resize(threads); }
+  ~ThreadPool() { stop_workers(); }
+
+  int size() const { return threads_; }
+
+  void resize(int threads) {
+    stop_workers();
+    threads_ = std::max(1, threads);
+    stopping_ = false;
+    for (int i = 0; i + 1 < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  void run(Job& job) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      ++generation_;
+    }
+    wake_.notify_all();
+    job.run_chunks();
+    // Wait for chunks still running on workers, then detach the job from the pool.
+    while (job.done.load(std::memory_order_acquire) < job.chunks) std::this_thread::yield();
+    std::unique_lock<std::mutex> lock(mutex_);
+    job_ = nullptr;
+    idle_.wait(lock, [this] { return active_ == 0; });
+  }
+
+ private:
+  void worker_loop() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || (job_ != nullptr && generation_ != seen); });
+      if (stopping_) return;
+      seen = generation_;
+      Job* job = job_;
+      ++active_;
+      lock.unlock();
+      job->run_chunks();
+      lock.lock();
+      if (--active_ == 0) idle_.notify_all();
+    }
+  }
+
+  void stop_workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+  }
+
+  int threads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int active_ = 0;
+  bool stopping_ = false;
+};
+
+std::mutex g_pool_mutex;  // serialises jobs from different user threads and resizes
+
+ThreadPool& pool() {
+  static ThreadPool instance(default_num_threads());
+  return instance;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void set_num_threads(int n) {
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  if (n != pool().size()) pool().resize(n);
+}
+
+bool in_parallel_region() { return t_in_parallel; }
+
+void parallel_for(int64_t begin, int64_t end, int64_t grain,
+                  const std::function<void(int64_t, int64_t)>& fn) {
+  if (end <= begin) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t chunks = num_chunks(begin, end, grain);
+  if (chunks == 1 || t_in_parallel || pool().size() == 1) {
+    for (int64_t lo = begin; lo < end; lo += grain) fn(lo, std::min(end, lo + grain));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
+  Job job;
+  job.fn = &fn;
+  job.begin = begin;
+  job.end = end;
+  job.grain = grain;
+  job.chunks = chunks;
+  pool().run(job);
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,362 @@
+// Elementwise inner loops, one instantiation per (op, dtype), built per instruction set.
+// Contiguous runs and runs with a broadcast (stride-0) operand get plain indexed loops the
+// compiler vectorizes; other strides take the generic loop.
+#include <type_traits>
+
+#include "cpu/elementwise_ops.h"
+#include "cpu/simd/simd_common.h"
+
+namespace ember::cpu::EMBER_CPU_CAPABILITY {
+namespace {
+
+template <typename A>
+struct Math {
+  static A exp(A x) { return __builtin_exp(x); }
+  static A log(A x) { return __builtin_log(x); }
+  static A log1p(A x) { return __builtin_log1p(x); }
+  static A expm1(A x) { return __builtin_expm1(x); }
+  static A sqrt(A x) { return __builtin_sqrt(x); }
+  static A sin(A x) { return __builtin_sin(x); }
+  static A cos(A x) { return __builtin_cos(x); }
+  static A tan(A x) { return __builtin_tan(x); }
+  static A tanh(A x) { return __builtin_tanh(x); }
+  static A erf(A x) { return __builtin_erf(x); }
+  static A pow(A x, A y) { return __builtin_pow(x, y); }
+  static A atan2(A x, A y) { return __builtin_atan2(x, y); }
+};
+template <>
+struct Math<float> {
+  static float exp(float x) { return __builtin_expf(x); }
+  static float log(float x) { return __builtin_logf(x); }
+  static float log1p(float x) { return __builtin_log1pf(x); }
+  static float expm1(float x) { return __builtin_expm1f(x); }
+  static float sqrt(float x) { return __builtin_sqrtf(x); }
+  static float sin(float x) { return __builtin_sinf(x); }
+  static float cos(float x) { return __builtin_cosf(x); }
+  static float tan(float x) { return __builtin_tanf(x); }
+  static float tanh(float x) { return __builtin_tanhf(x); }
+  static float erf(float x) { return __builtin_erff(x); }
+  static float pow(float x, float y) { return __builtin_powf(x, y); }
+  static float atan2(float x, float y) { return __builtin_atan2f(x, y); }
+};
+
+template <typename A>
+static inline bool is_nan(A x) {
+  if constexpr (std::is_floating_point_v<A>) return x != x;
+  else return false;
+}
+
+template <typename A>
+static inline A int_pow(A base, A exp) {
+  if (exp < 0) return base == 1 ? A(1) : base == A(-1) ? (exp % 2 == 0 ? A(1) : A(-1)) : A(0);
+  A result = 1;
+  while (exp) {
+    if (exp & 1) result *= base;
+    base *= base;
+    exp >>= 1;
+  }
+  return result;
+}
+
+template <BinaryOp op, typename A>
+static inline A binary(A a, A b, A alpha) {
+  if constexpr (op == BinaryOp::Add) return a + alpha * b;
+  else if constexpr (op == BinaryOp::Sub) return a - alpha * b;
+  else if constexpr (op == BinaryOp::Mul) return a * b;
+  else if constexpr (op == BinaryOp::Div) return a / b;
+  else if constexpr (op == BinaryOp::Maximum) return is_nan(a) ? a : is_nan(b) ? b : (a > b ? a : b);
+  else if constexpr (op == BinaryOp::Minimum) return is_nan(a) ? a : is_nan(b) ? b : (a < b ? a : b);
+  else if constexpr (op == BinaryOp::Pow) {
+    if constexpr (std::is_floating_point_v<A>) return Math<A>::pow(a, b);
+    else return int_pow(a, b);
+  } else {
+    return Math<A>::atan2(a, b);
+  }
+}
+
+template <typename T, BinaryOp op>
+void binary_kernel(char** data, const int64_t* s, int64_t n, const void* params) {
+  using A = acc_t<T>;
+  const A alpha = static_cast<A>(static_cast<const ElementwiseParams*>(params)->alpha);
+  T* out = reinterpret_cast<T*>(data[0]);
+  const T* a = reinterpret_cast<const T*>(data[1]);
+  const T* b = reinterpret_cast<const T*>(data[2]);
+  constexpr int64_t e = sizeof(T);
+  if (s[0] == e && s[1] == e && s[2] == e) {
+    for (int64_t i = 0; i < n; ++i) store(out + i, binary<op, A>(load(a + i), load(b + i), alpha));
+  } else if (s[0] == e && s[1] == e && s[2] == 0) {
+    const A bv = load(b);
+    for (int64_t i = 0; i < n; ++i) store(out + i, binary<op, A>(load(a + i), bv, alpha));
+  } else if (s[0] == e && s[1] == 0 && s[2] == e) {
+    const A av = load(a);
+    for (int64_t i = 0; i < n; ++i) store(out + i, binary<op, A>(av, load(b + i), alpha));
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      store(reinterpret_cast<T*>(data[0] + i * s[0]),
+            binary<op, A>(load(reinterpret_cast<const T*>(data[1] + i * s[1])),
+                          load(reinterpret_cast<const T*>(data[2] + i * s[2])), alpha));
+    }
+  }
+}
+
+template <CompareOp op, typename A>
+static inline bool compare(A a, A b) {
+  if constexpr (op == CompareOp::Eq) return a == b;
+  else if constexpr (op == CompareOp::Ne) return a != b;
+  else if constexpr (op == CompareOp::Lt) return a < b;
+  else if constexpr (op == CompareOp::Le) return a <= b;
+  else if constexpr (op == CompareOp::Gt) return a > b;
+  else if constexpr (op == CompareOp::Ge) return a >= b;
+  else if constexpr (op == CompareOp::LogicalAnd) return (a != A(0)) && (b != A(0));
+  else if constexpr (op == CompareOp::LogicalOr) return (a != A(0)) || (b != A(0));
+  else return (a != A(0)) != (b != A(0));
+}
+
+template <typename T, CompareOp op>
+void compare_kernel(char** data, const int64_t* s, int64_t n, const void*) {
+  for (int64_t i = 0; i < n; ++i) {
+    *reinterpret_cast<bool*>(data[0] + i * s[0]) = compare<op>(load(reinterpret_cast<const T*>(data[1] + i * s[1])),
+                                                               load(reinterpret_cast<const T*>(data[2] + i * s[2])));
+  }
+}
+
+template <UnaryOp op, typename A>
+static inline A unary(A x, const ElementwiseParams& p) {
+  using M = Math<A>;
+  if constexpr (op == UnaryOp::Exp) return M::exp(x);
+  else if constexpr (op == UnaryOp::Log) return M::log(x);
+  else if constexpr (op == UnaryOp::Log1p) return M::log1p(x);
+  else if constexpr (op == UnaryOp::Expm1) return M::expm1(x);
+  else if constexpr (op == UnaryOp::Sqrt) return M::sqrt(x);
+  else if constexpr (op == UnaryOp::Rsqrt) return A(1) / M::sqrt(x);
+  else if constexpr (op == UnaryOp::Abs) return x < A(0) ? -x : x;
+  else if constexpr (op == UnaryOp::Neg) return -x;
+  else if constexpr (op == UnaryOp::Sin) return M::sin(x);
+  else if constexpr (op == UnaryOp::Cos) return M::cos(x);
+  else if constexpr (op == UnaryOp::Tan) return M::tan(x);
+  else if constexpr (op == UnaryOp::Tanh) return M::tanh(x);
+  else if constexpr (op == UnaryOp::Sigmoid) return A(1) / (A(1) + M::exp(-x));
+  else if constexpr (op == UnaryOp::Relu) return is_nan(x) ? x : (x > A(0) ? x : A(0));
+  else if constexpr (op == UnaryOp::GeluErf) return A(0.5) * x * (A(1) + M::erf(x * A(0.70710678118654752440)));
+  else if constexpr (op == UnaryOp::GeluTanh) {
+    const A inner = A(0.79788456080286535588) * (x + A(0.044715) * x * x * x);
+    return A(0.5) * x * (A(1) + M::tanh(inner));
+  } else if constexpr (op == UnaryOp::Silu) return x / (A(1) + M::exp(-x));
+  else if constexpr (op == UnaryOp::Erf) return M::erf(x);
+  else if constexpr (op == UnaryOp::Sign) return is_nan(x) ? x : A((x > A(0)) - (x < A(0)));
+  else if constexpr (op == UnaryOp::Reciprocal) return A(1) / x;
+  else if constexpr (op == UnaryOp::PowScalar) {
+    const A e = static_cast<A>(p.alpha);
+    if (e == A(2)) return x * x;
+    return M::pow(x, e);
+  } else {
+    A y = x;
+    if (p.has_low && y < static_cast<A>(p.low)) y = static_cast<A>(p.low);
+    if (p.has_high && y > static_cast<A>(p.high)) y = static_cast<A>(p.high);
+    return is_nan(x) ? x : y;
+  }
+}
+
+template <UnaryOp op, typename A>
+static inline A unary_int(A x, const ElementwiseParams& p) {
+  if constexpr (op == UnaryOp::Abs) return x < A(0) ? A(-x) : x;
+  else if constexpr (op == UnaryOp::Neg) return A(-x);
+  else if constexpr (op == UnaryOp::Relu) return x > A(0) ? x : A(0);
+  else if constexpr (op == UnaryOp::Sign) return A((x > A(0)) - (x < A(0)));
+  else if constexpr (op == UnaryOp::PowScalar) return int_pow<A>(x, static_cast<A>(p.alpha));
+  else {
+    A y = x;
+    if (p.has_low && y < static_cast<A>(p.low)) y = static_cast<A>(p.low);
+    if (p.has_high && y > static_cast<A>(p.high)) y = static_cast<A>(p.high);
+    return y;
+  }
+}
+
+template <typename T, UnaryOp op>
+void unary_kernel(char** data, const int64_t* s, int64_t n, const void* params) {
+  using A = acc_t<T>;
+  const ElementwiseParams& p = *static_cast<const ElementwiseParams*>(params);
+  auto f = [&](A x) {
+    if constexpr (std::is_floating_point_v<A>) return unary<op, A>(x, p);
+    else return unary_int<op, A>(x, p);
+  };
+  constexpr int64_t e = sizeof(T);
+  T* out = reinterpret_cast<T*>(data[0]);
+  const T* in = reinterpret_cast<const T*>(data[1]);
+  if (s[0] == e && s[1] == e) {
+    for (int64_t i = 0; i < n; ++i) store(out + i, f(load(in + i)));
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      store(reinterpret_cast<T*>(data[0] + i * s[0]), f(load(reinterpret_cast<const T*>(data[1] + i * s[1]))));
+  }
+}
+
+template <PredicateOp op, typename A>
+static inline bool predicate(A x) {
+  if constexpr (op == PredicateOp::LogicalNot) return x == A(0);
+  else if constexpr (!std::is_floating_point_v<A>) return op == PredicateOp::IsFinite;
+  else if constexpr (op == PredicateOp::IsNan) return x != x;
+  else if constexpr (op == PredicateOp::IsInf) return x == x && (x - x) != (x - x);
+  else return (x - x) == (x - x);
+}
+
+template <typename T, PredicateOp op>
+void predicate_kernel(char** data, const int64_t* s, int64_t n, const void*) {
+  for (int64_t i = 0; i < n; ++i)
+    *reinterpret_cast<bool*>(data[0] + i * s[0]) = predicate<op>(load(reinterpret_cast<const T*>(data[1] + i * s[1])));
+}
+
+template <typename From, typename To>
+void cast_kernel(char** data, const int64_t* s, int64_t n, const void*) {
+  using A = acc_t<From>;
+  auto convert = [](A v) {
+    if constexpr (std::is_same_v<To, bool>) return v != A(0);
+    else return v;
+  };
+  To* out = reinterpret_cast<To*>(data[0]);
+  const From* in = reinterpret_cast<const From*>(data[1]);
+  if (s[0] == sizeof(To) && s[1] == sizeof(From)) {
+    for (int64_t i = 0; i < n; ++i) store(out + i, convert(load(in + i)));
+  } else if (s[0] == sizeof(To) && s[1] == 0) {
+    const auto v = convert(load(in));
+    for (int64_t i = 0; i < n; ++i) store(out + i, v);
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      store(reinterpret_cast<To*>(data[0] + i * s[0]), convert(load(reinterpret_cast<const From*>(data[1] + i * s[1]))));
+  }
+}
+
+template <typename T>
+void where_kernel(char** data, const int64_t* s, int64_t n, const void*) {
+  for (int64_t i = 0; i < n; ++i) {
+    const bool c = *reinterpret_cast<const bool*>(data[1] + i * s[1]);
+    const T* src = reinterpret_cast<const T*>(c ? data[2] + i * s[2] : data[3] + i * s[3]);
+    *reinterpret_cast<T*>(data[0] + i * s[0]) = *src;
+  }
+}
+
+// Calls f(T{}) with the C++ type of `dtype`.
+template <typename F>
+InnerLoop by_dtype(ScalarType dtype, F f) {
+  switch (dtype) {
+    case ScalarType::Bool: return f(bool{});
+    case ScalarType::UInt8: return f(uint8_t{});
+    case ScalarType::Int8: return f(int8_t{});
+    case ScalarType::Int32: return f(int32_t{});
+    case ScalarType::Int64: return f(int64_t{});
+    case ScalarType::Float16: return f(Half{});
+    case ScalarType::BFloat16: return f(BFloat16{});
+    case ScalarType::Float32: return f(float{});
+    case ScalarType::Float64: return f(double{});
+  }
+  return nullptr;
+}
+
+template <typename T>
+constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+}  // namespace
+
+InnerLoop binary_loop(BinaryOp op, ScalarType dtype) {
+  return by_dtype(dtype, [op](auto tag) -> InnerLoop {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return nullptr;
+    } else {
+      switch (op) {
+        case BinaryOp::Add: return binary_kernel<T, BinaryOp::Add>;
+        case BinaryOp::Sub: return binary_kernel<T, BinaryOp::Sub>;
+        case BinaryOp::Mul: return binary_kernel<T, BinaryOp::Mul>;
+        case BinaryOp::Div: return binary_kernel<T, BinaryOp::Div>;
+        case BinaryOp::Maximum: return binary_kernel<T, BinaryOp::Maximum>;
+        case BinaryOp::Minimum: return binary_kernel<T, BinaryOp::Minimum>;
+        case BinaryOp::Pow: return binary_kernel<T, BinaryOp::Pow>;
+        case BinaryOp::Atan2:
+          if constexpr (is_float_v<T>) return binary_kernel<T, BinaryOp::Atan2>;
+          return nullptr;
+      }
+      return nullptr;
+    }
+  });
+}
+
+InnerLoop compare_loop(CompareOp op, ScalarType dtype) {
+  return by_dtype(dtype, [op](auto tag) -> InnerLoop {
+    using T = decltype(tag);
+    switch (op) {
+      case CompareOp::Eq: return compare_kernel<T, CompareOp::Eq>;
+      case CompareOp::Ne: return compare_kernel<T, CompareOp::Ne>;
+      case CompareOp::Lt: return compare_kernel<T, CompareOp::Lt>;
+      case CompareOp::Le: return compare_kernel<T, CompareOp::Le>;
+      case CompareOp::Gt: return compare_kernel<T, CompareOp::Gt>;
+      case CompareOp::Ge: return compare_kernel<T, CompareOp::Ge>;
+      case CompareOp::LogicalAnd: return compare_kernel<T, CompareOp::LogicalAnd>;
+      case CompareOp::LogicalOr: return compare_kernel<T, CompareOp::LogicalOr>;
+      case CompareOp::LogicalXor: return compare_kernel<T, CompareOp::LogicalXor>;
+    }
+    return nullptr;
+  });
+}
+
+InnerLoop unary_loop(UnaryOp op, ScalarType dtype) {
+  return by_dtype(dtype, [op](auto tag) -> InnerLoop {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return nullptr;
+    } else if constexpr (!is_float_v<T>) {
+      switch (op) {
+        case UnaryOp::Abs: return unary_kernel<T, UnaryOp::Abs>;
+        case UnaryOp::Neg: return unary_kernel<T, UnaryOp::Neg>;
+        case UnaryOp::Relu: return unary_kernel<T, UnaryOp::Relu>;
+        case UnaryOp::Sign: return unary_kernel<T, UnaryOp::Sign>;
+        case UnaryOp::PowScalar: return unary_kernel<T, UnaryOp::PowScalar>;
+        case UnaryOp::Clamp: return unary_kernel<T, UnaryOp::Clamp>;
+        default: return nullptr;
+      }
+    } else {
+      switch (op) {
+#define EMBER_CASE(name) \
+  case UnaryOp::name: return unary_kernel<T, UnaryOp::name>;
+        EMBER_CASE(Exp) EMBER_CASE(Log) EMBER_CASE(Log1p) EMBER_CASE(Expm1) EMBER_CASE(Sqrt) EMBER_CASE(Rsqrt)
+        EMBER_CASE(Abs) EMBER_CASE(Neg) EMBER_CASE(Sin) EMBER_CASE(Cos) EMBER_CASE(Tan) EMBER_CASE(Tanh)
+        EMBER_CASE(Sigmoid) EMBER_CASE(Relu) EMBER_CASE(GeluErf) EMBER_CASE(GeluTanh) EMBER_CASE(Silu) EMBER_CASE(Erf)
+        EMBER_CASE(Sign) EMBER_CASE(Reciprocal) EMBER_CASE(PowScalar) EMBER_CASE(Clamp)
+#undef EMBER_CASE
+      }
+      return nullptr;
+    }
+  });
+}
+
+InnerLoop predicate_loop(PredicateOp op, ScalarType dtype) {
+  return by_dtype(dtype, [op](auto tag) -> InnerLoop {
+    using T = decltype(tag);
+    switch (op) {
+      case PredicateOp::LogicalNot: return predicate_kernel<T, PredicateOp::LogicalNot>;
+      case PredicateOp::IsNan: return predicate_kernel<T, PredicateOp::IsNan>;
+      case PredicateOp::IsInf: return predicate_kernel<T, PredicateOp::IsInf>;
+      case PredicateOp::IsFinite: return predicate_kernel<T, PredicateOp::IsFinite>;
+    }
+    return nullptr;
+  });
+}
+
+InnerLoop cast_loop(ScalarType from, ScalarType to) {
+  return by_dtype(from, [to](auto from_tag) -> InnerLoop {
+    using From = decltype(from_tag);
+    return by_dtype(to, [](auto to_tag) -> InnerLoop { return cast_kernel<From, decltype(to_tag)>; });
+  });
+}
+
+InnerLoop where_loop(ScalarType dtype) {
+  // Selecting moves bytes only, so one kernel per element width serves every dtype.
+  return by_dtype(dtype, [](auto tag) -> InnerLoop {
+    using T = decltype(tag);
+    if constexpr (sizeof(T) == 1) return where_kernel<uint8_t>;
+    else if constexpr (sizeof(T) == 2) return where_kernel<uint16_t>;
+    else if constexpr (sizeof(T) == 4) return where_kernel<uint32_t>;
+    else return where_kernel<uint64_t>;
+  });
+}
+
+}  // namespace ember::cpu::EMBER_CPU_CAPABILITY

@@ -1,0 +1,69 @@
+// Copies and dtype conversion.
+#include "ops/op_utils.h"
+
+namespace ember {
+
+Tensor Tensor::clone() const {
+  EMBER_CHECK(defined(), "clone", "called on an undefined tensor");
+  Tensor out = core::make_tensor(sizes(), scalar_type());
+  ops::copy_into(out, *this);
+  autograd::record("CloneBackward", {*this}, {out},
+                   [](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> { return {g[0]}; });
+  return out;
+}
+
+Tensor Tensor::contiguous() const {
+  EMBER_CHECK(defined(), "contiguous", "called on an undefined tensor");
+  return is_contiguous() ? *this : clone();
+}
+
+Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
+  EMBER_CHECK(defined(), "to", "called on an undefined tensor");
+  if (dtype == scalar_type() && !copy) return *this;
+  Tensor out = core::make_tensor(sizes(), dtype);
+  ops::copy_into(out, *this);
+  if (ember::is_floating_point(dtype)) {
+    ScalarType from = scalar_type();
+    autograd::record("ToCopyBackward", {*this}, {out},
+                     [from](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> {
+                       return {g[0].to(from)};
+                     });
+  }
+  return out;
+}
+
+Tensor& Tensor::copy_(const Tensor& src, bool) {
+  EMBER_CHECK(defined() && src.defined(), "copy_", "called with an undefined tensor");
+  auto shape = ops::broadcast_shapes(sizes(), src.sizes(), "copy_");
+  EMBER_CHECK(shape == sizes(), "copy_", "source of shape ", src.sizes(), " cannot be broadcast to ", sizes());
+  autograd::check_inplace(*this, "copy_", {src});
+  ops::copy_into(*this, src);
+  storage().bump_version();
+  if (autograd::should_record({src})) {
+    std::vector<int64_t> src_sizes = src.sizes();
+    ScalarType src_dtype = src.scalar_type();
+    auto node = std::make_shared<autograd::FunctionNode>(
+        "CopyBackward", [src_sizes, src_dtype](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> {
+          return {autograd::sum_to(g[0], src_sizes).to(src_dtype)};
+        });
+    node->sequence_nr = autograd::next_sequence_nr();
+    node->next_edges.push_back(autograd::gradient_edge(src));
+    autograd::set_history(*this, node, 0);
+  } else if (requires_grad() && !is_leaf()) {
+    detach_();  // the old history no longer influences the values
+  }
+  return *this;
+}
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  EMBER_CHECK(defined(), "fill_", "called on an undefined tensor");
+  autograd::check_inplace(*this, "fill_");
+  ops::copy_into(*this, ops::scalar_to_tensor(value, scalar_type()));
+  storage().bump_version();
+  if (requires_grad() && !is_leaf()) detach_();
+  return *this;
+}
+
+Tensor& Tensor::zero_() { return fill_(0); }
+
+}  // namespace ember

@@ -1,0 +1,173 @@
+// matmul, mm, bmm, linear, addmm, outer: shape logic here, the product in cpu::gemm.
+#include "cpu/gemm.h"
+#include "ops/op_utils.h"
+
+namespace ember {
+namespace {
+
+// A [rows, cols] matrix (the last two dims of a tensor) as the BLAS sees it: row-major with
+// leading dimension ld, possibly transposed. Copies only if neither layout fits.
+struct MatrixOperand {
+  Tensor storage_owner;
+  bool trans = false;
+  int64_t ld = 1;
+};
+
+MatrixOperand as_matrix(const Tensor& t) {
+  const int64_t nd = t.dim();
+  const int64_t rows = t.size(nd - 2), cols = t.size(nd - 1);
+  const int64_t rs = t.stride(nd - 2), cs = t.stride(nd - 1);
+  if (cs == 1 && (rs >= std::max<int64_t>(cols, 1) || rows == 1)) return {t, false, std::max<int64_t>(rs, std::max<int64_t>(cols, 1))};
+  if (rs == 1 && (cs >= std::max<int64_t>(rows, 1) || cols == 1)) return {t, true, std::max<int64_t>(cs, std::max<int64_t>(rows, 1))};
+  Tensor c = t.contiguous();
+  return {c, false, std::max<int64_t>(cols, 1)};
+}
+
+void check_matmul_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  EMBER_CHECK(a.scalar_type() == b.scalar_type(), op, "expected both operands to have the same dtype, got ",
+              dtype_name(a.scalar_type()), " and ", dtype_name(b.scalar_type()));
+  ScalarType t = a.scalar_type();
+  EMBER_CHECK(t == kFloat32 || t == kFloat64 || t == kFloat16 || t == kBFloat16, op, "not implemented for dtype ",
+              dtype_name(t), " (use a floating point dtype)");
+}
+
+// out[batch, m, n] = a[batch, m, k] @ b[batch, k, n]; a/b 3-D with batch size 1 broadcast.
+void batched_product(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
+  // Every batch entry must share one layout: dense row-major or dense transposed, else copied.
+  auto prepare = [](const Tensor& t, int64_t& stride) -> MatrixOperand {
+    const int64_t rows = t.size(1), cols = t.size(2);
+    if (t.size(0) == 1 || t.stride(0) == 0) {
+      stride = 0;
+      return as_matrix(t.select(0, 0));
+    }
+    stride = rows * cols;
+    if (t.is_contiguous()) return {t, false, std::max<int64_t>(cols, 1)};
+    if (t.transpose(1, 2).is_contiguous()) return {t, true, std::max<int64_t>(rows, 1)};
+    return {t.contiguous(), false, std::max<int64_t>(cols, 1)};
+  };
+  int64_t stride_a = 0, stride_b = 0;
+  MatrixOperand A = prepare(a, stride_a), B = prepare(b, stride_b);
+  cpu::gemm_batched(out.scalar_type(), A.trans, B.trans, batch, m, n, k, 1.0, A.storage_owner.data_ptr(), A.ld,
+                    stride_a, B.storage_owner.data_ptr(), B.ld, stride_b, 0.0, out.data_ptr(), std::max<int64_t>(n, 1),
+                    m * n);
+}
+
+Tensor mm_forward(const Tensor& a, const Tensor& b) {
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  Tensor out = core::make_tensor({m, n}, a.scalar_type());
+  if (m == 0 || n == 0) return out;
+  MatrixOperand A = as_matrix(a), B = as_matrix(b);
+  cpu::gemm(a.scalar_type(), A.trans, B.trans, m, n, k, 1.0, A.storage_owner.data_ptr(), A.ld,
+            B.storage_owner.data_ptr(), B.ld, 0.0, out.data_ptr(), std::max<int64_t>(n, 1));
+  return out;
+}
+
+void record_matmul(const char* name, const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (!autograd::should_record({a, b})) return;
+  autograd::SavedTensor sa(a), sb(b);
+  autograd::record(name, {a, b}, {out}, [sa, sb](std::vector<Tensor>& g, const std::vector<bool>& needs) {
+    std::vector<Tensor> r(2);
+    Tensor A = sa.get(), B = sb.get();
+    if (needs[0]) r[0] = autograd::sum_to(g[0].matmul(B.mT()), A.sizes());
+    if (needs[1]) r[1] = autograd::sum_to(A.mT().matmul(g[0]), B.sizes());
+    return r;
+  });
+}
+
+}  // namespace
+
+Tensor mm(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "mm", "expected 2-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D");
+  check_matmul_dtype(a, b, "mm");
+  EMBER_CHECK(a.size(1) == b.size(0), "mm", "shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (",
+              a.size(1), " != ", b.size(0), ")");
+  Tensor out = mm_forward(a, b);
+  record_matmul("MmBackward", a, b, out);
+  return out;
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "bmm", "expected 3-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D");
+  check_matmul_dtype(a, b, "bmm");
+  EMBER_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm", "shapes ", a.sizes(), " and ", b.sizes(),
+              " cannot be multiplied");
+  Tensor out = core::make_tensor({a.size(0), a.size(1), b.size(2)}, a.scalar_type());
+  if (out.numel() > 0) batched_product(a, b, out);
+  record_matmul("BmmBackward", a, b, out);
+  return out;
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.defined() && b.defined(), "matmul", "called with an undefined tensor");
+  EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul", "both arguments need at least 1 dimension, got ", a.dim(),
+              "-D and ", b.dim(), "-D");
+  check_matmul_dtype(a, b, "matmul");
+  const int64_t k_a = a.size(-1), k_b = b.dim() == 1 ? b.size(0) : b.size(-2);
+  EMBER_CHECK(k_a == k_b, "matmul", "shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (", k_a, " != ",
+              k_b, ")");
+  if (a.dim() <= 2 && b.dim() <= 2) {
+    Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a;
+    Tensor B = b.dim() == 1 ? b.unsqueeze(1) : b;
+    Tensor out = mm(A, B);
+    if (a.dim() == 1) out = out.squeeze(0);
+    if (b.dim() == 1) out = out.squeeze(-1);
+    return out;
+  }
+  // [..., m, k] @ [k, n]: fold the batch into rows, one GEMM.
+  if (b.dim() == 2 && a.dim() > 2) {
+    std::vector<int64_t> out_shape(a.sizes().begin(), a.sizes().end() - 1);
+    out_shape.push_back(b.size(1));
+    return mm(a.reshape({-1, k_a}), b).view(out_shape);
+  }
+  Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a;
+  Tensor B = b.dim() == 1 ? b.unsqueeze(1) : b;
+  std::vector<int64_t> batch_a(A.sizes().begin(), A.sizes().end() - 2), batch_b(B.sizes().begin(), B.sizes().end() - 2);
+  std::vector<int64_t> batch = ops::broadcast_shapes(batch_a, batch_b, "matmul");
+  const int64_t m = A.size(-2), n = B.size(-1);
+  int64_t batch_numel = 1;
+  for (int64_t s : batch) batch_numel *= s;
+  std::vector<int64_t> a_shape = batch, b_shape = batch;
+  a_shape.insert(a_shape.end(), {m, k_a});
+  b_shape.insert(b_shape.end(), {k_a, n});
+  Tensor A3 = A.expand(a_shape).reshape({batch_numel, m, k_a});
+  Tensor B3 = B.expand(b_shape).reshape({batch_numel, k_a, n});
+  std::vector<int64_t> out_shape = batch;
+  out_shape.insert(out_shape.end(), {m, n});
+  Tensor out = bmm(A3, B3).view(out_shape);
+  if (a.dim() == 1) out = out.squeeze(-2);
+  if (b.dim() == 1) out = out.squeeze(-1);
+  return out;
+}
+
+Tensor Tensor::matmul(const Tensor& other) const { return ember::matmul(*this, other); }
+Tensor Tensor::mm(const Tensor& other) const { return ember::mm(*this, other); }
+Tensor Tensor::bmm(const Tensor& other) const { return ember::bmm(*this, other); }
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  EMBER_CHECK(weight.dim() == 2, "linear", "weight must be 2-D [out_features, in_features], got shape ", weight.sizes());
+  EMBER_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input shape ", x.sizes(),
+              " does not match weight shape ", weight.sizes(), " (in_features ", weight.size(1), ")");
+  Tensor out = matmul(x, weight.t());
+  if (bias.defined()) {
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear", "bias shape ", bias.sizes(),
+                " does not match out_features ", weight.size(0));
+    out = out + bias;
+  }
+  return out;
+}
+
+Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  Tensor product = mm(mat1, mat2);
+  EMBER_CHECK(ops::broadcast_shapes(self.sizes(), product.sizes(), "addmm") == product.sizes(), "addmm", "self of shape ",
+              self.sizes(), " cannot be broadcast to the product shape ", product.sizes());
+  Tensor scaled = alpha.toDouble() == 1 ? product : product * alpha;
+  return beta.toDouble() == 0 ? scaled + zeros_like(self) * 0 : scaled + (beta.toDouble() == 1 ? self : self * beta);
+}
+
+Tensor outer(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "outer", "expected 1-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D");
+  return a.unsqueeze(1) * b.unsqueeze(0);
+}
+
+}  // namespace ember

@@ -1,0 +1,61 @@
+// Shared helpers for op functions: validation, broadcasting, type promotion, and running
+// elementwise kernels over tensors (internal).
+#pragma once
+#include <vector>
+
+#include "autograd/function.h"
+#include "core/tensor_impl.h"
+#include "cpu/elementwise_ops.h"
+#include "ember/functions.h"
+
+namespace ember::ops {
+
+std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op);
+
+// PyTorch's result_type: dimensioned tensors decide unless a zero-dim tensor or a scalar
+// is of a higher category (bool < integer < floating). A Scalar counts at its category's
+// default dtype (int64, float32).
+ScalarType result_type(const Tensor& a, const Tensor& b);
+ScalarType result_type(const Tensor& a, const Scalar& b);
+bool can_cast(ScalarType from, ScalarType to);
+
+// A 0-dim tensor holding `value` as `dtype`.
+Tensor scalar_to_tensor(const Scalar& value, ScalarType dtype);
+
+// Strides of `t` viewed at the broadcast shape `sizes` (0 on expanded dims), in elements.
+std::vector<int64_t> broadcast_strides(const Tensor& t, IntArrayRef sizes, const char* op);
+
+// Runs `loop` with out = operand 0 and `inputs` broadcast to out's shape.
+void run_loop(const Tensor& out, const std::vector<Tensor>& inputs, cpu::InnerLoop loop,
+              const cpu::ElementwiseParams& params = {});
+
+// Writes `src` (broadcast, any dtype) into `dst` without autograd.
+void copy_into(const Tensor& dst, const Tensor& src);
+
+// For an in-place op: when autograd must record, computes `out_of_place(self.clone())` and
+// writes it into `self`, which takes over the result's history; otherwise runs `direct`.
+// Either way bumps self's version.
+template <typename OutOfPlace, typename Direct>
+Tensor& inplace(Tensor& self, const char* op, const std::vector<Tensor>& others, OutOfPlace out_of_place,
+                Direct direct) {
+  autograd::check_inplace(self, op, others);
+  std::vector<Tensor> all = others;
+  all.push_back(self);
+  if (autograd::should_record(all)) {
+    Tensor result = out_of_place(self.clone());
+    EMBER_CHECK(result.scalar_type() == self.scalar_type() || can_cast(result.scalar_type(), self.scalar_type()), op,
+                "result type ", dtype_name(result.scalar_type()), " can't be cast to the desired output type ",
+                dtype_name(self.scalar_type()));
+    EMBER_CHECK(result.sizes() == self.sizes(), op, "output with shape ", self.sizes(),
+                " doesn't match the broadcast shape ", result.sizes());
+    copy_into(self, result);
+    self.storage().bump_version();
+    if (result.grad_fn()) autograd::set_history(self, result.grad_fn(), result.unsafeGetTensorImpl()->autograd->output_nr);
+  } else {
+    direct();
+    self.storage().bump_version();
+  }
+  return self;
+}
+
+}  // namespace ember::ops

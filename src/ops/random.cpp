@@ -1,0 +1,132 @@
+// Random tensors from the default generator.
+#include <mutex>
+
+#include "cpu/random.h"
+#include "ember/random.h"
+#include "ops/op_utils.h"
+
+namespace ember {
+namespace {
+
+std::mutex g_generator_mutex;
+
+// Reserves `n` counter values of the default generator; returns (seed, first offset).
+std::pair<uint64_t, uint64_t> reserve(int64_t n) {
+  std::lock_guard<std::mutex> lock(g_generator_mutex);
+  Generator& gen = default_generator();
+  return {gen.current_seed(), gen.reserve(static_cast<uint64_t>(n))};
+}
+
+// Generates into a fresh contiguous tensor of t's shape and dtype, then copies into t.
+template <typename F>
+Tensor& generate_into(Tensor& t, const char* op, F fill) {
+  autograd::check_inplace(t, op);
+  if (t.is_contiguous()) {
+    fill(t);
+  } else {
+    Tensor tmp = core::make_tensor(t.sizes(), t.scalar_type());
+    fill(tmp);
+    ops::copy_into(t, tmp);
+  }
+  t.storage().bump_version();
+  return t;
+}
+
+Tensor& random_(Tensor& t, const char* op, cpu::Distribution dist, double a, double b) {
+  return generate_into(t, op, [&](Tensor& out) {
+    auto [seed, offset] = reserve(out.numel());
+    cpu::fill_random(out.scalar_type(), out.data_ptr(), out.numel(), seed, offset, dist, a, b);
+  });
+}
+
+}  // namespace
+
+Generator& default_generator() {
+  static Generator gen;
+  return gen;
+}
+
+void manual_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(g_generator_mutex);
+  default_generator().manual_seed(seed);
+}
+
+Tensor& Tensor::uniform_(double from, double to) {
+  EMBER_CHECK(from <= to, "uniform_", "expects from <= to, but got from=", from, " > to=", to);
+  return random_(*this, "uniform_", cpu::Distribution::Uniform, from, to);
+}
+
+Tensor& Tensor::normal_(double mean, double std) {
+  EMBER_CHECK(std >= 0, "normal_", "expects std >= 0.0, but found std ", std);
+  return random_(*this, "normal_", cpu::Distribution::Normal, mean, std);
+}
+
+Tensor& Tensor::bernoulli_(double p) {
+  EMBER_CHECK(p >= 0 && p <= 1, "bernoulli_", "expects 0 <= p <= 1, but got p=", p);
+  return random_(*this, "bernoulli_", cpu::Distribution::Bernoulli, p, 0);
+}
+
+Tensor rand(IntArrayRef sizes, const TensorOptions& options) {
+  Tensor t = empty(sizes, options.requires_grad(false));
+  EMBER_CHECK(t.is_floating_point(), "rand", "dtype must be floating point, got ", dtype_name(t.scalar_type()));
+  t.uniform_(0, 1);
+  if (options.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+
+Tensor randn(IntArrayRef sizes, const TensorOptions& options) {
+  Tensor t = empty(sizes, options.requires_grad(false));
+  EMBER_CHECK(t.is_floating_point(), "randn", "dtype must be floating point, got ", dtype_name(t.scalar_type()));
+  t.normal_(0, 1);
+  if (options.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+
+Tensor randint(int64_t high, IntArrayRef sizes, const TensorOptions& options) { return randint(0, high, sizes, options); }
+
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions& options) {
+  EMBER_CHECK(low < high, "randint", "expects low < high, but got low=", low, " and high=", high);
+  Tensor t = empty(sizes, options.has_dtype() ? options.requires_grad(false) : TensorOptions(kInt64));
+  auto [seed, offset] = reserve(t.numel());
+  cpu::fill_randint(t.scalar_type(), t.data_ptr(), t.numel(), seed, offset, low, high);
+  return t;
+}
+
+Tensor randperm(int64_t n, const TensorOptions& options) {
+  EMBER_CHECK(n >= 0, "randperm", "n must be non-negative, got ", n);
+  Tensor perm = arange(n, kInt64);
+  int64_t* p = perm.data_ptr<int64_t>();
+  auto [seed, offset] = reserve(n);
+  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+    int64_t j = static_cast<int64_t>(cpu::random_bits(seed, offset + static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1));
+    std::swap(p[i], p[j]);
+  }
+  return perm.to(options.has_dtype() ? options.dtype() : kInt64);
+}
+
+Tensor bernoulli(const Tensor& probabilities) {
+  Tensor p = probabilities.to(kFloat64).contiguous();
+  const double* pp = p.data_ptr<double>();
+  for (int64_t i = 0; i < p.numel(); ++i)
+    EMBER_CHECK(pp[i] >= 0 && pp[i] <= 1, "bernoulli", "probability ", pp[i], " at index ", i, " is outside [0, 1]");
+  Tensor out = empty(probabilities.sizes(), probabilities.scalar_type());
+  auto [seed, offset] = reserve(out.numel());
+  cpu::fill_bernoulli(out.scalar_type(), out.data_ptr(), pp, out.numel(), seed, offset);
+  return out;
+}
+
+Tensor bernoulli(const Tensor& like, double p) {
+  Tensor out = empty_like(like);
+  out.bernoulli_(p);
+  return out;
+}
+
+Tensor dropout(const Tensor& x, double p, bool train) {
+  EMBER_CHECK(p >= 0 && p <= 1, "dropout", "probability has to be between 0 and 1, but got ", p);
+  if (!train || p == 0) return x;
+  if (p == 1) return x * zeros_like(x);
+  Tensor mask = bernoulli(x.detach(), 1 - p).div_(1 - p);
+  return x * mask;
+}
+
+}  // namespace ember

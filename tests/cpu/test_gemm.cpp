@@ -1,0 +1,365 @@
+// cpu::gemm and cpu::gemm_batched against a float64 triple loop, for every dtype,
+// transpose combination, odd and block-crossing sizes, padded and broadcast strides.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cpu/dispatch.h"
+#include "cpu/gemm.h"
+#include "cpu/parallel.h"
+#include "ember/error.h"
+
+namespace ember::cpu {
+namespace {
+
+// A row-major matrix stored in `dtype`, rows x cols with row stride ld (ld may be < cols
+// only when it is 0: every row is the same memory).
+struct Matrix {
+  ScalarType dtype;
+  int64_t rows, cols, ld;
+  std::vector<unsigned char> bytes;
+
+  Matrix(ScalarType dtype_, int64_t rows_, int64_t cols_, int64_t ld_)
+      : dtype(dtype_), rows(rows_), cols(cols_), ld(ld_) {
+    const int64_t span = rows == 0 ? 0 : (rows - 1) * ld + cols;
+    bytes.resize(static_cast<size_t>(std::max<int64_t>(span, 1)) * element_size(dtype));
+  }
+  void* data() { return bytes.data(); }
+
+  double get(int64_t r, int64_t c) const { return load(r * ld + c); }
+  void set(int64_t r, int64_t c, double v) { store(r * ld + c, v); }
+  double load(int64_t i) const {
+    const unsigned char* p = bytes.data() + i * element_size(dtype);
+    switch (dtype) {
+      case kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
+      case kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
+      case kBFloat16: { BFloat16 v; std::memcpy(&v.bits, p, 2); return static_cast<float>(v); }
+      default: { Half v; std::memcpy(&v.bits, p, 2); return static_cast<float>(v); }
+    }
+  }
+  void store(int64_t i, double value) {
+    unsigned char* p = bytes.data() + i * element_size(dtype);
+    switch (dtype) {
+      case kFloat32: { float v = static_cast<float>(value); std::memcpy(p, &v, 4); break; }
+      case kFloat64: std::memcpy(p, &value, 8); break;
+      case kBFloat16: { BFloat16 v(static_cast<float>(value)); std::memcpy(p, &v.bits, 2); break; }
+      default: { Half v(static_cast<float>(value)); std::memcpy(p, &v.bits, 2); break; }
+    }
+  }
+  void fill_random(std::mt19937& rng) {
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) set(r, c, dist(rng));
+  }
+  void fill(double value) {
+    for (int64_t i = 0; i * static_cast<int64_t>(element_size(dtype)) < static_cast<int64_t>(bytes.size()); ++i)
+      store(i, value);
+  }
+};
+
+struct Case {
+  ScalarType dtype;
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  double alpha = 1.0, beta = 0.0;
+  int64_t pad_a = 0, pad_b = 0, pad_c = 0;  // extra elements per row
+  bool broadcast_a = false;                 // lda = 0: every stored row of A is the same
+
+  std::string name() const {
+    std::ostringstream out;
+    out << dtype << (trans_a ? " T" : " N") << (trans_b ? "T" : "N") << " m=" << m << " n=" << n << " k=" << k
+        << " alpha=" << alpha << " beta=" << beta << " pads=" << pad_a << "," << pad_b << "," << pad_c
+        << (broadcast_a ? " lda=0" : "");
+    return out.str();
+  }
+};
+
+// Relative accuracy of one float32 (or float64) multiply-add, and of the final rounding.
+double accumulation_eps(ScalarType dtype) { return dtype == kFloat64 ? 0x1p-52 : 0x1p-23; }
+double output_eps(ScalarType dtype) {
+  switch (dtype) {
+    case kBFloat16: return 0x1p-8;
+    case kFloat16: return 0x1p-11;
+    default: return 0.0;
+  }
+}
+
+Matrix make_a(const Case& t) {
+  const int64_t rows = t.trans_a ? t.k : t.m, cols = t.trans_a ? t.m : t.k;
+  return Matrix(t.dtype, rows, cols, t.broadcast_a ? 0 : cols + t.pad_a);
+}
+Matrix make_b(const Case& t) {
+  const int64_t rows = t.trans_b ? t.n : t.k, cols = t.trans_b ? t.k : t.n;
+  return Matrix(t.dtype, rows, cols, cols + t.pad_b);
+}
+
+// Checks c (the result) against alpha * op(a) op(b) + beta * c0 computed in float64.
+void expect_matches(const Case& t, const Matrix& a, const Matrix& b, const Matrix& c0, const Matrix& c) {
+  const double acc_eps = accumulation_eps(t.dtype) * static_cast<double>(t.k + 2);
+  const double out_eps = output_eps(t.dtype);
+  int64_t failures = 0;
+  for (int64_t i = 0; i < t.m; ++i) {
+    for (int64_t j = 0; j < t.n; ++j) {
+      double sum = 0.0, magnitude = 0.0;
+      for (int64_t p = 0; p < t.k; ++p) {
+        const double x = t.trans_a ? a.get(p, i) : a.get(i, p);
+        const double y = t.trans_b ? b.get(j, p) : b.get(p, j);
+        sum += x * y;
+        magnitude += std::abs(x * y);
+      }
+      double expected = t.alpha * sum;
+      magnitude *= std::abs(t.alpha);
+      if (t.beta != 0.0) {
+        expected += t.beta * c0.get(i, j);
+        magnitude += std::abs(t.beta * c0.get(i, j));
+      }
+      const double got = c.get(i, j);
+      const double tolerance = out_eps * std::abs(expected) + acc_eps * magnitude + 1e-30 + (out_eps > 0 ? 1e-7 : 0);
+      if (!(std::abs(got - expected) <= tolerance) && failures++ < 5) {
+        ADD_FAILURE() << t.name() << " at (" << i << ", " << j << "): got " << got << ", expected " << expected
+                      << " (tolerance " << tolerance << ")";
+      }
+    }
+  }
+  EXPECT_EQ(failures, 0) << t.name();
+}
+
+void run_case(const Case& t, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  Matrix a = make_a(t), b = make_b(t);
+  if (t.broadcast_a) {
+    Matrix row(t.dtype, 1, a.cols, a.cols);
+    row.fill_random(rng);
+    a.bytes = row.bytes;
+  } else {
+    a.fill_random(rng);
+  }
+  b.fill_random(rng);
+  Matrix c(t.dtype, t.m, t.n, t.n + t.pad_c);
+  if (t.beta == 0.0) {
+    c.fill(std::numeric_limits<double>::quiet_NaN());  // must not be read
+  } else {
+    c.fill_random(rng);
+  }
+  const Matrix c0 = c;
+  gemm(t.dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta, c.data(), c.ld);
+  expect_matches(t, a, b, c0, c);
+  // Padding between rows of C is not written.
+  for (int64_t i = 0; i + 1 < t.m; ++i)
+    for (int64_t j = t.n; j < c.ld; ++j) ASSERT_TRUE(c.get(i, j) == c0.get(i, j) || std::isnan(c0.get(i, j)));
+}
+
+const ScalarType kDtypes[] = {kFloat32, kFloat64, kBFloat16, kFloat16};
+
+// Runs body once per instruction set the CPU has (the bf16/f16 conversions differ per set).
+template <typename Body>
+void for_each_capability(const Body& body) {
+  const Capability original = cpu_capability();
+  for (Capability wanted : {Capability::Baseline, Capability::AVX2, Capability::AVX512}) {
+    if (set_cpu_capability(wanted) != wanted) continue;
+    SCOPED_TRACE(capability_name(wanted));
+    body();
+  }
+  set_cpu_capability(original);
+}
+
+TEST(Gemm, OddSizesAllTransposes) {
+  for_each_capability([] {
+    for (ScalarType dtype : kDtypes)
+      for (int trans = 0; trans < 4; ++trans)
+        for (int64_t m : {1, 7, 33})
+          for (int64_t n : {1, 8, 65})
+            for (int64_t k : {1, 17, 64}) {
+              run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, m, n, k, 1.0, 0.0});
+            }
+  });
+}
+
+TEST(Gemm, AlphaBetaAndPaddedStrides) {
+  for_each_capability([] {
+    for (ScalarType dtype : kDtypes)
+      for (int trans = 0; trans < 4; ++trans)
+        for (double beta : {0.0, 1.0, 0.5})
+          run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, 37, 45, 29, -1.5, beta, 3, 5, 7});
+  });
+}
+
+TEST(Gemm, BlockCrossingSizes) {
+  // The low-precision path works in 2048-wide blocks: cross each boundary alone and together.
+  for (ScalarType dtype : kDtypes) {
+    run_case({dtype, false, false, 3, 5, 4500, 1.0, 0.5});
+    run_case({dtype, true, true, 2100, 3, 9, 1.0, 0.0});
+    run_case({dtype, false, true, 5, 2051, 7, 2.0, 1.0});
+    run_case({dtype, true, false, 2050, 3, 2050, 1.0, 0.0});
+  }
+}
+
+TEST(Gemm, BroadcastAndSingleRowStrides) {
+  for (ScalarType dtype : kDtypes) {
+    // lda = 0 with several rows: BLAS rejects it, the copy path takes it.
+    Case broadcast{dtype, false, false, 9, 11, 13, 1.0, 0.5};
+    broadcast.broadcast_a = true;
+    run_case(broadcast);
+    Case broadcast_t{dtype, true, false, 9, 11, 13, 1.0, 0.0};
+    broadcast_t.broadcast_a = true;
+    run_case(broadcast_t);
+    // One stored row: any lda is valid, even 0.
+    Case single_row{dtype, false, true, 1, 19, 23, 1.0, 0.0};
+    single_row.broadcast_a = true;
+    run_case(single_row);
+  }
+}
+
+TEST(Gemm, ZeroSizes) {
+  for (ScalarType dtype : kDtypes) {
+    for (double beta : {0.0, 1.0, 0.5}) {
+      run_case({dtype, false, false, 6, 5, 0, 1.0, beta});  // C = beta * C
+      run_case({dtype, true, true, 6, 5, 0, 1.0, beta});
+      run_case({dtype, false, false, 6, 5, 4, 0.0, beta});  // alpha == 0 behaves like k == 0
+    }
+    // Empty outputs touch nothing, whatever the (unused) pointers.
+    gemm(dtype, false, false, 0, 5, 3, 1.0, nullptr, 3, nullptr, 5, 0.0, nullptr, 5);
+    gemm(dtype, false, false, 4, 0, 3, 1.0, nullptr, 3, nullptr, 0, 0.0, nullptr, 0);
+  }
+}
+
+TEST(Gemm, LowPrecisionAccumulatesInFloat32) {
+  // 1000 ones: bf16/f16 running sums would stall at 256 / 2048; float32 sums are exact.
+  for (ScalarType dtype : {kBFloat16, kFloat16}) {
+    const int64_t k = 1000;
+    Matrix a(dtype, 2, k, k), b(dtype, k, 3, 3), c(dtype, 2, 3, 3);
+    a.fill(1.0);
+    b.fill(1.0);
+    gemm(dtype, false, false, 2, 3, k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0, c.data(), c.ld);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j) EXPECT_EQ(c.get(i, j), 1000.0) << dtype;
+  }
+}
+
+TEST(Gemm, RoundsToNearestEvenOnce) {
+  // 1 + 2^-8 + 2^-12 is exact in float32 and rounds up to 1 + 2^-7 in bf16, while a running
+  // sum rounded to bf16 would give 1; 1 + 2^-8 alone is a tie that goes to even (1).
+  Matrix a(kBFloat16, 1, 3, 3), b(kBFloat16, 3, 2, 2), c(kBFloat16, 1, 2, 2);
+  a.set(0, 0, 1.0), a.set(0, 1, 0x1p-8), a.set(0, 2, 0x1p-12);
+  b.set(0, 0, 1.0), b.set(1, 0, 1.0), b.set(2, 0, 1.0);
+  b.set(0, 1, 1.0), b.set(1, 1, 1.0), b.set(2, 1, 0.0);
+  for_each_capability([&] {
+    gemm(kBFloat16, false, false, 1, 2, 3, 1.0, a.data(), 3, b.data(), 2, 0.0, c.data(), 2);
+    EXPECT_EQ(c.get(0, 0), 1.0 + 0x1p-7);
+    EXPECT_EQ(c.get(0, 1), 1.0);
+  });
+}
+
+TEST(Gemm, NonFiniteValuesPropagate) {
+  for (ScalarType dtype : {kBFloat16, kFloat16, kFloat32}) {
+    for_each_capability([&] {
+      Matrix a(dtype, 2, 2, 2), b(dtype, 2, 20, 20), c(dtype, 2, 20, 20);
+      a.fill(1.0);
+      b.fill(1.0);
+      a.set(0, 0, std::numeric_limits<double>::quiet_NaN());
+      a.set(1, 0, std::numeric_limits<double>::infinity());
+      gemm(dtype, false, false, 2, 20, 2, 1.0, a.data(), 2, b.data(), 20, 0.0, c.data(), 20);
+      for (int64_t j = 0; j < 20; ++j) {
+        EXPECT_TRUE(std::isnan(c.get(0, j))) << dtype << " col " << j;
+        EXPECT_EQ(c.get(1, j), std::numeric_limits<double>::infinity()) << dtype << " col " << j;
+      }
+    });
+  }
+}
+
+// Calls from pool threads run OpenBLAS single-threaded (Note [OpenBLAS threads] in gemm.cpp);
+// they must stay correct while concurrent, and top-level calls afterwards too.
+TEST(Gemm, CallsFromInsideParallelRegions) {
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    const Case t{dtype, false, true, 90, 70, 80, 1.0, 0.5};
+    const int64_t count = 6;
+    std::vector<Matrix> as, bs, cs;
+    std::mt19937 rng(11);
+    for (int64_t i = 0; i < count; ++i) {
+      as.push_back(make_a(t));
+      bs.push_back(make_b(t));
+      cs.emplace_back(dtype, t.m, t.n, t.n);
+      as.back().fill_random(rng);
+      bs.back().fill_random(rng);
+      cs.back().fill_random(rng);
+    }
+    std::vector<Matrix> outs = cs;
+    parallel_for(0, count, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        gemm(dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, as[i].data(), as[i].ld, bs[i].data(), bs[i].ld,
+             t.beta, outs[i].data(), outs[i].ld);
+    });
+    for (int64_t i = 0; i < count; ++i) expect_matches(t, as[i], bs[i], cs[i], outs[i]);
+    run_case({dtype, false, false, 300, 200, 100, 1.0, 0.0});
+  }
+}
+
+TEST(Gemm, BadArgumentsThrow) {
+  float x[4] = {};
+  EXPECT_THROW(gemm(kInt64, false, false, 1, 1, 1, 1.0, x, 1, x, 1, 0.0, x, 1), Error);
+  EXPECT_THROW(gemm(kFloat32, false, false, -1, 1, 1, 1.0, x, 1, x, 1, 0.0, x, 1), Error);
+  EXPECT_THROW(gemm(kFloat32, false, false, 1, 1, 1, 1.0, x, -1, x, 1, 0.0, x, 1), Error);
+  EXPECT_THROW(gemm(kFloat32, false, false, 2, 2, 1, 1.0, x, 1, x, 2, 0.0, x, 1), Error);  // rows of C overlap
+  EXPECT_THROW(gemm_batched(kFloat32, false, false, 2, 1, 1, 1, 1.0, x, 1, 1, x, 1, 1, 0.0, x, 1, 0), Error);
+  try {
+    gemm(kInt32, false, false, 1, 1, 1, 1.0, x, 1, x, 1, 0.0, x, 1);
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("[gemm]", 0), 0u) << e.what();
+  }
+}
+
+// Batches of small products run on the pool, larger ones one by one; stride 0 broadcasts.
+TEST(GemmBatched, MatchesPerMatrixReference) {
+  struct Shape { int64_t batch, m, n, k; };
+  for (ScalarType dtype : kDtypes) {
+    for (Shape s : {Shape{37, 5, 6, 7}, Shape{3, 70, 65, 66}, Shape{0, 4, 4, 4}}) {
+      for (bool broadcast_b : {false, true}) {
+        for (double beta : {0.0, 0.5}) {
+          Case t{dtype, true, false, s.m, s.n, s.k, 0.5, beta, 1, 2, 3};
+          std::mt19937 rng(3);
+          std::vector<Matrix> as, bs, cs;
+          for (int64_t i = 0; i < s.batch; ++i) {
+            as.push_back(make_a(t));
+            bs.push_back(make_b(t));
+            cs.emplace_back(dtype, t.m, t.n, t.n + t.pad_c);
+            as.back().fill_random(rng);
+            bs.back().fill_random(rng);
+            cs.back().fill_random(rng);
+          }
+          if (broadcast_b)
+            for (int64_t i = 1; i < s.batch; ++i) bs[i] = bs[0];
+          // Pack the matrices back to back, as a batched tensor would hold them.
+          auto pack = [&](const std::vector<Matrix>& ms, int64_t count) {
+            std::vector<unsigned char> out;
+            for (int64_t i = 0; i < count; ++i) out.insert(out.end(), ms[i].bytes.begin(), ms[i].bytes.end());
+            return out;
+          };
+          const int64_t item = static_cast<int64_t>(element_size(dtype));
+          const int64_t stride_a = s.batch ? static_cast<int64_t>(as[0].bytes.size()) / item : 0;
+          const int64_t stride_b = broadcast_b || !s.batch ? 0 : static_cast<int64_t>(bs[0].bytes.size()) / item;
+          const int64_t stride_c = s.batch ? static_cast<int64_t>(cs[0].bytes.size()) / item : 1;
+          std::vector<unsigned char> a = pack(as, s.batch), b = pack(bs, broadcast_b ? std::min<int64_t>(s.batch, 1) : s.batch);
+          std::vector<unsigned char> c = pack(cs, s.batch);
+          if (beta == 0.0) std::fill(c.begin(), c.end(), 0xff);  // NaN in every dtype; must not be read
+          gemm_batched(dtype, t.trans_a, t.trans_b, s.batch, t.m, t.n, t.k, t.alpha, a.data(), as.empty() ? 1 : as[0].ld,
+                       stride_a, b.data(), bs.empty() ? 1 : bs[0].ld, stride_b, beta, c.data(), t.n + t.pad_c, stride_c);
+          for (int64_t i = 0; i < s.batch; ++i) {
+            Matrix result = cs[i];
+            std::memcpy(result.bytes.data(), c.data() + i * stride_c * item, result.bytes.size());
+            SCOPED_TRACE("batch index " + std::to_string(i));
+            expect_matches(t, as[i], bs[i], cs[i], result);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember::cpu
