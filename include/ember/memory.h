@@ -12,5 +12,7 @@ struct MemoryStats {
 
 MemoryStats memory_stats();
 void reset_peak_memory_stats();
+// Returns cached free blocks to the system (see Note [Large block cache] in allocator.cpp).
+void empty_cache();
 
 }  // namespace ember
