@@ -14,12 +14,6 @@
 #include "cpu/parallel.h"
 #include "ember/error.h"
 
-// src/cpu/simd/gemm_kernels.cpp
-EMBER_DECLARE_KERNEL(void, gemm_widen_bf16, (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
-EMBER_DECLARE_KERNEL(void, gemm_widen_f16, (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
-EMBER_DECLARE_KERNEL(void, gemm_narrow_bf16, (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))
-EMBER_DECLARE_KERNEL(void, gemm_narrow_f16, (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))
-
 namespace ember::cpu {
 namespace {
 
@@ -233,7 +227,7 @@ void gemm_blas_or_blocked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, dou
 template <typename T>
 void scale_c(int64_t m, int64_t n, double beta, void* c, int64_t ldc) {
   using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  return;
+  if (beta == 1.0) return;
   for (int64_t i = 0; i < m; ++i) {
     T* row = static_cast<T*>(c) + i * ldc;
     for (int64_t j = 0; j < n; ++j) row[j] = beta == 0.0 ? T(Acc(0)) : T(static_cast<Acc>(beta) * static_cast<Acc>(row[j]));

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "cpu/dispatch.h"
 #include "ember/dtype.h"
 
 namespace ember::cpu {
@@ -27,3 +28,11 @@ void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, i
                   int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c);
 
 }  // namespace ember::cpu
+
+// The conversions the bf16/f16 path runs (src/cpu/simd/gemm_kernels.cpp), on row-major
+// blocks; declared here for the tests. widen: dst = float(src). narrow: dst = round(src +
+// beta * dst) to nearest even, dst not read when beta == 0.
+EMBER_DECLARE_KERNEL(void, gemm_widen_bf16, (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_widen_f16, (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_narrow_bf16, (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_narrow_f16, (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))

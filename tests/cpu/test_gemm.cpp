@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -197,6 +198,7 @@ TEST(Gemm, BlockCrossingSizes) {
     run_case({dtype, true, true, 2100, 3, 9, 1.0, 0.0});
     run_case({dtype, false, true, 5, 2051, 7, 2.0, 1.0});
     run_case({dtype, true, false, 2050, 3, 2050, 1.0, 0.0});
+    run_case({dtype, false, true, 2050, 2049, 3, 1.0, 0.0});
   }
 }
 
@@ -245,14 +247,14 @@ TEST(Gemm, LowPrecisionAccumulatesInFloat32) {
 TEST(Gemm, RoundsToNearestEvenOnce) {
   // 1 + 2^-8 + 2^-12 is exact in float32 and rounds up to 1 + 2^-7 in bf16, while a running
   // sum rounded to bf16 would give 1; 1 + 2^-8 alone is a tie that goes to even (1).
-  Matrix a(kBFloat16, 1, 3, 3), b(kBFloat16, 3, 2, 2), c(kBFloat16, 1, 2, 2);
+  // 21 columns alternate the two, so vector bodies and scalar tails both see them.
+  const int64_t n = 21;
+  Matrix a(kBFloat16, 1, 3, 3), b(kBFloat16, 3, n, n), c(kBFloat16, 1, n, n);
   a.set(0, 0, 1.0), a.set(0, 1, 0x1p-8), a.set(0, 2, 0x1p-12);
-  b.set(0, 0, 1.0), b.set(1, 0, 1.0), b.set(2, 0, 1.0);
-  b.set(0, 1, 1.0), b.set(1, 1, 1.0), b.set(2, 1, 0.0);
+  for (int64_t j = 0; j < n; ++j) b.set(0, j, 1.0), b.set(1, j, 1.0), b.set(2, j, j % 2 ? 0.0 : 1.0);
   for_each_capability([&] {
-    gemm(kBFloat16, false, false, 1, 2, 3, 1.0, a.data(), 3, b.data(), 2, 0.0, c.data(), 2);
-    EXPECT_EQ(c.get(0, 0), 1.0 + 0x1p-7);
-    EXPECT_EQ(c.get(0, 1), 1.0);
+    gemm(kBFloat16, false, false, 1, n, 3, 1.0, a.data(), 3, b.data(), n, 0.0, c.data(), n);
+    for (int64_t j = 0; j < n; ++j) EXPECT_EQ(c.get(0, j), j % 2 ? 1.0 : 1.0 + 0x1p-7) << "column " << j;
   });
 }
 
@@ -311,6 +313,98 @@ TEST(Gemm, BadArgumentsThrow) {
     gemm(kInt32, false, false, 1, 1, 1, 1.0, x, 1, x, 1, 0.0, x, 1);
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()).rfind("[gemm]", 0), 0u) << e.what();
+  }
+}
+
+uint32_t float_bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return bits;
+}
+float bits_float(uint32_t bits) {
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+// The vector conversions agree bit for bit with the scalar BFloat16 / Half of ember/dtype.h
+// (f16 NaNs only as NaN: F16C keeps payloads differently).
+TEST(GemmKernels, WidenMatchesScalarForEveryPattern) {
+  std::vector<uint16_t> patterns(65536);
+  std::iota(patterns.begin(), patterns.end(), uint16_t{0});
+  for_each_capability([&] {
+    for (int64_t offset : {0, 3}) {  // offset 3 leaves a scalar tail
+      const int64_t count = 65536 - offset;
+      std::vector<float> bf16(count), f16(count);
+      EMBER_KERNEL(gemm_widen_bf16)(patterns.data() + offset, count, 1, count, bf16.data(), count);
+      EMBER_KERNEL(gemm_widen_f16)(patterns.data() + offset, count, 1, count, f16.data(), count);
+      for (int64_t i = 0; i < count; ++i) {
+        const uint16_t p = patterns[offset + i];
+        ASSERT_EQ(float_bits(bf16[i]), float_bits(BFloat16::to_float(p))) << std::hex << p;
+        const float expected = Half::to_float(p);
+        if (std::isnan(expected)) {
+          ASSERT_TRUE(std::isnan(f16[i])) << std::hex << p;
+        } else {
+          ASSERT_EQ(float_bits(f16[i]), float_bits(expected)) << std::hex << p;
+        }
+      }
+    }
+  });
+}
+
+TEST(GemmKernels, NarrowMatchesScalarRounding) {
+  std::vector<uint32_t> bits = {
+      0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x3f808000, 0x3f818000, 0x3f808001, 0x7f7fffff,
+      0xff7fffff, 0x7f800000, 0xff800000, 0x7f800001, 0x7fbfffff, 0x7fc00000, 0x7fffffff, 0xffffffff,
+      0x477fefff, 0x477ff000, 0x33000000, 0x33000001, 0x33c00000, 0x38800000, 0x387fffff, 0x3f800fff};
+  std::mt19937 rng(5);
+  while (bits.size() < 100003) bits.push_back(static_cast<uint32_t>(rng()));
+  const int64_t count = static_cast<int64_t>(bits.size());
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i) values[i] = bits_float(bits[i]);
+  for_each_capability([&] {
+    std::vector<uint16_t> bf16(count), f16(count);
+    EMBER_KERNEL(gemm_narrow_bf16)(values.data(), count, 1, count, 0.0f, bf16.data(), count);
+    EMBER_KERNEL(gemm_narrow_f16)(values.data(), count, 1, count, 0.0f, f16.data(), count);
+    for (int64_t i = 0; i < count; ++i) {
+      ASSERT_EQ(bf16[i], BFloat16::from_float(values[i])) << std::hex << bits[i];
+      if (std::isnan(values[i])) {
+        ASSERT_TRUE(std::isnan(Half::to_float(f16[i]))) << std::hex << bits[i];
+      } else {
+        ASSERT_EQ(f16[i], Half::from_float(values[i])) << std::hex << bits[i];
+      }
+    }
+  });
+}
+
+TEST(GemmKernels, NarrowAddsBetaTimesOutput) {
+  // beta = 0.5 keeps beta * old exact, so every instruction set must give round(src + old / 2).
+  const int64_t rows = 3, cols = 37, ld_src = 40, ld_dst = 41;
+  std::mt19937 rng(9);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  std::vector<float> src(rows * ld_src);
+  for (float& x : src) x = dist(rng);
+  for (ScalarType dtype : {kBFloat16, kFloat16}) {
+    std::vector<uint16_t> old(rows * ld_dst);
+    for (uint16_t& x : old) x = dtype == kBFloat16 ? BFloat16::from_float(dist(rng)) : Half::from_float(dist(rng));
+    for_each_capability([&] {
+      std::vector<uint16_t> out = old;
+      auto narrow = dtype == kBFloat16 ? EMBER_KERNEL(gemm_narrow_bf16) : EMBER_KERNEL(gemm_narrow_f16);
+      narrow(src.data(), ld_src, rows, cols, 0.5f, out.data(), ld_dst);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < ld_dst; ++j) {
+          const uint16_t before = old[r * ld_dst + j];
+          if (j >= cols) {
+            EXPECT_EQ(out[r * ld_dst + j], before);  // row padding untouched
+            continue;
+          }
+          const float sum = src[r * ld_src + j] +
+                            0.5f * (dtype == kBFloat16 ? BFloat16::to_float(before) : Half::to_float(before));
+          EXPECT_EQ(out[r * ld_dst + j], dtype == kBFloat16 ? BFloat16::from_float(sum) : Half::from_float(sum))
+              << dtype << " at " << r << ", " << j;
+        }
+      }
+    });
   }
 }
 
