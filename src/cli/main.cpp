@@ -9,6 +9,8 @@
 #include "cpu/dispatch.h"
 #include "ember/ember.h"
 
+int run_inspect(const std::vector<std::string>& args);  // src/cli/inspect.cpp
+
 namespace {
 
 const char* kUsage =
@@ -16,6 +18,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  bench SUITE [--quick] [--json]   run a benchmark suite (ember bench --list)\n"
+    "  inspect FILE                     list a safetensors file's tensors and metadata\n"
     "  help                             show this message\n";
 
 nlohmann::json machine_info() {
@@ -69,6 +72,7 @@ int main(int argc, char** argv) {
     const std::string command = args[0];
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "bench") return run_bench(rest);
+    if (command == "inspect") return run_inspect(rest);
     std::cerr << "ember: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const ember::Error& e) {
