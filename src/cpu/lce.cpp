@@ -1,0 +1,311 @@
+#include "cpu/lce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "cpu/gemm.h"
+#include "cpu/parallel.h"
+#include "cpu/softmax.h"
+
+namespace ember::cpu {
+namespace {
+
+bool is_low_precision(ScalarType dtype) { return dtype == kBFloat16 || dtype == kFloat16; }
+
+// Rows per parallel chunk so that each chunk touches about 32K elements.
+int64_t row_grain(int64_t cols) { return std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(cols, 1)); }
+
+// dst [rows, cols] (row stride cols) = float(src rows), src a float16/bfloat16 matrix.
+void widen_rows(ScalarType dtype, const void* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst) {
+  parallel_for(0, rows, row_grain(cols), [&](int64_t r0, int64_t r1) {
+    const uint16_t* from = static_cast<const uint16_t*>(src) + r0 * ld_src;
+    if (dtype == kBFloat16) {
+      EMBER_KERNEL(gemm_widen_bf16)(from, ld_src, r1 - r0, cols, dst + r0 * cols, cols);
+    } else {
+      EMBER_KERNEL(gemm_widen_f16)(from, ld_src, r1 - r0, cols, dst + r0 * cols, cols);
+    }
+  });
+}
+
+// dst [rows, cols] (contiguous float16/bfloat16) = src rounded to nearest even.
+void narrow_rows(ScalarType dtype, const float* src, int64_t rows, int64_t cols, void* dst) {
+  parallel_for(0, rows, row_grain(cols), [&](int64_t r0, int64_t r1) {
+    uint16_t* to = static_cast<uint16_t*>(dst) + r0 * cols;
+    if (dtype == kBFloat16) {
+      EMBER_KERNEL(gemm_narrow_bf16)(src + r0 * cols, cols, r1 - r0, cols, 0.0f, to, cols);
+    } else {
+      EMBER_KERNEL(gemm_narrow_f16)(src + r0 * cols, cols, r1 - r0, cols, 0.0f, to, cols);
+    }
+  });
+}
+
+// Sums in float64 with eight interleaved partial sums (fixed order, latency hidden).
+template <typename T>
+double sum_in_double(const T* values, int64_t n) {
+  double partial[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) partial[k] += static_cast<double>(values[i + k]);
+  double total = 0;
+  for (double p : partial) total += p;
+  for (; i < n; ++i) total += static_cast<double>(values[i]);
+  return total;
+}
+
+// The maximum, or NaN's neighbour: a NaN is skipped here but reaches the sum of exps.
+template <typename T>
+T row_max(const T* values, int64_t n) {
+  T partial[8];
+  std::fill(partial, partial + 8, -std::numeric_limits<T>::infinity());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) partial[k] = values[i + k] > partial[k] ? values[i + k] : partial[k];
+  T best = -std::numeric_limits<T>::infinity();
+  for (T p : partial) best = p > best ? p : best;
+  for (; i < n; ++i) best = values[i] > best ? values[i] : best;
+  return best;
+}
+
+// out[c] = exp(z[c] - shift).
+void exp_shifted(const float* z, float shift, float* out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) out[c] = z[c] - shift;
+  EMBER_KERNEL(exp_f32)(out, out, n);
+}
+
+void exp_shifted(const double* z, double shift, double* out, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) out[c] = std::exp(z[c] - shift);
+}
+
+template <typename Acc>
+struct RowPass {
+  const LceProblem& p;
+  const LceGradScale& scale;
+  const Acc* bias;
+  const Acc* class_weight;
+  double class_weight_sum;  // sum of the class weights (classes when unweighted)
+  bool want_grad;
+
+  // Turns logits row z of `token` into d loss / d logits (when want_grad); e: scratch [classes].
+  void run(int64_t token, Acc* z, Acc* e, double& ce, double& lse) const {
+    const int64_t classes = p.classes;
+    const int64_t t = p.target[token];
+    if (t == p.ignore_index) {
+      ce = lse = 0;
+      if (want_grad) std::fill(z, z + classes, Acc(0));
+      return;
+    }
+    if (bias)
+      for (int64_t c = 0; c < classes; ++c) z[c] += bias[c];
+    const Acc cap = static_cast<Acc>(p.softcap);
+    if (p.softcap > 0)
+      for (int64_t c = 0; c < classes; ++c) z[c] = cap * std::tanh(z[c] / cap);
+
+    const double eps = p.label_smoothing;
+    const double smooth = eps / static_cast<double>(classes);
+    const double target_weight = class_weight ? static_cast<double>(class_weight[t]) : 1.0;
+    double weighted_logits = 0;  // sum_c w_c z_c, for smoothing
+    if (eps > 0) {
+      if (class_weight) {
+        for (int64_t c = 0; c < classes; ++c) e[c] = class_weight[c] * z[c];
+        weighted_logits = sum_in_double(e, classes);
+      } else {
+        weighted_logits = sum_in_double(z, classes);
+      }
+    }
+    const Acc shift = row_max(z, classes);
+    exp_shifted(z, shift, e, classes);
+    const double sum_exp = sum_in_double(e, classes);
+    lse = static_cast<double>(shift) + std::log(sum_exp);
+    ce = (1 - eps) * target_weight * (lse - static_cast<double>(z[t])) +
+         smooth * (class_weight_sum * lse - weighted_logits);
+    if (!want_grad) return;
+
+    const double ce_scale = scale.per_token ? scale.per_token[token] : scale.ce;
+    const double z_scale = scale.per_token ? scale.per_token[token] : scale.z;
+    // d/dz_c = p_c * total - smooth * ce_scale * w_c - [c == t] (1 - eps) w_t ce_scale.
+    const double total = ce_scale * ((1 - eps) * target_weight + smooth * class_weight_sum) +
+                         z_scale * 2 * p.z_loss * lse;
+    const Acc per_exp = static_cast<Acc>(total / sum_exp);
+    const Acc smooth_term = static_cast<Acc>(smooth * ce_scale);
+    const Acc target_term = static_cast<Acc>((1 - eps) * target_weight * ce_scale);
+    if (class_weight) {
+      for (int64_t c = 0; c < classes; ++c) e[c] = e[c] * per_exp - smooth_term * class_weight[c];
+    } else {
+      for (int64_t c = 0; c < classes; ++c) e[c] = e[c] * per_exp - smooth_term;
+    }
+    e[t] -= target_term;
+    if (p.softcap > 0) {
+      // d tanh = 1 - tanh^2, with tanh = z / cap.
+      for (int64_t c = 0; c < classes; ++c) z[c] = e[c] * (Acc(1) - (z[c] / cap) * (z[c] / cap));
+    } else {
+      std::copy(e, e + classes, z);
+    }
+  }
+};
+
+template <typename Acc>
+constexpr ScalarType acc_dtype = std::is_same_v<Acc, double> ? kFloat64 : kFloat32;
+
+int64_t tile_count(int64_t n, int64_t tile) { return (n + tile - 1) / tile; }
+
+// Calls fn(t) for t in [0, count) on the pool, always as a parallel region, even for one
+// tile: gemm then keeps BLAS on the calling thread (see Note [Fixed product tiles]).
+template <typename Fn>
+void for_each_tile(int64_t count, const Fn& fn) {
+  parallel_for(0, std::max<int64_t>(count, 2), 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < std::min(t1, count); ++t) fn(t);
+  });
+}
+
+// A float32 buffer of the calling thread, kept between tiles so they do not page-fault.
+float* thread_buffer(int64_t count) {
+  thread_local std::vector<float> buffer;
+  if (static_cast<int64_t>(buffer.size()) < count) buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+// One chunk after another; within a chunk every product is tiled (Note [Fixed product tiles]).
+template <typename Acc>
+class Driver {
+ public:
+  Driver(const LceProblem& p, const LceGradScale& scale, const LceOutputs& out, const LceWorkspace& ws)
+      : p_(p), out_(out), ws_(ws), low_(is_low_precision(p.dtype)),
+        rows_{p, scale, static_cast<const Acc*>(p.bias), static_cast<const Acc*>(p.class_weight),
+              class_weight_sum(p), out.grad_x || out.grad_weight || out.grad_bias} {}
+
+  void run() {
+    Acc* logits = static_cast<Acc*>(ws_.logits);
+    for (int64_t c0 = 0; c0 < p_.tokens; c0 += p_.chunk_tokens) {
+      const int64_t rows = std::min(p_.chunk_tokens, p_.tokens - c0);
+      // x rows of this chunk in Acc, row stride ld_x.
+      const Acc* x = static_cast<const Acc*>(p_.x) + c0 * p_.ld_x;
+      int64_t ld_x = p_.ld_x;
+      if constexpr (std::is_same_v<Acc, float>) {
+        if (low_) {
+          widen_rows(p_.dtype, static_cast<const uint16_t*>(p_.x) + c0 * p_.ld_x, p_.ld_x, rows, p_.hidden,
+                     ws_.x_wide);
+          x = ws_.x_wide;
+          ld_x = p_.hidden;
+        }
+      }
+      compute_logits(x, ld_x, rows, logits);
+      row_pass(c0, rows, logits);
+      if (!rows_.want_grad) continue;
+      if (out_.grad_bias) accumulate_grad_bias(logits, rows);
+      if (out_.grad_x) compute_grad_x(logits, rows, c0);
+      if (out_.grad_weight) accumulate_grad_weight(logits, x, ld_x, rows);
+    }
+  }
+
+ private:
+  static double class_weight_sum(const LceProblem& p) {
+    return p.class_weight ? sum_in_double(static_cast<const Acc*>(p.class_weight), p.classes)
+                          : static_cast<double>(p.classes);
+  }
+
+  // Weight rows [v0, v0 + count) x columns [h0, h0 + width) in Acc and their row stride: in
+  // place, or widened into this thread's buffer for float16/bfloat16.
+  std::pair<const Acc*, int64_t> weight_tile(int64_t v0, int64_t count, int64_t h0, int64_t width) const {
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (low_) {
+        float* buffer = thread_buffer(count * width);
+        widen_rows(p_.dtype, static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight + h0, p_.ld_weight, count,
+                   width, buffer);
+        return {buffer, width};
+      }
+    }
+    return {static_cast<const Acc*>(p_.weight) + v0 * p_.ld_weight + h0, p_.ld_weight};
+  }
+
+  void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const Acc* a, int64_t lda, const Acc* b,
+               int64_t ldb, double beta, void* c, int64_t ldc) const {
+    gemm(acc_dtype<Acc>, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  }
+
+  // logits [rows, classes] = x @ weight^T, in parallel over class tiles.
+  void compute_logits(const Acc* x, int64_t ld_x, int64_t rows, Acc* logits) const {
+    const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
+    for_each_tile(tile_count(classes, kLceClassTile), [&](int64_t t) {
+      const int64_t v0 = t * kLceClassTile, count = std::min(kLceClassTile, classes - v0);
+      const auto [w, ld_w] = weight_tile(v0, count, 0, hidden);
+      for (int64_t b0 = 0; b0 < rows; b0 += block)
+        product(false, true, std::min(block, rows - b0), count, hidden, x + b0 * ld_x, ld_x, w, ld_w, 0.0,
+                logits + b0 * classes + v0, classes);
+    });
+  }
+
+  void row_pass(int64_t c0, int64_t rows, Acc* logits) const {
+    const int64_t classes = p_.classes;
+    parallel_for(0, rows, row_grain(classes), [&](int64_t r0, int64_t r1) {
+      std::vector<Acc> scratch(static_cast<size_t>(classes));
+      for (int64_t r = r0; r < r1; ++r)
+        rows_.run(c0 + r, logits + r * classes, scratch.data(), out_.row_ce[c0 + r], out_.row_lse[c0 + r]);
+    });
+  }
+
+  // grad_bias[v] += the chunk's d[:, v], summed in token order.
+  void accumulate_grad_bias(const Acc* d, int64_t rows) const {
+    Acc* grad_bias = static_cast<Acc*>(out_.grad_bias);
+    const int64_t classes = p_.classes;
+    parallel_for(0, classes, 4096, [&](int64_t v0, int64_t v1) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t v = v0; v < v1; ++v) grad_bias[v] += d[r * classes + v];
+    });
+  }
+
+  // grad_x rows [c0, c0 + rows) = d @ weight, in parallel over (token block, hidden tile).
+  // float32/float64 take all classes in one product; float16/bfloat16 sum class tiles in order.
+  void compute_grad_x(const Acc* d, int64_t rows, int64_t c0) const {
+    const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
+    const int64_t hidden_tiles = tile_count(hidden, kLceHiddenTile);
+    Acc* grad_x = low_ ? reinterpret_cast<Acc*>(ws_.grad_x_wide) : static_cast<Acc*>(out_.grad_x) + c0 * hidden;
+    const int64_t class_step = low_ ? kLceClassTile : classes;
+    for_each_tile(tile_count(rows, block) * hidden_tiles, [&](int64_t t) {
+      const int64_t b0 = (t / hidden_tiles) * block, h0 = (t % hidden_tiles) * kLceHiddenTile;
+      const int64_t count = std::min(block, rows - b0), width = std::min(kLceHiddenTile, hidden - h0);
+      for (int64_t v0 = 0; v0 < classes; v0 += class_step) {
+        const int64_t span = std::min(class_step, classes - v0);
+        const auto [w, ld_w] = weight_tile(v0, span, h0, width);
+        product(false, false, count, width, span, d + b0 * classes + v0, classes, w, ld_w, v0 == 0 ? 0.0 : 1.0,
+                grad_x + b0 * hidden + h0, hidden);
+      }
+    });
+    if (low_) {
+      const int64_t item = static_cast<int64_t>(element_size(p_.dtype));
+      narrow_rows(p_.dtype, ws_.grad_x_wide, rows, hidden, static_cast<char*>(out_.grad_x) + c0 * hidden * item);
+    }
+  }
+
+  // grad_weight += d^T @ x in parallel over class tiles, one product per token block in order.
+  void accumulate_grad_weight(const Acc* d, const Acc* x, int64_t ld_x, int64_t rows) const {
+    const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
+    Acc* grad_weight = static_cast<Acc*>(out_.grad_weight);
+    for_each_tile(tile_count(classes, kLceClassTile), [&](int64_t t) {
+      const int64_t v0 = t * kLceClassTile, count = std::min(kLceClassTile, classes - v0);
+      for (int64_t b0 = 0; b0 < rows; b0 += block)
+        product(true, false, count, hidden, std::min(block, rows - b0), d + b0 * classes + v0, classes,
+                x + b0 * ld_x, ld_x, 1.0, grad_weight + v0 * hidden, hidden);
+    });
+  }
+
+  const LceProblem& p_;
+  const LceOutputs& out_;
+  const LceWorkspace& ws_;
+  const bool low_;
+  const RowPass<Acc> rows_;
+};
+
+}  // namespace
+
+void linear_cross_entropy(const LceProblem& problem, const LceGradScale& scale, const LceOutputs& out,
+                          const LceWorkspace& workspace) {
+  if (problem.dtype == kFloat64) {
+    Driver<double>(problem, scale, out, workspace).run();
+  } else {
+    Driver<float>(problem, scale, out, workspace).run();
+  }
+}
+
+}  // namespace ember::cpu

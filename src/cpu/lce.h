@@ -1,0 +1,68 @@
+// The fused linear + cross-entropy kernel on raw pointers (Note [Fused linear
+// cross-entropy] in src/nn/loss/linear_cross_entropy.cpp). "Acc" below is float64 for
+// float64 inputs and float32 otherwise.
+#pragma once
+#include <cstdint>
+
+#include "ember/dtype.h"
+
+namespace ember::cpu {
+
+// Note [Fixed product tiles]
+// OpenBLAS rounds a row of a product differently depending on how many rows the call has
+// and on its thread count, so the kernel never lets either vary: every product is cut into
+// tiles whose shapes depend only on the problem (token_block rows, kLceClassTile classes,
+// kLceHiddenTile hidden columns, the last tile of each shorter), each tile is one BLAS call
+// made from the ember pool (where gemm keeps BLAS single-threaded), and sums over tiles run
+// in a fixed order.
+constexpr int64_t kLceClassTile = 512;
+constexpr int64_t kLceHiddenTile = 256;
+
+struct LceProblem {
+  ScalarType dtype;  // of x and weight
+  int64_t tokens = 0, hidden = 0, classes = 0;
+  const void* x = nullptr;  // [tokens, hidden], unit column stride, row stride ld_x
+  int64_t ld_x = 0;
+  const void* weight = nullptr;  // [classes, hidden], unit column stride, row stride ld_weight
+  int64_t ld_weight = 0;
+  const void* bias = nullptr;          // [classes] in Acc, or nullptr
+  const void* class_weight = nullptr;  // [classes] in Acc, or nullptr
+  const int64_t* target = nullptr;     // [tokens], each in [0, classes) or == ignore_index
+  int64_t ignore_index = -100;
+  double label_smoothing = 0, z_loss = 0, softcap = 0;
+  int64_t chunk_tokens = 0;  // a multiple of token_block
+  int64_t token_block = 0;   // rows of every product tile
+};
+
+// d loss / d (cross-entropy terms) and d loss / d (z-loss term) of each token: `ce` and `z`
+// for every token, or per_token[i] for both when per_token is set (reduction 'none').
+struct LceGradScale {
+  double ce = 0, z = 0;
+  const double* per_token = nullptr;
+};
+
+// row_ce, row_lse [tokens] float64: each token's weighted, smoothed cross-entropy and its
+// log-sum-exp (zero on ignored tokens). Gradients are nullptr when not wanted; grad_x
+// [tokens, hidden] (dtype, contiguous) is overwritten, grad_weight [classes, hidden] and
+// grad_bias [classes] (Acc, contiguous) are added to.
+struct LceOutputs {
+  double* row_ce = nullptr;
+  double* row_lse = nullptr;
+  void* grad_x = nullptr;
+  void* grad_weight = nullptr;
+  void* grad_bias = nullptr;
+};
+
+// Scratch: logits [chunk_tokens, classes] in Acc; for float16/bfloat16 inputs also float32
+// x_wide and grad_x_wide [chunk_tokens, hidden]. (Float16/bfloat16 weight tiles are widened
+// into per-thread buffers of at most kLceClassTile * max(hidden, kLceHiddenTile) floats.)
+struct LceWorkspace {
+  void* logits = nullptr;
+  float* x_wide = nullptr;
+  float* grad_x_wide = nullptr;
+};
+
+void linear_cross_entropy(const LceProblem& problem, const LceGradScale& scale, const LceOutputs& out,
+                          const LceWorkspace& workspace);
+
+}  // namespace ember::cpu
