@@ -27,10 +27,14 @@ namespace {
 // kBlock (the common case) every element is converted exactly once; beyond it A is
 // reconverted once per column block of C and B once per row block (when k > kBlock),
 // about one conversion per kBlock multiply-adds, a few percent of the time at most.
+// With few rows (m <= kFewRows: decoding a token at a time) converting B would cost more
+// than the product, which is bound by reading B: gemm_few_rows reads B once, in place.
 // float32/float64 operands whose strides BLAS rejects (ld 0 broadcasts, > 2^31 sizes) take
 // the same blocked path with plain copies.
 constexpr int64_t kBlock = 2048;
 constexpr int64_t kConvertChunk = 1 << 15;  // elements per parallel chunk of a conversion
+constexpr int64_t kFewRows = 8;
+constexpr int64_t kFewRowsChunk = 1 << 17;  // elements of B per parallel chunk
 // OpenBLAS runs products of at most 64^3 multiply-adds on one thread by itself.
 constexpr double kSmallProduct = 64.0 * 64.0 * 64.0;
 // Batches of products up to this size run in parallel over the batch, in chunks of about
@@ -42,10 +46,10 @@ constexpr double kBatchChunkWork = 1 << 18;
 // OpenBLAS (pthreads build) keeps its own threads and one global thread count; it cannot be
 // told per call. Top-level calls use as many threads as the ember pool. A call made from a
 // pool thread (in_parallel_region) must run single-threaded, or the two pools oversubscribe
-// the cores (measured on 96^3..256^3 products: 25-45% slower), so while any SingleThreadedBlas
-// is alive the global count is 1. Transitions re-read the holder count under a mutex, so the
-// last one always leaves the right value; a top-level call from another user thread may run
-// single-threaded meanwhile (slower, never wrong).
+// the cores (measured on batches of 96^3..256^3 products: 13-50% slower), so while any
+// SingleThreadedBlas is alive the global count is 1. Transitions re-read the holder count
+// under a mutex, so the last one always leaves the right value; a top-level call from
+// another user thread may run single-threaded meanwhile (slower, never wrong).
 std::mutex g_blas_threads_mutex;
 std::atomic<int> g_single_threaded_holders{0};
 std::atomic<int> g_blas_threads{0};  // what OpenBLAS was last told
@@ -211,6 +215,31 @@ void gemm_blocked(const BlockFormat<Acc>& format, bool ta, bool tb, int64_t m, i
   }
 }
 
+// See Note [Low-precision GEMM]. Requires 0 < m <= kFewRows, n, k > 0.
+void gemm_few_rows(ScalarType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const char* a,
+                   int64_t lda, const char* b, int64_t ldb, float beta, char* c, int64_t ldc) {
+  const BlockFormat<float>& format = dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
+  const auto kernel = dtype == kBFloat16 ? EMBER_KERNEL(gemm_few_rows_bf16) : EMBER_KERNEL(gemm_few_rows_f16);
+  // A as float32 [m, k]; a transposed A (small) is widened as stored, then transposed.
+  float* a_rows = workspace<float>(0, m * k);
+  if (ta) {
+    float* stored = workspace<float>(1, k * m);
+    format.widen(a, lda, k, m, stored, m);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t i = 0; i < m; ++i) a_rows[i * k + p] = stored[p * m + i];
+  } else {
+    format.widen(a, lda, m, k, a_rows, k);
+  }
+  float* c_rows = workspace<float>(2, m * n);
+  const uint16_t* b_values = reinterpret_cast<const uint16_t*>(b);
+  // Whole 32-column groups per chunk (see few_rows_nn), about kFewRowsChunk elements of B.
+  const int64_t grain = 32 * std::max<int64_t>(1, kFewRowsChunk / (32 * k));
+  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
+    kernel(m, j1 - j0, k, alpha, a_rows, tb, b_values + (tb ? j0 * ldb : j0), ldb, c_rows + j0, n);
+    format.narrow(c_rows + j0, n, m, j1 - j0, beta, c + j0 * 2, ldc);
+  });
+}
+
 template <typename T>
 void gemm_blas_or_blocked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void* a, int64_t lda,
                           const void* b, int64_t ldb, double beta, void* c, int64_t ldc) {
@@ -250,6 +279,10 @@ void gemm_nonempty(ScalarType dtype, bool ta, bool tb, int64_t m, int64_t n, int
     case kFloat32: return gemm_blas_or_blocked<float>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     case kFloat64: return gemm_blas_or_blocked<double>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     default:
+      if (m <= kFewRows) {
+        return gemm_few_rows(dtype, ta, tb, m, n, k, static_cast<float>(alpha), static_cast<const char*>(a), lda,
+                             static_cast<const char*>(b), ldb, static_cast<float>(beta), static_cast<char*>(c), ldc);
+      }
       return gemm_blocked<float>(dtype == kBFloat16 ? kBFloat16Format : kFloat16Format, ta, tb, m, n, k,
                                  static_cast<float>(alpha), static_cast<const char*>(a), lda,
                                  static_cast<const char*>(b), ldb, static_cast<float>(beta), static_cast<char*>(c), ldc);
@@ -287,7 +320,8 @@ void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, i
                   int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c) {
   check_args("gemm_batched", dtype, m, n, k, lda, ldb, ldc);
   EMBER_CHECK(batch >= 0, "gemm_batched", "negative batch ", batch);
-  EMBER_CHECK(batch <= 1 || stride_c != 0, "gemm_batched", "all ", batch, " outputs alias (stride_c 0)");
+  EMBER_CHECK(batch <= 1 || stride_c != 0 || m == 0 || n == 0, "gemm_batched", "all ", batch,
+              " outputs alias (stride_c 0)");
   const int64_t item_bytes = static_cast<int64_t>(ember::element_size(dtype));
   auto run = [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {

@@ -187,7 +187,8 @@ TEST(Gemm, AlphaBetaAndPaddedStrides) {
     for (ScalarType dtype : kDtypes)
       for (int trans = 0; trans < 4; ++trans)
         for (double beta : {0.0, 1.0, 0.5})
-          run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, 37, 45, 29, -1.5, beta, 3, 5, 7});
+          for (int64_t m : {5, 37})  // bf16/f16: few-rows and blocked paths
+            run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, m, 45, 29, -1.5, beta, 3, 5, 7});
   });
 }
 
@@ -199,6 +200,9 @@ TEST(Gemm, BlockCrossingSizes) {
     run_case({dtype, false, true, 5, 2051, 7, 2.0, 1.0});
     run_case({dtype, true, false, 2050, 3, 2050, 1.0, 0.0});
     run_case({dtype, false, true, 2050, 2049, 3, 1.0, 0.0});
+    // The few-rows path splits columns into chunks of ~2^17 elements of B.
+    run_case({dtype, false, false, 4, 300, 2000, 1.0, 0.5});
+    run_case({dtype, true, true, 3, 301, 2000, 1.0, 0.0});
   }
 }
 
@@ -228,6 +232,7 @@ TEST(Gemm, ZeroSizes) {
     // Empty outputs touch nothing, whatever the (unused) pointers.
     gemm(dtype, false, false, 0, 5, 3, 1.0, nullptr, 3, nullptr, 5, 0.0, nullptr, 5);
     gemm(dtype, false, false, 4, 0, 3, 1.0, nullptr, 3, nullptr, 0, 0.0, nullptr, 0);
+    gemm_batched(dtype, false, false, 3, 0, 4, 2, 1.0, nullptr, 2, 0, nullptr, 4, 8, 0.0, nullptr, 4, 0);
   }
 }
 
@@ -260,18 +265,23 @@ TEST(Gemm, RoundsToNearestEvenOnce) {
 
 TEST(Gemm, NonFiniteValuesPropagate) {
   for (ScalarType dtype : {kBFloat16, kFloat16, kFloat32}) {
-    for_each_capability([&] {
-      Matrix a(dtype, 2, 2, 2), b(dtype, 2, 20, 20), c(dtype, 2, 20, 20);
-      a.fill(1.0);
-      b.fill(1.0);
-      a.set(0, 0, std::numeric_limits<double>::quiet_NaN());
-      a.set(1, 0, std::numeric_limits<double>::infinity());
-      gemm(dtype, false, false, 2, 20, 2, 1.0, a.data(), 2, b.data(), 20, 0.0, c.data(), 20);
-      for (int64_t j = 0; j < 20; ++j) {
-        EXPECT_TRUE(std::isnan(c.get(0, j))) << dtype << " col " << j;
-        EXPECT_EQ(c.get(1, j), std::numeric_limits<double>::infinity()) << dtype << " col " << j;
-      }
-    });
+    for (int64_t m : {2, 12}) {  // bf16/f16: few-rows and blocked paths
+      for_each_capability([&] {
+        Matrix a(dtype, m, 2, 2), b(dtype, 2, 20, 20), c(dtype, m, 20, 20);
+        a.fill(1.0);
+        b.fill(1.0);
+        a.set(0, 0, std::numeric_limits<double>::quiet_NaN());
+        a.set(1, 0, std::numeric_limits<double>::infinity());
+        gemm(dtype, false, false, m, 20, 2, 1.0, a.data(), 2, b.data(), 20, 0.0, c.data(), 20);
+        for (int64_t j = 0; j < 20; ++j) {
+          EXPECT_TRUE(std::isnan(c.get(0, j))) << dtype << " col " << j;
+          EXPECT_EQ(c.get(1, j), std::numeric_limits<double>::infinity()) << dtype << " col " << j;
+          if (m > 2) {
+            EXPECT_EQ(c.get(m - 1, j), 2.0) << dtype << " col " << j;
+          }
+        }
+      });
+    }
   }
 }
 
