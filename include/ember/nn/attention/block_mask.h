@@ -1,0 +1,227 @@
+// BlockMask: which (query block, key block) tiles an attention kernel visits, as in
+// PyTorch's torch.nn.attention.flex_attention.BlockMask, and the mask_mod it came from.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/functions.h"
+#include "ember/nn/attention/mod_math.h"
+#include "ember/nn/attention/score_tile.h"
+#include "ember/tensor.h"
+
+namespace ember::nn::attention {
+
+// mask_mod(b, h, q_idx, kv_idx) -> bool, with int32_t indices; generic lambdas are best
+// (inlined into the kernels); this type-erased form is for convenience.
+using MaskModFunction = std::function<bool(int32_t, int32_t, int32_t, int32_t)>;
+
+struct BlockSize {
+  int64_t q = 128, kv = 128;
+  BlockSize(int64_t both = 128) : q(both), kv(both) {}  // NOLINT: BLOCK_SIZE = 64
+  BlockSize(int64_t q_block, int64_t kv_block) : q(q_block), kv(kv_block) {}
+};
+
+enum class TileState : uint8_t { Empty, Partial, Full };
+
+namespace detail {
+
+// A mask_mod behind one virtual call per tile (Note [Mods over tiles]).
+class MaskMod {
+ public:
+  virtual ~MaskMod() = default;
+  virtual bool at(int32_t b, int32_t h, int32_t q, int32_t kv) const = 0;
+  // Looks at every element of the tile [q_begin, q_end) x [kv_begin, kv_end).
+  virtual TileState classify(int32_t b, int32_t h, int32_t q_begin, int32_t q_end, int32_t kv_begin,
+                             int32_t kv_end) const = 0;
+  // Sets masked-out scores to -inf (and their dscore to 0 in the Derivative pass).
+  virtual TileFunction tile_function() const = 0;
+};
+
+template <typename F>
+class MaskModHolder final : public MaskMod {
+ public:
+  explicit MaskModHolder(F f) : f_(std::move(f)) {}
+
+  bool at(int32_t b, int32_t h, int32_t q, int32_t kv) const override { return static_cast<bool>(f_(b, h, q, kv)); }
+
+  TileState classify(int32_t b, int32_t h, int32_t q_begin, int32_t q_end, int32_t kv_begin,
+                     int32_t kv_end) const override {
+    bool any = false, all = true;
+    for (int32_t q = q_begin; q < q_end; ++q) {
+      bool row_any = false, row_all = true;
+      for (int32_t kv = kv_begin; kv < kv_end; ++kv) {
+        const bool visible = static_cast<bool>(f_(b, h, q, kv));
+        row_any |= visible;
+        row_all &= visible;
+      }
+      any |= row_any;
+      all &= row_all;
+      if (any && !all) return TileState::Partial;
+    }
+    return all ? TileState::Full : any ? TileState::Partial : TileState::Empty;
+  }
+
+  TileFunction tile_function() const override { return {&apply, this}; }
+
+ private:
+  template <typename T>
+  void mask_tile(const ScoreTile& t, TilePass pass) const {
+    T* scores = static_cast<T*>(t.scores);
+    T* dscore = static_cast<T*>(t.dscore);
+    for (int64_t r = 0; r < t.rows; ++r) {
+      const int32_t h = t.head(r), q = t.query(r);
+      for (int64_t c = 0; c < t.cols; ++c) {
+        if (static_cast<bool>(f_(t.b, h, q, static_cast<int32_t>(t.kv_start + c)))) continue;
+        scores[r * t.ld + c] = -std::numeric_limits<T>::infinity();
+        if (dscore) dscore[r * t.ld + c] = 0;
+      }
+    }
+  }
+  static void apply(const void* self, const ScoreTile& t, TilePass pass) {
+    if (pass == TilePass::ParamGrad) return;  // grad is 0 where masked
+    const auto* holder = static_cast<const MaskModHolder*>(self);
+    if (t.f64) holder->template mask_tile<double>(t, pass);
+    else holder->template mask_tile<float>(t, pass);
+  }
+
+  F f_;
+};
+
+// Builds the index tensors from per-tile states [B, H, QB, KVB] (row-major).
+struct TileStates {
+  int64_t batch, heads, q_blocks, kv_blocks;
+  std::vector<TileState> states;
+};
+TileStates classify_tiles(const MaskMod& mask, int64_t B, int64_t H, int64_t q_len, int64_t kv_len, BlockSize size);
+
+}  // namespace detail
+
+class BlockMask {
+ public:
+  // [B, H, q_blocks] counts and [B, H, q_blocks, kv_blocks] indices (int32) of the partial
+  // blocks (mask applied element-wise) and the full blocks (mask skipped) of each query
+  // block; the q_* forms list query blocks per key block, for the backward pass.
+  Tensor kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices;
+  Tensor q_num_blocks, q_indices, full_q_num_blocks, full_q_indices;
+  BlockSize BLOCK_SIZE;
+  int64_t q_len = 0, kv_len = 0;  // seq_lengths
+  std::shared_ptr<const detail::MaskMod> mask_mod;  // null: every element of a listed block is visible
+
+  BlockMask() = default;
+
+  // From the kv-wise lists (PyTorch's BlockMask.from_kv_blocks); the full lists may be
+  // undefined. seq_lengths default to the number of blocks times the block size.
+  static BlockMask from_kv_blocks(const Tensor& kv_num_blocks, const Tensor& kv_indices,
+                                  const Tensor& full_kv_num_blocks = {}, const Tensor& full_kv_indices = {},
+                                  BlockSize block_size = {}, std::shared_ptr<const detail::MaskMod> mask_mod = {},
+                                  std::optional<std::pair<int64_t, int64_t>> seq_lengths = std::nullopt);
+  static BlockMask from_tile_states(const detail::TileStates& tiles, BlockSize block_size, int64_t q_len,
+                                    int64_t kv_len, std::shared_ptr<const detail::MaskMod> mask_mod);
+
+  // [B, H, Q_LEN, KV_LEN]
+  std::vector<int64_t> shape() const;
+  // Percent of blocks skipped.
+  double sparsity() const;
+  // Per (b, h): a grid of blocks, '#' full, '.' partial, ' ' empty (at most max_blocks per side).
+  std::string to_string(int64_t max_blocks = 32) const;
+  // The state of one block (h and b as stored: 0 when broadcast).
+  TileState state(int64_t b, int64_t h, int64_t q_block, int64_t kv_block) const;
+  // block_mask[b], block_mask[b, h], block_mask[b, h, q_blocks begin:end] (keeps dims).
+  BlockMask index(int64_t b, std::optional<int64_t> h = std::nullopt,
+                  std::optional<std::pair<int64_t, int64_t>> q_blocks = std::nullopt) const;
+  // The same mask for new sequence lengths, cutting (or, with a mask_mod, re-evaluating)
+  // the block lists (PyTorch's _adjust).
+  BlockMask adjust(int64_t new_q_len, int64_t new_kv_len) const;
+  // The block picture [B, H, q_blocks, kv_blocks] (int32): 1 where a block is visited, as
+  // PyTorch's to_dense. create_mask gives the element mask.
+  Tensor to_dense() const;
+  int64_t num_q_blocks() const { return kv_num_blocks.size(2); }
+  int64_t num_kv_blocks() const { return kv_indices.size(3); }
+};
+
+// mask_mod that keeps everything.
+inline auto noop_mask() {
+  return [](auto, auto, auto, auto) { return true; };
+}
+
+template <typename... M>
+auto and_masks(M... masks) {
+  return [=](auto b, auto h, auto q, auto kv) { return (static_cast<bool>(masks(b, h, q, kv)) && ...); };
+}
+
+template <typename... M>
+auto or_masks(M... masks) {
+  return [=](auto b, auto h, auto q, auto kv) { return (static_cast<bool>(masks(b, h, q, kv)) || ...); };
+}
+
+// Evaluates mask_mod on every tile of [B, H, Q_LEN, KV_LEN] without materialising the dense
+// mask (O(blocks) memory): a tile is empty, partial or full by its elements. B or H of 1
+// broadcast over the batch or heads of the attention call.
+template <typename MaskMod>
+BlockMask create_block_mask(MaskMod mask_mod, int64_t B, int64_t H, int64_t Q_LEN, int64_t KV_LEN,
+                            BlockSize BLOCK_SIZE = {}) {
+  auto holder = std::make_shared<detail::MaskModHolder<MaskMod>>(std::move(mask_mod));
+  detail::TileStates tiles = detail::classify_tiles(*holder, B, H, Q_LEN, KV_LEN, BLOCK_SIZE);
+  return BlockMask::from_tile_states(tiles, BLOCK_SIZE, Q_LEN, KV_LEN, std::move(holder));
+}
+
+// The dense bool mask [B, H, Q_LEN, KV_LEN] of mask_mod (for tests and small shapes).
+template <typename MaskMod>
+Tensor create_mask(MaskMod mask_mod, int64_t B, int64_t H, int64_t Q_LEN, int64_t KV_LEN) {
+  Tensor out = empty({B, H, Q_LEN, KV_LEN}, kBool);
+  bool* data = out.data_ptr<bool>();
+  for (int32_t b = 0; b < B; ++b)
+    for (int32_t h = 0; h < H; ++h)
+      for (int32_t q = 0; q < Q_LEN; ++q)
+        for (int32_t kv = 0; kv < KV_LEN; ++kv) *data++ = static_cast<bool>(mask_mod(b, h, q, kv));
+  return out;
+}
+
+// ---- a library of mods ----------------------------------------------------------------
+
+inline auto causal_mask() {
+  return [](auto, auto, auto q, auto kv) { return q >= kv; };
+}
+// Causal window: the query and the window - 1 keys before it.
+inline auto sliding_window_mask(int32_t window) {
+  return [window](auto, auto, auto q, auto kv) { return q >= kv && q - kv < window; };
+}
+// Symmetric window: keys within `radius` positions either side.
+inline auto symmetric_window_mask(int32_t radius) {
+  return [radius](auto, auto, auto q, auto kv) { return q - kv <= radius && kv - q <= radius; };
+}
+// Packed sequences: document_id[i] names the document of position i (queries and keys).
+inline auto document_mask(std::shared_ptr<const std::vector<int32_t>> document_id) {
+  return [ids = std::move(document_id)](auto, auto, auto q, auto kv) { return (*ids)[q] == (*ids)[kv]; };
+}
+// Prefix-LM: the first prefix_length positions see each other; the rest are causal.
+inline auto prefix_lm_mask(int32_t prefix_length) {
+  return [prefix_length](auto, auto, auto q, auto kv) { return kv < prefix_length || q >= kv; };
+}
+// ALiBi: score - slope_h * (q - kv) with slope_h = 2^(-8 (h + 1) / num_heads).
+inline auto alibi_score_mod(int32_t num_heads) {
+  return [num_heads](auto score, auto, auto h, auto q, auto kv) {
+    const double slope = std::exp2(-8.0 * (h + 1) / num_heads);
+    return score - slope * (q - kv);
+  };
+}
+// Relative position bias from a learnable table [2 * max_distance - 1] indexed by q - kv
+// clamped to +-(max_distance - 1) (pass the table in FlexAttentionOptions::captured).
+inline auto relative_bias_score_mod(CapturedTensor table, int32_t max_distance) {
+  return [table, max_distance](auto score, auto, auto, auto q, auto kv) {
+    const int32_t distance = std::clamp<int32_t>(q - kv, 1 - max_distance, max_distance - 1);
+    return score + table(distance + max_distance - 1);
+  };
+}
+// Soft-capping: cap * tanh(score / cap).
+inline auto soft_cap_score_mod(double cap) {
+  return [cap](auto score, auto, auto, auto, auto) { return cap * attention::tanh(score / cap); };
+}
+
+}  // namespace ember::nn::attention

@@ -1,0 +1,52 @@
+// The fused block-sparse attention kernels on raw pointers: forward (online softmax over
+// the visited key blocks) and backward (probabilities recomputed per block from the lse).
+#pragma once
+#include <cstdint>
+
+#include "ember/dtype.h"
+#include "ember/nn/attention/score_tile.h"
+
+namespace ember::cpu::attention {
+
+using nn::attention::detail::TileFunction;
+
+// A [B, H, rows, cols] operand; strides in elements (0 on a broadcast batch).
+struct Operand {
+  const void* data = nullptr;
+  int64_t stride_b = 0, stride_h = 0, stride_row = 0, stride_col = 0;
+};
+
+// Per (b, h, block) lists of visited blocks: num[(b * heads + h) * blocks + i] entries at
+// indices[((b * heads + h) * blocks + i) * max_entries + j]. b and h of a mask with one
+// batch or head broadcast.
+struct BlockLists {
+  const int32_t* num = nullptr;
+  const int32_t* indices = nullptr;
+  const int32_t* full_num = nullptr;  // may be null: no full blocks
+  const int32_t* full_indices = nullptr;
+  int64_t batch = 1, heads = 1, blocks = 0, max_entries = 0;
+};
+
+struct FlexProblem {
+  ScalarType dtype = kFloat32;  // of q, k, v and the outputs
+  Operand q, k, v;
+  int64_t batch = 0, heads_q = 0, heads_kv = 0, q_len = 0, kv_len = 0, head_dim = 0, value_dim = 0;
+  double scale = 1;
+  int64_t q_block = 128, kv_block = 128;
+  bool has_block_mask = false;  // without: every block is full
+  BlockLists kv_lists;          // per query block (forward, dQ)
+  BlockLists q_lists;           // per key block (dK, dV)
+  TileFunction score_mod, mask_mod;
+};
+
+// out: contiguous [B, Hq, L, Ev] of dtype; lse: [B, Hq, L] (double for float64, else float).
+void flex_forward(const FlexProblem& problem, void* out, void* lse);
+
+// grad_out and out: contiguous [B, Hq, L, Ev]; lse as from flex_forward. dq [B, Hq, L, E],
+// dk [Bkv, Hkv, S, E], dv [Bkv, Hkv, S, Ev] are contiguous dtype outputs (Bkv: k's batch).
+// param_grads: num_params float64 buffers of param_sizes[i] values, accumulated by the
+// score_mod's ParamGrad pass. The result is bitwise the same for any thread count.
+void flex_backward(const FlexProblem& problem, const void* out, const void* lse, const void* grad_out, void* dq,
+                   void* dk, void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads);
+
+}  // namespace ember::cpu::attention

@@ -1,0 +1,388 @@
+// Tile operations of the fused attention kernels (cpu/attention/tile_kernels.h), built per
+// instruction set. float32 has an in-register micro-kernel and a vector exp; float64 (the
+// gradcheck path) uses plain loops the compiler vectorizes.
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*, GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include "cpu/attention/tile_kernels.h"
+#include "cpu/simd/simd_common.h"
+
+namespace ember::cpu::EMBER_CPU_CAPABILITY {
+namespace {
+
+using attention::TileKernels;
+
+#if defined(__AVX512F__)
+using vf = __m512;
+using vi = __m512i;
+constexpr int kW = 16;
+constexpr int kRows = 8;  // micro-kernel rows: 2 x 8 accumulators + 2 B vectors
+static inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
+static inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
+static inline vf vset(float x) { return _mm512_set1_ps(x); }
+static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
+static inline vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
+static inline vi vbits(vf a) { return _mm512_castps_si512(a); }
+static inline vf vfloat_bits(vi a) { return _mm512_castsi512_ps(a); }
+static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
+static inline vi vi_set(int32_t x) { return _mm512_set1_epi32(x); }
+static inline vi vi_half(vi a) { return _mm512_srai_epi32(a, 1); }
+static inline vi vi_exponent(vi a) { return _mm512_slli_epi32(a, 23); }
+#elif defined(__AVX2__)
+using vf = __m256;
+using vi = __m256i;
+constexpr int kW = 8;
+constexpr int kRows = 6;  // 2 x 6 accumulators + 2 B vectors + 1 broadcast of 16 registers
+static inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
+static inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
+static inline vf vset(float x) { return _mm256_set1_ps(x); }
+static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
+static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
+static inline vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
+static inline vi vbits(vf a) { return _mm256_castps_si256(a); }
+static inline vf vfloat_bits(vi a) { return _mm256_castsi256_ps(a); }
+static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
+static inline vi vi_set(int32_t x) { return _mm256_set1_epi32(x); }
+static inline vi vi_half(vi a) { return _mm256_srai_epi32(a, 1); }
+static inline vi vi_exponent(vi a) { return _mm256_slli_epi32(a, 23); }
+#else
+using vf = __m128;
+using vi = __m128i;
+constexpr int kW = 4;
+constexpr int kRows = 4;
+static inline vf vload(const float* p) { return _mm_loadu_ps(p); }
+static inline void vstore(float* p, vf v) { _mm_storeu_ps(p, v); }
+static inline vf vset(float x) { return _mm_set1_ps(x); }
+static inline vf vadd(vf a, vf b) { return _mm_add_ps(a, b); }
+static inline vf vsub(vf a, vf b) { return _mm_sub_ps(a, b); }
+static inline vf vmul(vf a, vf b) { return _mm_mul_ps(a, b); }
+static inline vf vfma(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static inline vf vmax(vf a, vf b) { return _mm_max_ps(a, b); }
+static inline vf vmin(vf a, vf b) { return _mm_min_ps(a, b); }
+static inline vi vbits(vf a) { return _mm_castps_si128(a); }
+static inline vf vfloat_bits(vi a) { return _mm_castsi128_ps(a); }
+static inline vi vi_add(vi a, vi b) { return _mm_add_epi32(a, b); }
+static inline vi vi_sub(vi a, vi b) { return _mm_sub_epi32(a, b); }
+static inline vi vi_set(int32_t x) { return _mm_set1_epi32(x); }
+static inline vi vi_half(vi a) { return _mm_srai_epi32(a, 1); }
+static inline vi vi_exponent(vi a) { return _mm_slli_epi32(a, 23); }
+#endif
+
+constexpr int kPanel = 2 * kW;
+constexpr float kNegInf = -__builtin_inff();
+
+static inline float hsum(vf v) {
+  float lanes[kW];
+  vstore(lanes, v);
+  float s = 0;
+  for (int i = 0; i < kW; ++i) s += lanes[i];
+  return s;
+}
+
+static inline float hmax(vf v) {
+  float lanes[kW];
+  vstore(lanes, v);
+  float m = lanes[0];
+  for (int i = 1; i < kW; ++i) m = lanes[i] > m ? lanes[i] : m;
+  return m;
+}
+
+// exp on a vector by the method of Note [Vectorizable expf] (cpu/simd/softmax.cpp): the
+// same range reduction, Cephes polynomial and two-step 2^n scaling, in explicit vectors so
+// the exp-and-sum loops below keep a fixed lane order. -inf gives 0.
+static inline vf vexp(vf x) {
+  const vf shift = vset(12582912.0f);
+  const vf clamped = vmax(vmin(x, vset(88.8f)), vset(-104.0f));
+  const vf shifted = vfma(clamped, vset(1.44269504088896341f), shift);
+  const vf n = vsub(shifted, shift);
+  vf r = vsub(clamped, vmul(n, vset(0.693359375f)));
+  r = vsub(r, vmul(n, vset(-2.12194440e-4f)));
+  vf p = vset(1.9875691500e-4f);
+  p = vfma(p, r, vset(1.3981999507e-3f));
+  p = vfma(p, r, vset(8.3334519073e-3f));
+  p = vfma(p, r, vset(4.1665795894e-2f));
+  p = vfma(p, r, vset(1.6666665459e-1f));
+  p = vfma(p, r, vset(5.0000001201e-1f));
+  const vf exp_r = vadd(vfma(vmul(p, r), r, r), vset(1.0f));
+  const vi k = vi_sub(vbits(shifted), vbits(shift));
+  const vi k_low = vi_half(k);
+  const vi k_high = vi_sub(k, k_low);
+  const vf scale_low = vfloat_bits(vi_exponent(vi_add(k_low, vi_set(127))));
+  const vf scale_high = vfloat_bits(vi_exponent(vi_add(k_high, vi_set(127))));
+  return vmul(vmul(exp_r, scale_low), scale_high);
+}
+
+// ---- float32 micro-kernel ----------------------------------------------------------------
+
+// C[M rows][kPanel] (+)= A[M][k] * panel[k][kPanel], accumulators in registers.
+template <int M>
+static inline void micro_kernel(const float* a, int64_t lda, const float* panel, float* c, int64_t ldc, int64_t k,
+                                bool accumulate) {
+  vf c0[M], c1[M];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) {
+    c0[i] = accumulate ? vload(c + i * ldc) : vset(0.0f);
+    c1[i] = accumulate ? vload(c + i * ldc + kW) : vset(0.0f);
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    const vf b0 = vload(panel + p * kPanel);
+    const vf b1 = vload(panel + p * kPanel + kW);
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) {
+      const vf ai = vset(a[i * lda + p]);
+      c0[i] = vfma(ai, b0, c0[i]);
+      c1[i] = vfma(ai, b1, c1[i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) {
+    vstore(c + i * ldc, c0[i]);
+    vstore(c + i * ldc + kW, c1[i]);
+  }
+}
+
+// The last m < kRows rows of a panel.
+template <int M>
+static inline void micro_tail(int64_t m, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc,
+                              int64_t k, bool accumulate) {
+  if constexpr (M > 0) {
+    if (m == M) micro_kernel<M>(a, lda, panel, c, ldc, k, accumulate);
+    else micro_tail<M - 1>(m, a, lda, panel, c, ldc, k, accumulate);
+  }
+}
+
+void gemm_f32(const float* a, int64_t lda, const float* b_panels, float* c, int64_t ldc, int64_t m, int64_t n,
+              int64_t k, bool accumulate) {
+  for (int64_t j = 0; j < n; j += kPanel) {
+    const float* panel = b_panels + j * k;
+    int64_t i = 0;
+    for (; i + kRows <= m; i += kRows) micro_kernel<kRows>(a + i * lda, lda, panel, c + i * ldc + j, ldc, k, accumulate);
+    if (i < m) micro_tail<kRows - 1>(m - i, a + i * lda, lda, panel, c + i * ldc + j, ldc, k, accumulate);
+  }
+}
+
+// ---- float32 softmax pieces -----------------------------------------------------------------
+
+// Calls fn(vector, store_back) over cols values of s, the tail through a buffer padded
+// with `pad`.
+template <typename F>
+static inline void for_each_vector(float* s, int64_t cols, float pad, F fn) {
+  int64_t c = 0;
+  for (; c + kW <= cols; c += kW) vstore(s + c, fn(vload(s + c)));
+  if (c < cols) {
+    float buffer[kW];
+    for (int i = 0; i < kW; ++i) buffer[i] = c + i < cols ? s[c + i] : pad;
+    vstore(buffer, fn(vload(buffer)));
+    for (int64_t i = 0; c + i < cols; ++i) s[c + i] = buffer[i];
+  }
+}
+
+static inline float row_max_f32(float* s, int64_t cols) {
+  vf m = vset(kNegInf);
+  for_each_vector(s, cols, kNegInf, [&](vf x) {
+    m = vmax(m, x);
+    return x;
+  });
+  return hmax(m);
+}
+
+// s = exp(s - max) in place; returns the sum (padding lanes contribute exp(-inf) = 0).
+static inline float exp_sum_f32(float* s, int64_t cols, float max) {
+  const vf vm = vset(max);
+  vf sum = vset(0.0f);
+  for_each_vector(s, cols, kNegInf, [&](vf x) {
+    const vf e = vexp(vsub(x, vm));
+    sum = vadd(sum, e);
+    return e;
+  });
+  return hsum(sum);
+}
+
+static inline void scale_row_f32(float* row, int64_t cols, float factor) {
+  const vf f = vset(factor);
+  for_each_vector(row, cols, 0.0f, [&](vf x) { return vmul(x, f); });
+}
+
+void softmax_step_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, float* row_max, float* row_sum,
+                      float* acc, int64_t ld_acc, int64_t acc_cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* s = scores + r * ld;
+    const float tile_max = row_max_f32(s, cols);
+    const float new_max = tile_max > row_max[r] ? tile_max : row_max[r];
+    if (new_max == kNegInf) {  // nothing visible in this row so far
+      for (int64_t c = 0; c < cols; ++c) s[c] = 0.0f;
+      continue;
+    }
+    const float sum = exp_sum_f32(s, cols, new_max);
+    if (new_max != row_max[r]) {
+      const float alpha = row_max[r] == kNegInf ? 0.0f : __builtin_expf(row_max[r] - new_max);
+      row_sum[r] *= alpha;
+      scale_row_f32(acc + r * ld_acc, acc_cols, alpha);
+      row_max[r] = new_max;
+    }
+    row_sum[r] += sum;
+  }
+}
+
+void probabilities_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, const float* lse) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* s = scores + r * ld;
+    if (lse[r] == kNegInf) {
+      for (int64_t c = 0; c < cols; ++c) s[c] = 0.0f;
+      continue;
+    }
+    const vf vl = vset(lse[r]);
+    for_each_vector(s, cols, kNegInf, [&](vf x) { return vexp(vsub(x, vl)); });
+  }
+}
+
+// ---- float64 (plain loops) --------------------------------------------------------------------
+
+constexpr int kPanel64 = 8;
+
+void gemm_f64(const double* a, int64_t lda, const double* b_panels, double* c, int64_t ldc, int64_t m, int64_t n,
+              int64_t k, bool accumulate) {
+  for (int64_t j = 0; j < n; j += kPanel64) {
+    const double* panel = b_panels + j * k;
+    for (int64_t i = 0; i < m; ++i) {
+      double sums[kPanel64];
+      for (int q = 0; q < kPanel64; ++q) sums[q] = accumulate ? c[i * ldc + j + q] : 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double ai = a[i * lda + p];
+        for (int q = 0; q < kPanel64; ++q) sums[q] += ai * panel[p * kPanel64 + q];
+      }
+      for (int q = 0; q < kPanel64; ++q) c[i * ldc + j + q] = sums[q];
+    }
+  }
+}
+
+void softmax_step_f64(double* scores, int64_t ld, int64_t rows, int64_t cols, double* row_max, double* row_sum,
+                      double* acc, int64_t ld_acc, int64_t acc_cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double* s = scores + r * ld;
+    double new_max = row_max[r];
+    for (int64_t c = 0; c < cols; ++c) new_max = s[c] > new_max ? s[c] : new_max;
+    if (new_max == -__builtin_inf()) {
+      for (int64_t c = 0; c < cols; ++c) s[c] = 0.0;
+      continue;
+    }
+    double sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += (s[c] = __builtin_exp(s[c] - new_max));
+    if (new_max != row_max[r]) {
+      const double alpha = __builtin_exp(row_max[r] - new_max);
+      row_sum[r] *= alpha;
+      for (int64_t c = 0; c < acc_cols; ++c) acc[r * ld_acc + c] *= alpha;
+      row_max[r] = new_max;
+    }
+    row_sum[r] += sum;
+  }
+}
+
+void probabilities_f64(double* scores, int64_t ld, int64_t rows, int64_t cols, const double* lse) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      scores[r * ld + c] = lse[r] == -__builtin_inf() ? 0.0 : __builtin_exp(scores[r * ld + c] - lse[r]);
+}
+
+// ---- shared by both ------------------------------------------------------------------------
+
+template <typename F>
+static inline void by_dtype(ScalarType dtype, F f) {
+  switch (dtype) {
+    case ScalarType::Float16: f(Half{}); break;
+    case ScalarType::BFloat16: f(BFloat16{}); break;
+    case ScalarType::Float32: f(float{}); break;
+    case ScalarType::Float64: f(double{}); break;
+    default: break;  // the op layer admits floating dtypes only
+  }
+}
+
+template <typename T>
+void pack_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
+               T scale, T* dst, int64_t ld) {
+  by_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const S* in = static_cast<const S*>(src);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) dst[r * ld + c] = scale * static_cast<T>(load(in + r * row_stride + c * col_stride));
+  });
+}
+
+template <typename T, int Width>
+void pack_panels(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
+                 T scale, T* dst) {
+  by_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    const S* in = static_cast<const S*>(src);
+    for (int64_t j0 = 0; j0 < n; j0 += Width) {
+      T* panel = dst + j0 * k;
+      const int64_t width = n - j0 < Width ? n - j0 : Width;
+      for (int64_t p = 0; p < k; ++p) {
+        const S* row = in + p * row_stride + j0 * col_stride;
+        for (int64_t j = 0; j < width; ++j) panel[p * Width + j] = scale * static_cast<T>(load(row + j * col_stride));
+        for (int64_t j = width; j < Width; ++j) panel[p * Width + j] = T(0);
+      }
+    }
+  });
+}
+
+template <typename T>
+void score_grad(const T* p, T* dp, const T* dmod, int64_t ld, int64_t rows, int64_t cols, const T* delta) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* pr = p + r * ld;
+    T* dr = dp + r * ld;
+    if (dmod) {
+      const T* mr = dmod + r * ld;
+      for (int64_t c = 0; c < cols; ++c) dr[c] = pr[c] == T(0) ? T(0) : pr[c] * (dr[c] - delta[r]) * mr[c];
+    } else {
+      for (int64_t c = 0; c < cols; ++c) dr[c] = pr[c] * (dr[c] - delta[r]);
+    }
+  }
+}
+
+template <typename T>
+void transpose(const T* src, int64_t ld_src, int64_t rows, int64_t cols, T* dst, int64_t ld_dst) {
+  constexpr int64_t kBlock = 8;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+      for (int64_t r = r0; r < r0 + kBlock && r < rows; ++r)
+        for (int64_t c = c0; c < c0 + kBlock && c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+
+template <typename T>
+void store_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, const T* row_scale, ScalarType dtype, void* dst,
+                int64_t row_stride, int64_t col_stride) {
+  by_dtype(dtype, [&](auto tag) {
+    using S = decltype(tag);
+    S* out = static_cast<S*>(dst);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T factor = row_scale ? row_scale[r] : T(1);
+      for (int64_t c = 0; c < cols; ++c) store(out + r * row_stride + c * col_stride, src[r * ld + c] * factor);
+    }
+  });
+}
+
+const TileKernels<float> kFloatKernels = {kPanel,          gemm_f32,          pack_rows<float>,
+                                          pack_panels<float, kPanel>, softmax_step_f32, probabilities_f32,
+                                          score_grad<float>, transpose<float>, store_rows<float>};
+const TileKernels<double> kDoubleKernels = {kPanel64,          gemm_f64,          pack_rows<double>,
+                                            pack_panels<double, kPanel64>, softmax_step_f64, probabilities_f64,
+                                            score_grad<double>, transpose<double>, store_rows<double>};
+
+}  // namespace
+
+const attention::TileKernels<float>* flex_tile_kernels_f32() { return &kFloatKernels; }
+const attention::TileKernels<double>* flex_tile_kernels_f64() { return &kDoubleKernels; }
+
+}  // namespace ember::cpu::EMBER_CPU_CAPABILITY

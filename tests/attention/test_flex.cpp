@@ -1,0 +1,302 @@
+// flex_attention against the dense float64 reference (tests/attention/reference.h): the
+// output, lse and gradients for q, k, v and captured tensors, over mods, masks, lengths,
+// block sizes, GQA, broadcasting and dtypes.
+#include <gtest/gtest.h>
+
+#include "attention/reference.h"
+#include "ember/nn/attention.h"
+
+namespace ember::testutil {
+namespace {
+
+namespace att = ember::nn::attention;
+using att::BlockSize;
+using att::CapturedTensor;
+
+struct CaseOptions {
+  ScalarType dtype = kFloat32;
+  BlockSize block = {};
+  bool backward = true;
+  bool non_contiguous = false;
+  std::vector<CapturedTensor> captured;
+  std::vector<int64_t> mask_batch_heads = {1, 1};
+};
+
+Tolerance attention_tolerance(ScalarType dtype) {
+  switch (dtype) {
+    case kFloat64: return {1e-9, 1e-10};
+    case kFloat32: return {2e-4, 2e-5};
+    default: return {3e-2, 3e-2};
+  }
+}
+
+Tensor input(const std::vector<double>& values_, IntArrayRef sizes, const CaseOptions& o) {
+  Tensor t = make(values_, sizes, o.dtype);
+  if (o.non_contiguous) t = t.transpose(1, 2).contiguous().transpose(1, 2);  // same values, strided
+  return t.requires_grad_(o.backward);
+}
+
+template <typename ScoreMod, typename Mask>
+void check_flex(const AttentionShape& s, ScoreMod score_mod, Mask mask, const CaseOptions& o = {}) {
+  SCOPED_TRACE("B " + std::to_string(s.B) + " Hq " + std::to_string(s.Hq) + " Hkv " + std::to_string(s.Hkv) + " L " +
+               std::to_string(s.L) + " S " + std::to_string(s.S) + " E " + std::to_string(s.E) + " dtype " +
+               dtype_name(o.dtype));
+  Tensor q = input(uniform_values(s.B * s.Hq * s.L * s.E, -1.5, 1.5, 1), {s.B, s.Hq, s.L, s.E}, o);
+  Tensor k = input(uniform_values(s.kv_batch() * s.Hkv * s.S * s.E, -1.5, 1.5, 2), {s.kv_batch(), s.Hkv, s.S, s.E}, o);
+  Tensor v = input(uniform_values(s.kv_batch() * s.Hkv * s.S * s.Ev, -1, 1, 3), {s.kv_batch(), s.Hkv, s.S, s.Ev}, o);
+  const std::vector<double> grad_out = uniform_values(s.B * s.Hq * s.L * s.Ev, -1, 1, 4);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.E));
+  att::BlockMask block_mask =
+      att::create_block_mask(mask, o.mask_batch_heads[0], o.mask_batch_heads[1], s.L, s.S, o.block);
+  auto result = att::flex_attention(
+      q, k, v, score_mod, block_mask,
+      att::FlexAttentionOptions().set_enable_gqa(true).set_return_lse(true).set_captured(o.captured));
+  std::vector<int64_t> param_sizes;
+  for (size_t i = 0; i < o.captured.size(); ++i) {
+    o.captured[i].set_slot(static_cast<int>(i));
+    param_sizes.push_back(o.captured[i].numel());
+  }
+  const DenseAttention ref = dense_attention(s, values(q), values(k), values(v), o.backward ? grad_out : std::vector<double>{},
+                                             scale, score_mod, mask, param_sizes);
+  for (const auto& c : o.captured) c.set_slot(-1);
+  const Tolerance tol = attention_tolerance(o.dtype);
+  EXPECT_TRUE(all_close(result.output, ref.out, tol)) << "output";
+  EXPECT_TRUE(all_close(result.lse, ref.lse, tol)) << "lse";
+  if (!o.backward) return;
+  (result.output.to(kFloat64) * make(grad_out, {s.B, s.Hq, s.L, s.Ev}, kFloat64)).sum().backward();
+  EXPECT_TRUE(all_close(q.grad(), ref.dq, tol)) << "dq";
+  EXPECT_TRUE(all_close(k.grad(), ref.dk, tol)) << "dk";
+  EXPECT_TRUE(all_close(v.grad(), ref.dv, tol)) << "dv";
+  for (size_t i = 0; i < o.captured.size(); ++i)
+    EXPECT_TRUE(all_close(o.captured[i].tensor().grad(), ref.dparams[i], tol)) << "captured " << i;
+}
+
+const AttentionShape kSmall{2, 2, 2, 37, 45, 16, 8};
+
+auto identity() {
+  return [](auto score, auto, auto, auto, auto) { return score; };
+}
+auto everything() { return att::noop_mask(); }
+
+// ---- score mods ----------------------------------------------------------------------------
+
+TEST(FlexAttention, ScoreModIdentityTimesTwoSquared) {
+  check_flex(kSmall, identity(), everything());
+  check_flex(kSmall, [](auto score, auto, auto, auto, auto) { return score * 2; }, everything());
+  check_flex(kSmall, [](auto score, auto, auto, auto, auto) { return score * score; }, everything());
+}
+
+TEST(FlexAttention, ScoreModCausalAndInverseCausal) {
+  const AttentionShape s{1, 2, 2, 40, 40, 8, 8};
+  auto causal = [](auto score, auto, auto, auto q, auto kv) {
+    return q >= kv ? score : decltype(score)(-std::numeric_limits<double>::infinity());
+  };
+  auto inverse = [](auto score, auto, auto, auto q, auto kv) {
+    return q <= kv ? score : decltype(score)(-std::numeric_limits<double>::infinity());
+  };
+  check_flex(s, causal, everything());
+  check_flex(s, inverse, everything());
+}
+
+TEST(FlexAttention, ScoreModRelativeBiasAlibiSoftCap) {
+  check_flex(kSmall, [](auto score, auto, auto, auto q, auto kv) { return score + 0.05 * (q - kv); }, everything());
+  check_flex(kSmall, att::alibi_score_mod(2), att::causal_mask());
+  check_flex(kSmall, att::soft_cap_score_mod(0.5), everything());
+}
+
+TEST(FlexAttention, ScoreModTrig) {
+  auto trig = [](auto score, auto b, auto, auto, auto) {
+    return att::sin(score) * att::cos(b) + att::tan(score * 0.3) + att::cos(score);
+  };
+  check_flex(kSmall, trig, everything());
+}
+
+TEST(FlexAttention, CapturedPerHeadScaleGetsGradients) {
+  Tensor scale = make({0.5, 1.5}, {2}, kFloat32).requires_grad_();
+  CapturedTensor head_scale(scale);
+  CaseOptions o;
+  o.captured = {head_scale};
+  check_flex(kSmall, [head_scale](auto score, auto, auto h, auto, auto) { return score * head_scale(h); },
+             att::causal_mask(), o);
+}
+
+TEST(FlexAttention, CapturedRelativeBiasTableGetsGradients) {
+  const int32_t max_distance = 45;
+  Tensor table = make(uniform_values(2 * max_distance - 1, -0.5, 0.5, 9), {2 * max_distance - 1}, kFloat32).requires_grad_();
+  CapturedTensor bias(table);
+  CaseOptions o;
+  o.captured = {bias};
+  check_flex(kSmall, att::relative_bias_score_mod(bias, max_distance), att::sliding_window_mask(20), o);
+}
+
+// ---- masks ---------------------------------------------------------------------------------
+
+TEST(FlexAttention, MasksAndCombinations) {
+  const AttentionShape s{1, 2, 2, 150, 150, 16, 16};
+  CaseOptions o;
+  o.block = 32;
+  auto ids = std::make_shared<std::vector<int32_t>>();
+  for (int i = 0; i < 150; ++i) ids->push_back(i < 40 ? 0 : i < 97 ? 1 : 2);
+  auto skip_odd = [](auto, auto, auto, auto kv) { return kv % 2 == 0; };
+  check_flex(s, identity(), att::sliding_window_mask(24), o);
+  check_flex(s, identity(), att::symmetric_window_mask(10), o);
+  check_flex(s, identity(), att::document_mask(ids), o);
+  check_flex(s, identity(), att::prefix_lm_mask(50), o);
+  check_flex(s, identity(), skip_odd, o);
+  check_flex(s, identity(), att::and_masks(att::document_mask(ids), att::causal_mask()), o);
+  check_flex(s, identity(), att::or_masks(att::prefix_lm_mask(20), att::sliding_window_mask(8)), o);
+  check_flex(s, identity(), att::and_masks(skip_odd, att::sliding_window_mask(40)), o);
+}
+
+TEST(FlexAttention, FullyMaskedRowsGiveZeroOutputAndGradients) {
+  // Strictly causal: query 0 sees nothing; odd queries see nothing either.
+  auto mask = [](auto, auto, auto q, auto kv) { return kv < q && q % 2 == 0; };
+  check_flex(AttentionShape{1, 1, 1, 33, 33, 8, 8}, identity(), mask);
+  CaseOptions o;
+  o.block = 16;
+  check_flex(AttentionShape{1, 1, 1, 33, 33, 8, 8}, att::soft_cap_score_mod(2.0), mask, o);
+}
+
+// ---- shapes -----------------------------------------------------------------------------------
+
+TEST(FlexAttention, Lengths) {
+  for (int64_t n : {1, 37, 127, 129}) check_flex(AttentionShape{1, 2, 2, n, n, 16, 16}, identity(), att::causal_mask());
+  CaseOptions o;
+  o.backward = false;
+  check_flex(AttentionShape{1, 1, 1, 1023, 1023, 16, 16}, identity(), att::sliding_window_mask(100), o);
+}
+
+TEST(FlexAttention, QueryAndKeyLengthsDiffer) {
+  check_flex(AttentionShape{1, 2, 2, 20, 300, 16, 24}, identity(), everything());
+  check_flex(AttentionShape{1, 2, 2, 300, 20, 16, 24}, identity(), att::causal_mask());
+}
+
+TEST(FlexAttention, BlockSizes) {
+  const AttentionShape s{1, 2, 2, 300, 260, 16, 16};
+  for (BlockSize size : {BlockSize(64), BlockSize(128), BlockSize(128, 64)}) {
+    CaseOptions o;
+    o.block = size;
+    check_flex(s, identity(), att::sliding_window_mask(70), o);
+  }
+}
+
+TEST(FlexAttention, GroupedQueryAttention) {
+  for (auto [hq, hkv] : {std::pair<int64_t, int64_t>{4, 2}, {4, 1}, {16, 1}})
+    check_flex(AttentionShape{1, hq, hkv, 40, 50, 8, 8}, [](auto s, auto, auto h, auto, auto) { return s * (1 + h); },
+               att::causal_mask());
+}
+
+TEST(FlexAttention, BatchBroadcastOfKeysAndValues) {
+  AttentionShape s{3, 2, 2, 30, 30, 8, 8};
+  s.Bk = 1;
+  check_flex(s, [](auto score, auto b, auto, auto, auto) { return score * (b + 1); }, att::causal_mask());
+}
+
+TEST(FlexAttention, PerBatchAndHeadMasks) {
+  CaseOptions o;
+  o.mask_batch_heads = {2, 2};
+  o.block = 16;
+  check_flex(kSmall, identity(), [](auto b, auto h, auto q, auto kv) { return (q + kv + b + h) % 3 != 0; }, o);
+}
+
+TEST(FlexAttention, NonContiguousInputs) {
+  CaseOptions o;
+  o.non_contiguous = true;
+  check_flex(kSmall, identity(), att::causal_mask(), o);
+}
+
+TEST(FlexAttention, HalfPrecisionAccumulatesInFloat) {
+  for (ScalarType dtype : {kBFloat16, kFloat16}) {
+    CaseOptions o;
+    o.dtype = dtype;
+    check_flex(kSmall, identity(), att::sliding_window_mask(16), o);
+  }
+}
+
+TEST(FlexAttention, Float64) {
+  CaseOptions o;
+  o.dtype = kFloat64;
+  check_flex(kSmall, att::soft_cap_score_mod(1.0), att::causal_mask(), o);
+}
+
+TEST(FlexAttention, DefaultsArePlainAttention) {
+  Tensor q = make(uniform_values(2 * 3 * 8, -1, 1, 5), {1, 2, 3, 8}, kFloat32);
+  Tensor k = make(uniform_values(2 * 5 * 8, -1, 1, 6), {1, 2, 5, 8}, kFloat32);
+  Tensor v = make(uniform_values(2 * 5 * 4, -1, 1, 7), {1, 2, 5, 4}, kFloat32);
+  Tensor out = att::flex_attention(q, k, v);
+  const DenseAttention ref = dense_attention(AttentionShape{1, 2, 2, 3, 5, 8, 4}, values(q), values(k), values(v), {},
+                                             1 / std::sqrt(8.0), identity(), everything());
+  EXPECT_TRUE(all_close(out, ref.out, attention_tolerance(kFloat32)));
+  Tensor scaled = att::flex_attention(q, k, v, std::nullopt, att::FlexAttentionOptions().set_scale(0.25));
+  const DenseAttention ref2 = dense_attention(AttentionShape{1, 2, 2, 3, 5, 8, 4}, values(q), values(k), values(v), {},
+                                              0.25, identity(), everything());
+  EXPECT_TRUE(all_close(scaled, ref2.out, attention_tolerance(kFloat32)));
+}
+
+TEST(FlexAttention, TypeErasedMods) {
+  att::ScoreModFunction mod = [](att::Dual s, int32_t, int32_t, int32_t, int32_t) { return s * 3.0; };
+  att::MaskModFunction mask = [](int32_t, int32_t, int32_t q, int32_t kv) { return q >= kv; };
+  check_flex(kSmall, mod, mask);
+}
+
+// ---- gradcheck and determinism -------------------------------------------------------------------
+
+TEST(FlexAttention, GradcheckFloat64) {
+  Tensor bias = make(uniform_values(3, -0.5, 0.5, 11), {3}, kFloat64).requires_grad_();
+  CapturedTensor captured(bias);
+  auto mod = [captured](auto score, auto, auto h, auto q, auto kv) {
+    return att::tanh(score) * 2 + captured(h) * (q - kv) * 0.1;
+  };
+  att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(5), 1, 1, 7, 7, 4);
+  auto fn = [&](const std::vector<Tensor>& in) -> Tensor {
+    return att::flex_attention(in[0], in[1], in[2], mod, mask,
+                               att::FlexAttentionOptions().set_enable_gqa(true).set_captured({captured}));
+  };
+  Tensor q = make(uniform_values(1 * 3 * 7 * 4, -1, 1, 12), {1, 3, 7, 4}, kFloat64).requires_grad_();
+  Tensor k = make(uniform_values(1 * 1 * 7 * 4, -1, 1, 13), {1, 1, 7, 4}, kFloat64).requires_grad_();
+  Tensor v = make(uniform_values(1 * 1 * 7 * 3, -1, 1, 14), {1, 1, 7, 3}, kFloat64).requires_grad_();
+  EXPECT_EQ(autograd::gradcheck_report(fn, {q, k, v, bias}), "");
+}
+
+TEST(FlexAttention, BackwardIsBitwiseIdenticalForAnyThreadCount) {
+  const int threads_before = get_num_threads();
+  use_deterministic_algorithms(true);
+  Tensor table = make(uniform_values(59, -0.5, 0.5, 21), {59}, kFloat32).requires_grad_();
+  CapturedTensor bias(table);
+  std::vector<std::vector<double>> reference;
+  for (int threads : {1, 2, 4}) {
+    set_num_threads(threads);
+    Tensor q = make(uniform_values(2 * 4 * 200 * 16, -1, 1, 15), {2, 4, 200, 16}, kFloat32).requires_grad_();
+    Tensor k = make(uniform_values(2 * 2 * 200 * 16, -1, 1, 16), {2, 2, 200, 16}, kFloat32).requires_grad_();
+    Tensor v = make(uniform_values(2 * 2 * 200 * 16, -1, 1, 17), {2, 2, 200, 16}, kFloat32).requires_grad_();
+    table.set_grad({});
+    att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(50), 1, 1, 200, 200, 32);
+    Tensor out = att::flex_attention(q, k, v, att::relative_bias_score_mod(bias, 30), mask,
+                                     att::FlexAttentionOptions().set_enable_gqa(true).set_captured({bias}));
+    out.pow(2).sum().backward();
+    std::vector<std::vector<double>> got = {values(out), values(q.grad()), values(k.grad()), values(v.grad()),
+                                            values(table.grad())};
+    if (reference.empty()) reference = got;
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], reference[i]) << "tensor " << i << ", threads " << threads;
+  }
+  set_num_threads(threads_before);
+  use_deterministic_algorithms(false);
+}
+
+// ---- errors ---------------------------------------------------------------------------------------
+
+TEST(FlexAttention, RejectsBadInputs) {
+  Tensor q = zeros({1, 4, 8, 16}), k = zeros({1, 2, 8, 16}), v = zeros({1, 2, 8, 16});
+  EXPECT_TRUE(throws_error([&] { att::flex_attention(q, k, v); }, {"[flex_attention]", "enable_gqa"}));
+  EXPECT_TRUE(throws_error([&] { att::flex_attention(q, zeros({1, 3, 8, 16}), zeros({1, 3, 8, 16}), std::nullopt,
+                                                     att::FlexAttentionOptions().set_enable_gqa(true)); },
+                           {"multiple"}));
+  EXPECT_TRUE(throws_error([&] { att::flex_attention(q, zeros({1, 4, 8, 15}), zeros({1, 4, 8, 16})); }, {"head dim"}));
+  EXPECT_TRUE(throws_error([&] { att::flex_attention(zeros({4, 8, 16}), k, v); }, {"4-D"}));
+  att::BlockMask mask = att::create_block_mask(att::causal_mask(), 1, 1, 16, 16);
+  EXPECT_TRUE(throws_error([&] { att::flex_attention(zeros({1, 2, 8, 16}), k, v, mask); }, {"Q_LEN 16"}));
+  EXPECT_TRUE(throws_error([&] { att::flex_attention(q.to(kInt32), k, v); }, {"float32"}));
+}
+
+}  // namespace
+}  // namespace ember::testutil
