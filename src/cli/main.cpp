@@ -9,7 +9,13 @@
 #include "cpu/dispatch.h"
 #include "ember/ember.h"
 
+#include "args.h"
+
 int run_inspect(const std::vector<std::string>& args);  // src/cli/inspect.cpp
+namespace ember::cli {
+int run_train(const std::vector<std::string>& args);     // src/cli/train.cpp
+int run_generate(const std::vector<std::string>& args);  // src/cli/generate.cpp
+}  // namespace ember::cli
 
 namespace {
 
@@ -19,6 +25,8 @@ const char* kUsage =
     "commands:\n"
     "  bench SUITE [--quick] [--json]   run a benchmark suite (ember bench --list)\n"
     "  inspect FILE                     list a safetensors file's tensors and metadata\n"
+    "  train [FLAGS]                    train a GPT on text (ember train --help)\n"
+    "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
     "  help                             show this message\n";
 
 nlohmann::json machine_info() {
@@ -73,10 +81,18 @@ int main(int argc, char** argv) {
     std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "bench") return run_bench(rest);
     if (command == "inspect") return run_inspect(rest);
+    if (command == "train") return ember::cli::run_train(rest);
+    if (command == "generate") return ember::cli::run_generate(rest);
     std::cerr << "ember: unknown command '" << command << "'\n" << kUsage;
     return 2;
+  } catch (const ember::cli::UsageError& e) {
+    std::cerr << "ember " << args[0] << ": " << e.message << "\n";
+    return 2;
   } catch (const ember::Error& e) {
-    std::cerr << "ember: " << e.what() << "\n";
+    std::cerr << "ember " << args[0] << ": " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "ember " << args[0] << ": " << e.what() << "\n";
     return 1;
   }
 }

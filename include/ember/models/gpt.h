@@ -1,0 +1,86 @@
+// A decoder-only transformer in the common PyTorch GPT/Llama layout: token embedding,
+// rotary positions, RMSNorm, grouped-query attention under a causal (optionally sliding
+// window) document mask, SwiGLU MLP, LM head tied to the embedding.
+#pragma once
+#include <string>
+
+#include "ember/nn.h"
+
+namespace ember::models {
+
+struct GPTConfig {
+  int64_t vocab_size = 256;
+  int64_t dim = 192;
+  int64_t n_layers = 4;
+  int64_t n_heads = 6;
+  int64_t n_kv_heads = 2;
+  int64_t hidden_dim = 512;      // SwiGLU inner width
+  int64_t max_seq_len = 256;
+  int64_t window = 0;            // sliding-window width; 0 = full causal
+  double rope_theta = 10000.0;
+  double norm_eps = 1e-5;
+
+  int64_t head_dim() const { return dim / n_heads; }
+  // Throws ember::Error naming the first inconsistent field.
+  void validate() const;
+  std::string to_json() const;
+  static GPTConfig from_json(const std::string& json);
+  bool operator==(const GPTConfig& other) const { return to_json() == other.to_json(); }
+};
+
+// x: [B, T, dim]; q [B, Hq, T, hd], k/v [B, Hkv, T, hd]; doc_ids [B, T] (int32).
+class AttentionImpl : public nn::Module {
+ public:
+  explicit AttentionImpl(const GPTConfig& config);
+  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& doc_ids);
+
+  GPTConfig config;
+  nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
+};
+EMBER_MODULE(Attention);
+
+class FeedForwardImpl : public nn::Module {
+ public:
+  explicit FeedForwardImpl(const GPTConfig& config);
+  Tensor forward(const Tensor& x);  // w2(silu(w1 x) * w3 x)
+
+  nn::Linear w1{nullptr}, w2{nullptr}, w3{nullptr};
+};
+EMBER_MODULE(FeedForward);
+
+class TransformerBlockImpl : public nn::Module {
+ public:
+  explicit TransformerBlockImpl(const GPTConfig& config);
+  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& doc_ids);
+
+  Attention attention{nullptr};
+  FeedForward feed_forward{nullptr};
+  nn::RMSNorm attention_norm{nullptr}, ffn_norm{nullptr};
+};
+EMBER_MODULE(TransformerBlock);
+
+struct LossOptions {
+  double label_smoothing = 0.0;
+  double z_loss = 0.0;
+};
+
+class GPTImpl : public nn::Module {
+ public:
+  explicit GPTImpl(const GPTConfig& config);
+
+  // tokens [B, T] -> final hidden states [B, T, dim] (before the LM head).
+  Tensor hidden(const Tensor& tokens, const Tensor& doc_ids);
+  // tokens [B, T] -> logits [B, T, vocab].
+  Tensor forward(const Tensor& tokens, const Tensor& doc_ids = {});
+  // Mean cross-entropy (nats per token) of predicting targets [B, T].
+  Tensor loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options = {});
+
+  GPTConfig config;
+  nn::Embedding tok_embeddings{nullptr};
+  nn::ModuleList layers{nullptr};
+  nn::RMSNorm norm{nullptr};
+  Tensor rope_cos, rope_sin;  // [max_seq_len, head_dim / 2], non-persistent buffers
+};
+EMBER_MODULE(GPT);
+
+}  // namespace ember::models

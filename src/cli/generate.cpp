@@ -1,0 +1,99 @@
+// `ember generate`: samples text from a training checkpoint, streaming tokens to stdout.
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <numeric>
+
+#include "args.h"
+#include "cpu/random.h"
+#include "ember/ember.h"
+#include "run_files.h"
+
+namespace ember::cli {
+namespace {
+
+const char* kGenerateHelp =
+    "usage: ember generate --checkpoint FILE [flags]\n"
+    "  --checkpoint FILE    a checkpoint written by ember train (or --run DIR)\n"
+    "  --run DIR            use DIR/checkpoint.safetensors\n"
+    "  --prompt TEXT        text to continue (default: empty)\n"
+    "  --tokens N           tokens to generate (default 200)\n"
+    "  --temperature X      softmax temperature, 0 = greedy (default 0.8)\n"
+    "  --top-k N            keep the N most likely tokens, 0 = all (default 40)\n"
+    "  --top-p X            keep the smallest set with probability >= X (default 0.95)\n"
+    "  --seed N             sampling seed (default 0)\n"
+    "  --threads N          thread count\n";
+
+// Draws a token from logits with temperature, top-k and top-p, using the uniform `u`.
+int64_t sample(const Tensor& logits, double temperature, int64_t top_k, double top_p, double u) {
+  Tensor l = logits.to(kFloat64).contiguous();
+  const double* p = l.data_ptr<double>();
+  const int64_t V = l.numel();
+  std::vector<int64_t> order(V);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+  if (temperature <= 0) return order[0];
+  const int64_t keep = top_k > 0 ? std::min(top_k, V) : V;
+  std::vector<double> probs(keep);
+  for (int64_t i = 0; i < keep; ++i) probs[i] = std::exp((p[order[i]] - p[order[0]]) / temperature);
+  double total = std::accumulate(probs.begin(), probs.end(), 0.0), mass = 0;
+  int64_t nucleus = keep;
+  for (int64_t i = 0; i < keep; ++i) {
+    mass += probs[i] / total;
+    if (mass >= top_p) {
+      nucleus = i + 1;
+      break;
+    }
+  }
+  total = std::accumulate(probs.begin(), probs.begin() + nucleus, 0.0);
+  double target = u * total;
+  for (int64_t i = 0; i < nucleus; ++i) {
+    target -= probs[i];
+    if (target <= 0) return order[i];
+  }
+  return order[nucleus - 1];
+}
+
+}  // namespace
+
+int run_generate(const std::vector<std::string>& argv) {
+  for (const auto& a : argv)
+    if (a == "--help" || a == "-h") {
+      std::cout << kGenerateHelp;
+      return 0;
+    }
+  Args args(argv, {"checkpoint", "run", "prompt", "tokens", "temperature", "top-k", "top-p", "seed", "threads"}, {});
+  if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
+  std::string path = args.get("checkpoint", args.has("run") ? args.get("run", "") + "/checkpoint.safetensors" : "");
+  if (path.empty()) throw UsageError{"--checkpoint FILE or --run DIR is required"};
+  const int64_t count = args.get_int("tokens", 200), top_k = args.get_int("top-k", 40);
+  const double temperature = args.get_double("temperature", 0.8), top_p = args.get_double("top-p", 0.95);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 0));
+  if (count < 0) throw UsageError{"--tokens must be >= 0"};
+  if (top_p <= 0 || top_p > 1) throw UsageError{"--top-p must be in (0, 1]"};
+
+  CheckpointInfo info = read_checkpoint_info(path);
+  auto tokenizer = data::make_tokenizer(info.tokenizer_kind, info.tokenizer_state);
+  models::GPT model(info.config);
+  load_checkpoint(path, *model, nullptr);
+  model->eval();
+  NoGradGuard guard;
+
+  const std::string prompt = args.get("prompt", "");
+  std::vector<int64_t> tokens = tokenizer->encode(prompt.empty() ? "\n" : prompt);
+  std::cout << prompt << std::flush;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t context = std::min<int64_t>(static_cast<int64_t>(tokens.size()), info.config.max_seq_len);
+    std::vector<int64_t> window(tokens.end() - context, tokens.end());
+    Tensor input = tensor(window).view({1, context});
+    Tensor logits = model->forward(input).select(1, context - 1).squeeze(0);
+    const double u = static_cast<double>(cpu::random_bits(seed, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    const int64_t next = sample(logits, temperature, top_k, top_p, u);
+    tokens.push_back(next);
+    std::cout << tokenizer->decode({next}) << std::flush;
+  }
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace ember::cli

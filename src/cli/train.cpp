@@ -1,0 +1,253 @@
+// `ember train`: trains the GPT on a text corpus, with validation, checkpoints and resume.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "args.h"
+#include "ember/ember.h"
+#include "run_files.h"
+
+namespace ember::cli {
+namespace {
+
+const char* kTrainHelp =
+    "usage: ember train [flags]\n"
+    "\n"
+    "data:\n"
+    "  --data PATH          text file, or a directory of fortune files (default: Debian's fortunes)\n"
+    "  --tokenizer KIND     byte (default) or char\n"
+    "  --val-every N        every N-th document goes to validation (default 20)\n"
+    "model:\n"
+    "  --dim N --layers N --heads N --kv-heads N --hidden N   (defaults 192, 4, 6, 2, 512)\n"
+    "  --seq-len N          training sequence length (default 128)\n"
+    "  --window N           sliding attention window, 0 = full causal (default 0)\n"
+    "optimisation:\n"
+    "  --batch-size N       sequences per micro-batch (default 16)\n"
+    "  --accum N            micro-batches per step (gradient accumulation, default 1)\n"
+    "  --lr X --min-lr X    peak and final learning rate (defaults 2e-3, 2e-4)\n"
+    "  --warmup N           linear warmup steps (default 50), then cosine decay to --min-lr\n"
+    "  --weight-decay X     AdamW weight decay (default 0.1)\n"
+    "  --clip X             gradient norm clipping, 0 = off (default 1.0)\n"
+    "  --label-smoothing X  (default 0)   --z-loss X  coefficient on lse^2 (default 0)\n"
+    "  --dtype float32      compute dtype\n"
+    "length and output:\n"
+    "  --max-steps N        total steps of the schedule (default 1000)\n"
+    "  --max-time SECONDS   stop (with a checkpoint) after this wall time (default: none)\n"
+    "  --stop-at N          stop after step N without changing the schedule (for split runs)\n"
+    "  --eval-every N       validation every N steps (default 100)\n"
+    "  --eval-batches N     validation batches (default 8)\n"
+    "  --ckpt-every N       checkpoint every N steps (default 100) and at the end\n"
+    "  --out DIR            run directory (default runs/default): checkpoint.safetensors,\n"
+    "                       metrics.jsonl, loss.svg\n"
+    "  --resume             continue from DIR/checkpoint.safetensors\n"
+    "  --seed N             initialisation and data order (default 1337)\n"
+    "  --threads N          thread count (default: cores)\n"
+    "  --config FILE.json   flags as a JSON object (command-line flags win)\n";
+
+const std::set<std::string> kFlags = {
+    "data", "tokenizer", "val-every", "dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "window",
+    "batch-size", "accum", "lr", "min-lr", "warmup", "weight-decay", "clip", "label-smoothing", "z-loss", "dtype",
+    "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads"};
+
+std::string load_corpus_text(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) return data::read_text_file(path);
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(path)) {
+    // Fortune directories hold text files plus .dat indexes and .u8 links.
+    if (entry.is_regular_file() && !entry.is_symlink() && entry.path().extension().empty()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  EMBER_CHECK(!files.empty(), "data", "directory '", path, "' holds no text files");
+  std::string text;
+  for (const auto& f : files) {
+    std::string part = data::read_text_file(f.string());
+    text += part;
+    if (text.back() != '\n') text += '\n';
+    text += "%\n";
+  }
+  return text;
+}
+
+double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr) {
+  if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  const double progress = std::min(1.0, static_cast<double>(step - warmup) / std::max<int64_t>(1, total - warmup));
+  return min_lr + (lr - min_lr) * 0.5 * (1 + std::cos(M_PI * progress));
+}
+
+std::string format_seconds(double s) {
+  const int64_t t = static_cast<int64_t>(s);
+  return std::to_string(t / 60) + "m" + (t % 60 < 10 ? "0" : "") + std::to_string(t % 60) + "s";
+}
+
+}  // namespace
+
+int run_train(const std::vector<std::string>& argv) {
+  for (const auto& a : argv)
+    if (a == "--help" || a == "-h") {
+      std::cout << kTrainHelp;
+      return 0;
+    }
+  Args args(argv, kFlags, {"resume"});
+  if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
+  const std::string out_dir = args.get("out", "runs/default");
+  const std::string ckpt_path = out_dir + "/checkpoint.safetensors";
+  const bool resume = args.get_switch("resume");
+  const std::string dtype = args.get("dtype", "float32");
+  if (dtype != "float32") throw UsageError{"--dtype " + dtype + " is not supported yet (float32 only)"};
+
+  const int64_t batch = args.get_int("batch-size", 16), seq_len = args.get_int("seq-len", 128);
+  const int64_t accum = args.get_int("accum", 1), max_steps = args.get_int("max-steps", 1000);
+  const int64_t stop_at = args.get_int("stop-at", max_steps), warmup = args.get_int("warmup", 50);
+  const int64_t eval_every = args.get_int("eval-every", 100), eval_batches = args.get_int("eval-batches", 8);
+  const int64_t ckpt_every = args.get_int("ckpt-every", 100), val_every = args.get_int("val-every", 20);
+  const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 1337));
+  const double lr = args.get_double("lr", 2e-3), min_lr = args.get_double("min-lr", 2e-4);
+  const double max_time = args.get_double("max-time", 0), clip = args.get_double("clip", 1.0);
+  models::LossOptions loss_options{args.get_double("label-smoothing", 0), args.get_double("z-loss", 0)};
+  for (auto [name, v] : {std::pair{"batch-size", batch}, {"seq-len", seq_len}, {"accum", accum}, {"max-steps", max_steps},
+                         {"eval-every", eval_every}, {"eval-batches", eval_batches}, {"ckpt-every", ckpt_every}})
+    if (v <= 0) throw UsageError{std::string("--") + name + " must be positive, got " + std::to_string(v)};
+
+  // Settings that define the run: a resumed run must use the same ones.
+  nlohmann::json train_settings = {{"batch_size", batch}, {"seq_len", seq_len}, {"accum", accum},
+                                   {"max_steps", max_steps}, {"warmup", warmup}, {"lr", lr}, {"min_lr", min_lr},
+                                   {"seed", seed}, {"val_every", val_every},
+                                   {"data", args.get("data", data::default_corpus_path())}};
+
+  std::string text = load_corpus_text(args.get("data", data::default_corpus_path()));
+  std::vector<std::string> documents = data::split_documents(text);
+  EMBER_CHECK(documents.size() >= 2, "data", "the corpus has ", documents.size(), " document(s); need at least 2");
+
+  models::GPTConfig config;
+  std::unique_ptr<data::Tokenizer> tokenizer;
+  int64_t start_step = 0;
+  if (resume) {
+    EMBER_CHECK(std::filesystem::exists(ckpt_path), "train", "--resume: no checkpoint at '", ckpt_path, "'");
+    CheckpointInfo info = read_checkpoint_info(ckpt_path);
+    config = info.config;
+    tokenizer = data::make_tokenizer(info.tokenizer_kind, info.tokenizer_state);
+    EMBER_CHECK(nlohmann::json::parse(info.train_json) == train_settings, "train",
+                "--resume: the checkpoint was trained with different settings: ", info.train_json);
+    start_step = info.step;
+  } else {
+    const std::string kind = args.get("tokenizer", "byte");
+    tokenizer = kind == "char" ? data::make_tokenizer("char", text) : data::make_tokenizer(kind, "");
+    config.vocab_size = tokenizer->vocab_size();
+    config.dim = args.get_int("dim", config.dim);
+    config.n_layers = args.get_int("layers", config.n_layers);
+    config.n_heads = args.get_int("heads", config.n_heads);
+    config.n_kv_heads = args.get_int("kv-heads", config.n_kv_heads);
+    config.hidden_dim = args.get_int("hidden", config.hidden_dim);
+    config.window = args.get_int("window", 0);
+    config.max_seq_len = std::max<int64_t>(seq_len, 256);
+    config.validate();
+  }
+  EMBER_CHECK(seq_len <= config.max_seq_len, "train", "--seq-len ", seq_len, " exceeds the model's max_seq_len ",
+              config.max_seq_len);
+  data::SplitStreams streams = data::tokenize_split(documents, *tokenizer, val_every);
+
+  manual_seed(seed);
+  models::GPT model(config);
+  std::vector<Tensor> decay, no_decay;
+  for (const auto& item : model->named_parameters()) (item.value().dim() >= 2 ? decay : no_decay).push_back(item.value());
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<optim::AdamWOptions>(
+                                 optim::AdamWOptions(lr).weight_decay(args.get_double("weight-decay", 0.1))));
+  groups.emplace_back(no_decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(0)));
+  optim::AdamW optimizer(std::move(groups), optim::AdamWOptions(lr));
+  if (resume) load_checkpoint(ckpt_path, *model, &optimizer);
+  std::filesystem::create_directories(out_dir);
+
+  CheckpointInfo info{config, start_step, tokenizer->kind(), tokenizer->state(), train_settings.dump()};
+  std::ofstream metrics(out_dir + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
+  std::vector<MetricPoint> train_curve, val_curve;
+  if (resume) {  // keep the curves of the earlier part of the run in the plot
+    std::ifstream old(out_dir + "/metrics.jsonl");
+    for (std::string line; std::getline(old, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || j.value("step", int64_t{0}) > start_step) continue;
+      if (j.contains("loss")) train_curve.push_back({j["step"], j["loss"]});
+      if (j.contains("val_loss")) val_curve.push_back({j["step"], j["val_loss"]});
+    }
+  }
+
+  auto evaluate = [&] {
+    NoGradGuard guard;
+    model->eval();
+    double total = 0;
+    for (int64_t i = 0; i < eval_batches; ++i) {
+      data::Batch b = data::sample_batch(streams.val, batch, seq_len, seed ^ 0x5eedull, static_cast<uint64_t>(i));
+      total += model->loss(b.inputs, b.targets, b.doc_ids).item<double>();
+    }
+    model->train();
+    return total / static_cast<double>(eval_batches);
+  };
+  auto checkpoint = [&](int64_t step) {
+    info.step = step;
+    save_checkpoint(ckpt_path, *model, &optimizer, info);
+    write_loss_svg(out_dir + "/loss.svg", train_curve, val_curve);
+  };
+
+  const bool tty = isatty(STDERR_FILENO);
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  int64_t step = start_step, tokens_done = 0;
+  double last_val = NAN;
+  while (step < std::min(stop_at, max_steps)) {
+    if (max_time > 0 && elapsed() >= max_time) break;
+    const double step_lr = learning_rate(step, warmup, max_steps, lr, min_lr);
+    for (auto& group : optimizer.param_groups()) group.options().set_lr(step_lr);
+    optimizer.zero_grad();
+    double step_loss = 0;
+    for (int64_t micro = 0; micro < accum; ++micro) {
+      data::Batch b = data::sample_batch(streams.train, batch, seq_len, seed,
+                                         static_cast<uint64_t>(step * accum + micro));
+      Tensor loss = model->loss(b.inputs, b.targets, b.doc_ids, loss_options) / static_cast<double>(accum);
+      loss.backward();
+      step_loss += loss.item<double>();
+    }
+    double grad_norm = clip > 0 ? nn::utils::clip_grad_norm_(model->parameters(), clip) : 0;
+    optimizer.step();
+    ++step;
+    tokens_done += batch * seq_len * accum;
+    const double secs = elapsed(), tokens_per_s = static_cast<double>(tokens_done) / secs;
+    train_curve.push_back({step, step_loss});
+    nlohmann::json line = {{"step", step}, {"loss", step_loss}, {"lr", step_lr}, {"grad_norm", grad_norm},
+                           {"tokens_per_s", tokens_per_s}, {"elapsed_s", secs}};
+    if (step % eval_every == 0 || step == max_steps) {
+      last_val = evaluate();
+      val_curve.push_back({step, last_val});
+      line["val_loss"] = last_val;
+    }
+    metrics << line.dump() << "\n" << std::flush;
+    const double eta = max_time > 0 ? std::max(0.0, max_time - secs)
+                                    : secs / static_cast<double>(step - start_step) * static_cast<double>(max_steps - step);
+    if (tty) {
+      const int width = 30, filled = static_cast<int>(width * step / max_steps);
+      std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << step << "/"
+                << max_steps << " loss " << step_loss << " " << static_cast<int64_t>(tokens_per_s) << " tok/s ETA "
+                << format_seconds(eta) << "   " << std::flush;
+    } else if (step % 10 == 0 || line.contains("val_loss")) {
+      std::cerr << line.dump() << "\n";
+    }
+    if (step % ckpt_every == 0) checkpoint(step);
+  }
+  if (tty) std::cerr << "\n";
+  if (val_curve.empty() || val_curve.back().step != step) {
+    last_val = evaluate();
+    val_curve.push_back({step, last_val});
+    metrics << nlohmann::json({{"step", step}, {"val_loss", last_val}}).dump() << "\n";
+  }
+  checkpoint(step);
+  std::cout << "step " << step << " val_loss " << last_val << " nats/token, checkpoint " << ckpt_path << "\n";
+  return 0;
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,170 @@
+#include "ember/models/gpt.h"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "ember/ember.h"
+
+namespace ember::models {
+namespace F = ember::nn::functional;
+
+void GPTConfig::validate() const {
+  EMBER_CHECK(vocab_size > 0, "GPTConfig", "vocab_size must be positive, got ", vocab_size);
+  EMBER_CHECK(dim > 0 && n_layers > 0 && n_heads > 0 && n_kv_heads > 0 && hidden_dim > 0 && max_seq_len > 0,
+              "GPTConfig", "dim, n_layers, n_heads, n_kv_heads, hidden_dim and max_seq_len must be positive");
+  EMBER_CHECK(dim % n_heads == 0, "GPTConfig", "dim ", dim, " is not divisible by n_heads ", n_heads);
+  EMBER_CHECK(head_dim() % 2 == 0, "GPTConfig", "head_dim ", head_dim(), " must be even for rotary embeddings");
+  EMBER_CHECK(n_heads % n_kv_heads == 0, "GPTConfig", "n_heads ", n_heads, " is not a multiple of n_kv_heads ",
+              n_kv_heads);
+  EMBER_CHECK(window >= 0, "GPTConfig", "window must be >= 0, got ", window);
+}
+
+std::string GPTConfig::to_json() const {
+  nlohmann::json j = {{"vocab_size", vocab_size}, {"dim", dim},           {"n_layers", n_layers},
+                      {"n_heads", n_heads},       {"n_kv_heads", n_kv_heads}, {"hidden_dim", hidden_dim},
+                      {"max_seq_len", max_seq_len}, {"window", window},   {"rope_theta", rope_theta},
+                      {"norm_eps", norm_eps}};
+  return j.dump();
+}
+
+GPTConfig GPTConfig::from_json(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    EMBER_FAIL("GPTConfig", "invalid JSON: ", e.what());
+  }
+  EMBER_CHECK(j.is_object(), "GPTConfig", "expected a JSON object");
+  GPTConfig c;
+  auto read = [&](const char* key, auto& field) {
+    if (!j.contains(key)) return;
+    try {
+      field = j.at(key).get<std::decay_t<decltype(field)>>();
+    } catch (const nlohmann::json::exception&) {
+      EMBER_FAIL("GPTConfig", "field '", key, "' has the wrong type");
+    }
+  };
+  read("vocab_size", c.vocab_size);
+  read("dim", c.dim);
+  read("n_layers", c.n_layers);
+  read("n_heads", c.n_heads);
+  read("n_kv_heads", c.n_kv_heads);
+  read("hidden_dim", c.hidden_dim);
+  read("max_seq_len", c.max_seq_len);
+  read("window", c.window);
+  read("rope_theta", c.rope_theta);
+  read("norm_eps", c.norm_eps);
+  c.validate();
+  return c;
+}
+
+namespace {
+
+// x [B, H, T, hd]: rotates the pairs (x[i], x[i + hd/2]) by position-dependent angles.
+Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  return cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
+}
+
+// Causal document mask (optionally a sliding window) [B, 1, T, T] from doc_ids [B, T].
+Tensor attention_mask(const Tensor& doc_ids, int64_t T, int64_t window) {
+  Tensor pos = arange(T, kInt64);
+  Tensor q = pos.unsqueeze(1), k = pos.unsqueeze(0);
+  Tensor allowed = q >= k;
+  if (window > 0) allowed = allowed.logical_and((q - k) < window);
+  if (doc_ids.defined()) allowed = allowed.unsqueeze(0).logical_and(doc_ids.unsqueeze(2) == doc_ids.unsqueeze(1));
+  else allowed = allowed.unsqueeze(0);
+  return allowed.unsqueeze(1);
+}
+
+}  // namespace
+
+AttentionImpl::AttentionImpl(const GPTConfig& c) : config(c) {
+  const int64_t hd = c.head_dim();
+  wq = register_module("wq", nn::Linear(nn::LinearOptions(c.dim, c.n_heads * hd).bias(false)));
+  wk = register_module("wk", nn::Linear(nn::LinearOptions(c.dim, c.n_kv_heads * hd).bias(false)));
+  wv = register_module("wv", nn::Linear(nn::LinearOptions(c.dim, c.n_kv_heads * hd).bias(false)));
+  wo = register_module("wo", nn::Linear(nn::LinearOptions(c.n_heads * hd, c.dim).bias(false)));
+}
+
+Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& doc_ids) {
+  const int64_t B = x.size(0), T = x.size(1), hd = config.head_dim();
+  const int64_t Hq = config.n_heads, Hkv = config.n_kv_heads;
+  Tensor cos = rope_cos.narrow(0, 0, T), sin = rope_sin.narrow(0, 0, T);
+  Tensor q = apply_rope(wq->forward(x).view({B, T, Hq, hd}).transpose(1, 2), cos, sin);
+  Tensor k = apply_rope(wk->forward(x).view({B, T, Hkv, hd}).transpose(1, 2), cos, sin);
+  Tensor v = wv->forward(x).view({B, T, Hkv, hd}).transpose(1, 2);
+  // Grouped-query attention: each kv head serves Hq / Hkv query heads.
+  k = k.unsqueeze(2).expand({B, Hkv, Hq / Hkv, T, hd}).reshape({B, Hq, T, hd});
+  v = v.unsqueeze(2).expand({B, Hkv, Hq / Hkv, T, hd}).reshape({B, Hq, T, hd});
+  Tensor scores = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  scores = scores.masked_fill(attention_mask(doc_ids, T, config.window).logical_not(), -INFINITY);
+  Tensor out = scores.softmax(-1).matmul(v);
+  return wo->forward(out.transpose(1, 2).reshape({B, T, Hq * hd}));
+}
+
+FeedForwardImpl::FeedForwardImpl(const GPTConfig& c) {
+  w1 = register_module("w1", nn::Linear(nn::LinearOptions(c.dim, c.hidden_dim).bias(false)));
+  w2 = register_module("w2", nn::Linear(nn::LinearOptions(c.hidden_dim, c.dim).bias(false)));
+  w3 = register_module("w3", nn::Linear(nn::LinearOptions(c.dim, c.hidden_dim).bias(false)));
+}
+
+Tensor FeedForwardImpl::forward(const Tensor& x) { return w2->forward(ember::silu(w1->forward(x)) * w3->forward(x)); }
+
+TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
+  attention = register_module("attention", Attention(c));
+  feed_forward = register_module("feed_forward", FeedForward(c));
+  attention_norm = register_module("attention_norm", nn::RMSNorm(nn::RMSNormOptions({c.dim}).eps(c.norm_eps)));
+  ffn_norm = register_module("ffn_norm", nn::RMSNorm(nn::RMSNormOptions({c.dim}).eps(c.norm_eps)));
+}
+
+Tensor TransformerBlockImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
+                                     const Tensor& doc_ids) {
+  Tensor h = x + attention->forward(attention_norm->forward(x), rope_cos, rope_sin, doc_ids);
+  return h + feed_forward->forward(ffn_norm->forward(h));
+}
+
+GPTImpl::GPTImpl(const GPTConfig& c) : config(c) {
+  c.validate();
+  tok_embeddings = register_module("tok_embeddings", nn::Embedding(c.vocab_size, c.dim));
+  {
+    // GPT-style init: the tied embedding doubles as the LM head, so keep it small.
+    NoGradGuard guard;
+    tok_embeddings->weight.normal_(0, 0.02);
+  }
+  layers = register_module("layers", nn::ModuleList());
+  for (int64_t i = 0; i < c.n_layers; ++i) layers->push_back(TransformerBlock(c));
+  norm = register_module("norm", nn::RMSNorm(nn::RMSNormOptions({c.dim}).eps(c.norm_eps)));
+  const int64_t half = c.head_dim() / 2;
+  Tensor inv_freq = pow(c.rope_theta, arange(0, half, 1, kFloat64) * (-2.0 / static_cast<double>(c.head_dim())));
+  Tensor angles = outer(arange(c.max_seq_len, kFloat64), inv_freq);
+  rope_cos = register_buffer("rope_cos", angles.cos().to(kFloat32), /*persistent=*/false);
+  rope_sin = register_buffer("rope_sin", angles.sin().to(kFloat32), /*persistent=*/false);
+}
+
+Tensor GPTImpl::hidden(const Tensor& tokens, const Tensor& doc_ids) {
+  EMBER_CHECK(tokens.dim() == 2, "GPT", "tokens must be [batch, time], got shape ", tokens.sizes());
+  EMBER_CHECK(tokens.size(1) <= config.max_seq_len, "GPT", "sequence length ", tokens.size(1),
+              " exceeds max_seq_len ", config.max_seq_len);
+  Tensor x = tok_embeddings->forward(tokens);
+  Tensor cos = rope_cos.to(x.scalar_type()), sin = rope_sin.to(x.scalar_type());
+  for (size_t i = 0; i < layers->size(); ++i) x = layers->at<TransformerBlockImpl>(i).forward(x, cos, sin, doc_ids);
+  return norm->forward(x);
+}
+
+Tensor GPTImpl::forward(const Tensor& tokens, const Tensor& doc_ids) {
+  return F::linear(hidden(tokens, doc_ids), tok_embeddings->weight);
+}
+
+Tensor GPTImpl::loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options) {
+  Tensor logits = forward(tokens, doc_ids).reshape({-1, config.vocab_size}).to(kFloat32);
+  Tensor flat_targets = targets.reshape({-1});
+  Tensor loss = F::cross_entropy(logits, flat_targets,
+                                 nn::CrossEntropyFuncOptions().label_smoothing(options.label_smoothing));
+  if (options.z_loss > 0) loss = loss + logits.logsumexp({1}).square().mean() * options.z_loss;
+  return loss;
+}
+
+}  // namespace ember::models
