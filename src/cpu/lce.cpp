@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -54,7 +55,7 @@ double sum_in_double(const T* values, int64_t n) {
   return total;
 }
 
-// The maximum, or NaN's neighbour: a NaN is skipped here but reaches the sum of exps.
+// The largest value. NaNs are skipped here; they still reach the sum of exps (NaN loss).
 template <typename T>
 T row_max(const T* values, int64_t n) {
   T partial[8];

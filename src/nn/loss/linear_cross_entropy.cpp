@@ -157,8 +157,8 @@ Problem prepare(const Tensor& input, const Tensor& weight, const Tensor& target,
   return p;
 }
 
-// What one run of the kernel produced. Gradients are undefined when not asked for;
-// grad_weight and grad_bias are in the accumulation type.
+// What one run of the kernel produced, in the input's dtype. Gradients are undefined when
+// not asked for.
 struct Results {
   Tensor row_ce, row_lse;  // float64 [tokens]
   Tensor grad_x, grad_weight, grad_bias;
@@ -211,6 +211,11 @@ Results run_kernel(const Problem& p, const LinearCrossEntropyFuncOptions& o, con
   cpu::LceWorkspace workspace{logits.data_ptr(), static_cast<float*>(pointer(x_wide)),
                               static_cast<float*>(pointer(grad_x_wide))};
   cpu::linear_cross_entropy(problem, scale, out, workspace);
+  // Rounded once, here, so that only the input-dtype copies are kept until backward.
+  if (acc != dtype) {
+    if (r.grad_weight.defined()) r.grad_weight = r.grad_weight.to(dtype);
+    if (r.grad_bias.defined()) r.grad_bias = r.grad_bias.to(dtype);
+  }
   return r;
 }
 
@@ -228,11 +233,10 @@ double reduced_loss(const Results& r, const Problem& p, const LinearCrossEntropy
   return ce / p.kept_weight + (o.z_loss() > 0 ? z / p.kept_tokens : 0.0);
 }
 
-// The gradients for autograd's inputs (input, weight, bias), in their dtypes and shapes.
-std::vector<Tensor> as_input_gradients(Results&& r, const Tensor& input, ScalarType dtype) {
-  auto to_dtype = [dtype](Tensor t) { return t.defined() && t.scalar_type() != dtype ? t.to(dtype) : t; };
-  return {r.grad_x.defined() ? r.grad_x.view(input.sizes()) : Tensor(), to_dtype(std::move(r.grad_weight)),
-          to_dtype(std::move(r.grad_bias))};
+// The gradients for autograd's inputs (input, weight, bias), in their shapes.
+std::vector<Tensor> as_input_gradients(Results&& r, const Tensor& input) {
+  return {r.grad_x.defined() ? r.grad_x.view(input.sizes()) : Tensor(), std::move(r.grad_weight),
+          std::move(r.grad_bias)};
 }
 
 bool has_gradients(const Results& r) { return r.grad_x.defined() || r.grad_weight.defined() || r.grad_bias.defined(); }
@@ -265,6 +269,7 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
   autograd::record("LinearCrossEntropyBackward", inputs, {loss},
                    [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
                      EMBER_CHECK(!is_grad_enabled(), kOp, "double backward (create_graph=true) is not supported");
+                     // get() throws if a saved tensor was modified in place since the forward.
                      const Tensor x = saved_input.get(), w = saved_weight.get();
                      saved_bias.get();
                      if (reduced && has_gradients(*precomputed)) {
@@ -273,7 +278,7 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
                        const double g = grads[0].item<double>();
                        for (Tensor* t : {&ready.grad_x, &ready.grad_weight, &ready.grad_bias})
                          if (t->defined() && g != 1.0) t->mul_(g);
-                       return as_input_gradients(std::move(ready), x, dtype);
+                       return as_input_gradients(std::move(ready), x);
                      }
                      const Problem again = prepare(x, w, saved_target.get(), options);
                      Tensor per_token;
@@ -284,7 +289,7 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
                        per_token = grads[0].to(kFloat64).reshape({again.tokens}).contiguous();
                        scale.per_token = per_token.data_ptr<double>();
                      }
-                     return as_input_gradients(run_kernel(again, options, scale, wanted_from(needs)), x, dtype);
+                     return as_input_gradients(run_kernel(again, options, scale, wanted_from(needs)), x);
                    });
   return loss;
 }

@@ -1,0 +1,86 @@
+// `ember bench lce`: the fused linear_cross_entropy against ember's Linear then
+// CrossEntropy on the same data, forward + backward, side by side: time and the allocator's
+// peak. extra_peak_ratio compares the peaks after subtracting the inputs, the weight and
+// their gradients, i.e. the memory each path needs for the loss itself.
+#include "bench.h"
+#include "ember/ember.h"
+#include "ember/nn/loss/linear_cross_entropy.h"
+
+namespace ember::bench {
+namespace {
+
+namespace F = nn::functional;
+
+struct Shape {
+  int64_t tokens, hidden, classes;
+};
+
+std::string row_name(const Shape& s, ScalarType dtype) {
+  return "n" + std::to_string(s.tokens) + "_h" + std::to_string(s.hidden) + "_v" + std::to_string(s.classes) +
+         (dtype == kBFloat16 ? "_bf16" : "");
+}
+
+struct Measured {
+  double ms = 0;
+  int64_t peak_bytes = 0;
+};
+
+// Time of `step` and the allocator's peak while it runs, gradients starting unset.
+Measured measure(const std::function<Tensor()>& loss_of, Tensor& x, Tensor& weight, int reps) {
+  auto step = [&] {
+    x.set_grad(Tensor());
+    weight.set_grad(Tensor());
+    loss_of().backward();
+  };
+  x.set_grad(Tensor());
+  weight.set_grad(Tensor());
+  reset_peak_memory_stats();
+  Measured m;
+  m.ms = time_ms(step, reps);
+  m.peak_bytes = memory_stats().peak_allocated_bytes;
+  return m;
+}
+
+nlohmann::json run_row(const Shape& s, ScalarType dtype, int reps) {
+  manual_seed(0);
+  Tensor x = randn({s.tokens, s.hidden}).to(dtype).requires_grad_();
+  Tensor weight = (randn({s.classes, s.hidden}) * 0.02).to(dtype).requires_grad_();
+  Tensor target = randint(s.classes, {s.tokens});
+  const int64_t resident = memory_stats().allocated_bytes;  // inputs and weight
+  const int64_t gradients = static_cast<int64_t>(x.nbytes() + weight.nbytes());
+
+  const Measured unfused = measure([&] { return F::cross_entropy(F::linear(x, weight), target); }, x, weight, reps);
+  empty_cache();
+  const Measured fused = measure([&] { return F::linear_cross_entropy(x, weight, target); }, x, weight, reps);
+
+  const double base = static_cast<double>(resident + gradients);
+  nlohmann::json r = {{"name", row_name(s, dtype)},
+                      {"fused_ms", fused.ms},
+                      {"unfused_ms", unfused.ms},
+                      {"fused_peak_bytes", fused.peak_bytes},
+                      {"unfused_peak_bytes", unfused.peak_bytes},
+                      {"peak_ratio", static_cast<double>(unfused.peak_bytes) / static_cast<double>(fused.peak_bytes)},
+                      {"extra_peak_ratio", (unfused.peak_bytes - base) / (fused.peak_bytes - base)},
+                      {"time_ratio", fused.ms / unfused.ms}};
+  note(r.dump());
+  return r;
+}
+
+nlohmann::json run(const Options& options) {
+  // --quick: the same comparison on a small shape.
+  const std::vector<Shape> shapes = options.quick ? std::vector<Shape>{{1024, 256, 32000}}
+                                                  : std::vector<Shape>{{4096, 1024, 128256}, {8192, 512, 32000}};
+  nlohmann::json results = nlohmann::json::array();
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    for (const Shape& s : shapes) {
+      results.push_back(run_row(s, dtype, 1));
+      empty_cache();
+    }
+  }
+  return results;
+}
+
+Register reg("lce", run);
+
+}  // namespace
+}  // namespace ember::bench
