@@ -10,3 +10,5 @@
 #include "ember/scalar.h"
 #include "ember/tensor.h"
 #include "ember/tensor_options.h"
+#include "ember/nn.h"
+#include "ember/optim.h"

@@ -1,0 +1,33 @@
+// Option enums shared by losses and initialisers, named as libtorch's (ember::kMean,
+// ember::kFanIn, ember::kReLU, ...).
+#pragma once
+
+namespace ember {
+
+// How a loss reduces its per-element values. kBatchMean (sum / batch size) is KLDivLoss only.
+enum class Reduction { None, Mean, Sum, BatchMean };
+inline constexpr Reduction kNone = Reduction::None;
+inline constexpr Reduction kMean = Reduction::Mean;
+inline constexpr Reduction kSum = Reduction::Sum;
+inline constexpr Reduction kBatchMean = Reduction::BatchMean;
+
+const char* reduction_name(Reduction reduction);
+
+// Which fan the kaiming initialisers scale by.
+enum class FanMode { FanIn, FanOut };
+inline constexpr FanMode kFanIn = FanMode::FanIn;
+inline constexpr FanMode kFanOut = FanMode::FanOut;
+
+// Nonlinearities that nn::init::calculate_gain knows.
+enum class Nonlinearity { Linear, Conv1D, Conv2D, Conv3D, Sigmoid, Tanh, ReLU, LeakyReLU, SELU };
+inline constexpr Nonlinearity kLinear = Nonlinearity::Linear;
+inline constexpr Nonlinearity kConv1D = Nonlinearity::Conv1D;
+inline constexpr Nonlinearity kConv2D = Nonlinearity::Conv2D;
+inline constexpr Nonlinearity kConv3D = Nonlinearity::Conv3D;
+inline constexpr Nonlinearity kSigmoid = Nonlinearity::Sigmoid;
+inline constexpr Nonlinearity kTanh = Nonlinearity::Tanh;
+inline constexpr Nonlinearity kReLU = Nonlinearity::ReLU;
+inline constexpr Nonlinearity kLeakyReLU = Nonlinearity::LeakyReLU;
+inline constexpr Nonlinearity kSELU = Nonlinearity::SELU;
+
+}  // namespace ember

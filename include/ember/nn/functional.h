@@ -1,0 +1,49 @@
+// ember::nn::functional: the stateless forms of the layers and losses, as
+// torch::nn::functional (namespace alias F in user code: namespace F = ember::nn::functional).
+#pragma once
+#include "ember/nn/options.h"
+#include "ember/tensor.h"
+
+namespace ember::nn::functional {
+
+// ---- layers ---------------------------------------------------------------------------------
+// input [*, in], weight [out, in], bias [out] -> [*, out].
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
+// input: integer indices of any shape, weight [num_embeddings, dim] -> [*input, dim].
+Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options = {});
+// Normalises over the trailing dims named by normalized_shape: (x - mean) / sqrt(var + eps)
+// with the biased variance, then * weight + bias. Reduced-precision inputs compute in float32.
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
+// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dims.
+Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
+Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
+
+// ---- activations -----------------------------------------------------------------------------
+Tensor relu(const Tensor& input);
+Tensor gelu(const Tensor& input, const GELUFuncOptions& options = {});
+Tensor silu(const Tensor& input);
+Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options);
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options);
+
+// ---- losses ---------------------------------------------------------------------------------
+// input: logits [N, C] or [C] or [N, C, d1, ...]. target: class indices (int64, [N] or
+// [N, d1, ...]) or class probabilities (floating, the input's shape). With indices and
+// label smoothing eps: loss = (1 - eps) * nll + (eps / C) * (-sum_c w_c * log p_c), zero on
+// ignored rows; kMean divides both terms by the summed target weights of the kept rows (NaN
+// when none is kept). With probabilities: -sum_c w_c * t_c * log p_c with t smoothed to
+// t * (1 - eps) + eps / C; kMean divides by the number of rows.
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options = {});
+// input: log-probabilities [N, C] or [C] or [N, C, d1, ...]; target: class indices.
+// loss_i = -weight[t_i] * input[i, t_i]; kMean divides by the summed weights of kept rows.
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options = {});
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
+// Numerically stable sigmoid + binary cross-entropy:
+// loss = weight * ((1 - t) * x + (1 + (pos_weight - 1) * t) * softplus(-x)).
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& options = {});
+// input: log-probabilities. Pointwise t * (log t - input), or exp(t) * (t - input) when
+// log_target; kBatchMean divides the sum by input.size(0).
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {});
+
+}  // namespace ember::nn::functional

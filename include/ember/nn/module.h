@@ -1,0 +1,154 @@
+// ember::nn::Module: the base of every layer, as torch::nn::Module. A module owns named
+// parameters, buffers and child modules; names join with dots into PyTorch's state_dict
+// keys ("layers.0.attn.wq.weight").
+#pragma once
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ember/nn/ordered_dict.h"
+#include "ember/tensor.h"
+
+namespace ember::nn {
+
+template <typename Contained>
+class ModuleHolder;
+
+// The keys load_state_dict(dict, strict=false) skipped: in the module but not the dict
+// (missing) and in the dict but not the module (unexpected).
+struct LoadStateDictResult {
+  std::vector<std::string> missing_keys;
+  std::vector<std::string> unexpected_keys;
+};
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  Module() = default;
+  // `name` replaces the default name (the class name without "Impl") in printing and errors.
+  explicit Module(std::string name) : name_(std::move(name)) {}
+  virtual ~Module() = default;
+  Module(const Module&) = default;
+  Module& operator=(const Module&) = default;
+
+  const std::string& name() const;
+
+  // ---- traversal (PyTorch's order: own entries first, then children depth-first) --------
+  // Each tensor or module appears once, under its first name, so tied weights are updated once.
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
+  // include_self needs this module to be owned by a shared_ptr (a holder or make_shared).
+  std::vector<std::shared_ptr<Module>> modules(bool include_self = true) const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_modules(const std::string& name_prefix = "",
+                                                                  bool include_self = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
+
+  // Calls fn on every submodule and then on this one (children first, as PyTorch's apply).
+  void apply(const std::function<void(Module&)>& fn);
+
+  // ---- modes and conversion ---------------------------------------------------------------
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  virtual bool is_training() const noexcept { return is_training_; }
+  // Converts floating-point parameters and buffers in place: tensors held elsewhere (a
+  // layer's `weight` member, an optimizer) see the new dtype.
+  virtual void to(ScalarType dtype, bool non_blocking = false);
+  // Drops (set_to_none) or zeroes the gradients of all parameters.
+  virtual void zero_grad(bool set_to_none = true);
+
+  // ---- checkpoints -------------------------------------------------------------------
+  // Parameters and persistent buffers by dotted name, detached and sharing storage. Unlike
+  // named_parameters, a tied tensor appears under every name, as in PyTorch.
+  OrderedDict<std::string, Tensor> state_dict() const;
+  // Copies values into this module's tensors. Throws ember::Error listing every problem by
+  // name: shape or dtype mismatches always; missing and unexpected keys when `strict`.
+  // Nothing is copied when it throws.
+  LoadStateDictResult load_state_dict(const OrderedDict<std::string, Tensor>& state_dict, bool strict = true);
+
+  // ---- registration ---------------------------------------------------------------------
+  // Returns the stored tensor; keep a copy of the handle (weight = register_parameter(...)).
+  // An undefined tensor registers an absent entry (bias=false), skipped everywhere.
+  Tensor& register_parameter(std::string name, Tensor tensor, bool requires_grad = true);
+  // Non-persistent buffers stay out of state_dict (PyTorch's persistent=False).
+  Tensor& register_buffer(std::string name, Tensor tensor, bool persistent = true);
+  template <typename ModuleType>
+  std::shared_ptr<ModuleType> register_module(std::string name, std::shared_ptr<ModuleType> module);
+  template <typename ModuleType>
+  std::shared_ptr<ModuleType> register_module(std::string name, ModuleHolder<ModuleType> module_holder);
+  template <typename ModuleType>
+  std::shared_ptr<ModuleType> replace_module(const std::string& name, std::shared_ptr<ModuleType> module);
+  template <typename ModuleType>
+  std::shared_ptr<ModuleType> replace_module(const std::string& name, ModuleHolder<ModuleType> module_holder);
+  void unregister_module(const std::string& name);
+
+  // This module as `T` (an Impl class or a holder's Impl), or nullptr.
+  template <typename T>
+  auto* as() noexcept;
+
+  // One line describing this module without its children ("Linear(in_features=4, ...)").
+  virtual void pretty_print(std::ostream& stream) const;
+
+ protected:
+  OrderedDict<std::string, Tensor> parameters_{"parameter"};
+  OrderedDict<std::string, Tensor> buffers_{"buffer"};
+  OrderedDict<std::string, std::shared_ptr<Module>> children_{"submodule"};
+
+ private:
+  void check_new_name(const std::string& name, const char* op) const;
+  std::shared_ptr<Module> shared_self(const char* op) const;
+  void append_state(const std::string& prefix, OrderedDict<std::string, Tensor>& out) const;
+
+  std::unordered_set<std::string> non_persistent_buffers_;
+  bool is_training_ = true;
+  mutable std::string name_;
+};
+
+// Prints the module tree, one module per line, children indented under their names.
+std::ostream& operator<<(std::ostream& stream, const Module& module);
+
+}  // namespace ember::nn
+
+#include "ember/nn/pimpl.h"
+
+namespace ember::nn {
+
+template <typename ModuleType>
+std::shared_ptr<ModuleType> Module::register_module(std::string name, std::shared_ptr<ModuleType> module) {
+  check_new_name(name, "register_module");
+  EMBER_CHECK(module != nullptr, "register_module", "submodule '", name, "' is empty (nullptr)");
+  children_.insert(std::move(name), module);
+  return module;
+}
+
+template <typename ModuleType>
+std::shared_ptr<ModuleType> Module::register_module(std::string name, ModuleHolder<ModuleType> module_holder) {
+  return register_module(std::move(name), module_holder.ptr());
+}
+
+template <typename ModuleType>
+std::shared_ptr<ModuleType> Module::replace_module(const std::string& name, std::shared_ptr<ModuleType> module) {
+  EMBER_CHECK(module != nullptr, "replace_module", "submodule '", name, "' is empty (nullptr)");
+  children_[name] = module;
+  return module;
+}
+
+template <typename ModuleType>
+std::shared_ptr<ModuleType> Module::replace_module(const std::string& name, ModuleHolder<ModuleType> module_holder) {
+  return replace_module(name, module_holder.ptr());
+}
+
+template <typename T>
+auto* Module::as() noexcept {
+  if constexpr (detail::is_module_holder<T>::value) {
+    return dynamic_cast<typename T::ContainedType*>(this);
+  } else {
+    return dynamic_cast<T*>(this);
+  }
+}
+
+}  // namespace ember::nn

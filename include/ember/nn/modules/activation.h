@@ -1,0 +1,70 @@
+// Dropout and the activation modules (no parameters).
+#pragma once
+#include "ember/nn/module.h"
+#include "ember/nn/options.h"
+
+namespace ember::nn {
+
+// Zeroes each element with probability p and scales the rest by 1/(1-p) in training mode;
+// the identity in eval mode.
+class DropoutImpl : public Module {
+ public:
+  explicit DropoutImpl(const DropoutOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  DropoutOptions options;
+};
+EMBER_MODULE(Dropout);
+
+class ReLUImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(ReLU);
+
+class GELUImpl : public Module {
+ public:
+  explicit GELUImpl(const GELUOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  GELUOptions options;
+};
+EMBER_MODULE(GELU);
+
+class SiLUImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(SiLU);
+
+class TanhImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(Tanh);
+
+class SigmoidImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(Sigmoid);
+
+class SoftmaxImpl : public Module {
+ public:
+  explicit SoftmaxImpl(const SoftmaxOptions& options);
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  SoftmaxOptions options;
+};
+EMBER_MODULE(Softmax);
+
+class LogSoftmaxImpl : public Module {
+ public:
+  explicit LogSoftmaxImpl(const LogSoftmaxOptions& options);
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  LogSoftmaxOptions options;
+};
+EMBER_MODULE(LogSoftmax);
+
+}  // namespace ember::nn

@@ -1,0 +1,203 @@
+// Containers: Sequential (chained forward), ModuleList (indexed), ModuleDict (keyed).
+// Children are named "0", "1", ... (or by key), so state_dict keys read "layers.0.weight".
+#pragma once
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ember/nn/module.h"
+
+namespace ember::nn {
+
+namespace detail {
+// A holder (Linear) or a shared_ptr to a Module subclass (std::shared_ptr<LinearImpl>).
+template <typename T, typename = void>
+struct module_pointer_type {
+  using type = void;
+};
+template <typename T>
+struct module_pointer_type<T, std::enable_if_t<is_module_holder<T>::value>> {
+  using type = typename std::decay_t<T>::ContainedType;
+};
+template <typename T>
+struct module_pointer_type<std::shared_ptr<T>, std::enable_if_t<std::is_base_of_v<Module, T>>> {
+  using type = T;
+};
+template <typename T>
+using module_type_t = typename module_pointer_type<std::decay_t<T>>::type;
+template <typename T>
+inline constexpr bool is_module_like_v = !std::is_void_v<module_type_t<T>>;
+
+template <typename T>
+std::shared_ptr<module_type_t<T>> to_module_ptr(T&& module) {
+  if constexpr (is_module_holder<T>::value) {
+    return module.ptr();
+  } else {
+    return module;
+  }
+}
+}  // namespace detail
+
+// A module whose forward maps one tensor to one tensor, with its type erased (the subset of
+// libtorch's AnyModule that Sequential needs).
+class AnyModule {
+ public:
+  AnyModule() = default;
+  template <typename M, typename = std::enable_if_t<detail::is_module_like_v<M>>>
+  AnyModule(M&& module) {  // NOLINT: Sequential(Linear(2, 3), ReLU())
+    using Type = detail::module_type_t<M>;
+    static_assert(std::is_convertible_v<decltype(std::declval<Type&>().forward(std::declval<const Tensor&>())), Tensor>,
+                  "Sequential and AnyModule need a module whose forward(Tensor) returns a Tensor");
+    std::shared_ptr<Type> typed = detail::to_module_ptr(std::forward<M>(module));
+    EMBER_CHECK(typed != nullptr, "AnyModule", "cannot hold an empty module (nullptr)");
+    Type* raw = typed.get();  // kept alive by module_
+    module_ = typed;
+    forward_ = [raw](const Tensor& input) -> Tensor { return raw->forward(input); };
+  }
+
+  Tensor forward(const Tensor& input) const {
+    EMBER_CHECK(module_ != nullptr, "AnyModule", "forward called on an empty AnyModule");
+    return forward_(input);
+  }
+  const std::shared_ptr<Module>& ptr() const { return module_; }
+  bool is_empty() const noexcept { return module_ == nullptr; }
+
+ private:
+  std::shared_ptr<Module> module_;
+  std::function<Tensor(const Tensor&)> forward_;
+};
+
+// A (name, module) pair for Sequential({{"fc", Linear(2, 3)}, {"act", ReLU()}}).
+struct NamedAnyModule {
+  template <typename M, typename = std::enable_if_t<detail::is_module_like_v<M>>>
+  NamedAnyModule(std::string name_, M&& module_) : name(std::move(name_)), module(std::forward<M>(module_)) {}
+  std::string name;
+  AnyModule module;
+};
+
+class SequentialImpl : public Module {
+ public:
+  SequentialImpl() = default;
+  template <typename... Modules, typename = std::enable_if_t<(sizeof...(Modules) > 0) &&
+                                                             (detail::is_module_like_v<Modules> && ...)>>
+  explicit SequentialImpl(Modules&&... modules) {
+    (push_back(AnyModule(std::forward<Modules>(modules))), ...);
+  }
+  explicit SequentialImpl(std::initializer_list<NamedAnyModule> named_modules);
+
+  // Appends under the name "<index>" or `name`.
+  void push_back(AnyModule module);
+  void push_back(std::string name, AnyModule module);
+
+  // Feeds input through every module in order.
+  Tensor forward(const Tensor& input);
+
+  size_t size() const noexcept { return modules_.size(); }
+  bool is_empty() const noexcept { return modules_.empty(); }
+  std::shared_ptr<Module> operator[](size_t index) const { return ptr(index); }
+  std::shared_ptr<Module> ptr(size_t index) const;
+  template <typename T>
+  std::shared_ptr<T> ptr(size_t index) const {
+    auto typed = std::dynamic_pointer_cast<T>(ptr(index));
+    EMBER_CHECK(typed != nullptr, "Sequential", "module ", index, " is a ", ptr(index)->name(),
+                ", not the requested type");
+    return typed;
+  }
+  template <typename T>
+  T& at(size_t index) const {
+    return *ptr<T>(index);
+  }
+  std::vector<AnyModule>::const_iterator begin() const { return modules_.begin(); }
+  std::vector<AnyModule>::const_iterator end() const { return modules_.end(); }
+
+ private:
+  std::vector<AnyModule> modules_;
+};
+
+class Sequential : public ModuleHolder<SequentialImpl> {
+ public:
+  using ModuleHolder<SequentialImpl>::ModuleHolder;
+  using Impl = SequentialImpl;
+  Sequential(std::initializer_list<NamedAnyModule> named_modules)  // NOLINT
+      : ModuleHolder(std::make_shared<SequentialImpl>(named_modules)) {}
+};
+
+class ModuleListImpl : public Module {
+ public:
+  ModuleListImpl() = default;
+  template <typename... Modules, typename = std::enable_if_t<(sizeof...(Modules) > 0) &&
+                                                             (detail::is_module_like_v<Modules> && ...)>>
+  explicit ModuleListImpl(Modules&&... modules) {
+    (push_back(detail::to_module_ptr(std::forward<Modules>(modules))), ...);
+  }
+
+  // Appends under the name "<index>".
+  void push_back(std::shared_ptr<Module> module);
+  template <typename M, typename = std::enable_if_t<detail::is_module_holder<M>::value>>
+  void push_back(M&& holder) {
+    push_back(std::shared_ptr<Module>(holder.ptr()));
+  }
+
+  size_t size() const noexcept { return modules_.size(); }
+  bool is_empty() const noexcept { return modules_.empty(); }
+  std::shared_ptr<Module> operator[](size_t index) const { return ptr(index); }
+  std::shared_ptr<Module> ptr(size_t index) const;
+  template <typename T>
+  std::shared_ptr<T> ptr(size_t index) const {
+    auto typed = std::dynamic_pointer_cast<T>(ptr(index));
+    EMBER_CHECK(typed != nullptr, "ModuleList", "module ", index, " is a ", ptr(index)->name(),
+                ", not the requested type");
+    return typed;
+  }
+  template <typename T>
+  T& at(size_t index) const {
+    return *ptr<T>(index);
+  }
+  std::vector<std::shared_ptr<Module>>::const_iterator begin() const { return modules_.begin(); }
+  std::vector<std::shared_ptr<Module>>::const_iterator end() const { return modules_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+EMBER_MODULE(ModuleList);
+
+class ModuleDictImpl : public Module {
+ public:
+  ModuleDictImpl() = default;
+  explicit ModuleDictImpl(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
+
+  // Adds `key`, or replaces the module already under it (keeping its position).
+  void insert(const std::string& key, std::shared_ptr<Module> module);
+  template <typename M, typename = std::enable_if_t<detail::is_module_holder<M>::value>>
+  void insert(const std::string& key, M&& holder) {
+    insert(key, std::shared_ptr<Module>(holder.ptr()));
+  }
+  std::shared_ptr<Module> pop(const std::string& key);
+  void clear();
+
+  bool contains(const std::string& key) const { return children_.contains(key); }
+  size_t size() const noexcept { return children_.size(); }
+  bool is_empty() const noexcept { return children_.is_empty(); }
+  std::vector<std::string> keys() const { return children_.keys(); }
+  std::vector<std::shared_ptr<Module>> values() const { return children_.values(); }
+  const std::vector<OrderedDict<std::string, std::shared_ptr<Module>>::Item>& items() const { return children_.items(); }
+  std::shared_ptr<Module> operator[](const std::string& key) const;
+  template <typename T>
+  std::shared_ptr<T> ptr(const std::string& key) const {
+    auto typed = std::dynamic_pointer_cast<T>((*this)[key]);
+    EMBER_CHECK(typed != nullptr, "ModuleDict", "module '", key, "' is a ", (*this)[key]->name(),
+                ", not the requested type");
+    return typed;
+  }
+  template <typename T>
+  T& at(const std::string& key) const {
+    return *ptr<T>(key);
+  }
+};
+EMBER_MODULE(ModuleDict);
+
+}  // namespace ember::nn

@@ -1,0 +1,37 @@
+// LayerNorm and RMSNorm over the trailing normalized_shape dims.
+#pragma once
+#include "ember/nn/module.h"
+#include "ember/nn/options.h"
+
+namespace ember::nn {
+
+// weight starts at ones and bias at zeros (when elementwise_affine).
+class LayerNormImpl : public Module {
+ public:
+  explicit LayerNormImpl(const LayerNormOptions& options);
+
+  Tensor forward(const Tensor& input);
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+
+  LayerNormOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+EMBER_MODULE(LayerNorm);
+
+// weight starts at ones (when elementwise_affine).
+class RMSNormImpl : public Module {
+ public:
+  explicit RMSNormImpl(const RMSNormOptions& options);
+
+  Tensor forward(const Tensor& input);
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+
+  RMSNormOptions options;
+  Tensor weight;
+};
+EMBER_MODULE(RMSNorm);
+
+}  // namespace ember::nn

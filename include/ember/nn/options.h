@@ -1,0 +1,199 @@
+// Options objects for modules and functional forms, as libtorch's torch::nn::*Options:
+// required values go to the constructor, the rest are chainable setters
+// (LinearOptions(4, 8).bias(false)). A functional form with the same knobs uses the same
+// class under a *FuncOptions alias.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/nn/arg.h"
+#include "ember/nn/enums.h"
+#include "ember/tensor.h"
+
+namespace ember::nn {
+
+// ---- layers ---------------------------------------------------------------------------------
+
+struct LinearOptions {
+  LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
+  EMBER_ARG(int64_t, in_features);
+  EMBER_ARG(int64_t, out_features);
+  EMBER_ARG(bool, bias) = true;
+};
+
+struct EmbeddingOptions {
+  EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  EMBER_ARG(int64_t, num_embeddings);
+  EMBER_ARG(int64_t, embedding_dim);
+  // This row stays zero and gets no gradient; negative values count from the end.
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+};
+
+struct EmbeddingFuncOptions {
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+};
+
+struct LayerNormOptions {
+  LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  EMBER_ARG(std::vector<int64_t>, normalized_shape);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(bool, elementwise_affine) = true;
+  // Whether the affine transform has a bias (PyTorch's bias=True); needs elementwise_affine.
+  EMBER_ARG(bool, bias) = true;
+};
+
+struct LayerNormFuncOptions {
+  LayerNormFuncOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  EMBER_ARG(std::vector<int64_t>, normalized_shape);
+  EMBER_ARG(Tensor, weight) = {};
+  EMBER_ARG(Tensor, bias) = {};
+  EMBER_ARG(double, eps) = 1e-5;
+};
+
+struct RMSNormOptions {
+  RMSNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  EMBER_ARG(std::vector<int64_t>, normalized_shape);
+  // Unset: the machine epsilon of the input's dtype, as PyTorch.
+  EMBER_ARG(std::optional<double>, eps) = std::nullopt;
+  EMBER_ARG(bool, elementwise_affine) = true;
+};
+
+struct RMSNormFuncOptions {
+  RMSNormFuncOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
+  EMBER_ARG(std::vector<int64_t>, normalized_shape);
+  EMBER_ARG(Tensor, weight) = {};
+  EMBER_ARG(std::optional<double>, eps) = std::nullopt;
+};
+
+struct DropoutOptions {
+  DropoutOptions(double p = 0.5) : p_(p) {}  // NOLINT
+  EMBER_ARG(double, p);
+};
+
+struct DropoutFuncOptions {
+  EMBER_ARG(double, p) = 0.5;
+  EMBER_ARG(bool, training) = true;
+};
+
+// ---- activations ---------------------------------------------------------------------------
+
+struct GELUOptions {
+  // "none" (exact, with erf) or "tanh".
+  EMBER_ARG(std::string, approximate) = "none";
+};
+using GELUFuncOptions = GELUOptions;
+
+struct SoftmaxOptions {
+  SoftmaxOptions(int64_t dim) : dim_(dim) {}  // NOLINT
+  EMBER_ARG(int64_t, dim);
+};
+
+struct SoftmaxFuncOptions {
+  SoftmaxFuncOptions(int64_t dim) : dim_(dim) {}  // NOLINT
+  EMBER_ARG(int64_t, dim);
+  // Converts the input to this dtype first.
+  EMBER_ARG(std::optional<ScalarType>, dtype) = std::nullopt;
+};
+
+using LogSoftmaxOptions = SoftmaxOptions;
+using LogSoftmaxFuncOptions = SoftmaxFuncOptions;
+
+// ---- recurrent -----------------------------------------------------------------------------
+
+struct RNNOptionsBase {
+  RNNOptionsBase(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}
+  EMBER_ARG(int64_t, input_size);
+  EMBER_ARG(int64_t, hidden_size);
+  EMBER_ARG(int64_t, num_layers) = 1;
+  EMBER_ARG(bool, bias) = true;
+  // Input and output as [batch, seq, feature] instead of [seq, batch, feature]; the states
+  // stay [layers * directions, batch, hidden] either way.
+  EMBER_ARG(bool, batch_first) = false;
+  // Dropout on the outputs of every layer but the last, in training mode.
+  EMBER_ARG(double, dropout) = 0.0;
+  EMBER_ARG(bool, bidirectional) = false;
+};
+
+using LSTMOptions = RNNOptionsBase;
+using GRUOptions = RNNOptionsBase;
+
+struct RNNCellOptionsBase {
+  RNNCellOptionsBase(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}
+  EMBER_ARG(int64_t, input_size);
+  EMBER_ARG(int64_t, hidden_size);
+  EMBER_ARG(bool, bias) = true;
+};
+
+using LSTMCellOptions = RNNCellOptionsBase;
+using GRUCellOptions = RNNCellOptionsBase;
+
+// ---- losses ---------------------------------------------------------------------------------
+
+struct CrossEntropyLossOptions {
+  // Per-class weights [C].
+  EMBER_ARG(Tensor, weight) = {};
+  // Targets equal to this are skipped (class-index targets only).
+  EMBER_ARG(int64_t, ignore_index) = -100;
+  EMBER_ARG(Reduction, reduction) = kMean;
+  EMBER_ARG(double, label_smoothing) = 0.0;
+};
+using CrossEntropyFuncOptions = CrossEntropyLossOptions;
+
+struct NLLLossOptions {
+  EMBER_ARG(Tensor, weight) = {};
+  EMBER_ARG(int64_t, ignore_index) = -100;
+  EMBER_ARG(Reduction, reduction) = kMean;
+};
+using NLLLossFuncOptions = NLLLossOptions;
+
+struct MSELossOptions {
+  MSELossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  EMBER_ARG(Reduction, reduction);
+};
+using MSELossFuncOptions = MSELossOptions;
+
+struct L1LossOptions {
+  L1LossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  EMBER_ARG(Reduction, reduction);
+};
+using L1LossFuncOptions = L1LossOptions;
+
+struct BCEWithLogitsLossOptions {
+  // Rescales each element's loss; broadcast against the input.
+  EMBER_ARG(Tensor, weight) = {};
+  EMBER_ARG(Reduction, reduction) = kMean;
+  // Weight of positive examples, broadcast along the last (class) dimension.
+  EMBER_ARG(Tensor, pos_weight) = {};
+};
+using BinaryCrossEntropyWithLogitsFuncOptions = BCEWithLogitsLossOptions;
+
+struct KLDivLossOptions {
+  KLDivLossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  // kBatchMean divides the sum by the batch size (the mathematically correct KL divergence).
+  EMBER_ARG(Reduction, reduction);
+  // The target holds log-probabilities.
+  EMBER_ARG(bool, log_target) = false;
+};
+using KLDivFuncOptions = KLDivLossOptions;
+
+// Functional options are also reachable as in libtorch: F::LayerNormFuncOptions(...).
+namespace functional {
+using nn::BinaryCrossEntropyWithLogitsFuncOptions;
+using nn::CrossEntropyFuncOptions;
+using nn::DropoutFuncOptions;
+using nn::EmbeddingFuncOptions;
+using nn::GELUFuncOptions;
+using nn::KLDivFuncOptions;
+using nn::L1LossFuncOptions;
+using nn::LayerNormFuncOptions;
+using nn::LogSoftmaxFuncOptions;
+using nn::MSELossFuncOptions;
+using nn::NLLLossFuncOptions;
+using nn::RMSNormFuncOptions;
+using nn::SoftmaxFuncOptions;
+}  // namespace functional
+
+}  // namespace ember::nn

@@ -1,0 +1,132 @@
+// ember::optim::Optimizer: the base of SGD, Adam and AdamW, as torch::optim::Optimizer.
+// Parameters come in groups, each with its own options; per-parameter state (momentum
+// buffers, moment estimates) is created lazily on the first step that sees a gradient.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ember/tensor.h"
+
+namespace ember::optim {
+
+using LossClosure = std::function<Tensor()>;
+
+// A snapshot of an optimizer as flat named tensors and numbers, so that it can be written
+// to a safetensors file (tensors + metadata). Parameters are numbered in group order, as
+// in PyTorch:
+//   tensors["param_groups.<g>.params"]   int64 indices of group g's parameters
+//   scalars["param_groups.<g>.<option>"] the group's hyperparameters (lr, ...; bools as 0/1)
+//   tensors["state.<i>.<name>"]          parameter i's state tensors (exp_avg, ...)
+//   scalars["state.<i>.<name>"]          parameter i's state numbers (step)
+struct OptimizerStateDict {
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, double> scalars;
+};
+
+class OptimizerOptions {
+ public:
+  virtual ~OptimizerOptions() = default;
+  virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
+  virtual double get_lr() const = 0;
+  virtual void set_lr(double lr) = 0;
+  // The hyperparameters by name, bools as 0/1 (for state dicts).
+  virtual std::map<std::string, double> hyperparameters() const = 0;
+  // Sets every hyperparameter from `values`; throws naming a missing one.
+  virtual void set_hyperparameters(const std::map<std::string, double>& values) = 0;
+};
+
+class OptimizerParamState {
+ public:
+  virtual ~OptimizerParamState() = default;
+  virtual std::unique_ptr<OptimizerParamState> clone() const = 0;
+  // Adds this state under `prefix` ("state.3.") as deep copies.
+  virtual void save(const std::string& prefix, OptimizerStateDict& out) const = 0;
+  // Reads this state from `prefix`; tensors are copied and cast to `param`'s dtype.
+  virtual void load(const std::string& prefix, const OptimizerStateDict& in, const Tensor& param) = 0;
+};
+
+class OptimizerParamGroup {
+ public:
+  // Without options the group takes a copy of the optimizer's defaults.
+  OptimizerParamGroup(std::vector<Tensor> params) : params_(std::move(params)) {}  // NOLINT
+  OptimizerParamGroup(std::vector<Tensor> params, std::unique_ptr<OptimizerOptions> options)
+      : params_(std::move(params)), options_(std::move(options)) {}
+  OptimizerParamGroup(const OptimizerParamGroup& other);
+  OptimizerParamGroup& operator=(const OptimizerParamGroup& other);
+  OptimizerParamGroup(OptimizerParamGroup&&) = default;
+  OptimizerParamGroup& operator=(OptimizerParamGroup&&) = default;
+
+  bool has_options() const { return options_ != nullptr; }
+  OptimizerOptions& options();
+  const OptimizerOptions& options() const;
+  void set_options(std::unique_ptr<OptimizerOptions> options) { options_ = std::move(options); }
+  std::vector<Tensor>& params() { return params_; }
+  const std::vector<Tensor>& params() const { return params_; }
+
+ private:
+  std::vector<Tensor> params_;
+  std::unique_ptr<OptimizerOptions> options_;
+};
+
+class Optimizer {
+ public:
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+  virtual ~Optimizer() = default;
+
+  // Runs `closure` (with grad mode on) if given, then updates every parameter that has a
+  // gradient, under NoGradGuard. Returns the closure's loss (undefined without one).
+  virtual Tensor step(LossClosure closure = nullptr) = 0;
+
+  void add_param_group(const OptimizerParamGroup& param_group);
+  // Drops (set_to_none, the default as in libtorch 2.x) or zeroes every parameter's gradient.
+  void zero_grad(bool set_to_none = true);
+
+  // All parameters, in group order.
+  std::vector<Tensor> parameters() const;
+  size_t size() const;
+  OptimizerOptions& defaults() { return *defaults_; }
+  std::vector<OptimizerParamGroup>& param_groups() { return param_groups_; }
+  const std::vector<OptimizerParamGroup>& param_groups() const { return param_groups_; }
+  // Per-parameter state keyed by the parameter's TensorImpl (as libtorch).
+  std::unordered_map<void*, std::unique_ptr<OptimizerParamState>>& state() { return state_; }
+
+  // A deep copy of the groups' hyperparameters and the parameter states.
+  OptimizerStateDict state_dict() const;
+  // Restores hyperparameters and states saved by state_dict() of an optimizer of the same
+  // kind over parameters of the same shapes and grouping; throws naming the first mismatch.
+  void load_state_dict(const OptimizerStateDict& state_dict);
+
+ protected:
+  Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults);
+  // An empty state of this optimizer's kind, to be filled by load().
+  virtual std::unique_ptr<OptimizerParamState> make_param_state() const = 0;
+  // Throws if the options are invalid (negative lr, ...).
+  virtual void validate(const OptimizerOptions& options) const = 0;
+  // Validates the defaults and every group; derived constructors call it (virtual calls do
+  // not reach them from the base constructor).
+  void validate_all() const;
+  // Runs the closure with grad mode on, as every step() does first.
+  static Tensor run_closure(const LossClosure& closure);
+  // The state of `param` as `State`, created by make_param_state() when absent.
+  template <typename State>
+  State& state_for(const Tensor& param) {
+    auto& slot = state_[param.unsafeGetTensorImpl()];
+    if (!slot) slot = make_param_state();
+    return static_cast<State&>(*slot);
+  }
+
+  std::vector<OptimizerParamGroup> param_groups_;
+  std::unordered_map<void*, std::unique_ptr<OptimizerParamState>> state_;
+  std::unique_ptr<OptimizerOptions> defaults_;
+
+ private:
+  // Checks the parameters and appends the group, with the defaults when it has no options.
+  void append_group(const OptimizerParamGroup& param_group);
+};
+
+}  // namespace ember::optim

@@ -1,0 +1,90 @@
+// Functional layers and activations: thin, validated compositions of ember ops.
+#include "ember/nn/functional.h"
+
+#include <limits>
+
+#include "ember/autograd.h"
+#include "ember/functions.h"
+
+namespace ember::nn::functional {
+namespace {
+
+// The trailing dims of `input` that `normalized_shape` names; throws if they differ.
+std::vector<int64_t> trailing_dims(const Tensor& input, const std::vector<int64_t>& normalized_shape, const char* op) {
+  const int64_t k = static_cast<int64_t>(normalized_shape.size());
+  bool matches = k >= 1 && input.dim() >= k;
+  for (int64_t i = 0; matches && i < k; ++i) matches = input.size(input.dim() - k + i) == normalized_shape[i];
+  EMBER_CHECK(matches, op, "normalized_shape ", normalized_shape, " does not match the trailing dims of input shape ",
+              input.sizes());
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < k; ++i) dims.push_back(input.dim() - k + i);
+  return dims;
+}
+
+void check_affine(const Tensor& param, const std::vector<int64_t>& normalized_shape, const char* what, const char* op) {
+  EMBER_CHECK(!param.defined() || param.sizes() == normalized_shape, op, what, " of shape ",
+              param.defined() ? param.sizes() : std::vector<int64_t>{}, " must have normalized_shape ",
+              normalized_shape);
+}
+
+// float16/bfloat16 normalise in float32, as PyTorch's kernels do.
+ScalarType opmath_type(ScalarType dtype) { return dtype == kFloat16 || dtype == kBFloat16 ? kFloat32 : dtype; }
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) { return ember::linear(input, weight, bias); }
+
+Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options) {
+  EMBER_CHECK(weight.dim() == 2, "embedding", "weight must be 2-D [num_embeddings, embedding_dim], got shape ",
+              weight.sizes());
+  const int64_t rows = weight.size(0);
+  int64_t padding_idx = -1;  // ember::embedding's "no padding"
+  if (options.padding_idx()) {
+    const int64_t p = *options.padding_idx();
+    EMBER_CHECK(p >= -rows && p < rows, "embedding", "padding_idx ", p, " must be within [", -rows, ", ", rows, ")");
+    padding_idx = p < 0 ? p + rows : p;
+  }
+  return ember::embedding(weight, input, padding_idx);
+}
+
+Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
+  const auto dims = trailing_dims(input, options.normalized_shape(), "layer_norm");
+  check_affine(options.weight(), options.normalized_shape(), "weight", "layer_norm");
+  check_affine(options.bias(), options.normalized_shape(), "bias", "layer_norm");
+  const ScalarType compute = opmath_type(input.scalar_type());
+  Tensor x = input.to(compute);
+  Tensor centered = x - x.mean(dims, /*keepdim=*/true);
+  Tensor variance = centered.square().mean(dims, /*keepdim=*/true);
+  Tensor out = centered * (variance + options.eps()).rsqrt();
+  if (options.weight().defined()) out = out * options.weight().to(compute);
+  if (options.bias().defined()) out = out + options.bias().to(compute);
+  return out.to(input.scalar_type());
+}
+
+Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options) {
+  const auto dims = trailing_dims(input, options.normalized_shape(), "rms_norm");
+  check_affine(options.weight(), options.normalized_shape(), "weight", "rms_norm");
+  const ScalarType compute = opmath_type(input.scalar_type());
+  // PyTorch's default eps is the epsilon of the type it computes in.
+  const double eps = options.eps().value_or(compute == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                                                 : std::numeric_limits<float>::epsilon());
+  Tensor x = input.to(compute);
+  Tensor out = (x * (x.square().mean(dims, /*keepdim=*/true) + eps).rsqrt()).to(input.scalar_type());
+  return options.weight().defined() ? out * options.weight() : out;
+}
+
+Tensor dropout(const Tensor& input, const DropoutFuncOptions& options) {
+  return ember::dropout(input, options.p(), options.training());
+}
+
+Tensor relu(const Tensor& input) { return ember::relu(input); }
+Tensor gelu(const Tensor& input, const GELUFuncOptions& options) { return ember::gelu(input, options.approximate()); }
+Tensor silu(const Tensor& input) { return ember::silu(input); }
+Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options) {
+  return ember::softmax(input, options.dim(), options.dtype());
+}
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options) {
+  return ember::log_softmax(input, options.dim(), options.dtype());
+}
+
+}  // namespace ember::nn::functional

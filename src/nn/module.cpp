@@ -1,0 +1,289 @@
+// Module: registration, traversal in PyTorch's order, modes, dtype conversion, state dicts.
+#include "ember/nn/module.h"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <sstream>
+#include <typeinfo>
+
+#include "core/tensor_impl.h"
+#include "ember/autograd.h"
+#include "ember/functions.h"
+
+namespace ember::nn {
+namespace {
+
+std::string join_name(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// The demangled class name without namespaces and a trailing "Impl" ("LinearImpl" -> "Linear").
+std::string class_name(const Module& module) {
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(typeid(module).name(), nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : typeid(module).name();
+  std::free(demangled);
+  const size_t colon = name.rfind("::");
+  if (colon != std::string::npos) name = name.substr(colon + 2);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  return name;
+}
+
+// Points `target` at `source`'s data, dtype and geometry, keeping target's TensorImpl so every
+// handle to it sees the change (libtorch's set_data).
+void replace_data(const Tensor& target, const Tensor& source) {
+  TensorImpl* dst = target.unsafeGetTensorImpl();
+  const TensorImpl* src = source.unsafeGetTensorImpl();
+  dst->storage = src->storage;
+  dst->sizes = src->sizes;
+  dst->strides = src->strides;
+  dst->offset = src->offset;
+  dst->numel = src->numel;
+  dst->dtype = src->dtype;
+  dst->view_base = nullptr;
+}
+
+void convert_in_place(Tensor& tensor, ScalarType dtype) {
+  if (!tensor.defined() || !tensor.is_floating_point() || tensor.scalar_type() == dtype) return;
+  NoGradGuard no_grad;
+  Tensor grad = tensor.grad();
+  replace_data(tensor, tensor.to(dtype));
+  if (grad.defined()) tensor.set_grad(grad.to(dtype));
+}
+
+std::string describe_dtype_and_shape(const Tensor& t) {
+  std::ostringstream out;
+  out << dtype_name(t.scalar_type()) << ' ' << IntArrayRef(t.sizes());
+  return out.str();
+}
+
+std::string join_keys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (size_t i = 0; i < keys.size(); ++i) out += (i ? ", " : "") + ("'" + keys[i] + "'");
+  return out;
+}
+
+}  // namespace
+
+const std::string& Module::name() const {
+  if (name_.empty()) name_ = class_name(*this);
+  return name_;
+}
+
+// ---- traversal -------------------------------------------------------------------------------
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_modules(const std::string& name_prefix,
+                                                                        bool include_self) const {
+  OrderedDict<std::string, std::shared_ptr<Module>> out("module");
+  std::unordered_set<const Module*> seen{this};
+  if (include_self) out.insert(name_prefix, shared_self("named_modules"));
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& module, const std::string& prefix) {
+    for (const auto& child : module.children_) {
+      if (!seen.insert(child.value().get()).second) continue;
+      const std::string name = join_name(prefix, child.key());
+      out.insert(name, child.value());
+      visit(*child.value(), name);
+    }
+  };
+  visit(*this, name_prefix);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::modules(bool include_self) const {
+  return named_modules("", include_self).values();
+}
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const { return children_; }
+
+std::vector<std::shared_ptr<Module>> Module::children() const { return children_.values(); }
+
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  OrderedDict<std::string, Tensor> out("parameter");
+  std::unordered_set<const TensorImpl*> seen;
+  auto add_own = [&](const Module& module, const std::string& prefix) {
+    for (const auto& item : module.parameters_) {
+      if (item.value().defined() && seen.insert(item.value().unsafeGetTensorImpl()).second)
+        out.insert(join_name(prefix, item.key()), item.value());
+    }
+  };
+  add_own(*this, "");
+  if (recurse) {
+    for (const auto& module : named_modules("", false)) add_own(*module.value(), module.key());
+  }
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const { return named_parameters(recurse).values(); }
+
+OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
+  OrderedDict<std::string, Tensor> out("buffer");
+  std::unordered_set<const TensorImpl*> seen;
+  auto add_own = [&](const Module& module, const std::string& prefix) {
+    for (const auto& item : module.buffers_) {
+      if (item.value().defined() && seen.insert(item.value().unsafeGetTensorImpl()).second)
+        out.insert(join_name(prefix, item.key()), item.value());
+    }
+  };
+  add_own(*this, "");
+  if (recurse) {
+    for (const auto& module : named_modules("", false)) add_own(*module.value(), module.key());
+  }
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (auto& child : children_) child.value()->apply(fn);
+  fn(*this);
+}
+
+// ---- modes and conversion ------------------------------------------------------------------------
+
+void Module::train(bool on) {
+  is_training_ = on;
+  for (auto& child : children_) child.value()->train(on);
+}
+
+void Module::to(ScalarType dtype, bool) {
+  for (auto& item : parameters_) convert_in_place(item.value(), dtype);
+  for (auto& item : buffers_) convert_in_place(item.value(), dtype);
+  for (auto& child : children_) child.value()->to(dtype);
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (Tensor& parameter : parameters()) {
+    if (!parameter.grad().defined()) continue;
+    if (set_to_none) {
+      parameter.mutable_grad() = Tensor();
+    } else {
+      NoGradGuard no_grad;
+      parameter.mutable_grad() = parameter.grad().detach();
+      parameter.mutable_grad().zero_();
+    }
+  }
+}
+
+// ---- state dicts -------------------------------------------------------------------------------
+
+void Module::append_state(const std::string& prefix, OrderedDict<std::string, Tensor>& out) const {
+  for (const auto& item : parameters_) {
+    if (item.value().defined()) out.insert(join_name(prefix, item.key()), item.value());
+  }
+  for (const auto& item : buffers_) {
+    if (item.value().defined() && non_persistent_buffers_.count(item.key()) == 0)
+      out.insert(join_name(prefix, item.key()), item.value());
+  }
+  for (const auto& child : children_) child.value()->append_state(join_name(prefix, child.key()), out);
+}
+
+OrderedDict<std::string, Tensor> Module::state_dict() const {
+  OrderedDict<std::string, Tensor> live("state_dict key");
+  append_state("", live);
+  OrderedDict<std::string, Tensor> out("state_dict key");
+  for (const auto& item : live) out.insert(item.key(), item.value().detach());
+  return out;
+}
+
+LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tensor>& state_dict, bool strict) {
+  OrderedDict<std::string, Tensor> targets("state_dict key");
+  append_state("", targets);
+
+  LoadStateDictResult result;
+  std::vector<std::string> mismatches;
+  for (const auto& target : targets) {
+    const Tensor* source = state_dict.find(target.key());
+    if (source == nullptr) {
+      result.missing_keys.push_back(target.key());
+    } else if (!source->defined() || source->sizes() != target.value().sizes() ||
+               source->scalar_type() != target.value().scalar_type()) {
+      mismatches.push_back("'" + target.key() + "': checkpoint has " +
+                           (source->defined() ? describe_dtype_and_shape(*source) : std::string("an undefined tensor")) +
+                           ", module has " + describe_dtype_and_shape(target.value()));
+    }
+  }
+  for (const auto& item : state_dict) {
+    if (!targets.contains(item.key())) result.unexpected_keys.push_back(item.key());
+  }
+
+  std::vector<std::string> problems;
+  if (strict && !result.missing_keys.empty()) problems.push_back("missing keys: " + join_keys(result.missing_keys));
+  if (strict && !result.unexpected_keys.empty())
+    problems.push_back("unexpected keys: " + join_keys(result.unexpected_keys));
+  for (const auto& mismatch : mismatches) problems.push_back("mismatch for " + mismatch);
+  if (!problems.empty()) {
+    std::string message = "error(s) loading state_dict for " + name() + ": ";
+    for (size_t i = 0; i < problems.size(); ++i) message += (i ? "; " : "") + problems[i];
+    EMBER_FAIL("load_state_dict", message);
+  }
+
+  NoGradGuard no_grad;
+  for (auto& target : targets) {
+    if (const Tensor* source = state_dict.find(target.key())) target.value().copy_(*source);
+  }
+  return result;
+}
+
+// ---- registration ---------------------------------------------------------------------------
+
+void Module::check_new_name(const std::string& name, const char* op) const {
+  EMBER_CHECK(!name.empty(), op, "name must not be empty");
+  EMBER_CHECK(name.find('.') == std::string::npos, op, "name '", name, "' must not contain a dot");
+  EMBER_CHECK(!parameters_.contains(name) && !buffers_.contains(name) && !children_.contains(name), op, "name '", name,
+              "' is already registered in ", this->name());
+}
+
+Tensor& Module::register_parameter(std::string name, Tensor tensor, bool requires_grad) {
+  check_new_name(name, "register_parameter");
+  if (tensor.defined()) {
+    EMBER_CHECK(tensor.is_leaf(), "register_parameter", "parameter '", name,
+                "' is not a leaf tensor (it was computed by an op that recorded a graph); pass tensor.detach()");
+    tensor.requires_grad_(requires_grad);
+  }
+  return parameters_.insert(std::move(name), std::move(tensor));
+}
+
+Tensor& Module::register_buffer(std::string name, Tensor tensor, bool persistent) {
+  check_new_name(name, "register_buffer");
+  if (!persistent) non_persistent_buffers_.insert(name);
+  return buffers_.insert(std::move(name), std::move(tensor));
+}
+
+void Module::unregister_module(const std::string& name) {
+  EMBER_CHECK(children_.contains(name), "unregister_module", "no submodule named '", name, "' in ", this->name());
+  children_.pop(name);
+}
+
+std::shared_ptr<Module> Module::shared_self(const char* op) const {
+  auto self = std::const_pointer_cast<Module>(weak_from_this().lock());
+  EMBER_CHECK(self != nullptr, op,
+              "include_self needs the module to be owned by a shared_ptr (a holder or std::make_shared)");
+  return self;
+}
+
+// ---- printing ----------------------------------------------------------------------------
+
+void Module::pretty_print(std::ostream& stream) const { stream << name(); }
+
+namespace {
+void print_tree(std::ostream& stream, const Module& module, const std::string& indent) {
+  module.pretty_print(stream);
+  const auto children = module.named_children();
+  if (children.is_empty()) return;
+  stream << "(\n";
+  for (const auto& child : children) {
+    stream << indent << "  (" << child.key() << "): ";
+    print_tree(stream, *child.value(), indent + "  ");
+    stream << '\n';
+  }
+  stream << indent << ')';
+}
+}  // namespace
+
+std::ostream& operator<<(std::ostream& stream, const Module& module) {
+  print_tree(stream, module, "");
+  return stream;
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,52 @@
+// LayerNorm and RMSNorm.
+#include "ember/nn/modules/normalization.h"
+
+#include "ember/functions.h"
+#include "ember/nn/functional.h"
+#include "ember/nn/init.h"
+
+namespace ember::nn {
+
+LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : options(options_) {
+  if (options.elementwise_affine()) {
+    weight = register_parameter("weight", ember::empty(options.normalized_shape()));
+    bias = register_parameter("bias", options.bias() ? ember::empty(options.normalized_shape()) : Tensor());
+  }
+  reset_parameters();
+}
+
+void LayerNormImpl::reset_parameters() {
+  if (weight.defined()) init::ones_(weight);
+  if (bias.defined()) init::zeros_(bias);
+}
+
+Tensor LayerNormImpl::forward(const Tensor& input) {
+  return functional::layer_norm(
+      input, LayerNormFuncOptions(options.normalized_shape()).weight(weight).bias(bias).eps(options.eps()));
+}
+
+void LayerNormImpl::pretty_print(std::ostream& stream) const {
+  stream << "LayerNorm(" << IntArrayRef(options.normalized_shape()) << ", eps=" << options.eps()
+         << ", elementwise_affine=" << (options.elementwise_affine() ? "true" : "false") << ")";
+}
+
+RMSNormImpl::RMSNormImpl(const RMSNormOptions& options_) : options(options_) {
+  if (options.elementwise_affine()) weight = register_parameter("weight", ember::empty(options.normalized_shape()));
+  reset_parameters();
+}
+
+void RMSNormImpl::reset_parameters() {
+  if (weight.defined()) init::ones_(weight);
+}
+
+Tensor RMSNormImpl::forward(const Tensor& input) {
+  return functional::rms_norm(input, RMSNormFuncOptions(options.normalized_shape()).weight(weight).eps(options.eps()));
+}
+
+void RMSNormImpl::pretty_print(std::ostream& stream) const {
+  stream << "RMSNorm(" << IntArrayRef(options.normalized_shape());
+  if (options.eps()) stream << ", eps=" << *options.eps();
+  stream << ", elementwise_affine=" << (options.elementwise_affine() ? "true" : "false") << ")";
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,183 @@
+// Adam and AdamW: one update routine (torch/optim/adam.py, _single_tensor_adam) with the
+// weight decay coupled (Adam, L2 in the gradient) or decoupled (AdamW).
+#include "ember/optim/adam.h"
+
+#include <cmath>
+
+#include "ember/autograd.h"
+#include "ember/functions.h"
+#include "optim/state_dict_io.h"
+
+namespace ember::optim {
+namespace {
+
+struct AdamHyperparameters {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool amsgrad, maximize, decoupled_weight_decay;
+};
+
+template <typename Options>
+AdamHyperparameters hyperparameters_of(const Options& o, bool decoupled) {
+  return {o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), o.amsgrad(), o.maximize(),
+          decoupled};
+}
+
+template <typename Options>
+std::map<std::string, double> named_hyperparameters(const Options& o) {
+  return {{"lr", o.lr()},
+          {"beta1", std::get<0>(o.betas())},
+          {"beta2", std::get<1>(o.betas())},
+          {"eps", o.eps()},
+          {"weight_decay", o.weight_decay()},
+          {"amsgrad", o.amsgrad() ? 1.0 : 0.0},
+          {"maximize", o.maximize() ? 1.0 : 0.0}};
+}
+
+template <typename Options>
+void set_named_hyperparameters(Options& o, const std::map<std::string, double>& values, const char* op) {
+  o.lr(detail::require_scalar(values, "lr", op));
+  const double beta1 = detail::require_scalar(values, "beta1", op);
+  o.betas(std::make_tuple(beta1, detail::require_scalar(values, "beta2", op)));
+  o.eps(detail::require_scalar(values, "eps", op));
+  o.weight_decay(detail::require_scalar(values, "weight_decay", op));
+  o.amsgrad(detail::require_scalar(values, "amsgrad", op) != 0);
+  o.maximize(detail::require_scalar(values, "maximize", op) != 0);
+}
+
+template <typename Options>
+void validate_adam(const Options& o, const char* op) {
+  const auto [beta1, beta2] = o.betas();
+  EMBER_CHECK(o.lr() >= 0, op, "invalid learning rate: ", o.lr());
+  EMBER_CHECK(o.eps() >= 0, op, "invalid epsilon value: ", o.eps());
+  EMBER_CHECK(beta1 >= 0 && beta1 < 1, op, "invalid beta parameter at index 0: ", beta1);
+  EMBER_CHECK(beta2 >= 0 && beta2 < 1, op, "invalid beta parameter at index 1: ", beta2);
+  EMBER_CHECK(o.weight_decay() >= 0, op, "invalid weight_decay value: ", o.weight_decay());
+}
+
+// self += weight * (end - self), with PyTorch's lerp formula (the mirrored form for
+// weight >= 0.5 keeps the result exact at weight 1).
+void lerp_(Tensor& self, const Tensor& end, double weight) {
+  if (std::abs(weight) < 0.5) {
+    self.add_((end - self).mul_(weight));
+  } else {
+    self.copy_(end - (end - self).mul_(1 - weight));
+  }
+}
+
+void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters& h) {
+  Tensor grad = h.maximize ? -param.grad() : param.grad();
+  if (!state.exp_avg().defined()) {
+    state.exp_avg(zeros_like(param));
+    state.exp_avg_sq(zeros_like(param));
+    if (h.amsgrad) state.max_exp_avg_sq(zeros_like(param));
+  }
+  state.step(state.step() + 1);
+  if (h.weight_decay != 0) {
+    if (h.decoupled_weight_decay) {
+      param.mul_(1 - h.lr * h.weight_decay);
+    } else {
+      grad = grad.add(param, h.weight_decay);
+    }
+  }
+  lerp_(state.exp_avg(), grad, 1 - h.beta1);
+  state.exp_avg_sq().mul_(h.beta2).add_(grad * grad, 1 - h.beta2);
+
+  const double step = static_cast<double>(state.step());
+  const double bias_correction1 = 1 - std::pow(h.beta1, step);
+  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(h.beta2, step));
+  const double step_size = h.lr / bias_correction1;
+  Tensor second_moment = state.exp_avg_sq();
+  if (h.amsgrad) {
+    if (!state.max_exp_avg_sq().defined()) state.max_exp_avg_sq(zeros_like(param));  // amsgrad switched on later
+    state.max_exp_avg_sq().copy_(state.max_exp_avg_sq().maximum(state.exp_avg_sq()));
+    second_moment = state.max_exp_avg_sq();
+  }
+  Tensor denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(h.eps);
+  param.add_(state.exp_avg() / denom, -step_size);
+}
+
+template <typename Options>
+void adam_family_step(std::vector<OptimizerParamGroup>& groups, bool decoupled,
+                      const std::function<AdamParamState&(const Tensor&)>& state_for) {
+  NoGradGuard no_grad;
+  for (auto& group : groups) {
+    const AdamHyperparameters h = hyperparameters_of(static_cast<const Options&>(group.options()), decoupled);
+    for (Tensor& param : group.params()) {
+      if (param.grad().defined()) adam_update(param, state_for(param), h);
+    }
+  }
+}
+
+}  // namespace
+
+std::map<std::string, double> AdamOptions::hyperparameters() const { return named_hyperparameters(*this); }
+void AdamOptions::set_hyperparameters(const std::map<std::string, double>& values) {
+  set_named_hyperparameters(*this, values, "Adam::load_state_dict");
+}
+std::map<std::string, double> AdamWOptions::hyperparameters() const { return named_hyperparameters(*this); }
+void AdamWOptions::set_hyperparameters(const std::map<std::string, double>& values) {
+  set_named_hyperparameters(*this, values, "AdamW::load_state_dict");
+}
+
+std::unique_ptr<OptimizerParamState> AdamParamState::clone() const {
+  auto copy = std::make_unique<AdamParamState>(*this);
+  if (exp_avg().defined()) copy->exp_avg(exp_avg().clone());
+  if (exp_avg_sq().defined()) copy->exp_avg_sq(exp_avg_sq().clone());
+  if (max_exp_avg_sq().defined()) copy->max_exp_avg_sq(max_exp_avg_sq().clone());
+  return copy;
+}
+
+void AdamParamState::save(const std::string& prefix, OptimizerStateDict& out) const {
+  out.scalars[prefix + "step"] = static_cast<double>(step());
+  detail::save_state_tensor(out, prefix + "exp_avg", exp_avg());
+  detail::save_state_tensor(out, prefix + "exp_avg_sq", exp_avg_sq());
+  detail::save_state_tensor(out, prefix + "max_exp_avg_sq", max_exp_avg_sq());
+}
+
+void AdamParamState::load(const std::string& prefix, const OptimizerStateDict& in, const Tensor& param) {
+  auto step_it = in.scalars.find(prefix + "step");
+  EMBER_CHECK(step_it != in.scalars.end(), "Adam::load_state_dict", "the state dict lacks '", prefix, "step'");
+  step(static_cast<int64_t>(step_it->second));
+  exp_avg(detail::load_state_tensor(in, prefix + "exp_avg", param));
+  exp_avg_sq(detail::load_state_tensor(in, prefix + "exp_avg_sq", param));
+  if (in.tensors.count(prefix + "max_exp_avg_sq"))
+    max_exp_avg_sq(detail::load_state_tensor(in, prefix + "max_exp_avg_sq", param));
+}
+
+Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<AdamOptions>(defaults)) {
+  validate_all();
+}
+
+void Adam::validate(const OptimizerOptions& options) const {
+  validate_adam(static_cast<const AdamOptions&>(options), "Adam");
+}
+
+std::unique_ptr<OptimizerParamState> Adam::make_param_state() const { return std::make_unique<AdamParamState>(); }
+
+Tensor Adam::step(LossClosure closure) {
+  Tensor loss = run_closure(closure);
+  adam_family_step<AdamOptions>(param_groups_, /*decoupled=*/false,
+                                [this](const Tensor& p) -> AdamParamState& { return state_for<AdamParamState>(p); });
+  return loss;
+}
+
+AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups, AdamWOptions defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<AdamWOptions>(defaults)) {
+  validate_all();
+}
+
+void AdamW::validate(const OptimizerOptions& options) const {
+  validate_adam(static_cast<const AdamWOptions&>(options), "AdamW");
+}
+
+std::unique_ptr<OptimizerParamState> AdamW::make_param_state() const { return std::make_unique<AdamParamState>(); }
+
+Tensor AdamW::step(LossClosure closure) {
+  Tensor loss = run_closure(closure);
+  adam_family_step<AdamWOptions>(param_groups_, /*decoupled=*/true,
+                                 [this](const Tensor& p) -> AdamParamState& { return state_for<AdamParamState>(p); });
+  return loss;
+}
+
+}  // namespace ember::optim

@@ -1,0 +1,295 @@
+// Module system: registration, PyTorch's names and order, holders, modes, dtype conversion,
+// state_dict / load_state_dict and their errors, containers.
+#include <sstream>
+
+#include "nn_testing.h"
+
+namespace ember::nntest {
+namespace {
+
+namespace nn = ember::nn;
+
+// stages: a ModuleList of ModuleLists, plus a root buffer registered between children.
+struct NestedImpl : nn::Module {
+  NestedImpl() {
+    embed = register_module("embed", nn::Embedding(5, 4));
+    auto first = nn::ModuleList(nn::Linear(4, 4), nn::LayerNorm(nn::LayerNormOptions({4})));
+    auto second = nn::ModuleList(nn::Linear(nn::LinearOptions(4, 4).bias(false)));
+    stages = register_module("stages", nn::ModuleList(first, second));
+    register_buffer("scale", ones({1}));
+    head = register_module("head", nn::Linear(4, 2));
+  }
+  nn::Embedding embed{nullptr};
+  nn::ModuleList stages{nullptr};
+  nn::Linear head{nullptr};
+};
+EMBER_MODULE(Nested);
+
+std::vector<std::vector<int64_t>> shapes(const OrderedDict<std::string, Tensor>& dict) {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& item : dict) out.push_back(item.value().sizes());
+  return out;
+}
+
+TEST(Module, LstmStateDictKeysArePyTorchs) {
+  nn::LSTM lstm(nn::LSTMOptions(10, 16).num_layers(2).bidirectional(true));
+  auto dict = lstm->state_dict();
+  const std::vector<std::string> expected = {
+      "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",         "bias_hh_l0",
+      "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse",
+      "weight_ih_l1",         "weight_hh_l1",         "bias_ih_l1",         "bias_hh_l1",
+      "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse"};
+  EXPECT_EQ(dict.keys(), expected);
+  const std::vector<std::vector<int64_t>> expected_shapes = {
+      {64, 10}, {64, 16}, {64}, {64}, {64, 10}, {64, 16}, {64}, {64},
+      {64, 32}, {64, 16}, {64}, {64}, {64, 32}, {64, 16}, {64}, {64}};
+  EXPECT_EQ(shapes(dict), expected_shapes);
+  EXPECT_EQ(lstm->named_parameters().keys(), expected);
+}
+
+TEST(Module, GruWithoutBiasHasOnlyWeights) {
+  nn::GRU gru(nn::GRUOptions(3, 5).num_layers(2).bias(false));
+  EXPECT_EQ(gru->state_dict().keys(), (std::vector<std::string>{"weight_ih_l0", "weight_hh_l0", "weight_ih_l1",
+                                                                  "weight_hh_l1"}));
+  EXPECT_EQ(gru->named_parameters()["weight_ih_l1"].sizes(), (std::vector<int64_t>{15, 5}));
+}
+
+TEST(Module, NestedModuleListNamesArePyTorchs) {
+  Nested net;
+  EXPECT_EQ(net->state_dict().keys(),
+            (std::vector<std::string>{"scale", "embed.weight", "stages.0.0.weight", "stages.0.0.bias",
+                                      "stages.0.1.weight", "stages.0.1.bias", "stages.1.0.weight", "head.weight",
+                                      "head.bias"}));
+  EXPECT_EQ(net->named_parameters().keys(),
+            (std::vector<std::string>{"embed.weight", "stages.0.0.weight", "stages.0.0.bias", "stages.0.1.weight",
+                                      "stages.0.1.bias", "stages.1.0.weight", "head.weight", "head.bias"}));
+  EXPECT_EQ(net->named_buffers().keys(), (std::vector<std::string>{"scale"}));
+  EXPECT_EQ(net->named_modules().keys(), (std::vector<std::string>{"", "embed", "stages", "stages.0", "stages.0.0",
+                                                                   "stages.0.1", "stages.1", "stages.1.0", "head"}));
+  EXPECT_EQ(net->named_modules("model", false).keys()[0], "model.embed");
+  EXPECT_EQ(net->named_children().keys(), (std::vector<std::string>{"embed", "stages", "head"}));
+  EXPECT_EQ(net->children().size(), 3u);
+  EXPECT_EQ(net->parameters().size(), 8u);
+  EXPECT_EQ(net->parameters(/*recurse=*/false).size(), 0u);
+  EXPECT_EQ(net->stages->at<nn::ModuleListImpl>(0).size(), 2u);
+  EXPECT_EQ(net->stages->ptr<nn::ModuleListImpl>(1)->ptr<nn::LinearImpl>(0)->options.bias(), false);
+}
+
+TEST(Module, ContainersNameTheirChildren) {
+  nn::Sequential seq(nn::Linear(2, 3), nn::ReLU(), nn::Linear(3, 1));
+  EXPECT_EQ(seq->state_dict().keys(), (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
+  EXPECT_EQ(seq->size(), 3u);
+
+  nn::Sequential named({{"fc", nn::Linear(2, 3)}, {"act", nn::GELU()}, {"out", nn::Linear(3, 1)}});
+  EXPECT_EQ(named->named_children().keys(), (std::vector<std::string>{"fc", "act", "out"}));
+  EXPECT_EQ(named->ptr<nn::LinearImpl>(2)->options.in_features(), 3);
+
+  nn::ModuleDict dict(std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>{
+      {"encoder", nn::Linear(2, 2).ptr()}, {"decoder", nn::Linear(2, 3).ptr()}});
+  dict->insert("encoder", nn::Linear(2, 5));  // replaced in place
+  EXPECT_EQ(dict->keys(), (std::vector<std::string>{"encoder", "decoder"}));
+  EXPECT_EQ(dict->at<nn::LinearImpl>("encoder").options.out_features(), 5);
+  EXPECT_EQ(dict->state_dict().keys(),
+            (std::vector<std::string>{"encoder.weight", "encoder.bias", "decoder.weight", "decoder.bias"}));
+  dict->pop("encoder");
+  EXPECT_FALSE(dict->contains("encoder"));
+  EXPECT_TRUE(throws_error([&] { (*dict)["missing"]; }, {"ModuleDict", "missing"}));
+  EXPECT_TRUE(throws_error([&] { dict->ptr<nn::ReLUImpl>("decoder"); }, {"ModuleDict", "decoder", "Linear"}));
+}
+
+TEST(Module, SequentialChainsForward) {
+  manual_seed(1);
+  nn::Sequential seq(nn::Linear(3, 4), nn::Tanh(), nn::Linear(4, 2));
+  seq->to(kFloat64);
+  Tensor x = uniform({5, 3}, 2);
+  auto fc1 = seq->ptr<nn::LinearImpl>(0);
+  auto fc2 = seq->ptr<nn::LinearImpl>(2);
+  Tensor expected = fc2->forward(fc1->forward(x).tanh());
+  EXPECT_TRUE(all_close(seq->forward(x), values(expected)));
+  EXPECT_TRUE(all_close(seq(x), values(expected)));
+}
+
+TEST(Module, HolderPattern) {
+  nn::Linear empty{nullptr};
+  EXPECT_TRUE(empty.is_empty());
+  EXPECT_FALSE(static_cast<bool>(empty));
+  EXPECT_TRUE(throws_error([&] { empty->forward(zeros({1, 1})); }, {"empty module holder"}));
+  nn::Linear assigned = nullptr;
+  assigned = nn::Linear(nn::LinearOptions(4, 8));
+  EXPECT_EQ(assigned->weight.sizes(), (std::vector<int64_t>{8, 4}));
+  nn::Linear shared = assigned;  // a second handle to the same module
+  EXPECT_EQ(shared.get(), assigned.get());
+  nn::Linear lin(4, 8);
+  EXPECT_EQ(lin->options.out_features(), 8);
+  EXPECT_NE(lin->as<nn::LinearImpl>(), nullptr);
+  EXPECT_NE(lin->as<nn::Linear>(), nullptr);
+  EXPECT_EQ(lin->as<nn::ReLUImpl>(), nullptr);
+  EXPECT_EQ(lin->name(), "Linear");
+}
+
+TEST(Module, RegistrationErrorsNameTheEntry) {
+  struct Bad : nn::Module {};
+  auto m = std::make_shared<Bad>();
+  m->register_parameter("w", zeros({2}));
+  EXPECT_TRUE(throws_error([&] { m->register_parameter("w", zeros({2})); }, {"register_parameter", "'w'", "already"}));
+  EXPECT_TRUE(throws_error([&] { m->register_buffer("w", zeros({2})); }, {"register_buffer", "'w'"}));
+  EXPECT_TRUE(throws_error([&] { m->register_parameter("a.b", zeros({2})); }, {"register_parameter", "dot"}));
+  EXPECT_TRUE(throws_error([&] { m->register_module("", nn::Linear(1, 1)); }, {"register_module", "empty"}));
+  EXPECT_TRUE(throws_error([&] { m->register_module("x", nn::Linear(nullptr)); }, {"empty module holder"}));
+  Tensor computed = zeros({2}).requires_grad_() * 2;
+  EXPECT_TRUE(throws_error([&] { m->register_parameter("c", computed); }, {"register_parameter", "'c'", "leaf"}));
+  EXPECT_TRUE(throws_error([&] { m->register_parameter("i", zeros({2}, kInt64)); }, {"floating point"}));
+  EXPECT_TRUE(m->register_parameter("frozen", zeros({2}), /*requires_grad=*/false).defined());
+  EXPECT_FALSE(m->named_parameters()["frozen"].requires_grad());
+  EXPECT_TRUE(m->named_parameters()["w"].requires_grad());
+}
+
+TEST(Module, NonPersistentBuffersStayOutOfStateDict) {
+  struct WithCache : nn::Module {
+    WithCache() {
+      register_buffer("kept", zeros({2}));
+      register_buffer("cache", zeros({3}), /*persistent=*/false);
+    }
+  };
+  auto m = std::make_shared<WithCache>();
+  EXPECT_EQ(m->named_buffers().keys(), (std::vector<std::string>{"kept", "cache"}));
+  EXPECT_EQ(m->state_dict().keys(), (std::vector<std::string>{"kept"}));
+}
+
+TEST(Module, TiedParametersAppearOnceInParametersButTwiceInStateDict) {
+  // Tie through registration, as PyTorch's `head.weight = embed.weight` does.
+  struct HeadImpl : nn::Module {
+    explicit HeadImpl(const Tensor& shared) { weight = register_parameter("weight", shared); }
+    Tensor weight;
+  };
+  struct TiedModel : nn::Module {
+    TiedModel() {
+      embed = register_module("embed", nn::Embedding(6, 3));
+      head = register_module("head", std::make_shared<HeadImpl>(embed->weight));
+    }
+    nn::Embedding embed{nullptr};
+    std::shared_ptr<HeadImpl> head;
+  };
+  auto model = std::make_shared<TiedModel>();
+  EXPECT_EQ(model->named_parameters().keys(), (std::vector<std::string>{"embed.weight"}));
+  EXPECT_EQ(model->state_dict().keys(), (std::vector<std::string>{"embed.weight", "head.weight"}));
+}
+
+TEST(Module, TrainEvalRecurse) {
+  Nested net;
+  EXPECT_TRUE(net->is_training());
+  net->eval();
+  for (const auto& m : net->modules()) EXPECT_FALSE(m->is_training());
+  net->train();
+  for (const auto& m : net->modules()) EXPECT_TRUE(m->is_training());
+}
+
+TEST(Module, ToConvertsInPlaceSoMembersSeeTheNewDtype) {
+  nn::Linear lin(3, 2);
+  Tensor handle = lin->weight;  // a handle taken before the conversion
+  std::vector<double> before = values(lin->weight);
+  lin->to(kFloat64);
+  EXPECT_EQ(lin->weight.scalar_type(), kFloat64);
+  EXPECT_EQ(handle.scalar_type(), kFloat64);
+  EXPECT_TRUE(handle.is_same(lin->named_parameters()["weight"]));
+  EXPECT_TRUE(handle.requires_grad());
+  EXPECT_TRUE(all_close(lin->weight, before, {0, 0}));
+  EXPECT_EQ(lin->forward(uniform({1, 3}, 1)).scalar_type(), kFloat64);
+
+  nn::Embedding embed(4, 2);
+  embed->register_buffer("positions", arange(4));
+  embed->to(kBFloat16);
+  EXPECT_EQ(embed->weight.scalar_type(), kBFloat16);
+  EXPECT_EQ(embed->named_buffers()["positions"].scalar_type(), kInt64);  // integers stay
+}
+
+TEST(Module, ZeroGrad) {
+  nn::Linear lin(3, 2);
+  lin->forward(ones({1, 3})).sum().backward();
+  ASSERT_TRUE(lin->weight.grad().defined());
+  lin->zero_grad(/*set_to_none=*/false);
+  EXPECT_TRUE(all_close(lin->weight.grad(), std::vector<double>(6, 0.0), {0, 0}));
+  lin->zero_grad();
+  EXPECT_FALSE(lin->weight.grad().defined());
+  EXPECT_FALSE(lin->bias.grad().defined());
+}
+
+TEST(Module, LoadStateDictCopiesValues) {
+  manual_seed(3);
+  Nested source, target;
+  auto dict = source->state_dict();
+  // state_dict shares storage and is detached.
+  EXPECT_FALSE(dict["head.weight"].requires_grad());
+  auto result = target->load_state_dict(dict);
+  EXPECT_TRUE(result.missing_keys.empty());
+  EXPECT_TRUE(result.unexpected_keys.empty());
+  for (const auto& item : source->state_dict()) {
+    EXPECT_TRUE(all_close(target->state_dict()[item.key()], values(item.value()), {0, 0})) << item.key();
+  }
+  // The copy is independent of the source.
+  {
+    NoGradGuard no_grad;
+    source->head->weight.fill_(7);
+  }
+  EXPECT_NE(values(target->head->weight)[0], 7);
+  EXPECT_TRUE(target->head->weight.requires_grad());
+}
+
+TEST(Module, LoadStateDictReportsEveryProblemByName) {
+  Nested net;
+  auto dict = net->state_dict();
+  OrderedDict<std::string, Tensor> broken;
+  for (const auto& item : dict) {
+    if (item.key() == "embed.weight") continue;  // missing
+    if (item.key() == "head.weight") {
+      broken.insert(item.key(), zeros({4, 2}));  // transposed shape
+    } else if (item.key() == "head.bias") {
+      broken.insert(item.key(), zeros({2}, kFloat64));  // dtype
+    } else {
+      broken.insert(item.key(), item.value());
+    }
+  }
+  broken.insert("stages.9.weight", zeros({1}));  // unexpected
+  std::vector<double> before = values(net->stages->ptr<nn::ModuleListImpl>(0)->ptr<nn::LinearImpl>(0)->weight);
+  broken["stages.0.0.weight"] = zeros({4, 4});
+  EXPECT_TRUE(throws_error([&] { net->load_state_dict(broken); },
+                           {"load_state_dict", "Nested", "missing keys: 'embed.weight'",
+                            "unexpected keys: 'stages.9.weight'", "'head.weight': checkpoint has float32 [4, 2], module has float32 [2, 4]",
+                            "'head.bias': checkpoint has float64 [2], module has float32 [2]"}));
+  // Nothing was copied.
+  EXPECT_TRUE(all_close(net->stages->ptr<nn::ModuleListImpl>(0)->ptr<nn::LinearImpl>(0)->weight, before, {0, 0}));
+
+  // strict=false tolerates key differences but not mismatched tensors.
+  EXPECT_TRUE(throws_error([&] { net->load_state_dict(broken, false); }, {"'head.weight'", "'head.bias'"}));
+  broken.pop("head.weight");
+  broken.pop("head.bias");
+  auto result = net->load_state_dict(broken, /*strict=*/false);
+  EXPECT_EQ(result.missing_keys, (std::vector<std::string>{"embed.weight", "head.weight", "head.bias"}));
+  EXPECT_EQ(result.unexpected_keys, (std::vector<std::string>{"stages.9.weight"}));
+  EXPECT_TRUE(all_close(net->stages->ptr<nn::ModuleListImpl>(0)->ptr<nn::LinearImpl>(0)->weight,
+                        std::vector<double>(16, 0.0), {0, 0}));
+}
+
+TEST(Module, ApplyVisitsChildrenThenSelf) {
+  Nested net;
+  std::vector<std::string> names;
+  net->apply([&](nn::Module& m) { names.push_back(m.name()); });
+  EXPECT_EQ(names, (std::vector<std::string>{"Embedding", "Linear", "LayerNorm", "ModuleList", "Linear", "ModuleList",
+                                             "ModuleList", "Linear", "Nested"}));
+  // A typical custom initialisation.
+  net->apply([](nn::Module& m) {
+    if (auto* linear = m.as<nn::Linear>()) nn::init::zeros_(linear->weight);
+  });
+  EXPECT_TRUE(all_close(net->head->weight, std::vector<double>(8, 0.0), {0, 0}));
+}
+
+TEST(Module, PrettyPrintShowsTheTree) {
+  nn::Sequential seq(nn::Linear(2, 3), nn::Dropout(0.25));
+  std::ostringstream out;
+  out << *seq;
+  EXPECT_EQ(out.str(),
+            "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=true)\n  (1): Dropout(p=0.25)\n)");
+}
+
+}  // namespace
+}  // namespace ember::nntest

@@ -1,0 +1,392 @@
+// SGD, Adam and AdamW: 20 steps of every option against the update formulas written here
+// in plain doubles (float64, 1e-6), parameter groups, zero_grad, closures, validation, and
+// state_dict save -> load -> continue being bit-identical to an uninterrupted run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "core/testing.h"
+#include "ember/ember.h"
+
+namespace ember {
+namespace {
+
+namespace optim = ember::optim;
+using testutil::all_close;
+using testutil::throws_error;
+using testutil::values;
+using Params = std::vector<std::vector<double>>;
+
+constexpr int kSteps = 20;
+
+// The gradient at step t of element i of parameter k: a quadratic pull towards a target
+// plus a deterministic wiggle, so that every step's gradient differs.
+double gradient_of(double p, size_t k, size_t i, int t) {
+  const double target = 0.3 * static_cast<double>(i) - 0.2 * static_cast<double>(k);
+  return 2 * (p - target) * (1 + 0.1 * static_cast<double>(k)) + 0.05 * std::sin(1.3 * t + static_cast<double>(i));
+}
+
+Params initial_values() { return {{0.5, -1.0, 2.0, 0.25, -0.75, 1.5}, {1.0, -2.0, 0.1, 0.0}}; }
+
+std::vector<Tensor> make_params() {
+  Params init = initial_values();
+  return {testutil::make(init[0], {3, 2}, kFloat64).requires_grad_(), testutil::make(init[1], {4}, kFloat64).requires_grad_()};
+}
+
+void set_gradients(const std::vector<Tensor>& params, int t) {
+  for (size_t k = 0; k < params.size(); ++k) {
+    std::vector<double> g;
+    const auto p = values(params[k]);
+    for (size_t i = 0; i < p.size(); ++i) g.push_back(gradient_of(p[i], k, i, t));
+    Tensor param = params[k];
+    param.set_grad(testutil::make(g, params[k].sizes(), kFloat64));
+  }
+}
+
+void expect_params(const std::vector<Tensor>& params, const Params& expected, const std::string& what) {
+  for (size_t k = 0; k < params.size(); ++k) EXPECT_TRUE(all_close(params[k], expected[k], {1e-6, 1e-6})) << what;
+}
+
+// ---- SGD -------------------------------------------------------------------------------------
+
+struct SGDConfig {
+  double lr, momentum, dampening, weight_decay;
+  bool nesterov, maximize;
+};
+
+Params sgd_reference(const SGDConfig& c) {
+  Params p = initial_values(), buf = p;
+  for (int t = 0; t < kSteps; ++t) {
+    for (size_t k = 0; k < p.size(); ++k) {
+      for (size_t i = 0; i < p[k].size(); ++i) {
+        double g = gradient_of(p[k][i], k, i, t);
+        if (c.maximize) g = -g;
+        g += c.weight_decay * p[k][i];
+        if (c.momentum != 0) {
+          buf[k][i] = t == 0 ? g : c.momentum * buf[k][i] + (1 - c.dampening) * g;
+          g = c.nesterov ? g + c.momentum * buf[k][i] : buf[k][i];
+        }
+        p[k][i] -= c.lr * g;
+      }
+    }
+  }
+  return p;
+}
+
+TEST(SGD, EveryOptionMatchesTheReference) {
+  const std::vector<SGDConfig> configs = {
+      {0.1, 0, 0, 0, false, false},     {0.05, 0.9, 0, 0, false, false}, {0.05, 0.9, 0.3, 0, false, false},
+      {0.05, 0.9, 0, 0, true, false},   {0.1, 0, 0, 0.1, false, false},  {0.02, 0.5, 0, 0, false, true},
+      {0.03, 0.8, 0, 0.05, true, true},
+  };
+  for (const auto& c : configs) {
+    auto params = make_params();
+    optim::SGD opt(params, optim::SGDOptions(c.lr)
+                               .momentum(c.momentum)
+                               .dampening(c.dampening)
+                               .weight_decay(c.weight_decay)
+                               .nesterov(c.nesterov)
+                               .maximize(c.maximize));
+    for (int t = 0; t < kSteps; ++t) {
+      set_gradients(params, t);
+      opt.step();
+    }
+    expect_params(params, sgd_reference(c),
+                  "lr=" + std::to_string(c.lr) + " momentum=" + std::to_string(c.momentum) + " dampening=" +
+                      std::to_string(c.dampening) + " wd=" + std::to_string(c.weight_decay) +
+                      " nesterov=" + std::to_string(c.nesterov) + " maximize=" + std::to_string(c.maximize));
+  }
+}
+
+// ---- Adam / AdamW ------------------------------------------------------------------------------
+
+struct AdamConfig {
+  double lr, beta1, beta2, eps, weight_decay;
+  bool amsgrad, maximize, decoupled;
+};
+
+Params adam_reference(const AdamConfig& c) {
+  Params p = initial_values(), m = p, v = p, v_max = p;
+  for (auto* state : {&m, &v, &v_max})
+    for (auto& row : *state) std::fill(row.begin(), row.end(), 0.0);
+  for (int t = 1; t <= kSteps; ++t) {
+    for (size_t k = 0; k < p.size(); ++k) {
+      for (size_t i = 0; i < p[k].size(); ++i) {
+        double g = gradient_of(p[k][i], k, i, t - 1);
+        if (c.maximize) g = -g;
+        if (c.decoupled) {
+          p[k][i] *= 1 - c.lr * c.weight_decay;
+        } else {
+          g += c.weight_decay * p[k][i];
+        }
+        m[k][i] += (1 - c.beta1) * (g - m[k][i]);
+        v[k][i] = c.beta2 * v[k][i] + (1 - c.beta2) * g * g;
+        const double bias_correction1 = 1 - std::pow(c.beta1, t);
+        const double bias_correction2 = 1 - std::pow(c.beta2, t);
+        v_max[k][i] = std::max(v_max[k][i], v[k][i]);
+        const double second = c.amsgrad ? v_max[k][i] : v[k][i];
+        const double denom = std::sqrt(second) / std::sqrt(bias_correction2) + c.eps;
+        p[k][i] -= c.lr / bias_correction1 * m[k][i] / denom;
+      }
+    }
+  }
+  return p;
+}
+
+std::string describe(const AdamConfig& c) {
+  return "lr=" + std::to_string(c.lr) + " betas=(" + std::to_string(c.beta1) + ", " + std::to_string(c.beta2) +
+         ") eps=" + std::to_string(c.eps) + " wd=" + std::to_string(c.weight_decay) + " amsgrad=" +
+         std::to_string(c.amsgrad) + " maximize=" + std::to_string(c.maximize);
+}
+
+TEST(Adam, EveryOptionMatchesTheReference) {
+  const std::vector<AdamConfig> configs = {
+      {0.01, 0.9, 0.999, 1e-8, 0, false, false, false},  {0.05, 0.8, 0.99, 1e-8, 0, false, false, false},
+      {0.01, 0.9, 0.999, 1e-3, 0, false, false, false},  {0.01, 0.9, 0.999, 1e-8, 0.1, false, false, false},
+      {0.02, 0.9, 0.999, 1e-8, 0, true, false, false},   {0.01, 0.9, 0.999, 1e-8, 0, false, true, false},
+      {0.03, 0.7, 0.95, 1e-6, 0.05, true, true, false},  {0.01, 0.5, 0.999, 1e-8, 0, false, false, false},
+  };
+  for (const auto& c : configs) {
+    auto params = make_params();
+    optim::Adam opt(params, optim::AdamOptions(c.lr)
+                                .betas({c.beta1, c.beta2})
+                                .eps(c.eps)
+                                .weight_decay(c.weight_decay)
+                                .amsgrad(c.amsgrad)
+                                .maximize(c.maximize));
+    for (int t = 0; t < kSteps; ++t) {
+      set_gradients(params, t);
+      opt.step();
+    }
+    expect_params(params, adam_reference(c), "Adam " + describe(c));
+  }
+}
+
+TEST(AdamW, EveryOptionMatchesTheReference) {
+  const std::vector<AdamConfig> configs = {
+      {0.01, 0.9, 0.999, 1e-8, 1e-2, false, false, true},  {0.02, 0.9, 0.999, 1e-8, 0.3, false, false, true},
+      {0.02, 0.8, 0.99, 1e-6, 0.1, true, false, true},     {0.01, 0.9, 0.999, 1e-8, 0.1, false, true, true},
+      {0.01, 0.9, 0.999, 1e-8, 0, false, false, true},
+  };
+  for (const auto& c : configs) {
+    auto params = make_params();
+    optim::AdamW opt(params, optim::AdamWOptions(c.lr)
+                                 .betas({c.beta1, c.beta2})
+                                 .eps(c.eps)
+                                 .weight_decay(c.weight_decay)
+                                 .amsgrad(c.amsgrad)
+                                 .maximize(c.maximize));
+    for (int t = 0; t < kSteps; ++t) {
+      set_gradients(params, t);
+      opt.step();
+    }
+    expect_params(params, adam_reference(c), "AdamW " + describe(c));
+  }
+  EXPECT_DOUBLE_EQ(optim::AdamWOptions().weight_decay(), 1e-2);
+  EXPECT_DOUBLE_EQ(optim::AdamOptions().weight_decay(), 0);
+}
+
+// ---- groups, gradients, closures, validation -------------------------------------------------
+
+TEST(Optimizer, ParamGroupsUseTheirOwnOptions) {
+  auto params = make_params();
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{params[0]});  // takes the defaults
+  groups.emplace_back(std::vector<Tensor>{params[1]}, std::make_unique<optim::SGDOptions>(optim::SGDOptions(0.02).momentum(0.9)));
+  optim::SGD opt(groups, optim::SGDOptions(0.1));
+  for (int t = 0; t < kSteps; ++t) {
+    set_gradients(params, t);
+    opt.step();
+  }
+  Params plain = sgd_reference({0.1, 0, 0, 0, false, false}), momentum = sgd_reference({0.02, 0.9, 0, 0, false, false});
+  EXPECT_TRUE(all_close(params[0], plain[0], {1e-6, 1e-6}));
+  EXPECT_TRUE(all_close(params[1], momentum[1], {1e-6, 1e-6}));
+  EXPECT_EQ(opt.param_groups().size(), 2u);
+  EXPECT_EQ(opt.size(), 2u);
+  EXPECT_DOUBLE_EQ(opt.param_groups()[1].options().get_lr(), 0.02);
+
+  // add_param_group after construction, with validation.
+  Tensor extra = zeros({2}, kFloat64).requires_grad_();
+  opt.add_param_group(optim::OptimizerParamGroup({extra}));
+  EXPECT_EQ(opt.parameters().size(), 3u);
+  EXPECT_TRUE(throws_error([&] { opt.add_param_group(optim::OptimizerParamGroup({params[0]})); },
+                           {"more than one parameter group"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        opt.add_param_group(optim::OptimizerParamGroup({zeros({1}, kFloat64).requires_grad_()},
+                                                       std::make_unique<optim::SGDOptions>(-1.0)));
+      },
+      {"SGD", "learning rate", "-1"}));
+}
+
+TEST(Optimizer, SkipsParametersWithoutGradientsAndZeroGrad) {
+  auto params = make_params();
+  optim::Adam opt(params, optim::AdamOptions(0.1));
+  set_gradients({params[0]}, 0);
+  const auto untouched = values(params[1]);
+  opt.step();
+  EXPECT_TRUE(all_close(params[1], untouched, {0, 0}));
+  EXPECT_EQ(opt.state().size(), 1u);
+  EXPECT_EQ(opt.state_dict().tensors.count("state.1.exp_avg"), 0u);
+  opt.zero_grad(/*set_to_none=*/false);
+  EXPECT_TRUE(all_close(params[0].grad(), std::vector<double>(6, 0.0), {0, 0}));
+  opt.zero_grad();
+  EXPECT_FALSE(params[0].grad().defined());
+}
+
+TEST(Optimizer, ClosureRunsWithGradEnabled) {
+  Tensor w = testutil::make({1.0, -2.0}, {2}, kFloat64).requires_grad_();
+  optim::SGD opt({w}, 0.25);
+  int calls = 0;
+  Tensor loss = opt.step([&] {
+    ++calls;
+    opt.zero_grad();
+    Tensor l = w.square().sum();
+    l.backward();
+    return l;
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_DOUBLE_EQ(loss.item<double>(), 5);
+  EXPECT_TRUE(all_close(w, {0.5, -1.0}));  // w - 0.25 * 2w
+  EXPECT_FALSE(opt.step().defined());
+}
+
+TEST(Optimizer, InvalidOptionsAreRejected) {
+  auto params = make_params();
+  EXPECT_TRUE(throws_error([&] { optim::SGD(params, optim::SGDOptions(0.1).nesterov(true)); }, {"SGD", "nesterov"}));
+  EXPECT_TRUE(throws_error([&] { optim::SGD(params, optim::SGDOptions(0.1).momentum(-0.5)); }, {"momentum", "-0.5"}));
+  EXPECT_TRUE(throws_error([&] { optim::Adam(params, optim::AdamOptions(0.1).betas({0.9, 1.0})); }, {"Adam", "index 1"}));
+  EXPECT_TRUE(throws_error([&] { optim::AdamW(params, optim::AdamWOptions(-1)); }, {"AdamW", "learning rate"}));
+  EXPECT_TRUE(throws_error([&] { optim::Adam(params, optim::AdamOptions().eps(-1)); }, {"epsilon"}));
+  EXPECT_TRUE(throws_error([&] { optim::SGD({params[0], params[0]}, 0.1); }, {"more than one parameter group"}));
+  Tensor non_leaf = params[0] * 2;
+  EXPECT_TRUE(throws_error([&] { optim::SGD({non_leaf}, 0.1); }, {"non-leaf"}));
+}
+
+TEST(Optimizer, UpdatesFloat32AndBFloat16Parameters) {
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    Tensor w = testutil::make({1.0, -2.0, 0.5}, {3}, dtype).requires_grad_();
+    optim::AdamW opt({w}, optim::AdamWOptions(0.1));
+    w.set_grad(testutil::make({0.5, -0.5, 1.0}, {3}, dtype));
+    opt.step();
+    EXPECT_EQ(w.scalar_type(), dtype);
+    // First Adam step moves each element by ~lr against its gradient's sign (after decay).
+    const double decay = 1 - 0.1 * 0.01;
+    EXPECT_TRUE(all_close(w, {decay * 1.0 - 0.1, decay * -2.0 + 0.1, decay * 0.5 - 0.1},
+                          dtype == kFloat32 ? testutil::Tolerance{1e-6, 1e-6} : testutil::Tolerance{1e-2, 1e-2}));
+  }
+}
+
+// ---- state dicts ------------------------------------------------------------------------------
+
+// Runs `steps` steps from step `first` on params with `opt`.
+void run_steps(optim::Optimizer& opt, const std::vector<Tensor>& params, int first, int steps) {
+  for (int t = first; t < first + steps; ++t) {
+    set_gradients(params, t);
+    opt.step();
+  }
+}
+
+std::vector<Tensor> clone_params(const std::vector<Tensor>& params) {
+  std::vector<Tensor> out;
+  for (const Tensor& p : params) out.push_back(p.detach().clone().requires_grad_());
+  return out;
+}
+
+template <typename Make>
+void expect_resume_is_bit_identical(Make make_optimizer, const std::string& what) {
+  auto params = make_params();
+  auto uninterrupted = make_optimizer(params);
+  run_steps(*uninterrupted, params, 0, 10);
+  optim::OptimizerStateDict saved = uninterrupted->state_dict();
+  auto resumed_params = clone_params(params);
+  run_steps(*uninterrupted, params, 10, 10);
+
+  auto fresh_params = make_params();  // different state, replaced by the load
+  for (size_t k = 0; k < fresh_params.size(); ++k) {
+    NoGradGuard no_grad;
+    fresh_params[k].copy_(resumed_params[k]);
+  }
+  auto resumed = make_optimizer(fresh_params);
+  run_steps(*resumed, fresh_params, 0, 1);  // state that the load must replace
+  {
+    NoGradGuard no_grad;
+    for (size_t k = 0; k < fresh_params.size(); ++k) fresh_params[k].copy_(resumed_params[k]);
+  }
+  resumed->load_state_dict(saved);
+  run_steps(*resumed, fresh_params, 10, 10);
+  for (size_t k = 0; k < params.size(); ++k) EXPECT_TRUE(equal(params[k], fresh_params[k])) << what << " param " << k;
+}
+
+TEST(OptimizerStateDict, SaveLoadContinueIsBitIdentical) {
+  expect_resume_is_bit_identical(
+      [](const std::vector<Tensor>& p) {
+        return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(0.01));
+      },
+      "SGD");
+  expect_resume_is_bit_identical(
+      [](const std::vector<Tensor>& p) { return std::make_unique<optim::Adam>(p, optim::AdamOptions(0.01).amsgrad(true)); },
+      "Adam");
+  expect_resume_is_bit_identical(
+      [](const std::vector<Tensor>& p) {
+        return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.02).weight_decay(0.1));
+      },
+      "AdamW");
+}
+
+TEST(OptimizerStateDict, LayoutIsFlatNamesOfTensorsAndScalars) {
+  auto params = make_params();
+  optim::AdamW opt(params, optim::AdamWOptions(0.01).amsgrad(true));
+  run_steps(opt, params, 0, 3);
+  auto dict = opt.state_dict();
+  std::vector<std::string> tensor_keys, scalar_keys;
+  for (const auto& [key, value] : dict.tensors) tensor_keys.push_back(key);
+  for (const auto& [key, value] : dict.scalars) scalar_keys.push_back(key);
+  EXPECT_EQ(tensor_keys, (std::vector<std::string>{"param_groups.0.params", "state.0.exp_avg", "state.0.exp_avg_sq",
+                                                   "state.0.max_exp_avg_sq", "state.1.exp_avg", "state.1.exp_avg_sq",
+                                                   "state.1.max_exp_avg_sq"}));
+  EXPECT_EQ(scalar_keys, (std::vector<std::string>{"param_groups.0.amsgrad", "param_groups.0.beta1",
+                                                   "param_groups.0.beta2", "param_groups.0.eps", "param_groups.0.lr",
+                                                   "param_groups.0.maximize", "param_groups.0.weight_decay",
+                                                   "state.0.step", "state.1.step"}));
+  EXPECT_DOUBLE_EQ(dict.scalars["state.1.step"], 3);
+  EXPECT_TRUE(all_close(dict.tensors["param_groups.0.params"], {0, 1}, {0, 0}));
+  // A snapshot: later steps do not change it.
+  const auto saved = values(dict.tensors["state.0.exp_avg"]);
+  run_steps(opt, params, 3, 1);
+  EXPECT_TRUE(all_close(dict.tensors["state.0.exp_avg"], saved, {0, 0}));
+}
+
+TEST(OptimizerStateDict, LoadRestoresHyperparametersAndRejectsMismatches) {
+  auto params = make_params();
+  optim::SGD source(params, optim::SGDOptions(0.1).momentum(0.9));
+  run_steps(source, params, 0, 2);
+  source.param_groups()[0].options().set_lr(0.007);
+  auto dict = source.state_dict();
+
+  optim::SGD target(make_params(), optim::SGDOptions(0.5));
+  target.load_state_dict(dict);
+  const auto& options = static_cast<const optim::SGDOptions&>(target.param_groups()[0].options());
+  EXPECT_DOUBLE_EQ(options.lr(), 0.007);
+  EXPECT_DOUBLE_EQ(options.momentum(), 0.9);
+
+  optim::SGD fewer({make_params()[0]}, 0.1);
+  EXPECT_TRUE(throws_error([&] { fewer.load_state_dict(dict); }, {"load_state_dict", "group 0 has 2 parameters", "1"}));
+  std::vector<Tensor> reshaped = {zeros({2, 3}, kFloat64).requires_grad_(), zeros({4}, kFloat64).requires_grad_()};
+  optim::SGD wrong_shape(reshaped, 0.1);
+  EXPECT_TRUE(throws_error([&] { wrong_shape.load_state_dict(dict); },
+                           {"'state.0.momentum_buffer'", "[3, 2]", "[2, 3]"}));
+  EXPECT_DOUBLE_EQ(wrong_shape.param_groups()[0].options().get_lr(), 0.1);  // untouched on error
+  auto no_group = dict;
+  no_group.tensors.erase("param_groups.0.params");
+  EXPECT_TRUE(throws_error([&] { target.load_state_dict(no_group); }, {"0 parameter groups", "has 1"}));
+  auto no_lr = dict;
+  no_lr.scalars.erase("param_groups.0.lr");
+  EXPECT_TRUE(throws_error([&] { target.load_state_dict(no_lr); }, {"lacks 'lr'"}));
+  optim::Adam adam(make_params(), 0.1);
+  EXPECT_TRUE(throws_error([&] { adam.load_state_dict(dict); }, {"lacks 'beta1'"}));
+}
+
+}  // namespace
+}  // namespace ember
