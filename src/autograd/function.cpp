@@ -129,6 +129,12 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
 
 void check_inplace(const Tensor& t, const char* op, const std::vector<Tensor>& others) {
   core::check_writable(t, op);
+  // An expanded tensor would have one element updated once per alias (x.expand(...).add_(1)).
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    EMBER_CHECK(t.size(d) <= 1 || t.stride(d) != 0, op,
+                "unsupported operation: more than one element of the written-to tensor (shape ", t.sizes(),
+                ", strides ", t.strides(), ") refers to a single memory location; clone() it first");
+  }
   if (!is_grad_enabled()) return;
   if (t.requires_grad() && t.is_leaf()) {
     EMBER_FAIL(op, "a leaf tensor that requires grad (shape ", t.sizes(),

@@ -53,9 +53,9 @@ Edge gradient_edge(const Tensor& t);
 // Makes `t` the output of `node` (output number `output_nr`) after an in-place op.
 void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr);
 
-// For in-place ops writing into `t` from `others`: throws if `t` is read-only or autograd
-// cannot follow the change (a leaf requiring grad, or a view whose base would need the
-// gradient).
+// For in-place ops writing into `t` from `others`: throws if `t` is read-only, expanded
+// (several elements share memory), or autograd cannot follow the change (a leaf requiring
+// grad, or a view whose base would need the gradient).
 void check_inplace(const Tensor& t, const char* op, const std::vector<Tensor>& others = {});
 
 // Reduces a broadcast gradient back to `sizes` by summing the expanded dims.

@@ -37,7 +37,6 @@ std::string gradcheck_report(const std::function<Tensor(const std::vector<Tensor
 
   for (size_t j = 0; j < differentiable.size(); ++j) {
     Tensor x = differentiable[j];
-    Tensor flat = x.detach();
     Tensor expected = analytical[j].defined() ? analytical[j].contiguous() : zeros_like(x);
     const double* a = expected.data_ptr<double>();
     std::vector<int64_t> index(x.dim(), 0);

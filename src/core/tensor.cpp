@@ -95,8 +95,14 @@ const std::shared_ptr<autograd::Node> kNoNode;
 int64_t Tensor::dim() const { check_defined(*this, "dim"); return static_cast<int64_t>(impl_->sizes.size()); }
 const std::vector<int64_t>& Tensor::sizes() const { check_defined(*this, "sizes"); return impl_->sizes; }
 const std::vector<int64_t>& Tensor::strides() const { check_defined(*this, "strides"); return impl_->strides; }
-int64_t Tensor::size(int64_t d) const { return impl_->sizes[core::wrap_dim(d, dim(), "size")]; }
-int64_t Tensor::stride(int64_t d) const { return impl_->strides[core::wrap_dim(d, dim(), "stride")]; }
+int64_t Tensor::size(int64_t d) const {
+  EMBER_CHECK(dim() > 0, "size", "dimension specified as ", d, " but tensor has no dimensions");
+  return impl_->sizes[core::wrap_dim(d, dim(), "size")];
+}
+int64_t Tensor::stride(int64_t d) const {
+  EMBER_CHECK(dim() > 0, "stride", "dimension specified as ", d, " but tensor has no dimensions");
+  return impl_->strides[core::wrap_dim(d, dim(), "stride")];
+}
 int64_t Tensor::numel() const { check_defined(*this, "numel"); return impl_->numel; }
 int64_t Tensor::storage_offset() const { return impl_->offset; }
 ScalarType Tensor::scalar_type() const { check_defined(*this, "dtype"); return impl_->dtype; }

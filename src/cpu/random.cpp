@@ -29,10 +29,30 @@ Block philox(uint64_t seed, uint64_t counter) {
   return {{c0, c1, c2, c3}};
 }
 
-// Uniform in [0, 1) with 53 random bits.
-double uniform01(const Block& r) {
-  const uint64_t bits = (static_cast<uint64_t>(r.v[0]) << 21) ^ (static_cast<uint64_t>(r.v[1]) >> 11);
-  return static_cast<double>(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+// Uniform in [0, 1) on a grid of 2^-digits. With `digits` no larger than a float type's
+// significand, every value is exact in that type, so storing it cannot round up to 1.
+double uniform01(const Block& r, int digits = 53) {
+  const uint64_t bits = ((static_cast<uint64_t>(r.v[0]) << 21) ^ (static_cast<uint64_t>(r.v[1]) >> 11)) & ((1ull << 53) - 1);
+  return std::ldexp(static_cast<double>(bits >> (53 - digits)), -digits);
+}
+
+int significand_digits(ScalarType dtype) {
+  switch (dtype) {
+    case kFloat16: return 11;
+    case kBFloat16: return 8;
+    case kFloat32: return 24;
+    default: return 53;
+  }
+}
+
+// `value` as `dtype` will store it.
+double stored_value(ScalarType dtype, double value) {
+  switch (dtype) {
+    case kFloat16: return static_cast<float>(Half(static_cast<float>(value)));
+    case kBFloat16: return static_cast<float>(BFloat16(static_cast<float>(value)));
+    case kFloat32: return static_cast<float>(value);
+    default: return value;
+  }
 }
 
 template <typename T>
@@ -69,9 +89,9 @@ void fill_random(ScalarType dtype, void* out, int64_t n, uint64_t seed, uint64_t
     Block r = philox(seed, offset + static_cast<uint64_t>(i));
     double value;
     if (dist == Distribution::Uniform) {
-      value = a + (b - a) * uniform01(r);
-      // Rounding to a narrow float can reach `b`; keep the interval half-open.
-      if (dtype == kFloat32 && static_cast<float>(value) >= static_cast<float>(b)) value = a;
+      value = a + (b - a) * uniform01(r, significand_digits(dtype));
+      // For bounds other than [0, 1) rounding can still reach `b`; keep the interval half-open.
+      if (stored_value(dtype, value) >= stored_value(dtype, b)) value = a;
     } else if (dist == Distribution::Normal) {
       const double u1 = 1.0 - uniform01(r);  // (0, 1]
       Block r2{{r.v[2], r.v[3], r.v[0] ^ 0x5bd1e995u, r.v[1]}};

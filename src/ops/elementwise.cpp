@@ -99,7 +99,8 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
       SavedTensor so(out, true);
       fn = [finish, sa, sb, so](std::vector<Tensor>& g, const std::vector<bool>& needs) {
         Tensor a = sa.get(), b = sb.get();
-        Tensor ga = needs[0] ? g[0] * b * a.pow(b - 1) : Tensor();
+        // Exponent 0 has derivative 0 even at a == 0, where b * a^(b-1) is 0 * inf.
+        Tensor ga = needs[0] ? (g[0] * b * a.pow(b - 1)).masked_fill(b == 0, 0) : Tensor();
         Tensor gb;
         if (needs[1]) gb = (g[0] * so.get() * a.log()).masked_fill((a == 0).logical_and(b >= 0), 0);
         return finish(ga, gb, needs);
@@ -152,7 +153,7 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other, const Sca
           EMBER_CHECK(loop != nullptr, name, "not implemented for dtype ", dtype_name(dtype));
           cpu::ElementwiseParams params;
           params.alpha = alpha.toDouble();
-          ops::run_loop(self, {self, other.to(dtype)}, loop, params);
+          ops::run_loop(self, {self, ops::unaliased(other.to(dtype), self)}, loop, params);
         } else {
           ops::copy_into(self, binary_kernel_call(op, self, other, dtype, alpha.toDouble()));
         }
@@ -299,6 +300,14 @@ cpu::ElementwiseParams clamp_params(const std::optional<Scalar>& min, const std:
   return p;
 }
 
+// clamp's result dtype, as PyTorch's result_type: an integer tensor with a floating bound is floating.
+ScalarType clamp_dtype(const Tensor& x, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
+  ScalarType dtype = x.scalar_type();
+  for (const auto& bound : {min, max})
+    if (bound) dtype = promote_types(dtype, ops::result_type(x, *bound));
+  return dtype;
+}
+
 // ---- comparisons ----------------------------------------------------------------------------
 
 const char* compare_name(CompareOp op) {
@@ -400,10 +409,15 @@ Tensor& Tensor::tanh_() { return unary_inplace(UnaryOp::Tanh, *this); }
 Tensor& Tensor::sigmoid_() { return unary_inplace(UnaryOp::Sigmoid, *this); }
 Tensor& Tensor::relu_() { return unary_inplace(UnaryOp::Relu, *this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
-  return unary_op(UnaryOp::Clamp, *this, clamp_params(min, max));
+  cpu::ElementwiseParams params = clamp_params(min, max);
+  return unary_op(UnaryOp::Clamp, to(clamp_dtype(*this, min, max)), params);
 }
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
-  return unary_inplace(UnaryOp::Clamp, *this, clamp_params(min, max));
+  cpu::ElementwiseParams params = clamp_params(min, max);
+  const ScalarType dtype = clamp_dtype(*this, min, max);
+  EMBER_CHECK(dtype == scalar_type(), "clamp_", "result type ", dtype_name(dtype),
+              " can't be cast to the desired output type ", dtype_name(scalar_type()));
+  return unary_inplace(UnaryOp::Clamp, *this, params);
 }
 
 Tensor Tensor::eq(const Tensor& o) const { return compare_op(CompareOp::Eq, *this, o); }

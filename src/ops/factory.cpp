@@ -32,6 +32,7 @@ Tensor from_values(const T* values, size_t n, const TensorOptions& options, Scal
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
+  core::check_sizes(sizes, "empty");
   return finish(core::make_tensor(sizes, dtype_or(options, kFloat32)), options);
 }
 
@@ -52,6 +53,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options) {
+  core::check_sizes(sizes, "full");
   ScalarType natural = value.isFloatingPoint() ? kFloat32 : value.isBoolean() ? kBool : kInt64;
   Tensor t = core::make_tensor(sizes, dtype_or(options, natural));
   ops::copy_into(t, ops::scalar_to_tensor(value, t.scalar_type()));
@@ -59,12 +61,14 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
+  core::check_sizes(sizes, "zeros");
   Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32));
   std::memset(t.data_ptr(), 0, t.nbytes());
   return finish(t, options);
 }
 
 Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
+  core::check_sizes(sizes, "ones");
   return full(sizes, 1, options.has_dtype() ? options : options.dtype(kFloat32));
 }
 
@@ -96,9 +100,10 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
   double* p = values.data_ptr<double>();
   const double s = start.toDouble(), e = end.toDouble();
   const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0;
-  // Fill from both ends symmetrically, as PyTorch does, so the last value is exactly `end`.
+  // Fill from both ends symmetrically, as PyTorch does, so the last value is exactly `end`;
+  // a single step is `start`.
   const int64_t half = steps / 2;
-  for (int64_t i = 0; i < steps; ++i) p[i] = i < half ? s + step * i : e - step * (steps - 1 - i);
+  for (int64_t i = 0; i < steps; ++i) p[i] = i < half || steps == 1 ? s + step * i : e - step * (steps - 1 - i);
   return finish(values.to(dtype_or(options, kFloat32)), options);
 }
 

@@ -105,16 +105,15 @@ void run_loop(const Tensor& out, const std::vector<Tensor>& inputs, cpu::InnerLo
   cpu::run_elementwise(g, base, loop, &params);
 }
 
+Tensor unaliased(const Tensor& src, const Tensor& dst) {
+  const bool same_view = src.storage_offset() == dst.storage_offset() && src.strides() == dst.strides();
+  return src.storage().is_alias_of(dst.storage()) && !same_view ? src.clone() : src;
+}
+
 void copy_into(const Tensor& dst, const Tensor& src) {
   core::check_writable(dst, "copy_");
   cpu::InnerLoop loop = EMBER_KERNEL(cast_loop)(src.scalar_type(), dst.scalar_type());
-  // Overlapping views of one storage (x.copy_(x.t())) would read values already written.
-  const bool same_view = src.storage_offset() == dst.storage_offset() && src.strides() == dst.strides();
-  if (src.storage().is_alias_of(dst.storage()) && !same_view) {
-    run_loop(dst, {src.clone()}, loop);
-    return;
-  }
-  run_loop(dst, {src}, loop);
+  run_loop(dst, {unaliased(src, dst)}, loop);  // x.copy_(x.t()) reads the old values
 }
 
 }  // namespace ember::ops

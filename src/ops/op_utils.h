@@ -29,6 +29,10 @@ std::vector<int64_t> broadcast_strides(const Tensor& t, IntArrayRef sizes, const
 void run_loop(const Tensor& out, const std::vector<Tensor>& inputs, cpu::InnerLoop loop,
               const cpu::ElementwiseParams& params = {});
 
+// `src`, or a copy of it when it shares storage with `dst` in another layout: a kernel
+// writing `dst` while reading `src` would otherwise read values it already wrote.
+Tensor unaliased(const Tensor& src, const Tensor& dst);
+
 // Writes `src` (broadcast, any dtype) into `dst` without autograd.
 void copy_into(const Tensor& dst, const Tensor& src);
 

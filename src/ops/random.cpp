@@ -67,6 +67,7 @@ Tensor& Tensor::bernoulli_(double p) {
 }
 
 Tensor rand(IntArrayRef sizes, const TensorOptions& options) {
+  core::check_sizes(sizes, "rand");
   Tensor t = empty(sizes, options.requires_grad(false));
   EMBER_CHECK(t.is_floating_point(), "rand", "dtype must be floating point, got ", dtype_name(t.scalar_type()));
   t.uniform_(0, 1);
@@ -75,6 +76,7 @@ Tensor rand(IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor randn(IntArrayRef sizes, const TensorOptions& options) {
+  core::check_sizes(sizes, "randn");
   Tensor t = empty(sizes, options.requires_grad(false));
   EMBER_CHECK(t.is_floating_point(), "randn", "dtype must be floating point, got ", dtype_name(t.scalar_type()));
   t.normal_(0, 1);
@@ -86,6 +88,7 @@ Tensor randint(int64_t high, IntArrayRef sizes, const TensorOptions& options) { 
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions& options) {
   EMBER_CHECK(low < high, "randint", "expects low < high, but got low=", low, " and high=", high);
+  core::check_sizes(sizes, "randint");
   Tensor t = empty(sizes, options.has_dtype() ? options.requires_grad(false) : TensorOptions(kInt64));
   auto [seed, offset] = reserve(t.numel());
   cpu::fill_randint(t.scalar_type(), t.data_ptr(), t.numel(), seed, offset, low, high);

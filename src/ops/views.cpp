@@ -289,11 +289,12 @@ Tensor Tensor::as_strided(IntArrayRef shape, IntArrayRef new_strides, std::optio
                       [in_sizes = sizes(), in_strides = strides(), in_offset = storage_offset(), out_sizes,
                        out_strides, offset, dtype = scalar_type()](std::vector<Tensor>& g, const std::vector<bool>&)
                           -> std::vector<Tensor> {
-                        int64_t extent = std::max(in_offset, offset) + 1;
+                        int64_t in_last = in_offset, out_last = offset;
                         for (size_t i = 0; i < in_sizes.size(); ++i)
-                          if (in_sizes[i] > 0) extent = std::max(extent, in_offset + (in_sizes[i] - 1) * in_strides[i] + 1);
+                          if (in_sizes[i] > 0) in_last += (in_sizes[i] - 1) * in_strides[i];
                         for (size_t i = 0; i < out_sizes.size(); ++i)
-                          if (out_sizes[i] > 0) extent = std::max(extent, offset + (out_sizes[i] - 1) * out_strides[i] + 1);
+                          if (out_sizes[i] > 0) out_last += (out_sizes[i] - 1) * out_strides[i];
+                        const int64_t extent = std::max(in_last, out_last) + 1;
                         Tensor flat = zeros({extent}, kFloat64);
                         Tensor gd = g[0].to(kFloat64).contiguous();
                         const double* src = gd.data_ptr<double>();
