@@ -325,3 +325,84 @@ TEST(Activations, SoftmaxAndLogSoftmaxModules) {
 
 }  // namespace
 }  // namespace ember::nntest
+
+namespace ember::nntest {
+namespace {
+
+namespace nn = ember::nn;
+namespace F = ember::nn::functional;
+
+TEST(Embedding, Gradcheck) {
+  Tensor weight = leaf(uniform({5, 3}, 30));
+  Tensor indices = tensor({4, 0, 4, 2}).view({2, 2});
+  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) {
+              return F::embedding(indices, in[0], F::EmbeddingFuncOptions().padding_idx(1));  // 1 is not looked up
+            },
+                      {weight}),
+            "");
+}
+
+TEST(Dropout, BackwardScalesLikeTheForwardMask) {
+  manual_seed(31);
+  Tensor x = uniform({50}, 32, 0.5, 1.5).requires_grad_();
+  Tensor y = nn::Dropout(0.4)(x);
+  y.backward(ones_like(y));
+  const auto xv = values(x), yv = values(y), g = values(x.grad());
+  for (size_t i = 0; i < xv.size(); ++i) EXPECT_NEAR(g[i], yv[i] / xv[i], 1e-12);
+}
+
+// Runs `make` twice from the same seed, in float64 and in `dtype`, and compares the output
+// and every parameter gradient of forward(input).sum() within `tolerance`.
+template <typename Make, typename Forward>
+void expect_dtype_matches_float64(Make make, Forward forward, const Tensor& input, ScalarType dtype,
+                                  testutil::Tolerance tolerance) {
+  manual_seed(40);
+  auto reference = make();
+  manual_seed(40);
+  auto low = make();
+  reference->to(kFloat64);
+  low->to(dtype);
+  Tensor input_low = is_floating_point(input.scalar_type()) ? input.to(dtype) : input;
+  Tensor out_ref = forward(*reference, input), out_low = forward(*low, input_low);
+  EXPECT_EQ(out_low.scalar_type(), dtype);
+  EXPECT_TRUE(all_close(out_low, values(out_ref), tolerance)) << low->name() << " " << dtype_name(dtype);
+  out_ref.sum().backward();
+  out_low.sum().backward();
+  auto ref_params = reference->named_parameters(), low_params = low->named_parameters();
+  for (const auto& item : ref_params) {
+    Tensor grad = low_params[item.key()].grad();
+    ASSERT_TRUE(grad.defined()) << item.key();
+    EXPECT_EQ(grad.scalar_type(), dtype);
+    EXPECT_TRUE(all_close(grad, values(item.value().grad()), tolerance))
+        << low->name() << " " << item.key() << " " << dtype_name(dtype);
+  }
+}
+
+TEST(Modules, Float32AndBFloat16ForwardAndBackwardTrackFloat64) {
+  Tensor x = uniform({4, 6}, 41);
+  Tensor sequence = uniform({3, 2, 6}, 42);
+  Tensor indices = tensor({1, 3, 3, 0});
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    const testutil::Tolerance tol = dtype == kFloat32 ? testutil::Tolerance{1e-5, 1e-5} : testutil::Tolerance{5e-2, 5e-2};
+    expect_dtype_matches_float64([] { return nn::Linear(6, 5).ptr(); },
+                                 [](nn::LinearImpl& m, const Tensor& in) { return m.forward(in); }, x, dtype, tol);
+    expect_dtype_matches_float64([] { return nn::LayerNorm(nn::LayerNormOptions({6})).ptr(); },
+                                 [](nn::LayerNormImpl& m, const Tensor& in) { return m.forward(in) * in; }, x, dtype,
+                                 tol);
+    expect_dtype_matches_float64([] { return nn::RMSNorm(nn::RMSNormOptions({6})).ptr(); },
+                                 [](nn::RMSNormImpl& m, const Tensor& in) { return m.forward(in) * in; }, x, dtype,
+                                 tol);
+    expect_dtype_matches_float64([] { return nn::Embedding(4, 6).ptr(); },
+                                 [](nn::EmbeddingImpl& m, const Tensor& in) { return m.forward(in).square(); }, indices,
+                                 dtype, tol);
+    expect_dtype_matches_float64([] { return nn::LSTM(nn::LSTMOptions(6, 4).bidirectional(true)).ptr(); },
+                                 [](nn::LSTMImpl& m, const Tensor& in) { return std::get<0>(m.forward(in)); }, sequence,
+                                 dtype, tol);
+    expect_dtype_matches_float64([] { return nn::GRU(nn::GRUOptions(6, 4).num_layers(2)).ptr(); },
+                                 [](nn::GRUImpl& m, const Tensor& in) { return std::get<0>(m.forward(in)); }, sequence,
+                                 dtype, tol);
+  }
+}
+
+}  // namespace
+}  // namespace ember::nntest

@@ -318,6 +318,14 @@ TEST(LSTMCell, MatchesReference) {
     auto [hz, cz] = cell->forward(x, std::make_tuple(zeros({2, 4}, kFloat64), zeros({2, 4}, kFloat64)));
     EXPECT_TRUE(all_close(hu, values(hz[0]), {0, 0}));
     EXPECT_TRUE(all_close(cu, values(cz[0]), {0, 0}));
+    std::vector<Tensor> inputs = {leaf(x), leaf(h), leaf(c)};
+    for (const Tensor& p : cell->parameters()) inputs.push_back(p);
+    EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) {
+                auto [h2, c2] = cell->forward(in[0], std::make_tuple(in[1], in[2]));
+                return h2 + c2.square();
+              },
+                        inputs),
+              "");
   }
 }
 
