@@ -98,11 +98,12 @@ OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const
 
 std::vector<std::shared_ptr<Module>> Module::children() const { return children_.values(); }
 
-OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
-  OrderedDict<std::string, Tensor> out("parameter");
+OrderedDict<std::string, Tensor> Module::named_tensors(OrderedDict<std::string, Tensor> Module::*member, bool recurse,
+                                                       const char* description) const {
+  OrderedDict<std::string, Tensor> out(description);
   std::unordered_set<const TensorImpl*> seen;
   auto add_own = [&](const Module& module, const std::string& prefix) {
-    for (const auto& item : module.parameters_) {
+    for (const auto& item : module.*member) {
       if (item.value().defined() && seen.insert(item.value().unsafeGetTensorImpl()).second)
         out.insert(join_name(prefix, item.key()), item.value());
     }
@@ -114,22 +115,14 @@ OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
   return out;
 }
 
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  return named_tensors(&Module::parameters_, recurse, "parameter");
+}
+
 std::vector<Tensor> Module::parameters(bool recurse) const { return named_parameters(recurse).values(); }
 
 OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
-  OrderedDict<std::string, Tensor> out("buffer");
-  std::unordered_set<const TensorImpl*> seen;
-  auto add_own = [&](const Module& module, const std::string& prefix) {
-    for (const auto& item : module.buffers_) {
-      if (item.value().defined() && seen.insert(item.value().unsafeGetTensorImpl()).second)
-        out.insert(join_name(prefix, item.key()), item.value());
-    }
-  };
-  add_own(*this, "");
-  if (recurse) {
-    for (const auto& module : named_modules("", false)) add_own(*module.value(), module.key());
-  }
-  return out;
+  return named_tensors(&Module::buffers_, recurse, "buffer");
 }
 
 std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }

@@ -102,6 +102,10 @@ class Module : public std::enable_shared_from_this<Module> {
   void check_new_name(const std::string& name, const char* op) const;
   std::shared_ptr<Module> shared_self(const char* op) const;
   void append_state(const std::string& prefix, OrderedDict<std::string, Tensor>& out) const;
+  // The defined tensors of `member` (parameters_ or buffers_) of this module and, with
+  // recurse, of every submodule, each tensor once.
+  OrderedDict<std::string, Tensor> named_tensors(OrderedDict<std::string, Tensor> Module::*member, bool recurse,
+                                                 const char* description) const;
 
   std::unordered_set<std::string> non_persistent_buffers_;
   bool is_training_ = true;
