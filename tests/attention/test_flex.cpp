@@ -300,3 +300,98 @@ TEST(FlexAttention, RejectsBadInputs) {
 
 }  // namespace
 }  // namespace ember::testutil
+
+namespace ember::testutil {
+namespace {
+
+// ---- decoding ------------------------------------------------------------------------------------
+
+TEST(FlexDecode, ShortQueriesSplitKeysAndPackGqaGroups) {
+  // L <= 16 takes the decode path: 4 query heads per key head in one tile, keys split.
+  const int32_t position = 690;
+  auto mask = [position](auto, auto, auto q, auto kv) { return q + position >= kv && q + position - kv < 300; };
+  CaseOptions o;
+  o.block = BlockSize(16, 64);
+  check_flex(AttentionShape{2, 8, 2, 3, 700, 16, 16}, [](auto s, auto, auto h, auto q, auto) { return s * (1 + h) + q; },
+             mask, o);
+  check_flex(AttentionShape{1, 4, 1, 1, 1000, 32, 8}, identity(), everything());
+}
+
+TEST(KVCache, AppendsAndViewsThePrefix) {
+  att::KVCache cache(1, 2, 10, 4, 3);
+  Tensor k1 = make(uniform_values(2 * 3 * 4, -1, 1, 31), {1, 2, 3, 4}, kFloat32);
+  Tensor v1 = make(uniform_values(2 * 3 * 3, -1, 1, 32), {1, 2, 3, 3}, kFloat32);
+  Tensor k2 = make(uniform_values(2 * 4 * 4, -1, 1, 33), {1, 2, 4, 4}, kFloat32);
+  Tensor v2 = make(uniform_values(2 * 4 * 3, -1, 1, 34), {1, 2, 4, 3}, kFloat32);
+  cache.append(k1, v1);
+  cache.append(k2, v2);
+  EXPECT_EQ(cache.length(), 7);
+  EXPECT_TRUE(equal(cache.keys(), cat({k1, k2}, 2)));
+  EXPECT_TRUE(equal(cache.values(), cat({v1, v2}, 2)));
+  EXPECT_TRUE(throws_error([&] { cache.append(k2, v2); }, {"[KVCache]", "max_length 10"}));
+}
+
+TEST(PagedKVCache, MatchesAttentionOverTheLogicalCache) {
+  const int64_t page = 16, H = 2, E = 8, L = 3;
+  const std::vector<int64_t> lengths = {40, 25};
+  att::PagedKVCache cache(8, page, 2, H, E, E);
+  cache.reserve(0, 16);
+  cache.reserve(1, 16);
+  cache.reserve(0, 40);
+  cache.reserve(1, 25);
+  EXPECT_EQ(cache.free_pages(), 3);
+  std::vector<std::vector<double>> keys, vals;
+  for (int64_t b = 0; b < 2; ++b) {
+    const int64_t n = lengths[static_cast<size_t>(b)];
+    keys.push_back(uniform_values(H * n * E, -1, 1, 40 + static_cast<uint32_t>(b)));
+    vals.push_back(uniform_values(H * n * E, -1, 1, 50 + static_cast<uint32_t>(b)));
+    std::vector<int64_t> positions(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) positions[static_cast<size_t>(i)] = i;
+    cache.assign(tensor({b}), tensor(positions).view({1, n}), make(keys.back(), {1, H, n, E}, kFloat32),
+                 make(vals.back(), {1, H, n, E}, kFloat32));
+  }
+  auto offsets = std::make_shared<std::vector<int32_t>>(std::vector<int32_t>{37, 22});
+  auto mask = [offsets](auto b, auto, auto q, auto kv) { return kv <= q + (*offsets)[b]; };
+  att::BlockMask logical = att::create_block_mask(mask, 2, 1, L, 8 * page, BlockSize(16, page));
+  att::BlockMask physical = cache.convert_logical_block_mask(logical, tensor({0, 1}));
+  const std::vector<double> q = uniform_values(2 * H * L * E, -1, 1, 60);
+  Tensor out = att::flex_attention(make(q, {2, H, L, E}, kFloat32), cache.k_cache(), cache.v_cache(), physical);
+  for (int64_t b = 0; b < 2; ++b) {
+    const int64_t n = lengths[static_cast<size_t>(b)];
+    const std::vector<double> qb(q.begin() + b * H * L * E, q.begin() + (b + 1) * H * L * E);
+    auto seq_mask = [&](auto, auto, auto qi, auto kv) { return kv <= qi + (*offsets)[static_cast<size_t>(b)]; };
+    const DenseAttention ref = dense_attention(AttentionShape{1, H, H, L, n, E, E}, qb, keys[static_cast<size_t>(b)],
+                                               vals[static_cast<size_t>(b)], {}, 1 / std::sqrt(double(E)), identity(), seq_mask);
+    EXPECT_TRUE(all_close(out[b], ref.out, attention_tolerance(kFloat32))) << "sequence " << b;
+  }
+  cache.erase(0);
+  EXPECT_EQ(cache.free_pages(), 6);
+  EXPECT_TRUE(throws_error([&] { cache.reserve(1, 1000); }, {"[PagedKVCache]", "free"}));
+}
+
+// ---- scaled_dot_product_attention -------------------------------------------------------------------
+
+TEST(ScaledDotProductAttention, CausalBoolAndFloatMasksMatchTheReference) {
+  const AttentionShape s{2, 4, 2, 70, 90, 16, 8};
+  const auto q = uniform_values(s.B * s.Hq * s.L * s.E, -1, 1, 70), k = uniform_values(s.B * s.Hkv * s.S * s.E, -1, 1, 71),
+             v = uniform_values(s.B * s.Hkv * s.S * s.Ev, -1, 1, 72);
+  Tensor tq = make(q, {s.B, s.Hq, s.L, s.E}, kFloat32), tk = make(k, {s.B, s.Hkv, s.S, s.E}, kFloat32),
+         tv = make(v, {s.B, s.Hkv, s.S, s.Ev}, kFloat32);
+  const double scale = 1 / std::sqrt(16.0);
+  Tensor causal = att::scaled_dot_product_attention(tq, tk, tv, {}, 0.0, true, std::nullopt, true);
+  EXPECT_TRUE(all_close(causal, dense_attention(s, q, k, v, {}, scale, identity(), att::causal_mask()).out,
+                        attention_tolerance(kFloat32)));
+  Tensor bool_mask = att::create_mask([](auto, auto, auto q, auto kv) { return (q * 7 + kv) % 4 != 0; }, 1, 1, s.L, s.S);
+  Tensor masked = att::scaled_dot_product_attention(tq, tk, tv, bool_mask[0][0], 0.0, false, 0.3, true);
+  EXPECT_TRUE(all_close(masked, dense_attention(s, q, k, v, {}, 0.3, identity(),
+                                                [](auto, auto, auto q, auto kv) { return (q * 7 + kv) % 4 != 0; }).out,
+                        attention_tolerance(kFloat32)));
+  const auto bias = uniform_values(s.L * s.S, -1, 1, 73);
+  Tensor added = att::scaled_dot_product_attention(tq, tk, tv, make(bias, {s.L, s.S}, kFloat32), 0.0, false, std::nullopt, true);
+  auto bias_mod = [&](auto score, auto, auto, auto q, auto kv) { return score + bias[static_cast<size_t>(q * s.S + kv)]; };
+  EXPECT_TRUE(all_close(added, dense_attention(s, q, k, v, {}, scale, bias_mod, everything()).out, attention_tolerance(kFloat32)));
+  EXPECT_TRUE(throws_error([&] { att::scaled_dot_product_attention(tq, tk, tv, bool_mask, 0.0, true); }, {"not both"}));
+}
+
+}  // namespace
+}  // namespace ember::testutil

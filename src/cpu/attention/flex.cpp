@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
+#include "core/allocator.h"
 #include "cpu/attention/tile_kernels.h"
 #include "cpu/parallel.h"
 #include "ember/error.h"
@@ -91,16 +93,56 @@ struct Layout {
 
 // ---- forward ------------------------------------------------------------------------------
 
+// The key panels (for q·k) and value panels (for p·v) of every key block, packed once
+// rather than once per visiting query block.
+template <typename T>
+struct PackedKeysValues {
+  int64_t kv_batch, key_size, value_size, kv_blocks, heads_kv;
+  struct Free {
+    size_t bytes;
+    void operator()(T* data) const { core::free_bytes(data, bytes); }
+  };
+  using Buffer = std::unique_ptr<T[], Free>;
+  Buffer keys, values;
+
+  // From ember's allocator: its large-block cache spares the page faults of fresh memory.
+  static Buffer allocate(int64_t count) {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
+    return Buffer(static_cast<T*>(core::allocate_bytes(bytes)), Free{bytes});
+  }
+
+  PackedKeysValues(const FlexProblem& p, const Layout<T>& g)
+      : kv_batch(p.k.stride_b == 0 && p.batch > 1 ? 1 : p.batch), key_size(g.ld_s * p.head_dim),
+        value_size(g.bkv * g.ld_ev), kv_blocks(g.kv_blocks), heads_kv(p.heads_kv), keys(nullptr, Free{0}),
+        values(nullptr, Free{0}) {
+    const int64_t blocks = kv_batch * p.heads_kv * g.kv_blocks;
+    keys = allocate(blocks * key_size);
+    values = allocate(blocks * value_size);
+    parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t kvb = i % g.kv_blocks, hk = i / g.kv_blocks % p.heads_kv, bk = i / g.kv_blocks / p.heads_kv;
+        const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
+        g.k.pack_panels(p.dtype, at(p.k, bk, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, p.head_dim, cols, T(1),
+                        keys.get() + i * key_size);
+        g.k.pack_panels(p.dtype, at(p.v, bk, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, p.value_dim, T(1),
+                        values.get() + i * value_size);
+      }
+    });
+  }
+  int64_t block(int64_t b, int64_t hk, int64_t kvb) const { return ((kv_batch == 1 ? 0 : b) * heads_kv + hk) * kv_blocks + kvb; }
+  const T* key(int64_t b, int64_t hk, int64_t kvb) const { return keys.get() + block(b, hk, kvb) * key_size; }
+  const T* value(int64_t b, int64_t hk, int64_t kvb) const { return values.get() + block(b, hk, kvb) * value_size; }
+};
+
 template <typename T>
 void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
   const Layout<T> g(p);
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   T* lse = static_cast<T*>(lse_out);
+  const PackedKeysValues<T> packed(p, g);
   parallel_for(0, p.batch * p.heads_q * g.q_blocks, 1, [&](int64_t lo, int64_t hi) {
     T* q = scratch<T>(kQ, g.bq * E);
-    T* key_t = scratch<T>(kKeyT, g.ld_s * E);
-    T* value = scratch<T>(kValueT, g.bkv * g.ld_ev);
     T* scores = scratch<T>(kScores, g.bq * g.ld_s);
     T* acc = scratch<T>(kAccA, g.bq * g.ld_ev);
     T* row_max = scratch<T>(kRowA, g.bq);
@@ -115,12 +157,10 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
-        K.pack_panels(p.dtype, at(p.k, b, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, E, cols, T(1), key_t);
-        K.gemm(q, E, key_t, scores, g.ld_s, rows, cols, E, false);
+        K.gemm(q, E, packed.key(b, hk, kvb), scores, g.ld_s, rows, cols, E, false);
         apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, scores, g.ld_s), partial, TilePass::Forward);
-        K.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, Ev, T(1), value);
         K.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
-        K.gemm(scores, g.ld_s, value, acc, g.ld_ev, rows, Ev, cols, true);
+        K.gemm(scores, g.ld_s, packed.value(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, true);
       });
       // A row that saw nothing (fully masked) gives output 0 and lse -inf.
       T* row_lse = lse + (b * p.heads_q + h) * p.q_len + q0;
@@ -133,6 +173,88 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
       K.store_rows(acc, g.ld_ev, rows, Ev, row_sum, p.dtype, out_rows, Ev, 1);
     }
   });
+}
+
+// ---- decode ------------------------------------------------------------------------------
+
+// Note [Decode path]
+// A decoding step has a handful of queries (L <= kMaxDecodeLength) and a long cache. The
+// query heads of a GQA group share their keys, so they go into one tile (rows: head-major,
+// then query), and the visited key blocks of each (batch, kv head) are split into a fixed
+// number of ranges (from the shapes only, never the thread count) processed in parallel.
+// The partial results merge by their row max and sum in range order: deterministic.
+constexpr int64_t kMaxDecodeLength = 16;
+
+bool use_decode_path(const FlexProblem& p) {
+  return p.q_len <= kMaxDecodeLength && p.q_len <= p.q_block && (!p.has_block_mask || p.kv_lists.heads == 1);
+}
+
+template <typename T>
+void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
+  const Layout<T> g(p);
+  const auto& K = g.k;
+  const int64_t E = p.head_dim, Ev = p.value_dim, rows = g.group * p.q_len, heads = p.batch * p.heads_kv;
+  const int64_t splits = std::clamp<int64_t>(64 / std::max<int64_t>(heads, 1), 1, std::max<int64_t>(g.kv_blocks, 1));
+  std::vector<T> part_acc(static_cast<size_t>(heads * splits * rows * g.ld_ev));
+  std::vector<T> part_max(static_cast<size_t>(heads * splits * rows)), part_sum(part_max.size());
+  parallel_for(0, heads * splits, 1, [&](int64_t lo, int64_t hi) {
+    T* q = scratch<T>(kQ, rows * E);
+    T* key_t = scratch<T>(kKeyT, g.ld_s * E);
+    T* value = scratch<T>(kValueT, g.bkv * g.ld_ev);
+    T* scores = scratch<T>(kScores, rows * g.ld_s);
+    std::vector<std::pair<int64_t, bool>> visits;
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t split = task % splits, bh = task / splits, b = bh / p.heads_kv, hk = bh % p.heads_kv;
+      const int64_t h0 = hk * g.group;
+      for (int64_t j = 0; j < g.group; ++j)
+        K.pack_rows(p.dtype, at(p.q, b, h0 + j, 0, g.item), p.q.stride_row, p.q.stride_col, p.q_len, E,
+                    static_cast<T>(p.scale), q + j * p.q_len * E, E);
+      T* acc = part_acc.data() + task * rows * g.ld_ev;
+      T* row_max = part_max.data() + task * rows;
+      T* row_sum = part_sum.data() + task * rows;
+      std::fill(row_max, row_max + rows, -std::numeric_limits<T>::infinity());
+      std::fill(row_sum, row_sum + rows, T(0));
+      std::fill(acc, acc + rows * g.ld_ev, T(0));
+      visits.clear();
+      for_each_visited(p, p.kv_lists, g.kv_blocks, b, h0, 0, [&](int64_t kvb, bool partial) { visits.emplace_back(kvb, partial); });
+      const auto n = static_cast<int64_t>(visits.size());
+      for (int64_t i = split * n / splits; i < (split + 1) * n / splits; ++i) {
+        const auto [kvb, partial] = visits[static_cast<size_t>(i)];
+        const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
+        if (cols <= 0) continue;
+        K.pack_panels(p.dtype, at(p.k, b, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, E, cols, T(1), key_t);
+        K.gemm(q, E, key_t, scores, g.ld_s, rows, cols, E, false);
+        ScoreTile tile = make_tile(b, h0, 0, kv0, rows, cols, scores, g.ld_s);
+        tile.rows_per_head = p.q_len;
+        apply_mods(p, tile, partial, TilePass::Forward);
+        K.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, Ev, T(1), value);
+        K.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
+        K.gemm(scores, g.ld_s, value, acc, g.ld_ev, rows, Ev, cols, true);
+      }
+    }
+  });
+  // Merge the ranges of each (batch, kv head); its rows are consecutive rows of out and lse.
+  T* lse = static_cast<T*>(lse_out);
+  std::vector<T> merged(static_cast<size_t>(rows * g.ld_ev)), inverse(static_cast<size_t>(rows));
+  for (int64_t bh = 0; bh < heads; ++bh) {
+    const int64_t row0 = ((bh / p.heads_kv) * p.heads_q + (bh % p.heads_kv) * g.group) * p.q_len;
+    for (int64_t r = 0; r < rows; ++r) {
+      T max = -std::numeric_limits<T>::infinity(), sum = 0;
+      for (int64_t s = 0; s < splits; ++s) max = std::max(max, part_max[static_cast<size_t>((bh * splits + s) * rows + r)]);
+      T* m = merged.data() + r * g.ld_ev;
+      std::fill(m, m + Ev, T(0));
+      for (int64_t s = 0; s < splits && max != -std::numeric_limits<T>::infinity(); ++s) {
+        const int64_t at_row = (bh * splits + s) * rows + r;
+        const T w = std::exp(part_max[static_cast<size_t>(at_row)] - max);
+        sum += w * part_sum[static_cast<size_t>(at_row)];
+        for (int64_t j = 0; j < Ev; ++j) m[j] += w * part_acc[static_cast<size_t>(at_row * g.ld_ev + j)];
+      }
+      lse[row0 + r] = sum > T(0) ? max + std::log(sum) : -std::numeric_limits<T>::infinity();
+      inverse[static_cast<size_t>(r)] = sum > T(0) ? T(1) / sum : T(0);
+    }
+    K.store_rows(merged.data(), g.ld_ev, rows, Ev, inverse.data(), p.dtype,
+                 static_cast<char*>(out) + row0 * Ev * static_cast<int64_t>(g.item), Ev, 1);
+  }
 }
 
 // ---- backward -----------------------------------------------------------------------------
@@ -333,8 +455,9 @@ void backward_impl(const FlexProblem& p, const void* out, const void* lse, const
 }  // namespace
 
 void flex_forward(const FlexProblem& problem, void* out, void* lse) {
-  if (problem.dtype == kFloat64) forward_impl<double>(problem, out, lse);
-  else forward_impl<float>(problem, out, lse);
+  const bool decode = use_decode_path(problem);
+  if (problem.dtype == kFloat64) decode ? decode_impl<double>(problem, out, lse) : forward_impl<double>(problem, out, lse);
+  else decode ? decode_impl<float>(problem, out, lse) : forward_impl<float>(problem, out, lse);
 }
 
 void flex_backward(const FlexProblem& problem, const void* out, const void* lse, const void* grad_out, void* dq,

@@ -135,6 +135,8 @@ BlockMask BlockMask::from_kv_blocks(const Tensor& kv_num_blocks, const Tensor& k
   return from_tile_states(states_of(m), block_size, lengths.first, lengths.second, std::move(mask_mod));
 }
 
+detail::TileStates BlockMask::tile_states() const { return states_of(*this); }
+
 std::vector<int64_t> BlockMask::shape() const {
   return {kv_num_blocks.size(0), kv_num_blocks.size(1), q_len, kv_len};
 }

@@ -31,16 +31,23 @@ class AttentionMaskMod final : public detail::MaskMod {
 
   template <typename T, typename M>
   void run(const detail::ScoreTile& t) const {
-    T* scores = static_cast<T*>(t.scores);
+    const int64_t step = mask_.stride(3);
     for (int64_t r = 0; r < t.rows; ++r) {
-      const char* row = data_ + offset(t.b, t.head(r), t.query(r), t.kv_start);
-      for (int64_t c = 0; c < t.cols; ++c) {
-        const M m = *reinterpret_cast<const M*>(row + c * mask_.stride(3) * static_cast<int64_t>(sizeof(M)));
-        T& s = scores[r * t.ld + c];
-        if constexpr (std::is_same_v<M, bool>) s = m ? s : -std::numeric_limits<T>::infinity();
-        else s += static_cast<T>(m);
-      }
+      const M* m = reinterpret_cast<const M*>(data_ + offset(t.b, t.head(r), t.query(r), t.kv_start));
+      T* s = static_cast<T*>(t.scores) + r * t.ld;
+      if (step == 1) apply_row<T, M>(s, m, t.cols);  // contiguous: a loop the compiler vectorizes
+      else
+        for (int64_t c = 0; c < t.cols; ++c) s[c] = combine<T, M>(s[c], m[c * step]);
     }
+  }
+  template <typename T, typename M>
+  static T combine(T score, M m) {
+    if constexpr (std::is_same_v<M, bool>) return m ? score : -std::numeric_limits<T>::infinity();
+    else return score + static_cast<T>(m);
+  }
+  template <typename T, typename M>
+  static void apply_row(T* __restrict s, const M* __restrict m, int64_t n) {
+    for (int64_t c = 0; c < n; ++c) s[c] = combine<T, M>(s[c], m[c]);
   }
   template <typename T>
   void run_typed(const detail::ScoreTile& t) const {
