@@ -90,10 +90,10 @@ template <typename T, typename A>
 static inline void store(T* p, A value) {
   if constexpr (std::is_same_v<T, BFloat16>) {
     uint16_t b = float_to_bf16(static_cast<float>(value));
-    std::memcpy(p, &b, 2);
+    std::memcpy(static_cast<void*>(p), &b, 2);
   } else if constexpr (std::is_same_v<T, Half>) {
     uint16_t b = float_to_half(static_cast<float>(value));
-    std::memcpy(p, &b, 2);
+    std::memcpy(static_cast<void*>(p), &b, 2);
   } else if constexpr (std::is_same_v<T, bool>) {
     *p = value != A(0);
   } else {
