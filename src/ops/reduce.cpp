@@ -8,7 +8,7 @@
 namespace ember {
 namespace ops {
 
-ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op) {
+ReduceLayout reduce_shapes(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op) {
   ReduceLayout L;
   const int64_t nd = x.dim();
   L.reduced.assign(nd, dims.empty());
@@ -22,6 +22,12 @@ ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, bool keepdim, cons
     L.keep_sizes.push_back(L.reduced[d] ? 1 : x.size(d));
     if (!L.reduced[d] || keepdim) L.out_sizes.push_back(L.reduced[d] ? 1 : x.size(d));
   }
+  return L;
+}
+
+ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op) {
+  ReduceLayout L = reduce_shapes(x, dims, keepdim, op);
+  const int64_t nd = x.dim();
   int64_t first = -1, last = -1;
   for (int64_t d = 0; d < nd; ++d)
     if (L.reduced[d] && x.size(d) != 1) {
@@ -199,8 +205,7 @@ Tensor sum_impl(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<S
   ScalarType out_dtype = sum_dtype(x, dtype);
   Tensor out = reduce(ReduceOp::Sum, x, dims, keepdim, out_dtype, "sum", dtype);
   if (autograd::should_record({x})) {
-    ops::ReduceLayout L = ops::reduce_layout(x.detach(), dims, keepdim, "sum");
-    L.input = Tensor();
+    ops::ReduceLayout L = ops::reduce_shapes(x, dims, keepdim, "sum");
     std::vector<int64_t> in_sizes = x.sizes();
     ScalarType in_dtype = x.scalar_type();
     autograd::record("SumBackward", {x}, {out},
@@ -215,8 +220,10 @@ Tensor mean_impl(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<
   ScalarType out_dtype = dtype.value_or(x.scalar_type());
   EMBER_CHECK(is_floating_point(out_dtype), "mean", "could not infer output dtype. Input dtype must be a floating point "
               "dtype, got ", dtype_name(out_dtype));
-  ops::ReduceLayout L = ops::reduce_layout(x.detach(), dims, keepdim, "mean");
-  const int64_t count = L.R;
+  ops::ReduceLayout L = ops::reduce_shapes(x, dims, keepdim, "mean");
+  int64_t count = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (L.reduced[d]) count *= x.size(d);
   Tensor out;
   {
     NoGradGuard guard;
@@ -224,7 +231,6 @@ Tensor mean_impl(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<
     out = total.div(static_cast<double>(count)).to(out_dtype);
   }
   if (autograd::should_record({x})) {
-    L.input = Tensor();
     std::vector<int64_t> in_sizes = x.sizes();
     ScalarType in_dtype = x.scalar_type();
     autograd::record("MeanBackward", {x}, {out},
@@ -238,8 +244,7 @@ Tensor mean_impl(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<
 Tensor prod_impl(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
   Tensor out = reduce(ReduceOp::Prod, x, dims, keepdim, sum_dtype(x, dtype), "prod", dtype);
   if (autograd::should_record({x})) {
-    ops::ReduceLayout L = ops::reduce_layout(x.detach(), dims, keepdim, "prod");
-    L.input = Tensor();
+    ops::ReduceLayout L = ops::reduce_shapes(x, dims, keepdim, "prod");
     autograd::SavedTensor sx(x), so(out, true);
     std::vector<int64_t> d = dims.vec();
     autograd::record("ProdBackward", {x}, {out},
@@ -263,8 +268,7 @@ Tensor prod_impl(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<
 Tensor extreme_impl(ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim, const char* name) {
   Tensor out = reduce(op, x, dims, keepdim, x.scalar_type(), name);
   if (autograd::should_record({x})) {
-    ops::ReduceLayout L = ops::reduce_layout(x.detach(), dims, keepdim, name);
-    L.input = Tensor();
+    ops::ReduceLayout L = ops::reduce_shapes(x, dims, keepdim, name);
     autograd::SavedTensor sx(x), so(out, true);
     std::vector<int64_t> d = dims.vec();
     autograd::record(name, {x}, {out},

@@ -17,6 +17,8 @@ struct ReduceLayout {
 
 // dims empty = all dims. Throws naming `op` for out-of-range or repeated dims.
 ReduceLayout reduce_layout(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op);
+// The shapes of reduce_layout without preparing `input` (no copy): for backward formulas.
+ReduceLayout reduce_shapes(const Tensor& x, IntArrayRef dims, bool keepdim, const char* op);
 
 // Brings a gradient of the reduced shape back to x's shape (broadcast over reduced dims).
 Tensor expand_reduced_grad(const Tensor& grad, const ReduceLayout& layout, IntArrayRef input_sizes);
