@@ -27,14 +27,15 @@ static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
 static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
-static inline vf vmin(vf a, vf b) { return _mm512_min_ps(a, b); }
-static inline vi vbits(vf a) { return _mm512_castps_si512(a); }
 static inline vf vfloat_bits(vi a) { return _mm512_castsi512_ps(a); }
 static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
-static inline vi vi_sub(vi a, vi b) { return _mm512_sub_epi32(a, b); }
 static inline vi vi_set(int32_t x) { return _mm512_set1_epi32(x); }
-static inline vi vi_half(vi a) { return _mm512_srai_epi32(a, 1); }
 static inline vi vi_exponent(vi a) { return _mm512_slli_epi32(a, 23); }
+static inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vi vto_int(vf a) { return _mm512_cvtps_epi32(a); }
+static inline vf vzero_below(vf x, vf value, float limit) {
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, vset(limit), _CMP_GE_OQ), value);
+}
 #elif defined(__AVX2__)
 using vf = __m256;
 using vi = __m256i;
@@ -48,14 +49,15 @@ static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
 static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
-static inline vf vmin(vf a, vf b) { return _mm256_min_ps(a, b); }
-static inline vi vbits(vf a) { return _mm256_castps_si256(a); }
 static inline vf vfloat_bits(vi a) { return _mm256_castsi256_ps(a); }
 static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
-static inline vi vi_sub(vi a, vi b) { return _mm256_sub_epi32(a, b); }
 static inline vi vi_set(int32_t x) { return _mm256_set1_epi32(x); }
-static inline vi vi_half(vi a) { return _mm256_srai_epi32(a, 1); }
 static inline vi vi_exponent(vi a) { return _mm256_slli_epi32(a, 23); }
+static inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vi vto_int(vf a) { return _mm256_cvtps_epi32(a); }
+static inline vf vzero_below(vf x, vf value, float limit) {
+  return _mm256_and_ps(_mm256_cmp_ps(x, vset(limit), _CMP_GE_OQ), value);
+}
 #else
 using vf = __m128;
 using vi = __m128i;
@@ -69,14 +71,13 @@ static inline vf vsub(vf a, vf b) { return _mm_sub_ps(a, b); }
 static inline vf vmul(vf a, vf b) { return _mm_mul_ps(a, b); }
 static inline vf vfma(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
 static inline vf vmax(vf a, vf b) { return _mm_max_ps(a, b); }
-static inline vf vmin(vf a, vf b) { return _mm_min_ps(a, b); }
-static inline vi vbits(vf a) { return _mm_castps_si128(a); }
 static inline vf vfloat_bits(vi a) { return _mm_castsi128_ps(a); }
 static inline vi vi_add(vi a, vi b) { return _mm_add_epi32(a, b); }
-static inline vi vi_sub(vi a, vi b) { return _mm_sub_epi32(a, b); }
 static inline vi vi_set(int32_t x) { return _mm_set1_epi32(x); }
-static inline vi vi_half(vi a) { return _mm_srai_epi32(a, 1); }
 static inline vi vi_exponent(vi a) { return _mm_slli_epi32(a, 23); }
+static inline vi vto_int(vf a) { return _mm_cvtps_epi32(a); }  // rounds to nearest even
+static inline vf vround(vf a) { return _mm_cvtepi32_ps(vto_int(a)); }
+static inline vf vzero_below(vf x, vf value, float limit) { return _mm_and_ps(_mm_cmpge_ps(x, vset(limit)), value); }
 #endif
 
 constexpr int kPanel = 2 * kW;
@@ -98,29 +99,24 @@ static inline float hmax(vf v) {
   return m;
 }
 
-// exp on a vector by the method of Note [Vectorizable expf] (cpu/simd/softmax.cpp): the
-// same range reduction, Cephes polynomial and two-step 2^n scaling, in explicit vectors so
-// the exp-and-sum loops below keep a fixed lane order. -inf gives 0.
-static inline vf vexp(vf x) {
-  const vf shift = vset(12582912.0f);
-  const vf clamped = vmax(vmin(x, vset(88.8f)), vset(-104.0f));
-  const vf shifted = vfma(clamped, vset(1.44269504088896341f), shift);
-  const vf n = vsub(shifted, shift);
-  vf r = vsub(clamped, vmul(n, vset(0.693359375f)));
-  r = vsub(r, vmul(n, vset(-2.12194440e-4f)));
-  vf p = vset(1.9875691500e-4f);
-  p = vfma(p, r, vset(1.3981999507e-3f));
-  p = vfma(p, r, vset(8.3334519073e-3f));
-  p = vfma(p, r, vset(4.1665795894e-2f));
-  p = vfma(p, r, vset(1.6666665459e-1f));
-  p = vfma(p, r, vset(5.0000001201e-1f));
-  const vf exp_r = vadd(vfma(vmul(p, r), r, r), vset(1.0f));
-  const vi k = vi_sub(vbits(shifted), vbits(shift));
-  const vi k_low = vi_half(k);
-  const vi k_high = vi_sub(k, k_low);
-  const vf scale_low = vfloat_bits(vi_exponent(vi_add(k_low, vi_set(127))));
-  const vf scale_high = vfloat_bits(vi_exponent(vi_add(k_high, vi_set(127))));
-  return vmul(vmul(exp_r, scale_low), scale_high);
+// exp(x - shift) for x - shift <= 0 (softmax arguments), as 2^t with t = (x - shift) *
+// log2(e) folded into one FMA: t = n + f with n = round(t), 2^f by a degree-5 polynomial
+// (relative error under 2e-7 on |f| <= 1/2), 2^n from exponent bits. Below 2^-126 the
+// result is exactly 0, so -inf scores give 0. Folding the shift into the FMA costs up to
+// ~1e-5 relative error for scores near 100 (as flash kernels do with exp2).
+static inline vf vexp_shifted(vf x, vf shift_log2e) {
+  const vf t = vfma(x, vset(1.44269504088896341f), shift_log2e);
+  const vf clamped = vmax(t, vset(-127.0f));
+  const vf n = vround(clamped);
+  const vf f = vsub(clamped, n);
+  vf p = vset(1.3333558146e-3f);
+  p = vfma(p, f, vset(9.6181291076e-3f));
+  p = vfma(p, f, vset(5.5504108665e-2f));
+  p = vfma(p, f, vset(2.4022650696e-1f));
+  p = vfma(p, f, vset(6.9314718056e-1f));
+  p = vfma(p, f, vset(1.0f));
+  const vf scale = vfloat_bits(vi_exponent(vi_add(vto_int(n), vi_set(127))));
+  return vzero_below(t, vmul(p, scale), -126.0f);
 }
 
 // ---- float32 micro-kernel ----------------------------------------------------------------
@@ -188,21 +184,21 @@ static inline void for_each_vector(float* s, int64_t cols, float pad, F fn) {
   }
 }
 
-static inline float row_max_f32(float* s, int64_t cols) {
+static inline float row_max_f32(const float* s, int64_t cols) {
   vf m = vset(kNegInf);
-  for_each_vector(s, cols, kNegInf, [&](vf x) {
-    m = vmax(m, x);
-    return x;
-  });
-  return hmax(m);
+  int64_t c = 0;
+  for (; c + kW <= cols; c += kW) m = vmax(m, vload(s + c));
+  float result = hmax(m);
+  for (; c < cols; ++c) result = s[c] > result ? s[c] : result;
+  return result;
 }
 
 // s = exp(s - max) in place; returns the sum (padding lanes contribute exp(-inf) = 0).
 static inline float exp_sum_f32(float* s, int64_t cols, float max) {
-  const vf vm = vset(max);
+  const vf shift = vset(-max * 1.44269504088896341f);
   vf sum = vset(0.0f);
   for_each_vector(s, cols, kNegInf, [&](vf x) {
-    const vf e = vexp(vsub(x, vm));
+    const vf e = vexp_shifted(x, shift);
     sum = vadd(sum, e);
     return e;
   });
@@ -242,8 +238,8 @@ void probabilities_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, co
       for (int64_t c = 0; c < cols; ++c) s[c] = 0.0f;
       continue;
     }
-    const vf vl = vset(lse[r]);
-    for_each_vector(s, cols, kNegInf, [&](vf x) { return vexp(vsub(x, vl)); });
+    const vf shift = vset(-lse[r] * 1.44269504088896341f);
+    for_each_vector(s, cols, kNegInf, [&](vf x) { return vexp_shifted(x, shift); });
   }
 }
 
