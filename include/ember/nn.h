@@ -1,6 +1,7 @@
 // ember::nn: modules, functional forms, losses, initialisers and gradient utilities, in
 // libtorch's style (ember::nn::Linear(ember::nn::LinearOptions(4, 8)), module->forward(x)).
 #pragma once
+#include "ember/nn/attention.h"
 #include "ember/nn/enums.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"

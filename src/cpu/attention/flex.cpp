@@ -26,8 +26,8 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
 // Per-thread scratch buffers, grown on demand and kept between calls.
-enum Buffer { kQ, kQPanels, kOut, kOutPanels, kKeyT, kValueT, kKeyPanels, kScores, kGrad, kDmod, kRaw, kTransposed,
-              kAccA, kAccB, kRowA, kRowB, kNumBuffers };
+enum Buffer { kQ, kOut, kKeyT, kValueT, kScores, kGrad, kDmod, kRaw, kTransposed, kAccA, kAccB, kRowA, kRowB,
+              kNumBuffers };
 template <typename T>
 T* scratch(Buffer which, int64_t size) {
   thread_local std::vector<T> buffers[kNumBuffers];
@@ -93,46 +93,66 @@ struct Layout {
 
 // ---- forward ------------------------------------------------------------------------------
 
-// The key panels (for q·k) and value panels (for p·v) of every key block, packed once
-// rather than once per visiting query block.
+// Every block of an operand [batch, heads, len, dim] in one packed form, packed once
+// rather than once per visit: Rows (an A operand), Panels (B[row][dim]) or
+// TransposedPanels (B[dim][row]); scaled by `scale`.
+enum class Form { Rows, Panels, TransposedPanels };
+
 template <typename T>
-struct PackedKeysValues {
-  int64_t kv_batch, key_size, value_size, kv_blocks, heads_kv;
+class PackedBlocks {
+ public:
+  PackedBlocks(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t batch, int64_t heads, int64_t len,
+               int64_t dim, int64_t block_len, Form form, T scale)
+      : batch_(batch), heads_(heads), blocks_((len + block_len - 1) / block_len),
+        block_size_(form == Form::Rows ? block_len * dim
+                    : form == Form::Panels ? round_up(dim, g.k.panel_width) * block_len
+                                           : round_up(block_len, g.k.panel_width) * dim),
+        data_(allocate(batch * heads * blocks_ * block_size_)) {
+    parallel_for(0, batch * heads * blocks_, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t blk = i % blocks_, h = i / blocks_ % heads, b = i / blocks_ / heads;
+        const int64_t first = blk * block_len, rows = std::min(block_len, len - first);
+        const char* src = at(o, b, h, first, g.item);
+        T* dst = data_.get() + i * block_size_;
+        if (form == Form::Rows) g.k.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim, scale, dst, dim);
+        else if (form == Form::Panels) g.k.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim, scale, dst);
+        else g.k.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim, rows, scale, dst);
+      }
+    });
+  }
+  // b of a broadcast operand (batch 1) is 0.
+  const T* block(int64_t b, int64_t h, int64_t blk) const {
+    return data_.get() + (((batch_ == 1 ? 0 : b) * heads_ + h) * blocks_ + blk) * block_size_;
+  }
+
+ private:
   struct Free {
     size_t bytes;
     void operator()(T* data) const { core::free_bytes(data, bytes); }
   };
   using Buffer = std::unique_ptr<T[], Free>;
-  Buffer keys, values;
-
   // From ember's allocator: its large-block cache spares the page faults of fresh memory.
   static Buffer allocate(int64_t count) {
     const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
     return Buffer(static_cast<T*>(core::allocate_bytes(bytes)), Free{bytes});
   }
 
-  PackedKeysValues(const FlexProblem& p, const Layout<T>& g)
-      : kv_batch(p.k.stride_b == 0 && p.batch > 1 ? 1 : p.batch), key_size(g.ld_s * p.head_dim),
-        value_size(g.bkv * g.ld_ev), kv_blocks(g.kv_blocks), heads_kv(p.heads_kv), keys(nullptr, Free{0}),
-        values(nullptr, Free{0}) {
-    const int64_t blocks = kv_batch * p.heads_kv * g.kv_blocks;
-    keys = allocate(blocks * key_size);
-    values = allocate(blocks * value_size);
-    parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const int64_t kvb = i % g.kv_blocks, hk = i / g.kv_blocks % p.heads_kv, bk = i / g.kv_blocks / p.heads_kv;
-        const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
-        g.k.pack_panels(p.dtype, at(p.k, bk, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, p.head_dim, cols, T(1),
-                        keys.get() + i * key_size);
-        g.k.pack_panels(p.dtype, at(p.v, bk, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, p.value_dim, T(1),
-                        values.get() + i * value_size);
-      }
-    });
-  }
-  int64_t block(int64_t b, int64_t hk, int64_t kvb) const { return ((kv_batch == 1 ? 0 : b) * heads_kv + hk) * kv_blocks + kvb; }
-  const T* key(int64_t b, int64_t hk, int64_t kvb) const { return keys.get() + block(b, hk, kvb) * key_size; }
-  const T* value(int64_t b, int64_t hk, int64_t kvb) const { return values.get() + block(b, hk, kvb) * value_size; }
+  int64_t batch_, heads_, blocks_, block_size_;
+  Buffer data_;
 };
+
+// k and v broadcast over the batch when their batch stride is 0.
+int64_t kv_batch_of(const FlexProblem& p) { return p.k.stride_b == 0 && p.batch > 1 ? 1 : p.batch; }
+
+template <typename T>
+PackedBlocks<T> pack_keys(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form, T scale) {
+  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, scale);
+}
+
+template <typename T>
+PackedBlocks<T> pack_queries(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form, T scale) {
+  return PackedBlocks<T>(p, g, o, p.batch, p.heads_q, p.q_len, dim, g.bq, form, scale);
+}
 
 template <typename T>
 void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
@@ -140,7 +160,8 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   T* lse = static_cast<T*>(lse_out);
-  const PackedKeysValues<T> packed(p, g);
+  const PackedBlocks<T> keys = pack_keys<T>(p, g, p.k, E, Form::TransposedPanels, T(1));
+  const PackedBlocks<T> values = pack_keys<T>(p, g, p.v, Ev, Form::Panels, T(1));
   parallel_for(0, p.batch * p.heads_q * g.q_blocks, 1, [&](int64_t lo, int64_t hi) {
     T* q = scratch<T>(kQ, g.bq * E);
     T* scores = scratch<T>(kScores, g.bq * g.ld_s);
@@ -157,10 +178,10 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
-        K.gemm(q, E, packed.key(b, hk, kvb), scores, g.ld_s, rows, cols, E, false);
+        K.gemm(q, E, keys.block(b, hk, kvb), scores, g.ld_s, rows, cols, E, false);
         apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, scores, g.ld_s), partial, TilePass::Forward);
         K.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
-        K.gemm(scores, g.ld_s, packed.value(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, true);
+        K.gemm(scores, g.ld_s, values.block(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, true);
       });
       // A row that saw nothing (fully masked) gives output 0 and lse -inf.
       T* row_lse = lse + (b * p.heads_q + h) * p.q_len + q0;
@@ -325,22 +346,31 @@ struct TileGrad {
   }
 };
 
+// The operands of both backward passes, packed once.
+template <typename T>
+struct BackwardPacks {
+  PackedBlocks<T> key_t, value_t, key_panels;      // K^T and V^T (B of q·k, dO·v), scale·K (B of dS·K)
+  PackedBlocks<T> q_rows, q_panels, dout_rows, dout_panels;  // scale·Q, dO as A and as B operands
+
+  BackwardPacks(const FlexProblem& p, const Layout<T>& g, const Operand& dO)
+      : key_t(pack_keys<T>(p, g, p.k, p.head_dim, Form::TransposedPanels, T(1))),
+        value_t(pack_keys<T>(p, g, p.v, p.value_dim, Form::TransposedPanels, T(1))),
+        key_panels(pack_keys<T>(p, g, p.k, p.head_dim, Form::Panels, static_cast<T>(p.scale))),
+        q_rows(pack_queries<T>(p, g, p.q, p.head_dim, Form::Rows, static_cast<T>(p.scale))),
+        q_panels(pack_queries<T>(p, g, p.q, p.head_dim, Form::Panels, static_cast<T>(p.scale))),
+        dout_rows(pack_queries<T>(p, g, dO, p.value_dim, Form::Rows, T(1))),
+        dout_panels(pack_queries<T>(p, g, dO, p.value_dim, Form::Panels, T(1))) {}
+};
+
 // dK and dV: one task per key block owns its rows, summing over the query heads of its GQA
 // group, the batch when k and v broadcast, and the query blocks that visit it.
 template <typename T>
-void key_value_grads(const FlexProblem& p, const T* lse, const T* delta, const void* grad_out, void* dk, void* dv,
-                     int64_t kv_batch) {
+void key_value_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const T* lse, const T* delta, void* dk,
+                     void* dv, int64_t kv_batch) {
   const Layout<T> g(p);
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
-  Operand dO{grad_out, p.heads_q * p.q_len * Ev, p.q_len * Ev, Ev, 1};
   parallel_for(0, kv_batch * p.heads_kv * g.kv_blocks, 1, [&](int64_t lo, int64_t hi) {
-    T* q = scratch<T>(kQ, g.bq * E);
-    T* q_panels = scratch<T>(kQPanels, g.ld_e * g.bq);
-    T* dout = scratch<T>(kOut, g.bq * Ev);
-    T* dout_panels = scratch<T>(kOutPanels, g.ld_ev * g.bq);
-    T* key_t = scratch<T>(kKeyT, g.ld_s * E);
-    T* value_t = scratch<T>(kValueT, g.ld_s * Ev);
     T* transposed = scratch<T>(kTransposed, g.bkv * g.bq);
     T* dk_acc = scratch<T>(kAccA, g.bkv * g.ld_e);
     T* dv_acc = scratch<T>(kAccB, g.bkv * g.ld_ev);
@@ -349,8 +379,8 @@ void key_value_grads(const FlexProblem& p, const T* lse, const T* delta, const v
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t kvb = task % g.kv_blocks, hk = task / g.kv_blocks % p.heads_kv, bk = task / g.kv_blocks / p.heads_kv;
       const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
-      K.pack_panels(p.dtype, at(p.k, bk, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, E, cols, T(1), key_t);
-      K.pack_panels(p.dtype, at(p.v, bk, hk, kv0, g.item), p.v.stride_col, p.v.stride_row, Ev, cols, T(1), value_t);
+      const T* key_t = packs.key_t.block(bk, hk, kvb);
+      const T* value_t = packs.value_t.block(bk, hk, kvb);
       std::fill(dk_acc, dk_acc + cols * g.ld_e, T(0));
       std::fill(dv_acc, dv_acc + cols * g.ld_ev, T(0));
       const int64_t b_begin = kv_batch == 1 ? 0 : bk, b_end = kv_batch == 1 ? p.batch : bk + 1;
@@ -359,18 +389,12 @@ void key_value_grads(const FlexProblem& p, const T* lse, const T* delta, const v
           for_each_visited(p, p.q_lists, g.q_blocks, b, h, kvb, [&](int64_t qb, bool partial) {
             const int64_t q0 = qb * g.bq, rows = g.rows_of(qb, p);
             if (rows <= 0) return;
-            const char* q_src = at(p.q, b, h, q0, g.item);
-            const char* do_src = at(dO, b, h, q0, g.item);
-            const T scale = static_cast<T>(p.scale);
-            K.pack_rows(p.dtype, q_src, p.q.stride_row, p.q.stride_col, rows, E, scale, q, E);
-            K.pack_panels(p.dtype, q_src, p.q.stride_row, p.q.stride_col, rows, E, scale, q_panels);
-            K.pack_rows(p.dtype, do_src, Ev, 1, rows, Ev, T(1), dout, Ev);
-            K.pack_panels(p.dtype, do_src, Ev, 1, rows, Ev, T(1), dout_panels);
-            tg.run(b, h, q0, kv0, rows, cols, partial, q, dout, key_t, value_t, nullptr);
+            tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
+                   key_t, value_t, nullptr);
             K.transpose(tg.scores, g.ld_s, rows, cols, transposed, g.bq);
-            K.gemm(transposed, g.bq, dout_panels, dv_acc, g.ld_ev, cols, Ev, rows, true);
+            K.gemm(transposed, g.bq, packs.dout_panels.block(b, h, qb), dv_acc, g.ld_ev, cols, Ev, rows, true);
             K.transpose(tg.grad, g.ld_s, rows, cols, transposed, g.bq);
-            K.gemm(transposed, g.bq, q_panels, dk_acc, g.ld_e, cols, E, rows, true);
+            K.gemm(transposed, g.bq, packs.q_panels.block(b, h, qb), dk_acc, g.ld_e, cols, E, rows, true);
           });
       const int64_t row0 = (bk * p.heads_kv + hk) * p.kv_len + kv0;
       K.store_rows(dk_acc, g.ld_e, cols, E, nullptr, p.dtype, static_cast<char*>(dk) + row0 * E * static_cast<int64_t>(g.item), E, 1);
@@ -382,12 +406,11 @@ void key_value_grads(const FlexProblem& p, const T* lse, const T* delta, const v
 // dQ (and captured-tensor gradients): one task per query block. Captured-tensor gradients
 // go to a fixed number of chunk buffers summed in chunk order, so they are deterministic.
 template <typename T>
-void query_grads(const FlexProblem& p, const T* lse, const T* delta, const void* grad_out, void* dq, int num_params,
-                 const int64_t* param_sizes, double* const* param_grads) {
+void query_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const T* lse, const T* delta, void* dq,
+                 int num_params, const int64_t* param_sizes, double* const* param_grads) {
   const Layout<T> g(p);
   const auto& K = g.k;
-  const int64_t E = p.head_dim, Ev = p.value_dim, tasks = p.batch * p.heads_q * g.q_blocks;
-  Operand dO{grad_out, p.heads_q * p.q_len * Ev, p.q_len * Ev, Ev, 1};
+  const int64_t E = p.head_dim, tasks = p.batch * p.heads_q * g.q_blocks;
   constexpr int64_t kParamChunks = 64;
   const int64_t grain = num_params > 0 ? std::max<int64_t>(1, ceil_div(tasks, kParamChunks)) : 1;
   const int64_t chunks = num_chunks(0, tasks, grain);
@@ -403,31 +426,20 @@ void query_grads(const FlexProblem& p, const T* lse, const T* delta, const void*
       base += param_sizes[i];
     }
     bool chunk_overflow = false;
-    T* q = scratch<T>(kQ, g.bq * E);
-    T* dout = scratch<T>(kOut, g.bq * Ev);
-    T* key_t = scratch<T>(kKeyT, g.ld_s * E);
-    T* value_t = scratch<T>(kValueT, g.ld_s * Ev);
-    T* key_panels = scratch<T>(kKeyPanels, g.ld_e * g.bkv);
     T* dq_acc = scratch<T>(kAccA, g.bq * g.ld_e);
     TileGrad<T> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
                    scratch<T>(kDmod, g.bq * g.ld_s), scratch<T>(kRaw, g.bq * g.ld_s), &chunk_overflow};
-    const T scale = static_cast<T>(p.scale);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
-      K.pack_rows(p.dtype, at(p.q, b, h, q0, g.item), p.q.stride_row, p.q.stride_col, rows, E, scale, q, E);
-      K.pack_rows(p.dtype, at(dO, b, h, q0, g.item), Ev, 1, rows, Ev, T(1), dout, Ev);
       std::fill(dq_acc, dq_acc + rows * g.ld_e, T(0));
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
-        const char* k_src = at(p.k, b, hk, kv0, g.item);
-        K.pack_panels(p.dtype, k_src, p.k.stride_col, p.k.stride_row, E, cols, T(1), key_t);
-        K.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_col, p.v.stride_row, Ev, cols, T(1), value_t);
-        K.pack_panels(p.dtype, k_src, p.k.stride_row, p.k.stride_col, cols, E, scale, key_panels);
-        tg.run(b, h, q0, kv0, rows, cols, partial, q, dout, key_t, value_t,
+        tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
+               packs.key_t.block(b, hk, kvb), packs.value_t.block(b, hk, kvb),
                num_params > 0 ? chunk_params.data() : nullptr);
-        K.gemm(tg.grad, g.ld_s, key_panels, dq_acc, g.ld_e, rows, E, cols, true);
+        K.gemm(tg.grad, g.ld_s, packs.key_panels.block(b, hk, kvb), dq_acc, g.ld_e, rows, E, cols, true);
       });
       char* dq_rows = static_cast<char*>(dq) + ((b * p.heads_q + h) * p.q_len + q0) * E * static_cast<int64_t>(g.item);
       K.store_rows(dq_acc, g.ld_e, rows, E, nullptr, p.dtype, dq_rows, E, 1);
@@ -447,9 +459,11 @@ template <typename T>
 void backward_impl(const FlexProblem& p, const void* out, const void* lse, const void* grad_out, void* dq, void* dk,
                    void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads) {
   const std::vector<T> delta = output_dot<T>(p, out, grad_out);
-  const int64_t kv_batch = p.k.stride_b == 0 && p.batch > 1 ? 1 : p.batch;
-  key_value_grads<T>(p, static_cast<const T*>(lse), delta.data(), grad_out, dk, dv, kv_batch);
-  query_grads<T>(p, static_cast<const T*>(lse), delta.data(), grad_out, dq, num_params, param_sizes, param_grads);
+  const Layout<T> g(p);
+  const int64_t Ev = p.value_dim;
+  const BackwardPacks<T> packs(p, g, Operand{grad_out, p.heads_q * p.q_len * Ev, p.q_len * Ev, Ev, 1});
+  key_value_grads<T>(p, packs, static_cast<const T*>(lse), delta.data(), dk, dv, kv_batch_of(p));
+  query_grads<T>(p, packs, static_cast<const T*>(lse), delta.data(), dq, num_params, param_sizes, param_grads);
 }
 
 }  // namespace
