@@ -114,11 +114,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (b.dim() == 1) out = out.squeeze(-1);
     return out;
   }
-  // [..., m, k] @ [k, n]: fold the batch into rows, one GEMM.
+  // [..., m, k] @ [k, n]: fold the batch into rows, one GEMM. The row count is spelled out
+  // because reshape cannot infer -1 when k == 0.
   if (b.dim() == 2 && a.dim() > 2) {
     std::vector<int64_t> out_shape(a.sizes().begin(), a.sizes().end() - 1);
+    int64_t rows = 1;
+    for (int64_t s : out_shape) rows *= s;
     out_shape.push_back(b.size(1));
-    return mm(a.reshape({-1, k_a}), b).view(out_shape);
+    return mm(a.reshape({rows, k_a}), b).view(out_shape);
   }
   Tensor A = a.dim() == 1 ? a.unsqueeze(0) : a;
   Tensor B = b.dim() == 1 ? b.unsqueeze(1) : b;
@@ -158,6 +161,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  EMBER_CHECK(self.scalar_type() == mat1.scalar_type(), "addmm", "expected self to have the dtype of mat1 (",
+              dtype_name(mat1.scalar_type()), "), got ", dtype_name(self.scalar_type()));
   Tensor product = mm(mat1, mat2);
   EMBER_CHECK(ops::broadcast_shapes(self.sizes(), product.sizes(), "addmm") == product.sizes(), "addmm", "self of shape ",
               self.sizes(), " cannot be broadcast to the product shape ", product.sizes());
