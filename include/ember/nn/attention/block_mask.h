@@ -145,7 +145,8 @@ class BlockMask {
   detail::TileStates tile_states() const;
   // The state of one block (h and b as stored: 0 when broadcast).
   TileState state(int64_t b, int64_t h, int64_t q_block, int64_t kv_block) const;
-  // block_mask[b], block_mask[b, h], block_mask[b, h, q_blocks begin:end] (keeps dims).
+  // block_mask[b], block_mask[b, h], block_mask[b, h, q_blocks begin:end] (keeps dims). The
+  // mask_mod is kept as is: it sees indices relative to the call the result is used in.
   BlockMask index(int64_t b, std::optional<int64_t> h = std::nullopt,
                   std::optional<std::pair<int64_t, int64_t>> q_blocks = std::nullopt) const;
   // The same mask for new sequence lengths, cutting (or, with a mask_mod, re-evaluating)
