@@ -57,7 +57,7 @@ class Tensor {
 
   // ---- autograd ------------------------------------------------------------------
   bool requires_grad() const;
-  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& requires_grad_(bool requires_grad = true) const;
   const Tensor& grad() const;
   Tensor& mutable_grad();
   void set_grad(const Tensor& grad);
@@ -68,7 +68,7 @@ class Tensor {
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   Tensor detach() const;
-  Tensor& detach_();
+  Tensor& detach_() const;
   uint64_t _version() const;
 
   // ---- views (share storage) ----------------------------------------------------------
@@ -105,12 +105,12 @@ class Tensor {
   Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
   Tensor to(const TensorOptions& options) const { return to(options.dtype()); }
   Tensor toType(ScalarType dtype) const { return to(dtype); }
-  Tensor& copy_(const Tensor& src, bool non_blocking = false);
-  Tensor& fill_(const Scalar& value);
-  Tensor& zero_();
-  Tensor& normal_(double mean = 0, double std = 1);
-  Tensor& uniform_(double from = 0, double to = 1);
-  Tensor& bernoulli_(double p = 0.5);
+  Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
+  Tensor& fill_(const Scalar& value) const;
+  Tensor& zero_() const;
+  Tensor& normal_(double mean = 0, double std = 1) const;
+  Tensor& uniform_(double from = 0, double to = 1) const;
+  Tensor& bernoulli_(double p = 0.5) const;
 
   // ---- elementwise ----------------------------------------------------------------
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
@@ -126,17 +126,17 @@ class Tensor {
   Tensor atan2(const Tensor& other) const;
   Tensor maximum(const Tensor& other) const;
   Tensor minimum(const Tensor& other) const;
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
-  Tensor& mul_(const Tensor& other);
-  Tensor& mul_(const Scalar& other);
-  Tensor& div_(const Tensor& other);
-  Tensor& div_(const Scalar& other);
-  Tensor& pow_(const Tensor& exponent);
-  Tensor& pow_(const Scalar& exponent);
-  Tensor& atan2_(const Tensor& other);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& mul_(const Tensor& other) const;
+  Tensor& mul_(const Scalar& other) const;
+  Tensor& div_(const Tensor& other) const;
+  Tensor& div_(const Scalar& other) const;
+  Tensor& pow_(const Tensor& exponent) const;
+  Tensor& pow_(const Scalar& exponent) const;
+  Tensor& atan2_(const Tensor& other) const;
 
   Tensor exp() const;
   Tensor log() const;
@@ -156,16 +156,16 @@ class Tensor {
   Tensor square() const { return mul(*this); }
   Tensor sign() const;
   Tensor reciprocal() const;
-  Tensor& exp_();
-  Tensor& log_();
-  Tensor& sqrt_();
-  Tensor& neg_();
-  Tensor& abs_();
-  Tensor& tanh_();
-  Tensor& sigmoid_();
-  Tensor& relu_();
+  Tensor& exp_() const;
+  Tensor& log_() const;
+  Tensor& sqrt_() const;
+  Tensor& neg_() const;
+  Tensor& abs_() const;
+  Tensor& tanh_() const;
+  Tensor& sigmoid_() const;
+  Tensor& relu_() const;
   Tensor clamp(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt) const;
-  Tensor& clamp_(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt);
+  Tensor& clamp_(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt) const;
   Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
   Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
 
@@ -190,7 +190,7 @@ class Tensor {
   Tensor isfinite() const;
   Tensor where(const Tensor& condition, const Tensor& other) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
 
   // ---- reductions -------------------------------------------------------------------
   Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
@@ -237,10 +237,10 @@ class Tensor {
   Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
 
   // ---- linear algebra -----------------------------------------------------------------
   Tensor matmul(const Tensor& other) const;

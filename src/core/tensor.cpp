@@ -176,14 +176,14 @@ bool Tensor::requires_grad() const {
   return impl_->autograd && impl_->autograd->requires_grad;
 }
 
-Tensor& Tensor::requires_grad_(bool requires_grad) {
+Tensor& Tensor::requires_grad_(bool requires_grad) const {
   check_defined(*this, "requires_grad_");
   EMBER_CHECK(is_leaf() || requires_grad, "requires_grad_",
               "you can only change requires_grad flags of leaf variables");
   EMBER_CHECK(!requires_grad || is_floating_point(), "requires_grad_",
               "only tensors of floating point dtype can require gradients, got ", dtype_name(scalar_type()));
   impl_->autograd_meta().requires_grad = requires_grad;
-  return *this;
+  return const_cast<Tensor&>(*this);  // a handle: const like libtorch, data mutable
 }
 
 const Tensor& Tensor::grad() const {
@@ -235,13 +235,13 @@ Tensor Tensor::detach() const {
   return out;
 }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   check_defined(*this, "detach_");
   if (impl_->autograd) {
     impl_->autograd->grad_fn = nullptr;
     impl_->autograd->requires_grad = false;
   }
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 uint64_t Tensor::_version() const { return storage().version(); }

@@ -32,7 +32,7 @@ Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
   return out;
 }
 
-Tensor& Tensor::copy_(const Tensor& src, bool) {
+Tensor& Tensor::copy_(const Tensor& src, bool) const {
   EMBER_CHECK(defined() && src.defined(), "copy_", "called with an undefined tensor");
   auto shape = ops::broadcast_shapes(sizes(), src.sizes(), "copy_");
   EMBER_CHECK(shape == sizes(), "copy_", "source of shape ", src.sizes(), " cannot be broadcast to ", sizes());
@@ -52,18 +52,18 @@ Tensor& Tensor::copy_(const Tensor& src, bool) {
   } else if (requires_grad() && !is_leaf()) {
     detach_();  // the old history no longer influences the values
   }
-  return *this;
+  return const_cast<Tensor&>(*this);  // a handle: const like libtorch, data mutable
 }
 
-Tensor& Tensor::fill_(const Scalar& value) {
+Tensor& Tensor::fill_(const Scalar& value) const {
   EMBER_CHECK(defined(), "fill_", "called on an undefined tensor");
   autograd::check_inplace(*this, "fill_");
   ops::copy_into(*this, ops::scalar_to_tensor(value, scalar_type()));
   storage().bump_version();
   if (requires_grad() && !is_leaf()) detach_();
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::zero_() { return fill_(0); }
+Tensor& Tensor::zero_() const { return fill_(0); }
 
 }  // namespace ember

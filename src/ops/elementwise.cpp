@@ -137,7 +137,7 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& al
   return binary_op(op, a, ops::scalar_to_tensor(b, dtype), alpha);
 }
 
-Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other, const Scalar& alpha = 1) {
+Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& other, const Scalar& alpha = 1) {
   const char* name = binary_name(op);
   return ops::inplace(
       self, name, {other}, [&](const Tensor& a) { return binary_op(op, a, other, alpha); },
@@ -160,7 +160,7 @@ Tensor& binary_inplace(BinaryOp op, Tensor& self, const Tensor& other, const Sca
       });
 }
 
-Tensor& binary_inplace(BinaryOp op, Tensor& self, const Scalar& other, const Scalar& alpha = 1) {
+Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Scalar& other, const Scalar& alpha = 1) {
   ScalarType dtype = compute_dtype(op, ops::result_type(self, other));
   return binary_inplace(op, self, ops::scalar_to_tensor(other, dtype), alpha);
 }
@@ -278,7 +278,7 @@ Tensor unary_op(UnaryOp op, const Tensor& x, const cpu::ElementwiseParams& param
   return out;
 }
 
-Tensor& unary_inplace(UnaryOp op, Tensor& self, const cpu::ElementwiseParams& params = {}) {
+Tensor& unary_inplace(UnaryOp op, const Tensor& self, const cpu::ElementwiseParams& params = {}) {
   const char* name = unary_name(op);
   return ops::inplace(
       self, name, {}, [&](const Tensor& a) { return unary_op(op, a, params); },
@@ -371,17 +371,17 @@ Tensor Tensor::atan2(const Tensor& o) const { return binary_op(BinaryOp::Atan2, 
 Tensor Tensor::maximum(const Tensor& o) const { return binary_op(BinaryOp::Maximum, *this, o); }
 Tensor Tensor::minimum(const Tensor& o) const { return binary_op(BinaryOp::Minimum, *this, o); }
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
-Tensor& Tensor::mul_(const Tensor& o) { return binary_inplace(BinaryOp::Mul, *this, o); }
-Tensor& Tensor::mul_(const Scalar& o) { return binary_inplace(BinaryOp::Mul, *this, o); }
-Tensor& Tensor::div_(const Tensor& o) { return binary_inplace(BinaryOp::Div, *this, o); }
-Tensor& Tensor::div_(const Scalar& o) { return binary_inplace(BinaryOp::Div, *this, o); }
-Tensor& Tensor::pow_(const Tensor& e) { return binary_inplace(BinaryOp::Pow, *this, e); }
-Tensor& Tensor::pow_(const Scalar& e) { return binary_inplace(BinaryOp::Pow, *this, e); }
-Tensor& Tensor::atan2_(const Tensor& o) { return binary_inplace(BinaryOp::Atan2, *this, o); }
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
+Tensor& Tensor::mul_(const Tensor& o) const { return binary_inplace(BinaryOp::Mul, *this, o); }
+Tensor& Tensor::mul_(const Scalar& o) const { return binary_inplace(BinaryOp::Mul, *this, o); }
+Tensor& Tensor::div_(const Tensor& o) const { return binary_inplace(BinaryOp::Div, *this, o); }
+Tensor& Tensor::div_(const Scalar& o) const { return binary_inplace(BinaryOp::Div, *this, o); }
+Tensor& Tensor::pow_(const Tensor& e) const { return binary_inplace(BinaryOp::Pow, *this, e); }
+Tensor& Tensor::pow_(const Scalar& e) const { return binary_inplace(BinaryOp::Pow, *this, e); }
+Tensor& Tensor::atan2_(const Tensor& o) const { return binary_inplace(BinaryOp::Atan2, *this, o); }
 
 Tensor Tensor::exp() const { return unary_op(UnaryOp::Exp, *this); }
 Tensor Tensor::log() const { return unary_op(UnaryOp::Log, *this); }
@@ -400,19 +400,19 @@ Tensor Tensor::relu() const { return unary_op(UnaryOp::Relu, *this); }
 Tensor Tensor::erf() const { return unary_op(UnaryOp::Erf, *this); }
 Tensor Tensor::sign() const { return unary_op(UnaryOp::Sign, *this); }
 Tensor Tensor::reciprocal() const { return unary_op(UnaryOp::Reciprocal, *this); }
-Tensor& Tensor::exp_() { return unary_inplace(UnaryOp::Exp, *this); }
-Tensor& Tensor::log_() { return unary_inplace(UnaryOp::Log, *this); }
-Tensor& Tensor::sqrt_() { return unary_inplace(UnaryOp::Sqrt, *this); }
-Tensor& Tensor::neg_() { return unary_inplace(UnaryOp::Neg, *this); }
-Tensor& Tensor::abs_() { return unary_inplace(UnaryOp::Abs, *this); }
-Tensor& Tensor::tanh_() { return unary_inplace(UnaryOp::Tanh, *this); }
-Tensor& Tensor::sigmoid_() { return unary_inplace(UnaryOp::Sigmoid, *this); }
-Tensor& Tensor::relu_() { return unary_inplace(UnaryOp::Relu, *this); }
+Tensor& Tensor::exp_() const { return unary_inplace(UnaryOp::Exp, *this); }
+Tensor& Tensor::log_() const { return unary_inplace(UnaryOp::Log, *this); }
+Tensor& Tensor::sqrt_() const { return unary_inplace(UnaryOp::Sqrt, *this); }
+Tensor& Tensor::neg_() const { return unary_inplace(UnaryOp::Neg, *this); }
+Tensor& Tensor::abs_() const { return unary_inplace(UnaryOp::Abs, *this); }
+Tensor& Tensor::tanh_() const { return unary_inplace(UnaryOp::Tanh, *this); }
+Tensor& Tensor::sigmoid_() const { return unary_inplace(UnaryOp::Sigmoid, *this); }
+Tensor& Tensor::relu_() const { return unary_inplace(UnaryOp::Relu, *this); }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   cpu::ElementwiseParams params = clamp_params(min, max);
   return unary_op(UnaryOp::Clamp, to(clamp_dtype(*this, min, max)), params);
 }
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
   cpu::ElementwiseParams params = clamp_params(min, max);
   const ScalarType dtype = clamp_dtype(*this, min, max);
   EMBER_CHECK(dtype == scalar_type(), "clamp_", "result type ", dtype_name(dtype),
@@ -449,8 +449,8 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
   return ember::where(mask, ops::scalar_to_tensor(value, scalar_type()), *this);
 }
 
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
-  Tensor& self = *this;
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
+  const Tensor& self = *this;
   return ops::inplace(
       self, "masked_fill_", {mask}, [&](const Tensor& a) { return a.masked_fill(mask, value); },
       [&] { ops::copy_into(self, self.masked_fill(mask, value)); });

@@ -208,17 +208,17 @@ Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) 
   return scatter_op(*this, dim, index, src, ScatterMode::Add, "scatter_add");
 }
 
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const {
   return ops::inplace(
       *this, "scatter_", {index, src}, [&](const Tensor& a) { return a.scatter(dim, index, src); },
       [&] { scatter_into(*this, dim, index, src, ScatterMode::Assign, "scatter"); });
 }
 
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) const {
   return scatter_(dim, index, scalar_source(*this, index, value));
 }
 
-Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
   return ops::inplace(
       *this, "scatter_add_", {index, src}, [&](const Tensor& a) { return a.scatter_add(dim, index, src); },
       [&] { scatter_into(*this, dim, index, src, ScatterMode::Add, "scatter_add"); });
@@ -270,7 +270,7 @@ Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source,
   return out;
 }
 
-Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) const {
   return ops::inplace(
       *this, "index_add_", {index, source}, [&](const Tensor& a) { return a.index_add(dim, index, source, alpha); },
       [&] {

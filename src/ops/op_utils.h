@@ -40,7 +40,7 @@ void copy_into(const Tensor& dst, const Tensor& src);
 // writes it into `self`, which takes over the result's history; otherwise runs `direct`.
 // Either way bumps self's version.
 template <typename OutOfPlace, typename Direct>
-Tensor& inplace(Tensor& self, const char* op, const std::vector<Tensor>& others, OutOfPlace out_of_place,
+Tensor& inplace(const Tensor& self, const char* op, const std::vector<Tensor>& others, OutOfPlace out_of_place,
                 Direct direct) {
   autograd::check_inplace(self, op, others);
   std::vector<Tensor> all = others;
@@ -59,7 +59,7 @@ Tensor& inplace(Tensor& self, const char* op, const std::vector<Tensor>& others,
     direct();
     self.storage().bump_version();
   }
-  return self;
+  return const_cast<Tensor&>(self);  // tensors are handles: in-place methods are const, as in libtorch
 }
 
 }  // namespace ember::ops

@@ -19,7 +19,7 @@ std::pair<uint64_t, uint64_t> reserve(int64_t n) {
 
 // Generates into a fresh contiguous tensor of t's shape and dtype, then copies into t.
 template <typename F>
-Tensor& generate_into(Tensor& t, const char* op, F fill) {
+Tensor& generate_into(const Tensor& t, const char* op, F fill) {
   autograd::check_inplace(t, op);
   if (t.is_contiguous()) {
     fill(t);
@@ -29,11 +29,11 @@ Tensor& generate_into(Tensor& t, const char* op, F fill) {
     ops::copy_into(t, tmp);
   }
   t.storage().bump_version();
-  return t;
+  return const_cast<Tensor&>(t);  // tensors are handles: in-place methods are const, as in libtorch
 }
 
-Tensor& random_(Tensor& t, const char* op, cpu::Distribution dist, double a, double b) {
-  return generate_into(t, op, [&](Tensor& out) {
+Tensor& random_(const Tensor& t, const char* op, cpu::Distribution dist, double a, double b) {
+  return generate_into(t, op, [&](const Tensor& out) {
     auto [seed, offset] = reserve(out.numel());
     cpu::fill_random(out.scalar_type(), out.data_ptr(), out.numel(), seed, offset, dist, a, b);
   });
@@ -51,17 +51,17 @@ void manual_seed(uint64_t seed) {
   default_generator().manual_seed(seed);
 }
 
-Tensor& Tensor::uniform_(double from, double to) {
+Tensor& Tensor::uniform_(double from, double to) const {
   EMBER_CHECK(from <= to, "uniform_", "expects from <= to, but got from=", from, " > to=", to);
   return random_(*this, "uniform_", cpu::Distribution::Uniform, from, to);
 }
 
-Tensor& Tensor::normal_(double mean, double std) {
+Tensor& Tensor::normal_(double mean, double std) const {
   EMBER_CHECK(std >= 0, "normal_", "expects std >= 0.0, but found std ", std);
   return random_(*this, "normal_", cpu::Distribution::Normal, mean, std);
 }
 
-Tensor& Tensor::bernoulli_(double p) {
+Tensor& Tensor::bernoulli_(double p) const {
   EMBER_CHECK(p >= 0 && p <= 1, "bernoulli_", "expects 0 <= p <= 1, but got p=", p);
   return random_(*this, "bernoulli_", cpu::Distribution::Bernoulli, p, 0);
 }
