@@ -68,18 +68,23 @@ Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   return cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
 }
 
-// Causal document mask (optionally a sliding window) [B, 1, T, T] from doc_ids [B, T].
-Tensor attention_mask(const Tensor& doc_ids, int64_t T, int64_t window) {
-  Tensor pos = arange(T, kInt64);
-  Tensor q = pos.unsqueeze(1), k = pos.unsqueeze(0);
-  Tensor allowed = q >= k;
-  if (window > 0) allowed = allowed.logical_and((q - k) < window);
-  if (doc_ids.defined()) allowed = allowed.unsqueeze(0).logical_and(doc_ids.unsqueeze(2) == doc_ids.unsqueeze(1));
-  else allowed = allowed.unsqueeze(0);
-  return allowed.unsqueeze(1);
-}
-
 }  // namespace
+
+nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, int64_t seq_len, int64_t window) {
+  auto ids = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(batch * seq_len), 0);
+  if (doc_ids.defined()) {
+    EMBER_CHECK(doc_ids.sizes() == std::vector<int64_t>({batch, seq_len}), "GPT", "doc_ids shape ", doc_ids.sizes(),
+                " does not match tokens [", batch, ", ", seq_len, "]");
+    Tensor flat = doc_ids.to(kInt32).contiguous();
+    std::copy(flat.data_ptr<int32_t>(), flat.data_ptr<int32_t>() + flat.numel(), ids->begin());
+  }
+  const int32_t T = static_cast<int32_t>(seq_len), W = static_cast<int32_t>(window);
+  auto mask = [ids, T, W](auto b, auto, auto q, auto kv) {
+    const int32_t* row = ids->data() + static_cast<int64_t>(b) * T;
+    return q >= kv && (W == 0 || q - kv < W) && row[q] == row[kv];
+  };
+  return nn::attention::create_block_mask(mask, batch, 1, seq_len, seq_len, nn::attention::BlockSize(64));
+}
 
 AttentionImpl::AttentionImpl(const GPTConfig& c) : config(c) {
   const int64_t hd = c.head_dim();
@@ -89,19 +94,15 @@ AttentionImpl::AttentionImpl(const GPTConfig& c) : config(c) {
   wo = register_module("wo", nn::Linear(nn::LinearOptions(c.n_heads * hd, c.dim).bias(false)));
 }
 
-Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& doc_ids) {
+Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
+                              const nn::attention::BlockMask& mask) {
   const int64_t B = x.size(0), T = x.size(1), hd = config.head_dim();
   const int64_t Hq = config.n_heads, Hkv = config.n_kv_heads;
   Tensor cos = rope_cos.narrow(0, 0, T), sin = rope_sin.narrow(0, 0, T);
   Tensor q = apply_rope(wq->forward(x).view({B, T, Hq, hd}).transpose(1, 2), cos, sin);
   Tensor k = apply_rope(wk->forward(x).view({B, T, Hkv, hd}).transpose(1, 2), cos, sin);
   Tensor v = wv->forward(x).view({B, T, Hkv, hd}).transpose(1, 2);
-  // Grouped-query attention: each kv head serves Hq / Hkv query heads.
-  k = k.unsqueeze(2).expand({B, Hkv, Hq / Hkv, T, hd}).reshape({B, Hq, T, hd});
-  v = v.unsqueeze(2).expand({B, Hkv, Hq / Hkv, T, hd}).reshape({B, Hq, T, hd});
-  Tensor scores = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
-  scores = scores.masked_fill(attention_mask(doc_ids, T, config.window).logical_not(), -INFINITY);
-  Tensor out = scores.softmax(-1).matmul(v);
+  Tensor out = nn::attention::flex_attention(q, k, v, mask, nn::attention::FlexAttentionOptions().set_enable_gqa(true));
   return wo->forward(out.transpose(1, 2).reshape({B, T, Hq * hd}));
 }
 
@@ -121,8 +122,8 @@ TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
 }
 
 Tensor TransformerBlockImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
-                                     const Tensor& doc_ids) {
-  Tensor h = x + attention->forward(attention_norm->forward(x), rope_cos, rope_sin, doc_ids);
+                                     const nn::attention::BlockMask& mask) {
+  Tensor h = x + attention->forward(attention_norm->forward(x), rope_cos, rope_sin, mask);
   return h + feed_forward->forward(ffn_norm->forward(h));
 }
 
@@ -150,7 +151,8 @@ Tensor GPTImpl::hidden(const Tensor& tokens, const Tensor& doc_ids) {
               " exceeds max_seq_len ", config.max_seq_len);
   Tensor x = tok_embeddings->forward(tokens);
   Tensor cos = rope_cos.to(x.scalar_type()), sin = rope_sin.to(x.scalar_type());
-  for (size_t i = 0; i < layers->size(); ++i) x = layers->at<TransformerBlockImpl>(i).forward(x, cos, sin, doc_ids);
+  const nn::attention::BlockMask mask = batch_block_mask(doc_ids, tokens.size(0), tokens.size(1), config.window);
+  for (size_t i = 0; i < layers->size(); ++i) x = layers->at<TransformerBlockImpl>(i).forward(x, cos, sin, mask);
   return norm->forward(x);
 }
 
@@ -159,12 +161,11 @@ Tensor GPTImpl::forward(const Tensor& tokens, const Tensor& doc_ids) {
 }
 
 Tensor GPTImpl::loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options) {
-  Tensor logits = forward(tokens, doc_ids).reshape({-1, config.vocab_size}).to(kFloat32);
-  Tensor flat_targets = targets.reshape({-1});
-  Tensor loss = F::cross_entropy(logits, flat_targets,
-                                 nn::CrossEntropyFuncOptions().label_smoothing(options.label_smoothing));
-  if (options.z_loss > 0) loss = loss + logits.logsumexp({1}).square().mean() * options.z_loss;
-  return loss;
+  Tensor h = hidden(tokens, doc_ids);
+  return F::linear_cross_entropy(h.reshape({-1, config.dim}), tok_embeddings->weight, targets.reshape({-1}),
+                                 nn::LinearCrossEntropyFuncOptions()
+                                     .label_smoothing(options.label_smoothing)
+                                     .z_loss(options.z_loss));
 }
 
 }  // namespace ember::models

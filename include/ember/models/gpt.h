@@ -28,11 +28,16 @@ struct GPTConfig {
   bool operator==(const GPTConfig& other) const { return to_json() == other.to_json(); }
 };
 
-// x: [B, T, dim]; q [B, Hq, T, hd], k/v [B, Hkv, T, hd]; doc_ids [B, T] (int32).
+// The causal document mask of a batch (optionally a sliding window): position q of row b
+// sees key kv when kv <= q, (q - kv) < window if set, and both are in the same document.
+// doc_ids [B, T] (int32); undefined means one document per row.
+nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, int64_t seq_len, int64_t window);
+
+// x: [B, T, dim]; q [B, Hq, T, hd], k/v [B, Hkv, T, hd] through flex_attention with GQA.
 class AttentionImpl : public nn::Module {
  public:
   explicit AttentionImpl(const GPTConfig& config);
-  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& doc_ids);
+  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask);
 
   GPTConfig config;
   nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
@@ -51,7 +56,7 @@ EMBER_MODULE(FeedForward);
 class TransformerBlockImpl : public nn::Module {
  public:
   explicit TransformerBlockImpl(const GPTConfig& config);
-  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& doc_ids);
+  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask);
 
   Attention attention{nullptr};
   FeedForward feed_forward{nullptr};
@@ -72,7 +77,8 @@ class GPTImpl : public nn::Module {
   Tensor hidden(const Tensor& tokens, const Tensor& doc_ids);
   // tokens [B, T] -> logits [B, T, vocab].
   Tensor forward(const Tensor& tokens, const Tensor& doc_ids = {});
-  // Mean cross-entropy (nats per token) of predicting targets [B, T].
+  // Mean cross-entropy (nats per token) of predicting targets [B, T], through the fused
+  // LinearCrossEntropy with the LM head tied to the embedding (no [tokens, vocab] logits).
   Tensor loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options = {});
 
   GPTConfig config;
