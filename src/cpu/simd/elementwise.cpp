@@ -5,6 +5,7 @@
 
 #include "cpu/elementwise_ops.h"
 #include "cpu/simd/simd_common.h"
+#include "cpu/softmax.h"
 
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
@@ -183,6 +184,10 @@ void unary_kernel(char** data, const int64_t* s, int64_t n, const void* params) 
   constexpr int64_t e = sizeof(T);
   T* out = reinterpret_cast<T*>(data[0]);
   const T* in = reinterpret_cast<const T*>(data[1]);
+  if constexpr (op == UnaryOp::Exp && std::is_same_v<T, float>) {
+    // The softmax kernels' vectorized polynomial (Note [Vectorizable expf]), not libm's scalar expf.
+    if (s[0] == e && s[1] == e) return exp_f32(in, out, n);
+  }
   if (s[0] == e && s[1] == e) {
     for (int64_t i = 0; i < n; ++i) store(out + i, f(load(in + i)));
   } else {
