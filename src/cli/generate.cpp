@@ -72,10 +72,10 @@ int run_generate(const std::vector<std::string>& argv) {
   if (count < 0) throw UsageError{"--tokens must be >= 0"};
   if (top_p <= 0 || top_p > 1) throw UsageError{"--top-p must be in (0, 1]"};
 
-  CheckpointInfo info = read_checkpoint_info(path);
+  RunInfo info = read_run_info(path);
   auto tokenizer = data::make_tokenizer(info.tokenizer_kind, info.tokenizer_state);
   models::GPT model(info.config);
-  load_checkpoint(path, *model, nullptr);
+  io::load_checkpoint_weights(path, *model);
   model->eval();
   NoGradGuard guard;
 

@@ -7,8 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ember/io/safetensors.h"
-#include "ember/random.h"
 
 namespace ember::cli {
 
@@ -55,68 +53,25 @@ void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& tra
   std::ofstream(path) << svg.str();
 }
 
-void save_checkpoint(const std::string& path, models::GPTImpl& model, const optim::Optimizer* optimizer,
-                     const CheckpointInfo& info) {
-  io::TensorList tensors;
-  for (const auto& item : model.state_dict()) tensors.emplace_back("model." + item.key(), item.value());
-  nlohmann::json state = {{"step", info.step},
-                          {"tokenizer_kind", info.tokenizer_kind},
-                          {"tokenizer_state", info.tokenizer_state},
-                          {"train", nlohmann::json::parse(info.train_json.empty() ? "{}" : info.train_json)}};
-  if (optimizer) {
-    optim::OptimizerStateDict optimizer_state = optimizer->state_dict();
-    for (const auto& [key, t] : optimizer_state.tensors) tensors.emplace_back("optim." + key, t);
-    state["optim_scalars"] = optimizer_state.scalars;
-    GeneratorState rng = default_generator().get_state();
-    state["rng_seed"] = rng.seed;
-    state["rng_offset"] = rng.offset;
-  }
-  io::save_safetensors(path, tensors, {{"config", info.config.to_json()}, {"state", state.dump()}});
+io::Metadata run_metadata(const RunInfo& info) {
+  nlohmann::json run = {{"tokenizer_kind", info.tokenizer_kind},
+                        {"tokenizer_state", info.tokenizer_state},
+                        {"train", nlohmann::json::parse(info.train_json.empty() ? "{}" : info.train_json)}};
+  return {{"config", info.config.to_json()}, {"run", run.dump()}};
 }
 
-namespace {
-
-nlohmann::json checkpoint_state(const io::Metadata& metadata, const std::string& path) {
-  auto it = metadata.find("state");
-  EMBER_CHECK(it != metadata.end() && metadata.count("config"), "checkpoint", "'", path,
-              "' is not an ember training checkpoint (no config/state metadata)");
-  try {
-    return nlohmann::json::parse(it->second);
-  } catch (const nlohmann::json::exception& e) {
-    EMBER_FAIL("checkpoint", "'", path, "' has corrupt state metadata: ", e.what());
-  }
-}
-
-}  // namespace
-
-CheckpointInfo read_checkpoint_info(const std::string& path) {
-  io::SafeOpen file(path);
-  nlohmann::json state = checkpoint_state(file.metadata(), path);
-  CheckpointInfo info;
-  info.config = models::GPTConfig::from_json(file.metadata().at("config"));
-  info.step = state.value("step", int64_t{0});
-  info.tokenizer_kind = state.value("tokenizer_kind", std::string("byte"));
-  info.tokenizer_state = state.value("tokenizer_state", std::string());
-  info.train_json = state.contains("train") ? state["train"].dump() : "{}";
+RunInfo read_run_info(const std::string& checkpoint_path) {
+  io::Metadata metadata = io::checkpoint_extra_metadata(checkpoint_path);
+  EMBER_CHECK(metadata.count("config") && metadata.count("run"), "checkpoint", "'", checkpoint_path,
+              "' is not an ember train checkpoint (no config/run metadata)");
+  nlohmann::json run = nlohmann::json::parse(metadata.at("run"), nullptr, false);
+  EMBER_CHECK(run.is_object(), "checkpoint", "'", checkpoint_path, "' has corrupt run metadata");
+  RunInfo info;
+  info.config = models::GPTConfig::from_json(metadata.at("config"));
+  info.tokenizer_kind = run.value("tokenizer_kind", std::string("byte"));
+  info.tokenizer_state = run.value("tokenizer_state", std::string());
+  info.train_json = run.contains("train") ? run["train"].dump() : "{}";
   return info;
-}
-
-void load_checkpoint(const std::string& path, models::GPTImpl& model, optim::Optimizer* optimizer) {
-  io::LoadedTensors loaded = io::load_safetensors(path);
-  nlohmann::json state = checkpoint_state(loaded.metadata, path);
-  OrderedDict<std::string, Tensor> model_state;
-  optim::OptimizerStateDict optimizer_state;
-  for (const auto& [name, t] : loaded.tensors) {
-    if (name.rfind("model.", 0) == 0) model_state.insert(name.substr(6), t);
-    else if (name.rfind("optim.", 0) == 0) optimizer_state.tensors[name.substr(6)] = t.clone();
-  }
-  model.load_state_dict(model_state, /*strict=*/true);
-  if (optimizer) {
-    EMBER_CHECK(state.contains("optim_scalars"), "checkpoint", "'", path, "' holds no optimizer state");
-    optimizer_state.scalars = state["optim_scalars"].get<std::map<std::string, double>>();
-    optimizer->load_state_dict(optimizer_state);
-    default_generator().set_state({state["rng_seed"].get<uint64_t>(), state["rng_offset"].get<uint64_t>()});
-  }
 }
 
 }  // namespace ember::cli

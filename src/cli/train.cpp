@@ -125,27 +125,33 @@ int run_train(const std::vector<std::string>& argv) {
   std::vector<std::string> documents = data::split_documents(text);
   EMBER_CHECK(documents.size() >= 2, "data", "the corpus has ", documents.size(), " document(s); need at least 2");
 
+  // Model flags override the defaults, or on --resume must agree with the checkpoint.
+  auto model_config = [&](models::GPTConfig c) {
+    c.dim = args.get_int("dim", c.dim);
+    c.n_layers = args.get_int("layers", c.n_layers);
+    c.n_heads = args.get_int("heads", c.n_heads);
+    c.n_kv_heads = args.get_int("kv-heads", c.n_kv_heads);
+    c.hidden_dim = args.get_int("hidden", c.hidden_dim);
+    c.window = args.get_int("window", c.window);
+    return c;
+  };
   models::GPTConfig config;
   std::unique_ptr<data::Tokenizer> tokenizer;
   int64_t start_step = 0;
   if (resume) {
     EMBER_CHECK(std::filesystem::exists(ckpt_path), "train", "--resume: no checkpoint at '", ckpt_path, "'");
-    CheckpointInfo info = read_checkpoint_info(ckpt_path);
+    RunInfo info = read_run_info(ckpt_path);
     config = info.config;
+    EMBER_CHECK(model_config(config) == config, "train", "--resume: the checkpoint's model is ", config.to_json(),
+                ", not the one the flags ask for");
     tokenizer = data::make_tokenizer(info.tokenizer_kind, info.tokenizer_state);
     EMBER_CHECK(nlohmann::json::parse(info.train_json) == train_settings, "train",
                 "--resume: the checkpoint was trained with different settings: ", info.train_json);
-    start_step = info.step;
   } else {
     const std::string kind = args.get("tokenizer", "byte");
     tokenizer = kind == "char" ? data::make_tokenizer("char", text) : data::make_tokenizer(kind, "");
+    config = model_config(config);
     config.vocab_size = tokenizer->vocab_size();
-    config.dim = args.get_int("dim", config.dim);
-    config.n_layers = args.get_int("layers", config.n_layers);
-    config.n_heads = args.get_int("heads", config.n_heads);
-    config.n_kv_heads = args.get_int("kv-heads", config.n_kv_heads);
-    config.hidden_dim = args.get_int("hidden", config.hidden_dim);
-    config.window = args.get_int("window", 0);
     config.max_seq_len = std::max<int64_t>(seq_len, 256);
     config.validate();
   }
@@ -162,10 +168,9 @@ int run_train(const std::vector<std::string>& argv) {
                                  optim::AdamWOptions(lr).weight_decay(args.get_double("weight-decay", 0.1))));
   groups.emplace_back(no_decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(0)));
   optim::AdamW optimizer(std::move(groups), optim::AdamWOptions(lr));
-  if (resume) load_checkpoint(ckpt_path, *model, &optimizer);
+  if (resume) start_step = io::load_checkpoint(ckpt_path, *model, optimizer);
   std::filesystem::create_directories(out_dir);
-
-  CheckpointInfo info{config, start_step, tokenizer->kind(), tokenizer->state(), train_settings.dump()};
+  const io::Metadata run_meta = run_metadata({config, tokenizer->kind(), tokenizer->state(), train_settings.dump()});
   std::ofstream metrics(out_dir + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
   std::vector<MetricPoint> train_curve, val_curve;
   if (resume) {  // keep the curves of the earlier part of the run in the plot
@@ -190,8 +195,7 @@ int run_train(const std::vector<std::string>& argv) {
     return total / static_cast<double>(eval_batches);
   };
   auto checkpoint = [&](int64_t step) {
-    info.step = step;
-    save_checkpoint(ckpt_path, *model, &optimizer, info);
+    io::save_checkpoint(ckpt_path, *model, optimizer, step, run_meta);
     write_loss_svg(out_dir + "/loss.svg", train_curve, val_curve);
   };
 

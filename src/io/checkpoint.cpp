@@ -139,6 +139,16 @@ int64_t load_checkpoint(const std::string& path, nn::Module& module, optim::Opti
   return checkpoint.step;
 }
 
+int64_t load_checkpoint_weights(const std::string& path, nn::Module& module) {
+  const Checkpoint checkpoint = read_checkpoint(path);
+  try {
+    module.load_state_dict(checkpoint.model, /*strict=*/true);
+  } catch (const Error& e) {
+    EMBER_FAIL("load_checkpoint", "'", path, "': ", e.what());
+  }
+  return checkpoint.step;
+}
+
 Metadata checkpoint_extra_metadata(const std::string& path) {
   const SafeOpen file(path);
   Metadata extra;

@@ -26,6 +26,9 @@ void save_checkpoint(const std::string& path, const nn::Module& module, const op
 // problem, leaving module, optimizer and generator unchanged.
 int64_t load_checkpoint(const std::string& path, nn::Module& module, optim::Optimizer& optimizer);
 
+// Restores only the module from a checkpoint (for inference); returns the step.
+int64_t load_checkpoint_weights(const std::string& path, nn::Module& module);
+
 // The caller's extra metadata of a checkpoint (reads the header only).
 Metadata checkpoint_extra_metadata(const std::string& path);
 

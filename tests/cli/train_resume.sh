@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ember train: a run split as 10 + 10 steps (stop, then --resume) must equal 20 straight
+# steps bit for bit; the two final checkpoints are compared byte for byte. Also checks the
+# one-line errors for bad input.
+set -euo pipefail
+ember="$1"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+printf 'the quick brown fox jumps over the lazy dog\n%%\n%.0s' {1..200} > "$work/corpus.txt"
+flags=(--data "$work/corpus.txt" --dim 32 --layers 2 --heads 2 --kv-heads 1 --hidden 64 --seq-len 32
+       --batch-size 4 --max-steps 20 --eval-every 10 --eval-batches 2 --ckpt-every 5 --threads 2)
+"$ember" train --out "$work/straight" "${flags[@]}" 2>/dev/null
+"$ember" train --out "$work/split" "${flags[@]}" --stop-at 10 2>/dev/null
+"$ember" train --out "$work/split" "${flags[@]}" --resume 2>/dev/null
+cmp "$work/straight/checkpoint.safetensors" "$work/split/checkpoint.safetensors"
+grep -q '"val_loss"' "$work/straight/metrics.jsonl"
+grep -q '<svg' "$work/straight/loss.svg"
+"$ember" generate --run "$work/straight" --tokens 5 >/dev/null
+
+expect_error() {  # expected exit status, then the command
+  local want=$1; shift
+  local err rc=0
+  err=$("$@" 2>&1 >/dev/null) || rc=$?
+  [[ $rc -eq $want && $(printf '%s\n' "$err" | wc -l) -eq 1 ]] || { echo "expected exit $want and one line from: $*; got $rc: $err"; exit 1; }
+}
+: > "$work/empty.txt"
+expect_error 1 "$ember" train --data "$work/missing.txt" --out "$work/x"
+expect_error 1 "$ember" train --data "$work/empty.txt" --out "$work/x"
+expect_error 2 "$ember" train --max-steps ten --out "$work/x"
+expect_error 1 "$ember" train --out "$work/split" "${flags[@]/--dim/--dim}" --dim 48 --resume
+expect_error 1 "$ember" generate --checkpoint "$work/corpus.txt"
+echo "train/resume: 1 passed, 0 failed"
