@@ -152,35 +152,45 @@ void narrow_rows(const float* src, int64_t ld_src, int64_t rows, int64_t cols, f
 // Rows of A handled per pass over B: what fits the registers with the accumulators below.
 constexpr int kMaxRows = kWidth == 16 ? 4 : 2;
 
-// c[Rows, n] = alpha * a[Rows, k] * b[k, n], b rows along n. Columns go in groups of 32
-// (one 64-byte line of b), each summed over p in order, as the scalar leftover columns are.
-template <typename Format, int Rows>
-void few_rows_nn(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
-                 float* c, int64_t ldc) {
-  constexpr int kVecs = static_cast<int>(32 / kWidth);
+// c[Rows, n] += a[Rows, Steps] * b[Steps, n] for Steps consecutive rows of b, each element
+// summed in p order (vector lanes and scalar leftovers alike).
+template <typename Format, int Rows, int Steps>
+void accumulate_rows(int64_t n, const float* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c, int64_t ldc) {
+  float coef[Rows][Steps];
+  Vec coef_v[Rows][Steps];
+  for (int i = 0; i < Rows; ++i)
+    for (int s = 0; s < Steps; ++s) coef_v[i][s] = vset1(coef[i][s] = a[i * lda + s]);
   int64_t j = 0;
-  for (; j + 32 <= n; j += 32) {
-    Vec acc[Rows][kVecs];
-    for (int i = 0; i < Rows; ++i)
-      for (int v = 0; v < kVecs; ++v) acc[i][v] = vzero();
-    for (int64_t p = 0; p < k; ++p) {
-      Vec bv[kVecs];
-      for (int v = 0; v < kVecs; ++v) bv[v] = Format::load(b + p * ldb + j + v * kWidth);
-      for (int i = 0; i < Rows; ++i) {
-        const Vec av = vset1(a[i * lda + p]);
-        for (int v = 0; v < kVecs; ++v) acc[i][v] = vfma(av, bv[v], acc[i][v]);
-      }
+  for (; j + kWidth <= n; j += kWidth) {
+    Vec bv[Steps];
+    for (int s = 0; s < Steps; ++s) bv[s] = Format::load(b + s * ldb + j);
+    for (int i = 0; i < Rows; ++i) {
+      Vec acc = vload(c + i * ldc + j);
+      for (int s = 0; s < Steps; ++s) acc = vfma(coef_v[i][s], bv[s], acc);
+      vstore(c + i * ldc + j, acc);
     }
-    for (int i = 0; i < Rows; ++i)
-      for (int v = 0; v < kVecs; ++v) vstore(c + i * ldc + j + v * kWidth, vmul(vset1(alpha), acc[i][v]));
   }
   for (; j < n; ++j) {
     for (int i = 0; i < Rows; ++i) {
-      float sum = 0.0f;
-      for (int64_t p = 0; p < k; ++p) sum = scalar_fma(a[i * lda + p], Format::to_float(b[p * ldb + j]), sum);
-      c[i * ldc + j] = alpha * sum;
+      float acc = c[i * ldc + j];
+      for (int s = 0; s < Steps; ++s) acc = scalar_fma(coef[i][s], Format::to_float(b[s * ldb + j]), acc);
+      c[i * ldc + j] = acc;
     }
   }
+}
+
+// c[Rows, n] = alpha * a[Rows, k] * b[k, n], b rows along n: walks b row by row, four at a
+// time, so its reads stream; the caller keeps n small enough for c to stay in cache.
+template <typename Format, int Rows>
+void few_rows_nn(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
+                 float* c, int64_t ldc) {
+  for (int i = 0; i < Rows; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) accumulate_rows<Format, Rows, 4>(n, a + p, lda, b + p * ldb, ldb, c, ldc);
+  for (; p < k; ++p) accumulate_rows<Format, Rows, 1>(n, a + p, lda, b + p * ldb, ldb, c, ldc);
+  for (int i = 0; i < Rows; ++i)
+    for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= alpha;
 }
 
 // c[Rows, Cols] = alpha * a[Rows, k] * b[Cols, k]^T: dot products along k.
