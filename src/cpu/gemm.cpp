@@ -50,16 +50,19 @@ constexpr double kBatchChunkWork = 1 << 18;
 // told per call. Top-level calls use as many threads as the ember pool. A call made from a
 // pool thread (in_parallel_region) must run single-threaded, or the two pools oversubscribe
 // the cores (measured on batches of 96^3..256^3 products: 13-50% slower), so while any
-// SingleThreadedBlas is alive the global count is 1. Transitions re-read the holder count
-// under a mutex, so the last one always leaves the right value; a top-level call from
-// another user thread may run single-threaded meanwhile (slower, never wrong).
+// SingleThreadedBlas is alive the global count is 1. Every holder changes the count and
+// applies it under one mutex, and returns only once OpenBLAS is single-threaded: a holder
+// that skipped the switch while another was still making it could run a product on several
+// threads, and OpenBLAS's float32 results depend on its thread count (bits would differ).
+// A top-level call from another user thread may run single-threaded meanwhile (slower,
+// never wrong).
 std::mutex g_blas_threads_mutex;
-std::atomic<int> g_single_threaded_holders{0};
+int g_single_threaded_holders = 0;  // guarded by g_blas_threads_mutex
 std::atomic<int> g_blas_threads{0};  // what OpenBLAS was last told
 
-void apply_blas_threads() {
-  std::lock_guard<std::mutex> lock(g_blas_threads_mutex);
-  const int wanted = g_single_threaded_holders.load() > 0 ? 1 : num_threads();
+// Caller holds g_blas_threads_mutex.
+void apply_blas_threads_locked() {
+  const int wanted = g_single_threaded_holders > 0 ? 1 : num_threads();
   if (g_blas_threads.load(std::memory_order_relaxed) != wanted) {
     openblas_set_num_threads(wanted);
     g_blas_threads.store(wanted, std::memory_order_release);
@@ -67,17 +70,23 @@ void apply_blas_threads() {
 }
 
 void prepare_top_level_blas_call() {
-  if (g_blas_threads.load(std::memory_order_acquire) != num_threads()) apply_blas_threads();
+  if (g_blas_threads.load(std::memory_order_acquire) == num_threads()) return;
+  std::lock_guard<std::mutex> lock(g_blas_threads_mutex);
+  apply_blas_threads_locked();
 }
 
 // Keeps OpenBLAS single-threaded while alive.
 class SingleThreadedBlas {
  public:
   SingleThreadedBlas() {
-    if (g_single_threaded_holders.fetch_add(1) == 0) apply_blas_threads();
+    std::lock_guard<std::mutex> lock(g_blas_threads_mutex);
+    ++g_single_threaded_holders;
+    apply_blas_threads_locked();
   }
   ~SingleThreadedBlas() {
-    if (g_single_threaded_holders.fetch_sub(1) == 1) apply_blas_threads();
+    std::lock_guard<std::mutex> lock(g_blas_threads_mutex);
+    --g_single_threaded_holders;
+    apply_blas_threads_locked();
   }
   SingleThreadedBlas(const SingleThreadedBlas&) = delete;
   SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
