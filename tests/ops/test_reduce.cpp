@@ -68,18 +68,6 @@ void expect_reduction(const Tensor& actual, const Tensor& x, const std::vector<i
   EXPECT_TRUE(all_close(actual, expected, tol)) << what;
 }
 
-void expect_gradcheck(const std::function<Tensor(const Tensor&)>& f, const Tensor& input, const std::string& what) {
-  Tensor x = input.detach().clone().requires_grad_(true);
-  EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return f(in[0]); }, {x}), "") << what;
-}
-
-// Gradient of f(x).sum() with respect to x.
-Tensor grad_of_sum(const std::function<Tensor(const Tensor&)>& f, const Tensor& input) {
-  Tensor x = input.detach().clone().requires_grad_(true);
-  f(x).sum().backward();
-  return x.grad();
-}
-
 // ---- sum, mean ----------------------------------------------------------------------------
 
 TEST(Reduce, SumMatchesReferenceForFloats) {

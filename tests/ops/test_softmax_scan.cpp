@@ -59,17 +59,6 @@ void expect_mapped(const Tensor& actual, const Tensor& x, int64_t dim, const std
   EXPECT_TRUE(all_close(actual, expected, tol)) << what;
 }
 
-void expect_gradcheck(const std::function<Tensor(const Tensor&)>& f, const Tensor& input, const std::string& what) {
-  Tensor x = input.detach().clone().requires_grad_(true);
-  EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return f(in[0]); }, {x}), "") << what;
-}
-
-Tensor grad_of_sum(const std::function<Tensor(const Tensor&)>& f, const Tensor& input) {
-  Tensor x = input.detach().clone().requires_grad_(true);
-  f(x).sum().backward();
-  return x.grad();
-}
-
 // Runs body once per SIMD level the CPU supports, restoring the best level afterwards.
 void for_each_cpu_level(const std::function<void(const std::string&)>& body) {
   const cpu::Capability best = cpu::cpu_capability();
