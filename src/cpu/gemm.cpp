@@ -161,8 +161,8 @@ const BlockFormat<T> kCopyFormat{
       }
     }};
 
-// Per-thread block buffers, kept between calls: a fresh 48 MiB allocation per call would
-// spend a noticeable part of a 2048^3 product in page faults. Bounded by kBlock^2 each.
+// Per-thread block buffers, kept between calls (at most 3 x kBlock^2 floats a thread): with
+// buffers allocated per call, bf16 2048^3 measured 15-20% slower (page faults).
 template <typename Acc>
 Acc* workspace(int slot, int64_t count) {
   struct Buffer {
