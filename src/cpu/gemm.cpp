@@ -152,12 +152,14 @@ template <typename T>
 const BlockFormat<T> kCopyFormat{
     sizeof(T),
     [](const void* src, int64_t ld_src, int64_t rows, int64_t cols, T* dst, int64_t ld_dst) {
-      for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * ld_dst, static_cast<const T*>(src) + r * ld_src, cols * sizeof(T));
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(dst + r * ld_dst, static_cast<const T*>(src) + r * ld_src, cols * sizeof(T));
     },
     [](const T* src, int64_t ld_src, int64_t rows, int64_t cols, T beta, void* dst, int64_t ld_dst) {
       for (int64_t r = 0; r < rows; ++r) {
         T* d = static_cast<T*>(dst) + r * ld_dst;
-        for (int64_t j = 0; j < cols; ++j) d[j] = beta == T(0) ? src[r * ld_src + j] : src[r * ld_src + j] + beta * d[j];
+        const T* s = src + r * ld_src;
+        for (int64_t j = 0; j < cols; ++j) d[j] = beta == T(0) ? s[j] : s[j] + beta * d[j];
       }
     }};
 
@@ -215,8 +217,10 @@ void gemm_blocked(const BlockFormat<Acc>& format, bool ta, bool tb, int64_t m, i
         // Blocks are converted in their stored orientation; sgemm applies the transposes.
         const int64_t a_cols = ta ? mi : kp;
         const int64_t b_cols = tb ? kp : nj;
-        if (!a_single_block || j0 == 0) widen_block(format, a, lda, ta ? p0 : i0, ta ? i0 : p0, ta ? kp : mi, a_cols, a_block);
-        if (!b_single_k_block || i0 == 0) widen_block(format, b, ldb, tb ? j0 : p0, tb ? p0 : j0, tb ? nj : kp, b_cols, b_block);
+        if (!a_single_block || j0 == 0)
+          widen_block(format, a, lda, ta ? p0 : i0, ta ? i0 : p0, ta ? kp : mi, a_cols, a_block);
+        if (!b_single_k_block || i0 == 0)
+          widen_block(format, b, ldb, tb ? j0 : p0, tb ? p0 : j0, tb ? nj : kp, b_cols, b_block);
         blas_gemm(ta, tb, mi, nj, kp, alpha, a_block, a_cols, b_block, b_cols, p0 == 0 ? Acc(0) : Acc(1), c_block, nj);
       }
       char* c_origin = c + (i0 * ldc + j0) * element_size;
@@ -273,7 +277,8 @@ void scale_c(int64_t m, int64_t n, double beta, void* c, int64_t ldc) {
   if (beta == 1.0) return;
   for (int64_t i = 0; i < m; ++i) {
     T* row = static_cast<T*>(c) + i * ldc;
-    for (int64_t j = 0; j < n; ++j) row[j] = beta == 0.0 ? T(Acc(0)) : T(static_cast<Acc>(beta) * static_cast<Acc>(row[j]));
+    for (int64_t j = 0; j < n; ++j)
+      row[j] = beta == 0.0 ? T(Acc(0)) : T(static_cast<Acc>(beta) * static_cast<Acc>(row[j]));
   }
 }
 
@@ -299,7 +304,8 @@ void gemm_nonempty(ScalarType dtype, bool ta, bool tb, int64_t m, int64_t n, int
       }
       return gemm_blocked<float>(dtype == kBFloat16 ? kBFloat16Format : kFloat16Format, ta, tb, m, n, k,
                                  static_cast<float>(alpha), static_cast<const char*>(a), lda,
-                                 static_cast<const char*>(b), ldb, static_cast<float>(beta), static_cast<char*>(c), ldc);
+                                 static_cast<const char*>(b), ldb, static_cast<float>(beta),
+                                 static_cast<char*>(c), ldc);
   }
 }
 

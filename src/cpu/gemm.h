@@ -33,9 +33,19 @@ void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, i
 // On row-major blocks: widen: dst = float(src). narrow: dst = round(src + beta * dst) to
 // nearest even, dst not read when beta == 0. few_rows: c[m, n] = alpha * a[m, k] op(b) in
 // float32, a contiguous (lda = k), b read directly in its storage type.
-EMBER_DECLARE_KERNEL(void, gemm_widen_bf16, (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
-EMBER_DECLARE_KERNEL(void, gemm_widen_f16, (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
-EMBER_DECLARE_KERNEL(void, gemm_narrow_bf16, (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))
-EMBER_DECLARE_KERNEL(void, gemm_narrow_f16, (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))
-EMBER_DECLARE_KERNEL(void, gemm_few_rows_bf16, (int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b, int64_t ldb, float* c, int64_t ldc))
-EMBER_DECLARE_KERNEL(void, gemm_few_rows_f16, (int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b, int64_t ldb, float* c, int64_t ldc))
+EMBER_DECLARE_KERNEL(void, gemm_widen_bf16,
+                     (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_widen_f16,
+                     (const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_narrow_bf16,
+                     (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
+                      int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_narrow_f16,
+                     (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
+                      int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_few_rows_bf16,
+                     (int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
+                      int64_t ldb, float* c, int64_t ldc))
+EMBER_DECLARE_KERNEL(void, gemm_few_rows_f16,
+                     (int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
+                      int64_t ldb, float* c, int64_t ldc))

@@ -448,11 +448,12 @@ TEST(GemmBatched, MatchesPerMatrixReference) {
           const int64_t stride_a = s.batch ? static_cast<int64_t>(as[0].bytes.size()) / item : 0;
           const int64_t stride_b = broadcast_b || !s.batch ? 0 : static_cast<int64_t>(bs[0].bytes.size()) / item;
           const int64_t stride_c = s.batch ? static_cast<int64_t>(cs[0].bytes.size()) / item : 1;
-          std::vector<unsigned char> a = pack(as, s.batch), b = pack(bs, broadcast_b ? std::min<int64_t>(s.batch, 1) : s.batch);
-          std::vector<unsigned char> c = pack(cs, s.batch);
+          std::vector<unsigned char> a = pack(as, s.batch), c = pack(cs, s.batch);
+          std::vector<unsigned char> b = pack(bs, broadcast_b ? std::min<int64_t>(s.batch, 1) : s.batch);
           if (beta == 0.0) std::fill(c.begin(), c.end(), 0xff);  // NaN in every dtype; must not be read
-          gemm_batched(dtype, t.trans_a, t.trans_b, s.batch, t.m, t.n, t.k, t.alpha, a.data(), as.empty() ? 1 : as[0].ld,
-                       stride_a, b.data(), bs.empty() ? 1 : bs[0].ld, stride_b, beta, c.data(), t.n + t.pad_c, stride_c);
+          const int64_t lda = as.empty() ? 1 : as[0].ld, ldb = bs.empty() ? 1 : bs[0].ld;
+          gemm_batched(dtype, t.trans_a, t.trans_b, s.batch, t.m, t.n, t.k, t.alpha, a.data(), lda, stride_a, b.data(),
+                       ldb, stride_b, beta, c.data(), t.n + t.pad_c, stride_c);
           for (int64_t i = 0; i < s.batch; ++i) {
             Matrix result = cs[i];
             std::memcpy(result.bytes.data(), c.data() + i * stride_c * item, result.bytes.size());
