@@ -12,3 +12,4 @@
 #include "ember/tensor_options.h"
 #include "ember/nn.h"
 #include "ember/optim.h"
+#include "ember/distributed.h"
