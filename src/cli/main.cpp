@@ -15,6 +15,7 @@ int run_inspect(const std::vector<std::string>& args);  // src/cli/inspect.cpp
 namespace ember::cli {
 int run_train(const std::vector<std::string>& args);     // src/cli/train.cpp
 int run_generate(const std::vector<std::string>& args);  // src/cli/generate.cpp
+int run_fr_trace(const std::vector<std::string>& args);  // src/cli/fr_trace.cpp
 }  // namespace ember::cli
 
 namespace {
@@ -27,6 +28,7 @@ const char* kUsage =
     "  inspect FILE                     list a safetensors file's tensors and metadata\n"
     "  train [FLAGS]                    train a GPT on text (ember train --help)\n"
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
+    "  fr-trace DIR                     name the ranks a hung collective waits for (flight-recorder dumps)\n"
     "  help                             show this message\n";
 
 nlohmann::json machine_info() {
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     if (command == "inspect") return run_inspect(rest);
     if (command == "train") return ember::cli::run_train(rest);
     if (command == "generate") return ember::cli::run_generate(rest);
+    if (command == "fr-trace") return ember::cli::run_fr_trace(rest);
     std::cerr << "ember: unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const ember::cli::UsageError& e) {
