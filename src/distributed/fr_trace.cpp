@@ -101,7 +101,8 @@ FlightRecorderReport analyze_flight_recorder_dumps(const std::string& dir) {
         waiting_ranks.push_back(rank);
       } else if (progress[rank].last_started < *stuck) {
         culprits.insert(rank);
-        details += "  rank " + std::to_string(rank) + " never reached it (its last started operation in this group is seq " +
+        details += "  rank " + std::to_string(rank) +
+                   " never reached it (its last started operation in this group is seq " +
                    std::to_string(progress[rank].last_started) + ")\n";
       }
     }

@@ -57,9 +57,10 @@ Tensor all_gather_tensor(const Tensor& input, int64_t gather_dim, const std::sha
     all_gather_into_tensor(flat, source, on(g));
     output = chunks_along(flat, size, input.sizes(), dim);
   }
-  autograd::record("AllGatherBackward", {input}, {output}, [g, dim](std::vector<Tensor>& grads, const std::vector<bool>&) {
-    return std::vector<Tensor>{reduce_scatter_tensor(grads[0], ReduceOp::SUM, dim, g)};
-  });
+  autograd::record("AllGatherBackward", {input}, {output},
+                   [g, dim](std::vector<Tensor>& grads, const std::vector<bool>&) {
+                     return std::vector<Tensor>{reduce_scatter_tensor(grads[0], ReduceOp::SUM, dim, g)};
+                   });
   return output;
 }
 

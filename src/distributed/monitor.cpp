@@ -47,7 +47,8 @@ std::optional<PeerStatus> read_status(Store& store, int rank, const std::string&
   PeerStatus status;
   status.beat = json.value("beat", uint64_t{0});
   status.exited = json.value("exited", false);
-  if (json.contains("started") && json["started"].contains(group)) status.started = json["started"][group].get<uint64_t>();
+  if (json.contains("started") && json["started"].contains(group))
+    status.started = json["started"][group].get<uint64_t>();
   return status;
 }
 

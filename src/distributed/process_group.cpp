@@ -19,8 +19,9 @@ namespace {
 struct World {
   std::mutex mutex;
   bool initialized = false;
-  int rank = -1;
-  int world_size = 0;
+  // Read without the mutex by the flight recorder (monitor and worker threads).
+  std::atomic<int> rank{-1};
+  std::atomic<int> world_size{0};
   int local_rank = 0;
   std::string hostname;
   std::chrono::milliseconds timeout{0};
@@ -237,12 +238,14 @@ void ProcessGroup::Impl::connect(const std::shared_ptr<Store>& world_store, cons
     const std::string why = missing.empty() ? std::string("every rank joined, but connecting failed")
                                             : "rank(s) " + rank_list(missing) + " did not join";
     throw CommError("[init_process_group] group \"" + name + "\": " + why + " within " +
-                        std::to_string(timeout.count()) + " ms (rendezvous " + world_store->describe() + ", listening on " +
-                        hostname + "): " + e.what(),
+                        std::to_string(timeout.count()) + " ms (rendezvous " + world_store->describe() +
+                        ", listening on " + hostname + "): " + e.what(),
                     name, "rendezvous", 0, missing);
   }
-  collectives_ = std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
-  point_to_point_ = std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+  collectives_ =
+      std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+  point_to_point_ =
+      std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
 }
 
 void ProcessGroup::Impl::shutdown() {
@@ -319,7 +322,7 @@ void ProcessGroup::Impl::execute(const std::shared_ptr<detail::WorkState>& work_
     std::lock_guard<std::mutex> lock(abort_mutex_);
     running_.push_back(work_ptr);
   }
-  std::string failure;
+  std::optional<std::string> failure;
   try {
     work.run();
   } catch (const std::exception& e) {
@@ -334,8 +337,8 @@ void ProcessGroup::Impl::execute(const std::shared_ptr<detail::WorkState>& work_
     std::lock_guard<std::mutex> lock(work.mutex);
     work.tensors.clear();
   }
-  if (!failure.empty()) {
-    fail(work, failure);
+  if (failure) {
+    fail(work, *failure);
     return;
   }
   if (!work.point_to_point) last_completed = work.seq;

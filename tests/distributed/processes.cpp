@@ -199,7 +199,8 @@ std::string all_ranks_passed(const WorkerRun& run, int nproc) {
     // A filter that matches nothing also exits 0: ask for at least one passed test.
     const std::string log = run.processes.log(static_cast<size_t>(rank));
     ok.push_back(run.processes.exited_with(static_cast<size_t>(rank), 0) &&
-                 log.find("[  PASSED  ]") != std::string::npos && log.find("[  PASSED  ] 0 tests") == std::string::npos);
+                 log.find("[  PASSED  ]") != std::string::npos &&
+                 log.find("[  PASSED  ] 0 tests") == std::string::npos);
   }
   return run.report(ok);
 }

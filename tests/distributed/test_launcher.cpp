@@ -29,19 +29,22 @@ void start(Launch& launch, const std::vector<std::string>& args) {
   launch.child = launch.processes.spawn(argv, {{"OUT", launch.dir.path()}}, launch.dir.path() + "/ember-run.log");
 }
 
-void run(Launch& launch, const std::vector<std::string>& args, std::chrono::seconds deadline = std::chrono::seconds(60)) {
+void run(Launch& launch, const std::vector<std::string>& args,
+         std::chrono::seconds deadline = std::chrono::seconds(60)) {
   start(launch, args);
   launch.finished = launch.processes.wait_all(deadline);
 }
 
 TEST(Launcher, SetsTheEnvironmentOfEveryRank) {
   Launch launch;
-  run(launch, {"--nproc", "3", "sh", "-c",
-               "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK $EMBER_RESTART_COUNT\" > \"$OUT/env.$RANK\"; "
-               "echo \"$EMBER_RDZV\" > \"$OUT/rdzv.$RANK\""});
+  run(launch,
+      {"--nproc", "3", "sh", "-c",
+       "echo \"$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $NODE_RANK $EMBER_RESTART_COUNT\" > \"$OUT/env.$RANK\"; "
+       "echo \"$EMBER_RDZV\" > \"$OUT/rdzv.$RANK\""});
   ASSERT_TRUE(launch.finished && launch.processes.exited_with(launch.child, 0)) << launch.output();
   for (int rank = 0; rank < 3; ++rank) {
-    EXPECT_EQ(launch.file("env." + std::to_string(rank)), std::to_string(rank) + " 3 " + std::to_string(rank) + " 3 0 0\n");
+    EXPECT_EQ(launch.file("env." + std::to_string(rank)),
+              std::to_string(rank) + " 3 " + std::to_string(rank) + " 3 0 0\n");
     EXPECT_EQ(launch.file("rdzv." + std::to_string(rank)), launch.file("rdzv.0"));
   }
   EXPECT_EQ(launch.file("rdzv.0").rfind("file:", 0), 0u) << launch.file("rdzv.0");
@@ -82,9 +85,10 @@ TEST(Launcher, ReportsARankKilledByASignal) {
 
 TEST(Launcher, RestartsTheWholeGroupWithAFreshRendezvous) {
   Launch launch;
-  // Every attempt records itself; only the third (restart 2) succeeds.
+  // Rank 1 records every attempt and fails until the third (restart 2); rank 0 succeeds
+  // at once (a rank still running when another fails could be stopped before it writes).
   run(launch, {"--max-restarts", "3", "--nproc", "2", "sh", "-c",
-               "echo \"$EMBER_RESTART_COUNT $EMBER_RDZV\" >> \"$OUT/attempts.$RANK\"; "
+               "[ \"$RANK\" = 0 ] && exit 0; echo \"$EMBER_RESTART_COUNT $EMBER_RDZV\" >> \"$OUT/attempts.$RANK\"; "
                "[ \"$EMBER_RESTART_COUNT\" = 2 ] || exit 5"});
   ASSERT_TRUE(launch.finished && launch.processes.exited_with(launch.child, 0)) << launch.output();
   const std::string attempts = launch.file("attempts.1");
@@ -93,12 +97,14 @@ TEST(Launcher, RestartsTheWholeGroupWithAFreshRendezvous) {
   EXPECT_EQ(attempts.find("3 file:"), std::string::npos) << attempts;
   EXPECT_NE(attempts.find("job.attempt_0"), std::string::npos) << attempts;
   EXPECT_NE(attempts.find("job.attempt_2"), std::string::npos) << attempts;
-  EXPECT_NE(launch.output().find("restarting all 2 local ranks (restart 2 of 3)"), std::string::npos) << launch.output();
+  EXPECT_NE(launch.output().find("restarting all 2 local ranks (restart 2 of 3)"), std::string::npos)
+      << launch.output();
 }
 
 TEST(Launcher, FailsAfterTheLastRestart) {
   Launch launch;
-  run(launch, {"--max-restarts", "1", "--nproc", "2", "sh", "-c", "echo x >> \"$OUT/runs.$RANK\"; exit 4"});
+  run(launch, {"--max-restarts", "1", "--nproc", "2", "sh", "-c",
+               "[ \"$RANK\" = 1 ] && exit 0; echo x >> \"$OUT/runs.$RANK\"; exit 4"});
   ASSERT_TRUE(launch.finished) << launch.output();
   EXPECT_TRUE(launch.processes.exited_with(launch.child, 1));
   EXPECT_EQ(launch.file("runs.0"), "x\nx\n");
@@ -111,22 +117,28 @@ TEST(Launcher, ForwardsSigterm) {
                  "trap 'echo term > \"$OUT/term.$RANK\"; exit 0' TERM; touch \"$OUT/ready.$RANK\"; "
                  "while :; do sleep 0.05; done"});
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!(std::filesystem::exists(launch.dir.path() + "/ready.0") && std::filesystem::exists(launch.dir.path() + "/ready.1")) &&
+  while (!(std::filesystem::exists(launch.dir.path() + "/ready.0") &&
+           std::filesystem::exists(launch.dir.path() + "/ready.1")) &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   launch.processes.signal(launch.child, SIGTERM);
   launch.finished = launch.processes.wait_all(std::chrono::seconds(30));
   ASSERT_TRUE(launch.finished) << launch.output();
-  EXPECT_TRUE(launch.processes.exited_with(launch.child, 128 + SIGTERM)) << describe_status(launch.processes.status(launch.child));
+  EXPECT_TRUE(launch.processes.exited_with(launch.child, 128 + SIGTERM))
+      << describe_status(launch.processes.status(launch.child));
   EXPECT_EQ(launch.file("term.0"), "term\n");
   EXPECT_EQ(launch.file("term.1"), "term\n");
 }
 
 TEST(Launcher, BadCommandLinesExitWithStatusTwo) {
-  const std::vector<std::vector<std::string>> bad = {
-      {"--bogus", "1", "true"}, {"--nproc", "0", "true"}, {"--nproc", "x", "true"}, {"--nproc", "2"},
-      {"--nnodes", "2", "--node-rank", "1", "true"},     {"--nnodes", "2", "--node-rank", "2", "--rdzv", "file:/x", "true"},
-      {"--rdzv", "tcp://h:1", "true"},                   {"--max-restarts"}};
+  const std::vector<std::vector<std::string>> bad = {{"--bogus", "1", "true"},
+                                                     {"--nproc", "0", "true"},
+                                                     {"--nproc", "x", "true"},
+                                                     {"--nproc", "2"},
+                                                     {"--nnodes", "2", "--node-rank", "1", "true"},
+                                                     {"--nnodes", "2", "--node-rank", "2", "--rdzv", "file:/x", "true"},
+                                                     {"--rdzv", "tcp://h:1", "true"},
+                                                     {"--max-restarts"}};
   for (const auto& args : bad) {
     Launch launch;
     run(launch, args, std::chrono::seconds(30));

@@ -57,7 +57,8 @@ void expect_lost_rank_found(const char* filter, int signal, const char* timeout_
   std::vector<bool> ok = {run.processes.exited_with(0, 0), run.processes.exited_with(1, 0),
                           run.processes.killed_by(lost, SIGKILL)};
   ASSERT_EQ(run.report(ok), "");
-  for (int rank : {0, 1}) EXPECT_TRUE(std::filesystem::exists(run.fr_dir() + "/rank_" + std::to_string(rank) + ".json"));
+  for (int rank : {0, 1})
+    EXPECT_TRUE(std::filesystem::exists(run.fr_dir() + "/rank_" + std::to_string(rank) + ".json"));
 
   const FlightRecorderReport report = analyze_flight_recorder_dumps(run.fr_dir());
   EXPECT_EQ(report.culprits, std::vector<int>{2}) << report.text;

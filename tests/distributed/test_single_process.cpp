@@ -128,6 +128,24 @@ TEST(Initialization, NeedsRankWorldSizeAndRendezvous) {
   EXPECT_FALSE(is_initialized());
 }
 
+TEST(Initialization, AMissingRankIsNamedWhenTheRendezvousTimesOut) {
+  testing::TempDir dir;
+  try {
+    init_process_group({.rank = 0,
+                        .world_size = 3,
+                        .rendezvous = "file:" + dir.path(),
+                        .timeout = std::chrono::milliseconds(300)});
+    ADD_FAILURE() << "init_process_group returned without ranks 1 and 2";
+  } catch (const CommError& e) {
+    EXPECT_EQ(e.ranks(), std::vector<int>({1, 2})) << e.what();
+    EXPECT_EQ(e.op(), "rendezvous");
+    EXPECT_NE(std::string(e.what()).find("[init_process_group] group \"0\": rank(s) 1, 2 did not join within 300 ms"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(is_initialized());
+}
+
 TEST(Store, FileStoreOverwritesAndRefusesStaleRendezvousKeys) {
   testing::TempDir dir;
   auto store = open_store("file:" + dir.path() + "/keys", "test");
@@ -198,7 +216,8 @@ TEST(FrTrace, NamesTheRankThatNeverReachedTheCollective) {
 
 TEST(FrTrace, NoRankWaitingAndNoDumps) {
   testing::TempDir dir;
-  EXPECT_TRUE(throws_error([&] { analyze_flight_recorder_dumps(dir.path()); }, {"[fr-trace] no flight-recorder dumps"}));
+  EXPECT_TRUE(
+      throws_error([&] { analyze_flight_recorder_dumps(dir.path()); }, {"[fr-trace] no flight-recorder dumps"}));
   write_dump(dir.path(), 0, {{1, "completed"}});
   const auto report = analyze_flight_recorder_dumps(dir.path());
   EXPECT_TRUE(report.culprits.empty());

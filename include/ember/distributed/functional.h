@@ -17,7 +17,8 @@
 namespace ember::distributed::functional {
 
 // The inputs of all ranks concatenated along `gather_dim` (same shapes on every rank).
-Tensor all_gather_tensor(const Tensor& input, int64_t gather_dim = 0, const std::shared_ptr<ProcessGroup>& group = nullptr);
+Tensor all_gather_tensor(const Tensor& input, int64_t gather_dim = 0,
+                         const std::shared_ptr<ProcessGroup>& group = nullptr);
 
 // `op` over the inputs of all ranks, split into group-size chunks along `scatter_dim`
 // (divisible by the group size); returns this rank's chunk. SUM and AVG are differentiable.
@@ -25,7 +26,8 @@ Tensor reduce_scatter_tensor(const Tensor& input, ReduceOp op = ReduceOp::SUM, i
                              const std::shared_ptr<ProcessGroup>& group = nullptr);
 
 // `op` over the inputs of all ranks. SUM and AVG are differentiable.
-Tensor all_reduce(const Tensor& input, ReduceOp op = ReduceOp::SUM, const std::shared_ptr<ProcessGroup>& group = nullptr);
+Tensor all_reduce(const Tensor& input, ReduceOp op = ReduceOp::SUM,
+                  const std::shared_ptr<ProcessGroup>& group = nullptr);
 
 // As distributed::all_to_all_single along dim 0, returning the output. Every rank passes
 // its own splits; empty splits mean equal ones.

@@ -93,7 +93,9 @@ TEST_F(Autograd, AllToAllSingleBackwardSwapsSplits) {
   }
   auto cell = [](int from, int to, int64_t t, int64_t c) { return 100.0 * from + 10.0 * to + t + 0.5 * c; };
   // w_r on row t of the block from rank k: 1000 r + 100 k + t + c.
-  auto weight = [](int receiver, int sender, int64_t t, int64_t c) { return 1000.0 * receiver + 100.0 * sender + t + c; };
+  auto weight = [](int receiver, int sender, int64_t t, int64_t c) {
+    return 1000.0 * receiver + 100.0 * sender + t + c;
+  };
   std::vector<double> input_values, expected, weights, expected_grad;
   for (int j = 0; j < W; ++j)
     for (int64_t t = 0; t < input_splits[j]; ++t)

@@ -92,7 +92,8 @@ TEST_F(Collectives, ReduceScatterTensor) {
   Tensor input = make_tensor({chunk * W}, kFloat32, [&](int64_t j) { return (r + 1) * (j % 11); });
   Tensor output = empty({chunk});
   reduce_scatter_tensor(output, input);
-  EXPECT_TRUE(all_equal(output, generate(chunk, [&](int64_t i) { return W * (W + 1) / 2.0 * ((chunk * r + i) % 11); })));
+  EXPECT_TRUE(
+      all_equal(output, generate(chunk, [&](int64_t i) { return W * (W + 1) / 2.0 * ((chunk * r + i) % 11); })));
   Tensor empty_output = empty({0});
   reduce_scatter_tensor(empty_output, empty({0}));
 }
