@@ -43,7 +43,10 @@ void check_output(const Tensor& t, const char* op, const char* what) {
   core::check_writable(t, op);
 }
 
-void check_same_dtype(const Tensor& output, const Tensor& input, const char* op) {
+// An output written from an input of the same dtype.
+void check_output_and_input(const Tensor& output, const Tensor& input, const char* op) {
+  check_output(output, op, "output");
+  check_tensor(input, op, "input");
   EMBER_CHECK(output.scalar_type() == input.scalar_type(), op, "output and input dtypes differ: ",
               output.scalar_type(), " and ", input.scalar_type());
 }
@@ -162,9 +165,7 @@ Work all_reduce(const Tensor& tensor, ReduceOp reduce_op, const CommOptions& opt
 Work all_gather_into_tensor(const Tensor& output, const Tensor& input, const CommOptions& options) {
   const char* op = "all_gather_into_tensor";
   auto group = resolve_group(options.group, op);
-  check_output(output, op, "output");
-  check_tensor(input, op, "input");
-  check_same_dtype(output, input, op);
+  check_output_and_input(output, input, op);
   const int size = group->size();
   EMBER_CHECK(output.numel() == size * input.numel(), op, "output must hold ", size, " x ", input.numel(),
               " elements (the group size times the input's), got shape ", output.sizes(), " for input shape ",
@@ -197,9 +198,7 @@ Work reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp r
                            const CommOptions& options) {
   const char* op = "reduce_scatter_tensor";
   auto group = resolve_group(options.group, op);
-  check_output(output, op, "output");
-  check_tensor(input, op, "input");
-  check_same_dtype(output, input, op);
+  check_output_and_input(output, input, op);
   check_reducible(input.scalar_type(), reduce_op, op);
   const int size = group->size();
   EMBER_CHECK(input.numel() == size * output.numel(), op, "input must hold ", size, " x ", output.numel(),
@@ -247,9 +246,7 @@ Work all_to_all_single(const Tensor& output, const Tensor& input, const std::vec
                        const std::vector<int64_t>& input_split_sizes, const CommOptions& options) {
   const char* op = "all_to_all_single";
   auto group = resolve_group(options.group, op);
-  check_output(output, op, "output");
-  check_tensor(input, op, "input");
-  check_same_dtype(output, input, op);
+  check_output_and_input(output, input, op);
   EMBER_CHECK(output.dim() >= 1 && input.dim() >= 1, op, "input and output need at least one dimension, got shapes ",
               input.sizes(), " and ", output.sizes());
   EMBER_CHECK(!overlaps(output, input), op, "output overlaps input");

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "distributed/monitor.h"
 #include "ember/distributed/flight_recorder.h"
 #include "ember/error.h"
 
@@ -35,12 +36,6 @@ RankProgress progress_in(const nlohmann::json& dump, const std::string& group) {
     }
   }
   return progress;
-}
-
-std::string join(const std::vector<int>& ranks) {
-  std::string text;
-  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
-  return text;
 }
 
 std::string describe_entry(const nlohmann::json& entry) {
@@ -106,7 +101,7 @@ FlightRecorderReport analyze_flight_recorder_dumps(const std::string& dir) {
                    std::to_string(progress[rank].last_started) + ")\n";
       }
     }
-    report.text += "group \"" + name + "\" (ranks " + join(members) + "): ranks " + join(waiting_ranks) +
+    report.text += "group \"" + name + "\" (ranks " + rank_list(members) + "): ranks " + rank_list(waiting_ranks) +
                    " wait in " + describe_entry(stuck_entry) + "\n" + details;
   }
   report.culprits.assign(culprits.begin(), culprits.end());

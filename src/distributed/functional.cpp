@@ -40,6 +40,14 @@ Tensor chunks_along(const Tensor& flat, int64_t parts, std::vector<int64_t> chun
 
 CommOptions on(const std::shared_ptr<ProcessGroup>& group) { return CommOptions{group, false, std::nullopt}; }
 
+// Runs an in-place collective on a contiguous copy of `input`, outside the graph.
+Tensor in_place_on_copy(const Tensor& input, const std::function<void(const Tensor&)>& collective) {
+  NoGradGuard no_grad;
+  Tensor copy = input.contiguous().clone();
+  collective(copy);
+  return copy;
+}
+
 }  // namespace
 
 Tensor all_gather_tensor(const Tensor& input, int64_t gather_dim, const std::shared_ptr<ProcessGroup>& group) {
@@ -96,12 +104,7 @@ Tensor all_reduce(const Tensor& input, ReduceOp reduce_op, const std::shared_ptr
   check_input(input, op);
   check_differentiable(input, reduce_op, op);
   auto g = resolve_group(group, op);
-  Tensor output;
-  {
-    NoGradGuard no_grad;
-    output = input.contiguous().clone();
-    distributed::all_reduce(output, reduce_op, on(g));
-  }
+  Tensor output = in_place_on_copy(input, [&](const Tensor& copy) { distributed::all_reduce(copy, reduce_op, on(g)); });
   autograd::record("AllReduceBackward", {input}, {output},
                    [g, reduce_op](std::vector<Tensor>& grads, const std::vector<bool>&) {
                      return std::vector<Tensor>{all_reduce(grads[0], reduce_op, g)};
@@ -136,12 +139,7 @@ Tensor broadcast(const Tensor& input, int src, const std::shared_ptr<ProcessGrou
   const char* op = "broadcast";
   check_input(input, op);
   auto g = resolve_group(group, op);
-  Tensor output;
-  {
-    NoGradGuard no_grad;
-    output = input.contiguous().clone();
-    distributed::broadcast(output, src, on(g));
-  }
+  Tensor output = in_place_on_copy(input, [&](const Tensor& copy) { distributed::broadcast(copy, src, on(g)); });
   const bool is_source = g->rank() >= 0 && g->global_rank(g->rank()) == src;
   autograd::record("BroadcastBackward", {input}, {output},
                    [g, is_source](std::vector<Tensor>& grads, const std::vector<bool>&) {

@@ -56,6 +56,12 @@ std::optional<PeerStatus> read_status(Store& store, int rank, const std::string&
 
 std::string status_key(int rank) { return "status/" + std::to_string(rank); }
 
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string text;
+  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return text;
+}
+
 Monitor::Monitor(std::shared_ptr<Store> store, int rank) : store_(std::move(store)), rank_(rank) {
   EMBER_CHECK(::pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) == 0, "init_process_group", "cannot create a pipe");
   publish(false);

@@ -54,4 +54,7 @@ Diagnosis diagnose(Store& store, const std::string& group, const std::vector<int
 
 std::string status_key(int rank);
 
+// "0, 2, 3", for messages.
+std::string rank_list(const std::vector<int>& ranks);
+
 }  // namespace ember::distributed

@@ -36,6 +36,11 @@ struct World {
   std::vector<std::weak_ptr<ProcessGroup>> registry;
 };
 
+// Call with world.mutex held.
+void require_initialized(const World& world, const char* op) {
+  EMBER_CHECK(world.initialized, op, "the process group is not initialized (call init_process_group)");
+}
+
 World& world_state() {
   // Leaked on purpose: worker threads may still read it while static objects are destroyed.
   static World* world = new World;
@@ -63,12 +68,6 @@ std::string default_hostname(int world_size) {
   char name[256] = {};
   ::gethostname(name, sizeof(name) - 1);
   return name;
-}
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string text;
-  for (int r : ranks) text += (text.empty() ? "" : ", ") + std::to_string(r);
-  return text;
 }
 
 // Gloo reports timeouts as "Timed out waiting ...".
@@ -257,7 +256,7 @@ std::shared_ptr<detail::WorkState> ProcessGroup::Impl::make_work(const OpDescrip
                                                                   bool point_to_point,
                                                                   std::optional<std::chrono::milliseconds> timeout) {
   EMBER_CHECK(rank >= 0, description.op, "this process (rank ", global_rank, ") is not a member of group \"", name,
-              "\" (ranks [", rank_list(ranks), "])");
+              "\" (ranks ", ranks, ")");
   EMBER_CHECK(collectives_, description.op, "group \"", name, "\" was destroyed (destroy_process_group)");
   EMBER_CHECK(!timeout || timeout->count() > 0, description.op, "timeout must be positive, got ", timeout->count(),
               " ms");
@@ -406,7 +405,7 @@ std::shared_ptr<ProcessGroup> resolve_group(const std::shared_ptr<ProcessGroup>&
   if (group) return group;
   World& world = world_state();
   std::lock_guard<std::mutex> lock(world.mutex);
-  EMBER_CHECK(world.initialized, op, "the process group is not initialized (call init_process_group)");
+  require_initialized(world, op);
   return world.default_group;
 }
 
@@ -501,7 +500,7 @@ bool is_initialized() {
 std::shared_ptr<ProcessGroup> world() {
   World& world = world_state();
   std::lock_guard<std::mutex> lock(world.mutex);
-  EMBER_CHECK(world.initialized, "world", "the process group is not initialized (call init_process_group)");
+  require_initialized(world, "world");
   return world.default_group;
 }
 
@@ -516,7 +515,7 @@ int get_world_size(const std::shared_ptr<ProcessGroup>& group) {
 int get_local_rank() {
   World& world = world_state();
   std::lock_guard<std::mutex> lock(world.mutex);
-  EMBER_CHECK(world.initialized, "get_local_rank", "the process group is not initialized (call init_process_group)");
+  require_initialized(world, "get_local_rank");
   return world.local_rank;
 }
 
@@ -524,7 +523,7 @@ std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks, const Gro
   const char* op = "new_group";
   World& world = world_state();
   std::lock_guard<std::mutex> lock(world.mutex);
-  EMBER_CHECK(world.initialized, op, "the process group is not initialized (call init_process_group)");
+  require_initialized(world, op);
   EMBER_CHECK(!ranks.empty(), op, "a group needs at least one rank");
   std::set<int> distinct;
   for (int r : ranks) {

@@ -86,11 +86,7 @@ TEST_F(Autograd, AllReduceBackwardIsAllReduce) {
 TEST_F(Autograd, AllToAllSingleBackwardSwapsSplits) {
   const int W = size(), r = rank();
   // Rank r sends r + j + 1 rows of 2 to rank j; row t of that block is (r, j, t).
-  std::vector<int64_t> input_splits, output_splits;
-  for (int j = 0; j < W; ++j) {
-    input_splits.push_back(r + j + 1);
-    output_splits.push_back(j + r + 1);
-  }
+  const std::vector<int64_t> input_splits = uneven_splits(r, W), output_splits = input_splits;
   auto cell = [](int from, int to, int64_t t, int64_t c) { return 100.0 * from + 10.0 * to + t + 0.5 * c; };
   // w_r on row t of the block from rank k: 1000 r + 100 k + t + c.
   auto weight = [](int receiver, int sender, int64_t t, int64_t c) {

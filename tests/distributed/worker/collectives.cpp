@@ -124,11 +124,7 @@ TEST_F(Collectives, AllToAllSingle) {
         << dtype;
   }
   // Uneven: rank r sends r + j + 1 rows to rank j.
-  std::vector<int64_t> input_splits, output_splits;
-  for (int j = 0; j < W; ++j) {
-    input_splits.push_back(r + j + 1);
-    output_splits.push_back(j + r + 1);
-  }
+  const std::vector<int64_t> input_splits = uneven_splits(r, W), output_splits = input_splits;
   std::vector<double> input_values, expected;
   for (int j = 0; j < W; ++j)
     for (int64_t t = 0; t < input_splits[j]; ++t)

@@ -61,4 +61,12 @@ inline std::vector<double> rounded(ScalarType dtype, std::vector<double> values)
   return values;
 }
 
+// Uneven all-to-all splits: rank r sends r + j + 1 rows to rank j, so it receives k + r + 1
+// rows from rank k; the one list serves as input and output split sizes.
+inline std::vector<int64_t> uneven_splits(int rank, int world) {
+  std::vector<int64_t> splits;
+  for (int j = 0; j < world; ++j) splits.push_back(rank + j + 1);
+  return splits;
+}
+
 }  // namespace ember::distributed::worker
