@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <set>
 
@@ -451,6 +452,14 @@ void init_process_group(const InitOptions& options) {
   world.timeout = options.timeout;
   world.groups_created = 0;
   FlightRecorder::instance().clear();
+  // Gloo writes to sockets without MSG_NOSIGNAL: a peer that closed its connection would
+  // kill this process with SIGPIPE instead of failing the operation (Python, and so
+  // PyTorch, ignores SIGPIPE from the start).
+  struct sigaction pipe_action {};
+  if (::sigaction(SIGPIPE, nullptr, &pipe_action) == 0 && pipe_action.sa_handler == SIG_DFL) {
+    pipe_action.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &pipe_action, nullptr);
+  }
   try {
     // Each initialization of this process uses fresh keys (init, destroy, init again).
     world.store = prefix_store(open_store(rendezvous, op), "init" + std::to_string(world.initializations++));

@@ -128,7 +128,8 @@ struct GroupOptions {
 
 // Joins the job: rendezvous through the store, connects the default group of all ranks.
 // Throws Error for missing or inconsistent settings and CommError when the peers do not
-// all arrive within the timeout.
+// all arrive within the timeout. Ignores SIGPIPE if it has its default action, so that a
+// peer's closed connection fails an operation instead of killing the process.
 void init_process_group(const InitOptions& options = {});
 // Lets every group finish its queued work, then closes all groups (using one afterwards
 // throws Error). init_process_group may then be called again, by all ranks.
