@@ -35,7 +35,8 @@ const char* kTrainHelp =
     "  --weight-decay X     AdamW weight decay (default 0.1)\n"
     "  --clip X             gradient norm clipping, 0 = off (default 1.0)\n"
     "  --label-smoothing X  (default 0)   --z-loss X  coefficient on lse^2 (default 0)\n"
-    "  --dtype float32      compute dtype\n"
+    "  --dtype KIND         compute dtype: float32 (default) or bfloat16 (activations and weight\n"
+    "                       copies in bfloat16; parameters and optimizer state stay float32)\n"
     "length and output:\n"
     "  --max-steps N        total steps of the schedule (default 1000)\n"
     "  --max-time SECONDS   stop (with a checkpoint) after this wall time (default: none)\n"
@@ -100,7 +101,8 @@ int run_train(const std::vector<std::string>& argv) {
   const std::string ckpt_path = out_dir + "/checkpoint.safetensors";
   const bool resume = args.get_switch("resume");
   const std::string dtype = args.get("dtype", "float32");
-  if (dtype != "float32") throw UsageError{"--dtype " + dtype + " is not supported yet (float32 only)"};
+  if (dtype != "float32" && dtype != "bfloat16")
+    throw UsageError{"--dtype must be float32 or bfloat16, got '" + dtype + "'"};
 
   const int64_t batch = args.get_int("batch-size", 16), seq_len = args.get_int("seq-len", 128);
   const int64_t accum = args.get_int("accum", 1), max_steps = args.get_int("max-steps", 1000);
@@ -118,7 +120,7 @@ int run_train(const std::vector<std::string>& argv) {
   // Settings that define the run: a resumed run must use the same ones.
   nlohmann::json train_settings = {{"batch_size", batch}, {"seq_len", seq_len}, {"accum", accum},
                                    {"max_steps", max_steps}, {"warmup", warmup}, {"lr", lr}, {"min_lr", min_lr},
-                                   {"seed", seed}, {"val_every", val_every},
+                                   {"seed", seed}, {"val_every", val_every}, {"dtype", dtype},
                                    {"data", args.get("data", data::default_corpus_path())}};
 
   std::string text = load_corpus_text(args.get("data", data::default_corpus_path()));
@@ -161,6 +163,7 @@ int run_train(const std::vector<std::string>& argv) {
 
   manual_seed(seed);
   models::GPT model(config);
+  model->set_compute_dtype(dtype == "bfloat16" ? kBFloat16 : kFloat32);
   std::vector<Tensor> decay, no_decay;
   for (const auto& item : model->named_parameters()) (item.value().dim() >= 2 ? decay : no_decay).push_back(item.value());
   std::vector<optim::OptimizerParamGroup> groups;
@@ -171,17 +174,22 @@ int run_train(const std::vector<std::string>& argv) {
   if (resume) start_step = io::load_checkpoint(ckpt_path, *model, optimizer);
   std::filesystem::create_directories(out_dir);
   const io::Metadata run_meta = run_metadata({config, tokenizer->kind(), tokenizer->state(), train_settings.dump()});
-  std::ofstream metrics(out_dir + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
+  // A resumed run continues the curve of its checkpoint: lines past it (written before a
+  // crash or kill) are dropped, the earlier ones stay in the file and the plot.
   std::vector<MetricPoint> train_curve, val_curve;
-  if (resume) {  // keep the curves of the earlier part of the run in the plot
+  std::vector<std::string> kept_lines;
+  if (resume) {
     std::ifstream old(out_dir + "/metrics.jsonl");
     for (std::string line; std::getline(old, line);) {
       auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || j.value("step", int64_t{0}) > start_step) continue;
+      if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > start_step) continue;
+      kept_lines.push_back(line);
       if (j.contains("loss")) train_curve.push_back({j["step"], j["loss"]});
       if (j.contains("val_loss")) val_curve.push_back({j["step"], j["val_loss"]});
     }
   }
+  std::ofstream metrics(out_dir + "/metrics.jsonl", std::ios::trunc);
+  for (const auto& line : kept_lines) metrics << line << "\n";
 
   auto evaluate = [&] {
     NoGradGuard guard;

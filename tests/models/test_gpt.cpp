@@ -1,0 +1,168 @@
+// The GPT of the main job: parameter names, the document mask, the fused loss against the
+// plain head + cross-entropy, cached decoding against the full forward, bfloat16 compute.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "ember/ember.h"
+#include "ember/models/gpt.h"
+
+namespace ember {
+namespace {
+
+namespace F = nn::functional;
+
+models::GPTConfig small_config(int64_t window = 0) {
+  models::GPTConfig c;
+  c.vocab_size = 50;
+  c.dim = 32;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.hidden_dim = 64;
+  c.max_seq_len = 96;
+  c.window = window;
+  return c;
+}
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  return (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
+}
+
+TEST(GPT, ParameterNamesFollowTheCommonLayout) {
+  models::GPTConfig c = small_config();
+  c.n_layers = 1;
+  models::GPT model(c);
+  std::vector<std::string> names;
+  for (const auto& item : model->named_parameters()) names.push_back(item.key());
+  const std::vector<std::string> expected = {
+      "tok_embeddings.weight",         "layers.0.attention.wq.weight",     "layers.0.attention.wk.weight",
+      "layers.0.attention.wv.weight",  "layers.0.attention.wo.weight",     "layers.0.feed_forward.w1.weight",
+      "layers.0.feed_forward.w2.weight", "layers.0.feed_forward.w3.weight", "layers.0.attention_norm.weight",
+      "layers.0.ffn_norm.weight",      "norm.weight"};
+  EXPECT_EQ(names, expected);
+}
+
+TEST(GPT, PackedDocumentsNeverSeeEachOther) {
+  manual_seed(3);
+  models::GPT model(small_config());
+  NoGradGuard guard;
+  // Row 0 packs documents 7 (positions 0..29) and 8 (30..63); row 1 is one document.
+  Tensor tokens = randint(50, {2, 64});
+  Tensor doc_ids = zeros({2, 64}, kInt32);
+  doc_ids.select(0, 0).narrow(0, 0, 30).fill_(7);
+  doc_ids.select(0, 0).narrow(0, 30, 34).fill_(8);
+  Tensor logits = model->forward(tokens, doc_ids);
+
+  // Changing document 7 changes nothing in document 8 nor in the other row...
+  Tensor edited = tokens.clone();
+  edited.select(0, 0).narrow(0, 0, 30).copy_(randint(50, {30}));
+  Tensor after = model->forward(edited, doc_ids);
+  EXPECT_EQ(max_abs_diff(after.select(0, 0).narrow(0, 30, 34), logits.select(0, 0).narrow(0, 30, 34)), 0.0);
+  EXPECT_EQ(max_abs_diff(after.select(0, 1), logits.select(0, 1)), 0.0);
+  // ...and document 8 alone at the start of a row gives the same logits (positions differ,
+  // but rotary attention only sees relative positions).
+  Tensor alone = model->forward(tokens.select(0, 0).narrow(0, 30, 34).unsqueeze(0));
+  EXPECT_LT(max_abs_diff(alone.squeeze(0), logits.select(0, 0).narrow(0, 30, 34)), 1e-4);
+  // Without the document boundary, document 8 does see document 7.
+  Tensor one_doc = model->forward(edited);
+  EXPECT_GT(max_abs_diff(one_doc.select(0, 0).narrow(0, 30, 34), model->forward(tokens).select(0, 0).narrow(0, 30, 34)),
+            1e-3);
+}
+
+TEST(GPT, SlidingWindowLimitsWhatAPositionSees) {
+  manual_seed(4);
+  models::GPT model(small_config(/*window=*/8));
+  NoGradGuard guard;
+  Tensor tokens = randint(50, {1, 40});
+  Tensor logits = model->forward(tokens);
+  // With 2 layers, position 39 depends on positions >= 39 - 2 * 7 = 25 only.
+  Tensor edited = tokens.clone();
+  edited.narrow(1, 0, 25).copy_(randint(50, {1, 25}));
+  EXPECT_EQ(max_abs_diff(model->forward(edited).select(1, 39), logits.select(1, 39)), 0.0);
+  edited.narrow(1, 25, 1).fill_((tokens[0][25].item<int64_t>() + 1) % 50);
+  EXPECT_GT(max_abs_diff(model->forward(edited).select(1, 39), logits.select(1, 39)), 1e-6);
+}
+
+TEST(GPT, FusedLossEqualsHeadPlusCrossEntropy) {
+  manual_seed(5);
+  models::GPT model(small_config());
+  Tensor tokens = randint(50, {3, 32}), targets = randint(50, {3, 32});
+  for (auto [smoothing, z] : {std::pair{0.0, 0.0}, {0.1, 0.0}, {0.0, 1e-3}}) {
+    Tensor fused = model->loss(tokens, targets, {}, models::LossOptions{smoothing, z});
+    Tensor logits = model->forward(tokens).reshape({-1, 50}).to(kFloat64);
+    Tensor reference = F::cross_entropy(logits, targets.reshape({-1}), F::CrossEntropyFuncOptions().label_smoothing(smoothing)) +
+                       z * logits.logsumexp({1}).pow(2).mean();
+    EXPECT_NEAR(fused.item<double>(), reference.item<double>(), 1e-5) << "smoothing " << smoothing << " z " << z;
+  }
+}
+
+void expect_cached_decoding_matches_full_forward(int64_t window) {
+  manual_seed(6);
+  models::GPT model(small_config(window));
+  NoGradGuard guard;
+  const int64_t length = 90;
+  Tensor tokens = randint(50, {2, length});
+  Tensor full = model->forward(tokens);
+  models::GPTCache cache = model->make_cache(2);
+  // A prefill of 37 positions, single-token steps, a 3-token step, then the rest at once.
+  std::vector<int64_t> steps = {37};
+  for (int i = 0; i < 20; ++i) steps.push_back(1);
+  steps.push_back(3);
+  steps.push_back(length - 37 - 20 - 3);
+  int64_t position = 0;
+  for (int64_t n : steps) {
+    Tensor logits = model->forward_cached(tokens.narrow(1, position, n), cache);
+    EXPECT_LT(max_abs_diff(logits, full.narrow(1, position, n)), 1e-4)
+        << "window " << window << ", positions " << position << " .. " << position + n - 1;
+    position += n;
+  }
+  EXPECT_EQ(cache.length(), length);
+  EXPECT_THROW(model->forward_cached(tokens.narrow(1, 0, 7), cache), Error);  // 97 > max_seq_len 96
+}
+
+TEST(GPT, CachedDecodingMatchesTheFullForward) { expect_cached_decoding_matches_full_forward(0); }
+
+TEST(GPT, CachedDecodingMatchesTheFullForwardWithASlidingWindow) { expect_cached_decoding_matches_full_forward(12); }
+
+TEST(GPT, BFloat16ComputeTracksFloat32AndKeepsFloat32Parameters) {
+  manual_seed(7);
+  models::GPT model(small_config());
+  Tensor tokens = randint(50, {4, 48}), targets = randint(50, {4, 48});
+  Tensor loss32 = model->loss(tokens, targets, {});
+  loss32.backward();
+  std::vector<Tensor> grads32;
+  for (const Tensor& p : model->parameters()) grads32.push_back(p.grad().clone());
+  model->zero_grad();
+
+  model->set_compute_dtype(kBFloat16);
+  Tensor loss16 = model->loss(tokens, targets, {});
+  loss16.backward();
+  EXPECT_NEAR(loss16.item<double>(), loss32.item<double>(), 2e-2 * loss32.item<double>());
+  size_t i = 0;
+  for (const Tensor& p : model->parameters()) {
+    EXPECT_EQ(p.scalar_type(), kFloat32);
+    ASSERT_TRUE(p.grad().defined());
+    EXPECT_EQ(p.grad().scalar_type(), kFloat32);
+    const Tensor a = p.grad().to(kFloat64).flatten(), b = grads32[i++].to(kFloat64).flatten();
+    const double cosine = (a * b).sum().item<double>() / (a.norm().item<double>() * b.norm().item<double>() + 1e-30);
+    EXPECT_GT(cosine, 0.98) << "parameter " << i - 1;
+  }
+  EXPECT_THROW(model->set_compute_dtype(kInt64), Error);
+}
+
+TEST(GPT, BadInputsAreErrors) {
+  models::GPT model(small_config());
+  EXPECT_THROW(model->forward(randint(50, {1, 97})), Error);  // longer than max_seq_len
+  EXPECT_THROW(model->forward(randint(50, {2, 4, 4})), Error);
+  EXPECT_THROW(model->forward(randint(50, {2, 8}), zeros({2, 7}, kInt32)), Error);
+  models::GPTCache other;
+  EXPECT_THROW(model->forward_cached(randint(50, {1, 4}), other), Error);
+  models::GPTConfig bad = small_config();
+  bad.n_kv_heads = 3;
+  EXPECT_THROW(models::GPT{bad}, Error);
+}
+
+}  // namespace
+}  // namespace ember
