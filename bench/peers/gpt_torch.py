@@ -174,15 +174,18 @@ def main():
 
     for _ in range(args.warmup_steps):
         step()
-    begin = time.perf_counter()
+    # Median step time, as `ember bench train` reports.
+    times = []
     for _ in range(args.steps):
+        begin = time.perf_counter()
         loss = step()
-    seconds = time.perf_counter() - begin
+        times.append(time.perf_counter() - begin)
+    seconds = sorted(times)[len(times) // 2]
     print(json.dumps({
         "name": f"torch_{args.attention}_{'fusedlce' if fused_head else 'unfused'}_d{c.dim}_l{c.n_layers}_h{c.n_heads}_kv{c.n_kv_heads}_f{c.hidden_dim}"
                 f"_t{c.seq_len}_b{c.batch_size}_threads{args.threads}",
-        "torch": torch.__version__, "tokens_per_s": args.steps * c.batch_size * c.seq_len / seconds,
-        "step_ms": 1000 * seconds / args.steps, "loss": loss}))
+        "torch": torch.__version__, "tokens_per_s": c.batch_size * c.seq_len / seconds,
+        "step_ms": 1000 * seconds, "loss": loss}))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 #include "args.h"
 #include "ember/ember.h"
 #include "run_files.h"
+#include "train_step.h"
 
 namespace ember::cli {
 namespace {
@@ -55,26 +56,6 @@ const std::set<std::string> kFlags = {
     "data", "tokenizer", "val-every", "dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "window",
     "batch-size", "accum", "lr", "min-lr", "warmup", "weight-decay", "clip", "label-smoothing", "z-loss", "dtype",
     "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads"};
-
-std::string load_corpus_text(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (!fs::is_directory(path)) return data::read_text_file(path);
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(path)) {
-    // Fortune directories hold text files plus .dat indexes and .u8 links.
-    if (entry.is_regular_file() && !entry.is_symlink() && entry.path().extension().empty()) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  EMBER_CHECK(!files.empty(), "data", "directory '", path, "' holds no text files");
-  std::string text;
-  for (const auto& f : files) {
-    std::string part = data::read_text_file(f.string());
-    text += part;
-    if (text.back() != '\n') text += '\n';
-    text += "%\n";
-  }
-  return text;
-}
 
 double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr) {
   if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
@@ -123,7 +104,7 @@ int run_train(const std::vector<std::string>& argv) {
                                    {"seed", seed}, {"val_every", val_every}, {"dtype", dtype},
                                    {"data", args.get("data", data::default_corpus_path())}};
 
-  std::string text = load_corpus_text(args.get("data", data::default_corpus_path()));
+  std::string text = data::read_corpus(args.get("data", data::default_corpus_path()));
   std::vector<std::string> documents = data::split_documents(text);
   EMBER_CHECK(documents.size() >= 2, "data", "the corpus has ", documents.size(), " document(s); need at least 2");
 
@@ -164,13 +145,7 @@ int run_train(const std::vector<std::string>& argv) {
   manual_seed(seed);
   models::GPT model(config);
   model->set_compute_dtype(dtype == "bfloat16" ? kBFloat16 : kFloat32);
-  std::vector<Tensor> decay, no_decay;
-  for (const auto& item : model->named_parameters()) (item.value().dim() >= 2 ? decay : no_decay).push_back(item.value());
-  std::vector<optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<optim::AdamWOptions>(
-                                 optim::AdamWOptions(lr).weight_decay(args.get_double("weight-decay", 0.1))));
-  groups.emplace_back(no_decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(0)));
-  optim::AdamW optimizer(std::move(groups), optim::AdamWOptions(lr));
+  optim::AdamW optimizer = make_optimizer(model, lr, args.get_double("weight-decay", 0.1));
   if (resume) start_step = io::load_checkpoint(ckpt_path, *model, optimizer);
   std::filesystem::create_directories(out_dir);
   const io::Metadata run_meta = run_metadata({config, tokenizer->kind(), tokenizer->state(), train_settings.dump()});
@@ -216,17 +191,13 @@ int run_train(const std::vector<std::string>& argv) {
     if (max_time > 0 && elapsed() >= max_time) break;
     const double step_lr = learning_rate(step, warmup, max_steps, lr, min_lr);
     for (auto& group : optimizer.param_groups()) group.options().set_lr(step_lr);
-    optimizer.zero_grad();
-    double step_loss = 0;
-    for (int64_t micro = 0; micro < accum; ++micro) {
-      data::Batch b = data::sample_batch(streams.train, batch, seq_len, seed,
-                                         static_cast<uint64_t>(step * accum + micro));
-      Tensor loss = model->loss(b.inputs, b.targets, b.doc_ids, loss_options) / static_cast<double>(accum);
-      loss.backward();
-      step_loss += loss.item<double>();
-    }
-    double grad_norm = clip > 0 ? nn::utils::clip_grad_norm_(model->parameters(), clip) : 0;
-    optimizer.step();
+    const StepResult result = train_step(
+        model, optimizer, accum,
+        [&](int64_t micro) {
+          return data::sample_batch(streams.train, batch, seq_len, seed, static_cast<uint64_t>(step * accum + micro));
+        },
+        clip, loss_options);
+    const double step_loss = result.loss, grad_norm = result.grad_norm;
     ++step;
     tokens_done += batch * seq_len * accum;
     const double secs = elapsed(), tokens_per_s = static_cast<double>(tokens_done) / secs;
