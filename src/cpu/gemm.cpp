@@ -51,7 +51,7 @@ constexpr double kBatchChunkWork = 1 << 18;
 // same tiles one after another.
 constexpr int64_t kTileAlign = 16;
 constexpr int64_t kMinTileExtent = 64;
-constexpr double kMinTileWork = 1 << 24;  // multiply-adds: below this a tile costs more than it gains
+constexpr double kMinTileWork = 1 << 25;  // multiply-adds: below this a tile costs more than it gains
 constexpr int64_t kMaxTiles = 32;
 
 void use_single_threaded_blas() {
