@@ -59,17 +59,6 @@ GPTConfig GPTConfig::from_json(const std::string& text) {
   return c;
 }
 
-namespace {
-
-// x [B, H, T, hd]: rotates the pairs (x[i], x[i + hd/2]) by position-dependent angles.
-Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  return cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
-}
-
-}  // namespace
-
 nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, int64_t seq_len, int64_t window) {
   auto ids = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(batch * seq_len), 0);
   if (doc_ids.defined()) {
@@ -99,8 +88,9 @@ Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Ten
   const int64_t B = x.size(0), T = x.size(1), hd = config.head_dim();
   const int64_t Hq = config.n_heads, Hkv = config.n_kv_heads;
   Tensor cos = rope_cos.narrow(0, 0, T), sin = rope_sin.narrow(0, 0, T);
-  Tensor q = apply_rope(wq->forward(x).view({B, T, Hq, hd}).transpose(1, 2), cos, sin);
-  Tensor k = apply_rope(wk->forward(x).view({B, T, Hkv, hd}).transpose(1, 2), cos, sin);
+  // Rotated straight from the [B, T, H, hd] projections: the fused kernel reads the strides.
+  Tensor q = F::rotary_embedding(wq->forward(x).view({B, T, Hq, hd}).transpose(1, 2), cos, sin);
+  Tensor k = F::rotary_embedding(wk->forward(x).view({B, T, Hkv, hd}).transpose(1, 2), cos, sin);
   Tensor v = wv->forward(x).view({B, T, Hkv, hd}).transpose(1, 2);
   Tensor out = nn::attention::flex_attention(q, k, v, mask, nn::attention::FlexAttentionOptions().set_enable_gqa(true));
   return wo->forward(out.transpose(1, 2).reshape({B, T, Hq * hd}));
@@ -112,7 +102,7 @@ FeedForwardImpl::FeedForwardImpl(const GPTConfig& c) {
   w3 = register_module("w3", nn::Linear(nn::LinearOptions(c.dim, c.hidden_dim).bias(false)));
 }
 
-Tensor FeedForwardImpl::forward(const Tensor& x) { return w2->forward(ember::silu(w1->forward(x)) * w3->forward(x)); }
+Tensor FeedForwardImpl::forward(const Tensor& x) { return w2->forward(F::swiglu(w1->forward(x), w3->forward(x))); }
 
 TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
   attention = register_module("attention", Attention(c));
