@@ -70,13 +70,6 @@ Tensor normalize(const nn::RMSNorm& norm, const Tensor& x) {
                             .eps(norm->options.eps()));
 }
 
-// x [B, H, T, hd]: rotates the pairs (x[i], x[i + hd/2]) by position-dependent angles.
-Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  return cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
-}
-
 }  // namespace
 
 nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, int64_t seq_len, int64_t window) {
@@ -115,8 +108,9 @@ Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Ten
                               const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
   const int64_t B = x.size(0), T = x.size(1), hd = config.head_dim();
   const int64_t Hq = config.n_heads, Hkv = config.n_kv_heads;
-  Tensor q = apply_rope(project(wq, x).view({B, T, Hq, hd}).transpose(1, 2), rope_cos, rope_sin);
-  Tensor k = apply_rope(project(wk, x).view({B, T, Hkv, hd}).transpose(1, 2), rope_cos, rope_sin);
+  // Rotated straight from the [B, T, H, hd] projections: the fused kernel reads the strides.
+  Tensor q = F::rotary_embedding(project(wq, x).view({B, T, Hq, hd}).transpose(1, 2), rope_cos, rope_sin);
+  Tensor k = F::rotary_embedding(project(wk, x).view({B, T, Hkv, hd}).transpose(1, 2), rope_cos, rope_sin);
   Tensor v = project(wv, x).view({B, T, Hkv, hd}).transpose(1, 2);
   if (cache) {
     cache->append(k, v);
@@ -133,7 +127,7 @@ FeedForwardImpl::FeedForwardImpl(const GPTConfig& c) {
   w3 = register_module("w3", nn::Linear(nn::LinearOptions(c.dim, c.hidden_dim).bias(false)));
 }
 
-Tensor FeedForwardImpl::forward(const Tensor& x) { return project(w2, ember::silu(project(w1, x)) * project(w3, x)); }
+Tensor FeedForwardImpl::forward(const Tensor& x) { return project(w2, F::swiglu(project(w1, x), project(w3, x))); }
 
 TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
   attention = register_module("attention", Attention(c));
