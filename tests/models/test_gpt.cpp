@@ -2,6 +2,7 @@
 // plain head + cross-entropy, cached decoding against the full forward, bfloat16 compute.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,51 @@ TEST(GPT, PackedDocumentsNeverSeeEachOther) {
   Tensor one_doc = model->forward(edited);
   EXPECT_GT(max_abs_diff(one_doc.select(0, 0).narrow(0, 30, 34), model->forward(tokens).select(0, 0).narrow(0, 30, 34)),
             1e-3);
+}
+
+// Every element of batch_block_mask against the definition: same document, causal, within
+// the window; listed full blocks all visible, unlisted blocks all hidden.
+void expect_block_mask_matches_definition(const std::vector<std::vector<int32_t>>& rows, int64_t window) {
+  const int64_t B = static_cast<int64_t>(rows.size()), T = static_cast<int64_t>(rows[0].size());
+  std::vector<int64_t> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  const nn::attention::BlockMask mask =
+      models::batch_block_mask(tensor(flat).view({B, T}).to(kInt32), B, T, window);
+  auto visible = [&](int64_t b, int64_t q, int64_t kv) {
+    return kv <= q && (window == 0 || q - kv < window) && rows[b][q] == rows[b][kv];
+  };
+  const int64_t block = mask.BLOCK_SIZE.q, blocks = (T + block - 1) / block;
+  const Tensor counts = mask.kv_num_blocks.to(kInt64), indices = mask.kv_indices.to(kInt64);
+  const Tensor full_counts = mask.full_kv_num_blocks.to(kInt64), full_indices = mask.full_kv_indices.to(kInt64);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t qb = 0; qb < blocks; ++qb) {
+      std::vector<int> state(blocks, 0);  // 0 hidden, 1 partial, 2 full
+      for (int64_t i = 0; i < counts[b][0][qb].item<int64_t>(); ++i) state[indices[b][0][qb][i].item<int64_t>()] = 1;
+      for (int64_t i = 0; i < full_counts[b][0][qb].item<int64_t>(); ++i)
+        state[full_indices[b][0][qb][i].item<int64_t>()] = 2;
+      for (int64_t q = qb * block; q < std::min(T, (qb + 1) * block); ++q) {
+        for (int64_t kv = 0; kv < T; ++kv) {
+          const int s = state[kv / block];
+          const bool expected = visible(b, q, kv);
+          if (s == 0) ASSERT_FALSE(expected) << "b " << b << " q " << q << " kv " << kv << " in a hidden block";
+          if (s == 2) ASSERT_TRUE(expected) << "b " << b << " q " << q << " kv " << kv << " in a full block";
+          if (s == 1) ASSERT_EQ(mask.mask_mod->at(b, 0, q, kv), expected) << "b " << b << " q " << q << " kv " << kv;
+        }
+      }
+    }
+  }
+}
+
+TEST(GPT, BatchBlockMaskFollowsDocumentsCausalityAndWindow) {
+  std::vector<int32_t> packed(200), single(200, 4), interleaved(200);
+  for (int i = 0; i < 200; ++i) {
+    packed[i] = i < 30 ? 0 : i < 150 ? 1 : 2;
+    interleaved[i] = (i / 25) % 2;  // documents 0 and 1 alternate: not one run each
+  }
+  for (int64_t window : {0, 1, 40, 100}) {
+    expect_block_mask_matches_definition({packed, single}, window);
+    expect_block_mask_matches_definition({packed, interleaved}, window);
+  }
 }
 
 TEST(GPT, SlidingWindowLimitsWhatAPositionSees) {
