@@ -27,6 +27,10 @@ struct Register {
 // Median wall time in milliseconds of `fn` over `reps` runs after one warm-up run.
 double time_ms(const std::function<void()>& fn, int reps);
 
+// Median milliseconds of the raw BLAS sgemm C[m,n] = A[m,k] B[k,n] on OpenBLAS's own threads
+// (as many as the ember pool): the reference ember's products are compared with.
+double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps);
+
 // Prints a progress line on stderr (the JSON on stdout stays clean).
 void note(const std::string& line);
 

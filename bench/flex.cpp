@@ -1,7 +1,6 @@
 // `ember bench flex`: flex_attention with a causal sliding window against dense
 // scaled_dot_product_attention given the same mask as attn_mask, and the BLAS sgemm rate of
 // this machine, measured side by side. `ember bench flex-decode`: one decoding step.
-#include <cblas.h>
 
 #include <cmath>
 
@@ -15,15 +14,8 @@ namespace {
 namespace att = ember::nn::attention;
 
 double sgemm_gflops() {
-  const int n = 2048;
-  Tensor a = randn({n, n}), b = randn({n, n}), c = empty({n, n});
-  const double ms = time_ms(
-      [&] {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data_ptr<float>(), n,
-                    b.data_ptr<float>(), n, 0.0f, c.data_ptr<float>(), n);
-      },
-      3);
-  return 2.0 * n * n * n / ms / 1e6;
+  const int64_t n = 2048;
+  return 2.0 * n * n * n / blas_sgemm_ms(n, n, n, 3) / 1e6;
 }
 
 struct Row {

@@ -14,6 +14,7 @@ namespace {
 
 const char* kGenerateHelp =
     "usage: ember generate --checkpoint FILE [flags]\n"
+    "Streams a continuation of --prompt, one decoding step per token over a KV cache.\n"
     "  --checkpoint FILE    a checkpoint written by ember train (or --run DIR)\n"
     "  --run DIR            use DIR/checkpoint.safetensors\n"
     "  --prompt TEXT        text to continue (default: empty)\n"
@@ -79,18 +80,28 @@ int run_generate(const std::vector<std::string>& argv) {
   model->eval();
   NoGradGuard guard;
 
+  // The prompt fills a KV cache (prefill); then each token is one decoding step over it.
+  // When the cache is full, it restarts from the latest half of the context.
   const std::string prompt = args.get("prompt", "");
   std::vector<int64_t> tokens = tokenizer->encode(prompt.empty() ? "\n" : prompt);
+  const int64_t max_len = info.config.max_seq_len;
+  auto prefill = [&](int64_t keep, models::GPTCache& cache) {
+    keep = std::min<int64_t>(keep, static_cast<int64_t>(tokens.size()));
+    cache = model->make_cache(1);
+    std::vector<int64_t> context(tokens.end() - keep, tokens.end());
+    return model->forward_cached(tensor(context).view({1, keep}), cache).select(1, keep - 1).squeeze(0);
+  };
+  models::GPTCache cache;
+  Tensor logits = prefill(max_len, cache);
   std::cout << prompt << std::flush;
   for (int64_t i = 0; i < count; ++i) {
-    const int64_t context = std::min<int64_t>(static_cast<int64_t>(tokens.size()), info.config.max_seq_len);
-    std::vector<int64_t> window(tokens.end() - context, tokens.end());
-    Tensor input = tensor(window).view({1, context});
-    Tensor logits = model->forward(input).select(1, context - 1).squeeze(0);
     const double u = static_cast<double>(cpu::random_bits(seed, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
     const int64_t next = sample(logits, temperature, top_k, top_p, u);
     tokens.push_back(next);
     std::cout << tokenizer->decode({next}) << std::flush;
+    if (i + 1 == count) break;
+    if (cache.length() == max_len) logits = prefill(max_len / 2, cache);
+    else logits = model->forward_cached(tensor(std::vector<int64_t>{next}).view({1, 1}), cache).select(1, 0).squeeze(0);
   }
   std::cout << "\n";
   return 0;

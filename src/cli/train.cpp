@@ -12,6 +12,7 @@
 #include "args.h"
 #include "ember/ember.h"
 #include "run_files.h"
+#include "train_step.h"
 
 namespace ember::cli {
 namespace {
@@ -35,7 +36,8 @@ const char* kTrainHelp =
     "  --weight-decay X     AdamW weight decay (default 0.1)\n"
     "  --clip X             gradient norm clipping, 0 = off (default 1.0)\n"
     "  --label-smoothing X  (default 0)   --z-loss X  coefficient on lse^2 (default 0)\n"
-    "  --dtype float32      compute dtype\n"
+    "  --dtype KIND         compute dtype: float32 (default) or bfloat16 (activations and weight\n"
+    "                       copies in bfloat16; parameters and optimizer state stay float32)\n"
     "length and output:\n"
     "  --max-steps N        total steps of the schedule (default 1000)\n"
     "  --max-time SECONDS   stop (with a checkpoint) after this wall time (default: none)\n"
@@ -54,26 +56,6 @@ const std::set<std::string> kFlags = {
     "data", "tokenizer", "val-every", "dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "window",
     "batch-size", "accum", "lr", "min-lr", "warmup", "weight-decay", "clip", "label-smoothing", "z-loss", "dtype",
     "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads"};
-
-std::string load_corpus_text(const std::string& path) {
-  namespace fs = std::filesystem;
-  if (!fs::is_directory(path)) return data::read_text_file(path);
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(path)) {
-    // Fortune directories hold text files plus .dat indexes and .u8 links.
-    if (entry.is_regular_file() && !entry.is_symlink() && entry.path().extension().empty()) files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  EMBER_CHECK(!files.empty(), "data", "directory '", path, "' holds no text files");
-  std::string text;
-  for (const auto& f : files) {
-    std::string part = data::read_text_file(f.string());
-    text += part;
-    if (text.back() != '\n') text += '\n';
-    text += "%\n";
-  }
-  return text;
-}
 
 double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr) {
   if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
@@ -100,7 +82,8 @@ int run_train(const std::vector<std::string>& argv) {
   const std::string ckpt_path = out_dir + "/checkpoint.safetensors";
   const bool resume = args.get_switch("resume");
   const std::string dtype = args.get("dtype", "float32");
-  if (dtype != "float32") throw UsageError{"--dtype " + dtype + " is not supported yet (float32 only)"};
+  if (dtype != "float32" && dtype != "bfloat16")
+    throw UsageError{"--dtype must be float32 or bfloat16, got '" + dtype + "'"};
 
   const int64_t batch = args.get_int("batch-size", 16), seq_len = args.get_int("seq-len", 128);
   const int64_t accum = args.get_int("accum", 1), max_steps = args.get_int("max-steps", 1000);
@@ -118,10 +101,10 @@ int run_train(const std::vector<std::string>& argv) {
   // Settings that define the run: a resumed run must use the same ones.
   nlohmann::json train_settings = {{"batch_size", batch}, {"seq_len", seq_len}, {"accum", accum},
                                    {"max_steps", max_steps}, {"warmup", warmup}, {"lr", lr}, {"min_lr", min_lr},
-                                   {"seed", seed}, {"val_every", val_every},
+                                   {"seed", seed}, {"val_every", val_every}, {"dtype", dtype},
                                    {"data", args.get("data", data::default_corpus_path())}};
 
-  std::string text = load_corpus_text(args.get("data", data::default_corpus_path()));
+  std::string text = data::read_corpus(args.get("data", data::default_corpus_path()));
   std::vector<std::string> documents = data::split_documents(text);
   EMBER_CHECK(documents.size() >= 2, "data", "the corpus has ", documents.size(), " document(s); need at least 2");
 
@@ -161,27 +144,27 @@ int run_train(const std::vector<std::string>& argv) {
 
   manual_seed(seed);
   models::GPT model(config);
-  std::vector<Tensor> decay, no_decay;
-  for (const auto& item : model->named_parameters()) (item.value().dim() >= 2 ? decay : no_decay).push_back(item.value());
-  std::vector<optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<optim::AdamWOptions>(
-                                 optim::AdamWOptions(lr).weight_decay(args.get_double("weight-decay", 0.1))));
-  groups.emplace_back(no_decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(0)));
-  optim::AdamW optimizer(std::move(groups), optim::AdamWOptions(lr));
+  model->set_compute_dtype(dtype == "bfloat16" ? kBFloat16 : kFloat32);
+  optim::AdamW optimizer = make_optimizer(model, lr, args.get_double("weight-decay", 0.1));
   if (resume) start_step = io::load_checkpoint(ckpt_path, *model, optimizer);
   std::filesystem::create_directories(out_dir);
   const io::Metadata run_meta = run_metadata({config, tokenizer->kind(), tokenizer->state(), train_settings.dump()});
-  std::ofstream metrics(out_dir + "/metrics.jsonl", resume ? std::ios::app : std::ios::trunc);
+  // A resumed run continues the curve of its checkpoint: lines past it (written before a
+  // crash or kill) are dropped, the earlier ones stay in the file and the plot.
   std::vector<MetricPoint> train_curve, val_curve;
-  if (resume) {  // keep the curves of the earlier part of the run in the plot
+  std::vector<std::string> kept_lines;
+  if (resume) {
     std::ifstream old(out_dir + "/metrics.jsonl");
     for (std::string line; std::getline(old, line);) {
       auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || j.value("step", int64_t{0}) > start_step) continue;
+      if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > start_step) continue;
+      kept_lines.push_back(line);
       if (j.contains("loss")) train_curve.push_back({j["step"], j["loss"]});
       if (j.contains("val_loss")) val_curve.push_back({j["step"], j["val_loss"]});
     }
   }
+  std::ofstream metrics(out_dir + "/metrics.jsonl", std::ios::trunc);
+  for (const auto& line : kept_lines) metrics << line << "\n";
 
   auto evaluate = [&] {
     NoGradGuard guard;
@@ -208,17 +191,13 @@ int run_train(const std::vector<std::string>& argv) {
     if (max_time > 0 && elapsed() >= max_time) break;
     const double step_lr = learning_rate(step, warmup, max_steps, lr, min_lr);
     for (auto& group : optimizer.param_groups()) group.options().set_lr(step_lr);
-    optimizer.zero_grad();
-    double step_loss = 0;
-    for (int64_t micro = 0; micro < accum; ++micro) {
-      data::Batch b = data::sample_batch(streams.train, batch, seq_len, seed,
-                                         static_cast<uint64_t>(step * accum + micro));
-      Tensor loss = model->loss(b.inputs, b.targets, b.doc_ids, loss_options) / static_cast<double>(accum);
-      loss.backward();
-      step_loss += loss.item<double>();
-    }
-    double grad_norm = clip > 0 ? nn::utils::clip_grad_norm_(model->parameters(), clip) : 0;
-    optimizer.step();
+    const StepResult result = train_step(
+        model, optimizer, accum,
+        [&](int64_t micro) {
+          return data::sample_batch(streams.train, batch, seq_len, seed, static_cast<uint64_t>(step * accum + micro));
+        },
+        clip, loss_options);
+    const double step_loss = result.loss, grad_norm = result.grad_norm;
     ++step;
     tokens_done += batch * seq_len * accum;
     const double secs = elapsed(), tokens_per_s = static_cast<double>(tokens_done) / secs;

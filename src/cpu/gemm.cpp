@@ -3,7 +3,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -38,59 +37,27 @@ constexpr int64_t kFewRowsTransposedB = 8;
 constexpr int64_t kFewRowsB = 4;
 constexpr int64_t kFewRowsChunk = 1 << 17;  // elements of B per parallel chunk
 constexpr int64_t kFewRowsColumns = 1024;
-// OpenBLAS runs products of at most 64^3 multiply-adds on one thread by itself.
-constexpr double kSmallProduct = 64.0 * 64.0 * 64.0;
 // Batches of products up to this size run in parallel over the batch, in chunks of about
 // kBatchChunkWork multiply-adds; larger products run one by one on all threads (measured).
 constexpr double kBatchParallelWork = 1 << 22;
 constexpr double kBatchChunkWork = 1 << 18;
 
-// Note [OpenBLAS threads]
-// OpenBLAS (pthreads build) keeps its own threads and one global thread count; it cannot be
-// told per call. Top-level calls use as many threads as the ember pool. A call made from a
-// pool thread (in_parallel_region) must run single-threaded, or the two pools oversubscribe
-// the cores (measured on batches of 96^3..256^3 products: 13-50% slower), so while any
-// SingleThreadedBlas is alive the global count is 1. Every holder changes the count and
-// applies it under one mutex, and returns only once OpenBLAS is single-threaded: a holder
-// that skipped the switch while another was still making it could run a product on several
-// threads, and OpenBLAS's float32 results depend on its thread count (bits would differ).
-// A top-level call from another user thread may run single-threaded meanwhile (slower,
-// never wrong).
-std::mutex g_blas_threads_mutex;
-int g_single_threaded_holders = 0;  // guarded by g_blas_threads_mutex
-std::atomic<int> g_blas_threads{0};  // what OpenBLAS was last told
+// Note [GEMM tiles]
+// OpenBLAS always runs single-threaded; ember's pool runs a product as tiles of C, each one
+// sgemm call. Two reasons: OpenBLAS's own threads spin in sched_yield for a while after every
+// threaded call and fought the pool for the cores (a quarter of a 2-core training step went
+// to that spinning, perf), and tile boundaries depend only on the shape, so float32 products
+// are bitwise identical for any thread count. A call from inside a parallel region runs the
+// same tiles one after another.
+constexpr int64_t kTileAlign = 16;
+constexpr int64_t kMinTileExtent = 64;
+constexpr double kMinTileWork = 1 << 25;  // multiply-adds: below this a tile costs more than it gains
+constexpr int64_t kMaxTiles = 32;
 
-// Caller holds g_blas_threads_mutex.
-void apply_blas_threads_locked() {
-  const int wanted = g_single_threaded_holders > 0 ? 1 : num_threads();
-  if (g_blas_threads.load(std::memory_order_relaxed) != wanted) {
-    openblas_set_num_threads(wanted);
-    g_blas_threads.store(wanted, std::memory_order_release);
-  }
+void use_single_threaded_blas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
 }
-
-void prepare_top_level_blas_call() {
-  if (g_blas_threads.load(std::memory_order_acquire) == num_threads()) return;
-  std::lock_guard<std::mutex> lock(g_blas_threads_mutex);
-  apply_blas_threads_locked();
-}
-
-// Keeps OpenBLAS single-threaded while alive.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() {
-    std::lock_guard<std::mutex> lock(g_blas_threads_mutex);
-    ++g_single_threaded_holders;
-    apply_blas_threads_locked();
-  }
-  ~SingleThreadedBlas() {
-    std::lock_guard<std::mutex> lock(g_blas_threads_mutex);
-    --g_single_threaded_holders;
-    apply_blas_threads_locked();
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-};
 
 CBLAS_TRANSPOSE blas_trans(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 
@@ -107,6 +74,33 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, 
   cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
+}
+
+// Runs a product as a grid of tiles of C chosen by the shape alone (Note [GEMM tiles]). Each
+// tile repacks its rows of A and columns of B, so tiles are kept near square: halving the
+// longer side until there are enough tiles for the pool.
+template <typename T>
+void blas_gemm_tiled(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                     const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int64_t wanted = std::min<int64_t>(kMaxTiles, static_cast<int64_t>(work / kMinTileWork));
+  int64_t tile_m = m, tile_n = n;
+  auto halved = [](int64_t extent) { return (extent / 2 + kTileAlign - 1) / kTileAlign * kTileAlign; };
+  while (num_chunks(0, m, tile_m) * num_chunks(0, n, tile_n) < wanted) {
+    int64_t& longer = tile_m >= tile_n ? tile_m : tile_n;
+    const int64_t next = halved(longer);
+    if (next < kMinTileExtent || next >= longer) break;
+    longer = next;
+  }
+  const int64_t tiles_n = num_chunks(0, n, tile_n);
+  parallel_for(0, num_chunks(0, m, tile_m) * tiles_n, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t i0 = t / tiles_n * tile_m, j0 = t % tiles_n * tile_n;
+      const int64_t rows = std::min(tile_m, m - i0), cols = std::min(tile_n, n - j0);
+      blas_gemm(ta, tb, rows, cols, k, alpha, ta ? a + i0 : a + i0 * lda, lda, tb ? b + j0 * ldb : b + j0, ldb, beta,
+                c + i0 * ldc + j0, ldc);
+    }
+  });
 }
 
 // BLAS takes 32-bit sizes and wants ld >= max(1, cols) even for a single row, where the
@@ -221,7 +215,8 @@ void gemm_blocked(const BlockFormat<Acc>& format, bool ta, bool tb, int64_t m, i
           widen_block(format, a, lda, ta ? p0 : i0, ta ? i0 : p0, ta ? kp : mi, a_cols, a_block);
         if (!b_single_k_block || i0 == 0)
           widen_block(format, b, ldb, tb ? j0 : p0, tb ? p0 : j0, tb ? nj : kp, b_cols, b_block);
-        blas_gemm(ta, tb, mi, nj, kp, alpha, a_block, a_cols, b_block, b_cols, p0 == 0 ? Acc(0) : Acc(1), c_block, nj);
+        blas_gemm_tiled(ta, tb, mi, nj, kp, alpha, a_block, a_cols, b_block, b_cols, p0 == 0 ? Acc(0) : Acc(1), c_block,
+                        nj);
       }
       char* c_origin = c + (i0 * ldc + j0) * element_size;
       for_row_chunks(mi, nj, [&](int64_t r0, int64_t r1) {
@@ -262,8 +257,8 @@ template <typename T>
 void gemm_blas_or_blocked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const void* a, int64_t lda,
                           const void* b, int64_t ldb, double beta, void* c, int64_t ldc) {
   if (fits_blas(ta ? k : m, ta ? m : k, lda) && fits_blas(tb ? n : k, tb ? k : n, ldb) && fits_blas(m, n, ldc)) {
-    blas_gemm(ta, tb, m, n, k, static_cast<T>(alpha), static_cast<const T*>(a), lda, static_cast<const T*>(b), ldb,
-              static_cast<T>(beta), static_cast<T*>(c), ldc);
+    blas_gemm_tiled(ta, tb, m, n, k, static_cast<T>(alpha), static_cast<const T*>(a), lda, static_cast<const T*>(b),
+                    ldb, static_cast<T>(beta), static_cast<T*>(c), ldc);
   } else {
     gemm_blocked<T>(kCopyFormat<T>, ta, tb, m, n, k, static_cast<T>(alpha), static_cast<const char*>(a), lda,
                     static_cast<const char*>(b), ldb, static_cast<T>(beta), static_cast<char*>(c), ldc);
@@ -323,16 +318,8 @@ void gemm(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
       default: return scale_c<Half>(m, n, beta, c, ldc);
     }
   }
-  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  if (!in_parallel_region()) {
-    prepare_top_level_blas_call();
-    gemm_nonempty(dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  } else if (work <= kSmallProduct) {
-    gemm_nonempty(dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  } else {
-    SingleThreadedBlas single_threaded;
-    gemm_nonempty(dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  }
+  use_single_threaded_blas();
+  gemm_nonempty(dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -353,8 +340,6 @@ void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, i
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(kBatchChunkWork / std::max(work, 1.0)));
   if (work <= kBatchParallelWork && num_chunks(0, batch, grain) > 1) {
-    // Held across the whole batch so OpenBLAS is not switched back and forth between calls.
-    SingleThreadedBlas single_threaded;
     parallel_for(0, batch, grain, run);
   } else {
     run(0, batch);

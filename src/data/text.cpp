@@ -91,6 +91,25 @@ std::string read_text_file(const std::string& path) {
   return text;
 }
 
+std::string read_corpus(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) return read_text_file(path);
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(path)) {
+    // Fortune directories hold text files plus .dat indexes and .u8 links.
+    if (entry.is_regular_file() && !entry.is_symlink() && entry.path().extension().empty()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  EMBER_CHECK(!files.empty(), "data", "directory '", path, "' holds no text files");
+  std::string text;
+  for (const auto& f : files) {
+    text += read_text_file(f.string());
+    if (text.back() != '\n') text += '\n';
+    text += "%\n";
+  }
+  return text;
+}
+
 std::string default_corpus_path() { return "/usr/share/games/fortunes"; }
 
 SplitStreams tokenize_split(const std::vector<std::string>& documents, const Tokenizer& tokenizer,

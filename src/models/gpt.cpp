@@ -61,11 +61,13 @@ GPTConfig GPTConfig::from_json(const std::string& text) {
 
 namespace {
 
-// x [B, H, T, hd]: rotates the pairs (x[i], x[i + hd/2]) by position-dependent angles.
-Tensor apply_rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  return cat({x1 * cos - x2 * sin, x1 * sin + x2 * cos}, -1);
+// The layer's weight in the activations' dtype (bfloat16 compute keeps float32 parameters).
+Tensor project(const nn::Linear& layer, const Tensor& x) { return F::linear(x, layer->weight.to(x.scalar_type())); }
+
+Tensor normalize(const nn::RMSNorm& norm, const Tensor& x) {
+  return F::rms_norm(x, nn::RMSNormFuncOptions(norm->options.normalized_shape())
+                            .weight(norm->weight.to(x.scalar_type()))
+                            .eps(norm->options.eps()));
 }
 
 }  // namespace
@@ -86,6 +88,14 @@ nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, 
   return nn::attention::create_block_mask(mask, batch, 1, seq_len, seq_len, nn::attention::BlockSize(64));
 }
 
+nn::attention::BlockMask decode_block_mask(int64_t queries, int64_t cached, int64_t window) {
+  const int32_t offset = static_cast<int32_t>(cached), W = static_cast<int32_t>(window);
+  auto mask = [offset, W](auto, auto, auto q, auto kv) {
+    return q + offset >= kv && (W == 0 || q + offset - kv < W);
+  };
+  return nn::attention::create_block_mask(mask, 1, 1, queries, cached + queries, nn::attention::BlockSize(64));
+}
+
 AttentionImpl::AttentionImpl(const GPTConfig& c) : config(c) {
   const int64_t hd = c.head_dim();
   wq = register_module("wq", nn::Linear(nn::LinearOptions(c.dim, c.n_heads * hd).bias(false)));
@@ -95,15 +105,20 @@ AttentionImpl::AttentionImpl(const GPTConfig& c) : config(c) {
 }
 
 Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
-                              const nn::attention::BlockMask& mask) {
+                              const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
   const int64_t B = x.size(0), T = x.size(1), hd = config.head_dim();
   const int64_t Hq = config.n_heads, Hkv = config.n_kv_heads;
-  Tensor cos = rope_cos.narrow(0, 0, T), sin = rope_sin.narrow(0, 0, T);
-  Tensor q = apply_rope(wq->forward(x).view({B, T, Hq, hd}).transpose(1, 2), cos, sin);
-  Tensor k = apply_rope(wk->forward(x).view({B, T, Hkv, hd}).transpose(1, 2), cos, sin);
-  Tensor v = wv->forward(x).view({B, T, Hkv, hd}).transpose(1, 2);
+  // Rotated straight from the [B, T, H, hd] projections: the fused kernel reads the strides.
+  Tensor q = F::rotary_embedding(project(wq, x).view({B, T, Hq, hd}).transpose(1, 2), rope_cos, rope_sin);
+  Tensor k = F::rotary_embedding(project(wk, x).view({B, T, Hkv, hd}).transpose(1, 2), rope_cos, rope_sin);
+  Tensor v = project(wv, x).view({B, T, Hkv, hd}).transpose(1, 2);
+  if (cache) {
+    cache->append(k, v);
+    k = cache->keys();
+    v = cache->values();
+  }
   Tensor out = nn::attention::flex_attention(q, k, v, mask, nn::attention::FlexAttentionOptions().set_enable_gqa(true));
-  return wo->forward(out.transpose(1, 2).reshape({B, T, Hq * hd}));
+  return project(wo, out.transpose(1, 2).reshape({B, T, Hq * hd}));
 }
 
 FeedForwardImpl::FeedForwardImpl(const GPTConfig& c) {
@@ -112,7 +127,7 @@ FeedForwardImpl::FeedForwardImpl(const GPTConfig& c) {
   w3 = register_module("w3", nn::Linear(nn::LinearOptions(c.dim, c.hidden_dim).bias(false)));
 }
 
-Tensor FeedForwardImpl::forward(const Tensor& x) { return w2->forward(ember::silu(w1->forward(x)) * w3->forward(x)); }
+Tensor FeedForwardImpl::forward(const Tensor& x) { return project(w2, F::swiglu(project(w1, x), project(w3, x))); }
 
 TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
   attention = register_module("attention", Attention(c));
@@ -122,9 +137,9 @@ TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
 }
 
 Tensor TransformerBlockImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
-                                     const nn::attention::BlockMask& mask) {
-  Tensor h = x + attention->forward(attention_norm->forward(x), rope_cos, rope_sin, mask);
-  return h + feed_forward->forward(ffn_norm->forward(h));
+                                     const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
+  Tensor h = x + attention->forward(normalize(attention_norm, x), rope_cos, rope_sin, mask, cache);
+  return h + feed_forward->forward(normalize(ffn_norm, h));
 }
 
 GPTImpl::GPTImpl(const GPTConfig& c) : config(c) {
@@ -145,27 +160,60 @@ GPTImpl::GPTImpl(const GPTConfig& c) : config(c) {
   rope_sin = register_buffer("rope_sin", angles.sin().to(kFloat32), /*persistent=*/false);
 }
 
+void GPTImpl::set_compute_dtype(ScalarType dtype) {
+  EMBER_CHECK(dtype == kFloat32 || dtype == kBFloat16, "GPT", "compute dtype must be float32 or bfloat16, got ", dtype);
+  compute_dtype_ = dtype;
+}
+
+Tensor GPTImpl::run(const Tensor& tokens, int64_t start, const nn::attention::BlockMask& mask, GPTCache* cache) {
+  EMBER_CHECK(tokens.dim() == 2, "GPT", "tokens must be [batch, time], got shape ", tokens.sizes());
+  const int64_t T = tokens.size(1);
+  EMBER_CHECK(start + T <= config.max_seq_len, "GPT", "positions ", start, " .. ", start + T - 1,
+              " exceed max_seq_len ", config.max_seq_len);
+  Tensor x = tok_embeddings->forward(tokens).to(compute_dtype_);
+  Tensor cos = rope_cos.narrow(0, start, T).to(compute_dtype_), sin = rope_sin.narrow(0, start, T).to(compute_dtype_);
+  for (size_t i = 0; i < layers->size(); ++i)
+    x = layers->at<TransformerBlockImpl>(i).forward(x, cos, sin, mask, cache ? &cache->layers[i] : nullptr);
+  return normalize(norm, x);
+}
+
 Tensor GPTImpl::hidden(const Tensor& tokens, const Tensor& doc_ids) {
   EMBER_CHECK(tokens.dim() == 2, "GPT", "tokens must be [batch, time], got shape ", tokens.sizes());
-  EMBER_CHECK(tokens.size(1) <= config.max_seq_len, "GPT", "sequence length ", tokens.size(1),
-              " exceeds max_seq_len ", config.max_seq_len);
-  Tensor x = tok_embeddings->forward(tokens);
-  Tensor cos = rope_cos.to(x.scalar_type()), sin = rope_sin.to(x.scalar_type());
-  const nn::attention::BlockMask mask = batch_block_mask(doc_ids, tokens.size(0), tokens.size(1), config.window);
-  for (size_t i = 0; i < layers->size(); ++i) x = layers->at<TransformerBlockImpl>(i).forward(x, cos, sin, mask);
-  return norm->forward(x);
+  return run(tokens, 0, batch_block_mask(doc_ids, tokens.size(0), tokens.size(1), config.window), nullptr);
 }
 
 Tensor GPTImpl::forward(const Tensor& tokens, const Tensor& doc_ids) {
-  return F::linear(hidden(tokens, doc_ids), tok_embeddings->weight);
+  Tensor h = hidden(tokens, doc_ids);
+  return F::linear(h, tok_embeddings->weight.to(h.scalar_type()));
 }
 
 Tensor GPTImpl::loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options) {
-  Tensor h = hidden(tokens, doc_ids);
+  // The head and loss run in float32 whatever the compute dtype, as under PyTorch's autocast:
+  // a bfloat16 loss would keep 3 significant digits.
+  Tensor h = hidden(tokens, doc_ids).to(kFloat32);
   return F::linear_cross_entropy(h.reshape({-1, config.dim}), tok_embeddings->weight, targets.reshape({-1}),
                                  nn::LinearCrossEntropyFuncOptions()
                                      .label_smoothing(options.label_smoothing)
                                      .z_loss(options.z_loss));
+}
+
+GPTCache GPTImpl::make_cache(int64_t batch) const {
+  EMBER_CHECK(batch > 0, "GPT", "cache batch must be positive, got ", batch);
+  GPTCache cache;
+  for (size_t i = 0; i < layers->size(); ++i)
+    cache.layers.emplace_back(batch, config.n_kv_heads, config.max_seq_len, config.head_dim(), config.head_dim(),
+                              compute_dtype_);
+  return cache;
+}
+
+Tensor GPTImpl::forward_cached(const Tensor& tokens, GPTCache& cache) {
+  EMBER_CHECK(tokens.dim() == 2 && tokens.size(1) > 0, "GPT", "tokens must be [batch, time] with time > 0, got shape ",
+              tokens.sizes());
+  EMBER_CHECK(cache.layers.size() == layers->size(), "GPT", "the cache has ", cache.layers.size(),
+              " layers, the model ", layers->size());
+  const int64_t start = cache.length();
+  Tensor h = run(tokens, start, decode_block_mask(tokens.size(1), start, config.window), &cache);
+  return F::linear(h, tok_embeddings->weight.to(h.scalar_type()));
 }
 
 }  // namespace ember::models

@@ -1,10 +1,12 @@
-// Functional layers and activations: thin, validated compositions of ember ops.
+// Functional layers and activations: validated compositions of ember ops; rms_norm runs the
+// fused kernel of src/nn/rms_norm.cpp.
 #include "ember/nn/functional.h"
 
 #include <limits>
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
+#include "nn/rms_norm.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -62,15 +64,22 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
 }
 
 Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options) {
-  const auto dims = trailing_dims(input, options.normalized_shape(), "rms_norm");
-  check_affine(options.weight(), options.normalized_shape(), "weight", "rms_norm");
-  const ScalarType compute = opmath_type(input.scalar_type());
-  // PyTorch's default eps is the epsilon of the type it computes in.
-  const double eps = options.eps().value_or(compute == kFloat64 ? std::numeric_limits<double>::epsilon()
-                                                                 : std::numeric_limits<float>::epsilon());
-  Tensor x = input.to(compute);
-  Tensor out = (x * (x.square().mean(dims, /*keepdim=*/true) + eps).rsqrt()).to(input.scalar_type());
-  return options.weight().defined() ? out * options.weight() : out;
+  const auto& normalized_shape = options.normalized_shape();
+  trailing_dims(input, normalized_shape, "rms_norm");
+  check_affine(options.weight(), normalized_shape, "weight", "rms_norm");
+  Tensor weight = options.weight();
+  EMBER_CHECK(input.is_floating_point() && (!weight.defined() || weight.is_floating_point()), "rms_norm",
+              "expected floating-point input and weight, got ", dtype_name(input.scalar_type()),
+              weight.defined() ? std::string(" and ") + dtype_name(weight.scalar_type()) : std::string());
+  // A weight of another dtype promotes the result, as input * weight would.
+  const ScalarType dtype = weight.defined() ? promote_types(input.scalar_type(), weight.scalar_type())
+                                            : input.scalar_type();
+  // PyTorch's default eps is the epsilon of the type the input computes in.
+  const double eps = options.eps().value_or(input.scalar_type() == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                                              : std::numeric_limits<float>::epsilon());
+  int64_t width = 1;
+  for (int64_t size : normalized_shape) width *= size;
+  return detail::fused_rms_norm(input.to(dtype), weight.defined() ? weight.to(dtype) : weight, width, eps);
 }
 
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options) {

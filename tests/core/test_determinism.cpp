@@ -1,6 +1,6 @@
 // Results are bitwise identical for any thread count (DESIGN.md, Kernels): each op runs at
 // 1, 2 and 4 threads on inputs large enough to be split into many chunks, and the bytes of
-// the results are compared.
+// the results are compared. Matrix products too (Note [GEMM tiles] in src/cpu/gemm.cpp).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -106,6 +106,23 @@ TEST(Determinism, IndexAccumulationsAreBitwiseIdenticalForAnyThreadCount) {
       {"index_add", [&] { return destination.index_add(0, rows, source); }},
       {"scatter_add", [&] { return destination.scatter_add(0, scatter_index, source); }},
       {"embedding_backward", [&] { return embedding_backward(source, rows, 1000); }},
+  });
+}
+
+TEST(Determinism, MatmulIsBitwiseIdenticalForAnyThreadCount) {
+  // Shapes split into several tiles of C along rows, columns or both, with and without
+  // transposed operands, plus a batch and the low-precision blocked path.
+  manual_seed(7);
+  const Tensor a = randn({1000, 300}), b = randn({300, 700}), tall = randn({3000, 64}), wide = randn({64, 2500});
+  const Tensor batch_a = randn({6, 200, 96}), batch_b = randn({6, 96, 150});
+  expect_same_for_any_thread_count({
+      {"matmul", [&] { return a.matmul(b); }},
+      {"matmul of transposes", [&] { return b.t().matmul(a.t()); }},
+      {"tall times wide", [&] { return tall.matmul(wide); }},
+      {"weight gradient shape", [&] { return tall.t().matmul(tall); }},
+      {"batched matmul", [&] { return batch_a.matmul(batch_b); }},
+      {"bfloat16 matmul", [&] { return a.to(kBFloat16).matmul(b.to(kBFloat16)); }},
+      {"float64 matmul", [&] { return a.to(kFloat64).matmul(b.to(kFloat64)); }},
   });
 }
 

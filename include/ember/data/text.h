@@ -56,6 +56,9 @@ std::vector<std::string> split_documents(const std::string& text);
 // Reads a file, throwing ember::Error naming it if it is missing, unreadable or empty.
 std::string read_text_file(const std::string& path);
 
+// A text file, or a directory of fortune files (name order, each ending in a "%" line).
+std::string read_corpus(const std::string& path);
+
 // The default corpus: every fortune file of Debian's `fortunes` packages, in name order.
 std::string default_corpus_path();
 

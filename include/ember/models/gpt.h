@@ -3,8 +3,10 @@
 // window) document mask, SwiGLU MLP, LM head tied to the embedding.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "ember/nn.h"
+#include "ember/nn/attention/kv_cache.h"
 
 namespace ember::models {
 
@@ -33,11 +35,18 @@ struct GPTConfig {
 // doc_ids [B, T] (int32); undefined means one document per row.
 nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, int64_t seq_len, int64_t window);
 
+// The block mask of decoding `queries` new positions after `cached` ones (one document):
+// query i sits at position cached + i and sees keys 0 .. cached + i (within the window).
+nn::attention::BlockMask decode_block_mask(int64_t queries, int64_t cached, int64_t window);
+
 // x: [B, T, dim]; q [B, Hq, T, hd], k/v [B, Hkv, T, hd] through flex_attention with GQA.
+// rope_cos/rope_sin: the rows of x's positions [T, hd / 2], in x's dtype. With a cache, the
+// new keys and values join it and the queries attend to everything cached under `mask`.
 class AttentionImpl : public nn::Module {
  public:
   explicit AttentionImpl(const GPTConfig& config);
-  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask);
+  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask,
+                 nn::attention::KVCache* cache = nullptr);
 
   GPTConfig config;
   nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
@@ -56,7 +65,8 @@ EMBER_MODULE(FeedForward);
 class TransformerBlockImpl : public nn::Module {
  public:
   explicit TransformerBlockImpl(const GPTConfig& config);
-  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask);
+  Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask,
+                 nn::attention::KVCache* cache = nullptr);
 
   Attention attention{nullptr};
   FeedForward feed_forward{nullptr};
@@ -69,9 +79,20 @@ struct LossOptions {
   double z_loss = 0.0;
 };
 
+// Keys and values of every layer, for incremental decoding.
+struct GPTCache {
+  std::vector<nn::attention::KVCache> layers;
+  int64_t length() const { return layers.empty() ? 0 : layers.front().length(); }
+};
+
 class GPTImpl : public nn::Module {
  public:
   explicit GPTImpl(const GPTConfig& config);
+
+  // float32 (default) or bfloat16: activations and per-forward copies of the weights in
+  // that dtype, parameters (and so gradients and optimizer state) stay float32.
+  void set_compute_dtype(ScalarType dtype);
+  ScalarType compute_dtype() const { return compute_dtype_; }
 
   // tokens [B, T] -> final hidden states [B, T, dim] (before the LM head).
   Tensor hidden(const Tensor& tokens, const Tensor& doc_ids);
@@ -81,11 +102,24 @@ class GPTImpl : public nn::Module {
   // LinearCrossEntropy with the LM head tied to the embedding (no [tokens, vocab] logits).
   Tensor loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options = {});
 
+  // An empty cache for `batch` sequences of up to max_seq_len positions.
+  GPTCache make_cache(int64_t batch) const;
+  // tokens [B, n] at positions cache.length() .. cache.length() + n - 1 -> logits [B, n, vocab];
+  // their keys and values join the cache. A few tokens at a time (n <= 16) run flex
+  // attention's decoding path over the cache.
+  Tensor forward_cached(const Tensor& tokens, GPTCache& cache);
+
   GPTConfig config;
   nn::Embedding tok_embeddings{nullptr};
   nn::ModuleList layers{nullptr};
   nn::RMSNorm norm{nullptr};
   Tensor rope_cos, rope_sin;  // [max_seq_len, head_dim / 2], non-persistent buffers
+
+ private:
+  // Embeds tokens [B, T] at positions start .. start + T - 1 and runs the layers and the final norm.
+  Tensor run(const Tensor& tokens, int64_t start, const nn::attention::BlockMask& mask, GPTCache* cache);
+
+  ScalarType compute_dtype_ = kFloat32;
 };
 EMBER_MODULE(GPT);
 

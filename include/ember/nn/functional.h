@@ -14,14 +14,27 @@ Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncO
 // Normalises over the trailing dims named by normalized_shape: (x - mean) / sqrt(var + eps)
 // with the biased variance, then * weight + bias. Reduced-precision inputs compute in float32.
 Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);
-// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dims.
+// x / sqrt(mean(x^2) + eps) * weight over the trailing normalized_shape dims, as one fused
+// kernel computing in float32 for float16/bfloat16. A weight of another dtype promotes the
+// result. First-order gradients only (create_graph=true throws).
 Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
+// Rotary position embedding, fused. x [..., T, head_dim] (any layout), cos and sin
+// [T, head_dim / 2]: with x1, x2 the first and second halves of the last dim,
+//   out = cat(x1 * cos - x2 * sin, x1 * sin + x2 * cos, -1)
+// (cos and sin broadcast over the leading dims). The result is contiguous in x's dtype; cos
+// and sin are read in x's compute type (float32 for float16/bfloat16). They are position
+// tables and get no gradient: passing ones that require grad throws. x gets gradients of any
+// order.
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
 
 // ---- activations -----------------------------------------------------------------------------
 Tensor relu(const Tensor& input);
 Tensor gelu(const Tensor& input, const GELUFuncOptions& options = {});
 Tensor silu(const Tensor& input);
+// silu(a) * b in one pass (the gate of a SwiGLU feed-forward); a and b have the same shape,
+// mixed dtypes promote. First-order gradients only (create_graph=true throws).
+Tensor swiglu(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options);
 Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options);
 

@@ -293,21 +293,10 @@ void probabilities_f64(double* scores, int64_t ld, int64_t rows, int64_t cols, c
 
 // ---- shared by both ------------------------------------------------------------------------
 
-template <typename F>
-static inline void by_dtype(ScalarType dtype, F f) {
-  switch (dtype) {
-    case ScalarType::Float16: f(Half{}); break;
-    case ScalarType::BFloat16: f(BFloat16{}); break;
-    case ScalarType::Float32: f(float{}); break;
-    case ScalarType::Float64: f(double{}); break;
-    default: break;  // the op layer admits floating dtypes only
-  }
-}
-
 template <typename T>
 void pack_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
                T scale, T* dst, int64_t ld) {
-  by_dtype(dtype, [&](auto tag) {
+  by_float_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     const S* in = static_cast<const S*>(src);
     for (int64_t r = 0; r < rows; ++r)
@@ -318,7 +307,7 @@ void pack_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t co
 template <typename T, int Width>
 void pack_panels(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
                  T scale, T* dst) {
-  by_dtype(dtype, [&](auto tag) {
+  by_float_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     const S* in = static_cast<const S*>(src);
     for (int64_t j0 = 0; j0 < n; j0 += Width) {
@@ -359,7 +348,7 @@ void transpose(const T* src, int64_t ld_src, int64_t rows, int64_t cols, T* dst,
 template <typename T>
 void store_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, const T* row_scale, ScalarType dtype, void* dst,
                 int64_t row_stride, int64_t col_stride) {
-  by_dtype(dtype, [&](auto tag) {
+  by_float_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     S* out = static_cast<S*>(dst);
     for (int64_t r = 0; r < rows; ++r) {

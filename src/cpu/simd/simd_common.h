@@ -101,4 +101,16 @@ static inline void store(T* p, A value) {
   }
 }
 
+// Calls f(T{}) with the C++ type of a floating `dtype`; other dtypes call nothing.
+template <typename F>
+static inline void by_float_dtype(ScalarType dtype, F f) {
+  switch (dtype) {
+    case ScalarType::Float16: f(Half{}); break;
+    case ScalarType::BFloat16: f(BFloat16{}); break;
+    case ScalarType::Float32: f(float{}); break;
+    case ScalarType::Float64: f(double{}); break;
+    default: break;  // callers only pass floating dtypes
+  }
+}
+
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY

@@ -1,0 +1,32 @@
+#include "train_step.h"
+
+#include "ember/ember.h"
+
+namespace ember::cli {
+
+optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay) {
+  std::vector<Tensor> decay, no_decay;
+  for (const auto& item : model->named_parameters()) (item.value().dim() >= 2 ? decay : no_decay).push_back(item.value());
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(weight_decay)));
+  groups.emplace_back(no_decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(0)));
+  return optim::AdamW(std::move(groups), optim::AdamWOptions(lr));
+}
+
+StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum,
+                      const std::function<data::Batch(int64_t)>& batch_of, double clip,
+                      const models::LossOptions& loss_options) {
+  StepResult result;
+  optimizer.zero_grad();
+  for (int64_t micro = 0; micro < accum; ++micro) {
+    data::Batch b = batch_of(micro);
+    Tensor loss = model->loss(b.inputs, b.targets, b.doc_ids, loss_options) / static_cast<double>(accum);
+    loss.backward();
+    result.loss += loss.item<double>();
+  }
+  if (clip > 0) result.grad_norm = nn::utils::clip_grad_norm_(model->parameters(), clip);
+  optimizer.step();
+  return result;
+}
+
+}  // namespace ember::cli

@@ -1,0 +1,152 @@
+// 8-lane float vectors for kernels compiled once per instruction set (Note [Kernel dispatch]).
+//
+// Float work runs on 8-lane GCC vector types (one AVX2 register, two SSE registers at
+// baseline) rather than relying on auto-vectorization, which -O3 turns into slow shuffles
+// for reductions and mixed loops. A kernel is written once over V = the 8-lane vector or a
+// plain scalar (row tails, float64); every lane does exactly the scalar math. The vectors
+// only pass between inline functions of the including file, so the baseline build's note
+// about the AVX calling convention does not apply.
+#pragma once
+#pragma GCC diagnostic ignored "-Wpsabi"
+#include <type_traits>
+
+#include "cpu/simd/simd_common.h"
+
+namespace ember::cpu::EMBER_CPU_CAPABILITY {
+
+constexpr int kWidth = 8;
+typedef float Floats __attribute__((vector_size(32)));
+typedef int32_t Ints __attribute__((vector_size(32)));
+typedef uint32_t UInts __attribute__((vector_size(32)));
+typedef float Floats4 __attribute__((vector_size(16)));
+typedef double Doubles4 __attribute__((vector_size(32)));
+
+template <typename V>
+constexpr bool is_vector_v = std::is_same_v<V, Floats>;
+template <typename V>
+constexpr int width_v = is_vector_v<V> ? kWidth : 1;
+
+template <typename T>
+constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// The vector type for storage type T: 8 float lanes, or plain double for float64.
+template <typename T>
+using vec_t = std::conditional_t<std::is_same_v<T, double>, double, Floats>;
+
+template <typename To, typename From>
+static inline To bits_as(const From& value) {
+  static_assert(sizeof(To) == sizeof(From));
+  To out;
+  std::memcpy(static_cast<void*>(&out), &value, sizeof(To));
+  return out;
+}
+
+// `value` in every lane of V.
+template <typename V, typename S>
+static inline V splat(S value) {
+  if constexpr (is_vector_v<V>) return Floats{} + static_cast<float>(value);
+  else return static_cast<V>(value);
+}
+
+// One element (scalar V) or kWidth elements (vector V) of T, as V.
+template <typename V, typename T>
+static inline V load_as(const T* p) {
+  if constexpr (!is_vector_v<V>) {
+    return load(p);
+  } else if constexpr (std::is_same_v<T, float>) {
+    Floats value;
+    std::memcpy(&value, p, sizeof(value));
+    return value;
+  } else {
+    float lanes[kWidth];
+    for (int j = 0; j < kWidth; ++j) lanes[j] = load(p + j);
+    return bits_as<Floats>(lanes);
+  }
+}
+
+template <typename T, typename V>
+static inline void store_as(T* p, V value) {
+  if constexpr (!is_vector_v<V>) {
+    store(p, value);
+  } else if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(p, &value, sizeof(value));
+  } else {
+    float lanes[kWidth];
+    std::memcpy(lanes, &value, sizeof(lanes));
+    for (int j = 0; j < kWidth; ++j) store(p + j, lanes[j]);
+  }
+}
+
+static inline float lane(Floats value, int j) { return value[j]; }
+static inline float lane(float value, int) { return value; }
+static inline double lane(double value, int) { return value; }
+
+// The sum of the lanes of V, added in lane order.
+template <typename V>
+static inline auto lane_sum(V value) {
+  auto sum = lane(value, 0);
+  for (int j = 1; j < width_v<V>; ++j) sum += lane(value, j);
+  return sum;
+}
+
+// Double accumulators: one per lane of V.
+struct Doubles8 {
+  Doubles4 low = {}, high = {};
+};
+template <typename V>
+using sum_t = std::conditional_t<is_vector_v<V>, Doubles8, double>;
+
+static inline void accumulate(double& sum, float value) { sum += value; }
+static inline void accumulate(double& sum, double value) { sum += value; }
+static inline void accumulate(Doubles8& sum, Floats value) {
+  const Floats4 low = {value[0], value[1], value[2], value[3]};
+  const Floats4 high = {value[4], value[5], value[6], value[7]};
+  sum.low += __builtin_convertvector(low, Doubles4);
+  sum.high += __builtin_convertvector(high, Doubles4);
+}
+
+static inline double lane(const Doubles8& sum, int j) { return j < 4 ? sum.low[j] : sum.high[j - 4]; }
+
+// Note [Vectorizable expf]
+// exp(x) = 2^n * exp(r) with n = round(x / ln2) and r = x - n*ln2, where ln2 is split into
+// a short high part (n*hi is exact) and a low part, so |r| <= ln2/2 to float precision.
+// exp(r) is Cephes' degree-6 polynomial (about 1 ulp in all). 2^n is built from exponent
+// bits in two halves, 2^(n/2) * 2^(n - n/2), so subnormal results round once and results
+// past FLT_MAX overflow to inf. Inputs are clamped first: below -104 the result rounds to 0
+// (so -inf -> 0), above 88.8 to inf; NaN passes through the arithmetic. Straight-line code
+// with selects only, written once for a float or an 8-lane vector.
+template <typename V>
+static inline V expf_poly(V x) {
+  using I = std::conditional_t<is_vector_v<V>, Ints, int32_t>;
+  using U = std::conditional_t<is_vector_v<V>, UInts, uint32_t>;
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kLn2Hi = 0.693359375f;
+  constexpr float kLn2Lo = -2.12194440e-4f;
+  constexpr float kRoundShift = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  V clamped = x > 88.8f ? splat<V>(88.8f) : x;
+  clamped = clamped < -104.0f ? splat<V>(-104.0f) : clamped;
+  const V shifted = clamped * kLog2e + kRoundShift;
+  const V n = shifted - kRoundShift;
+  V r = clamped - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  V p = splat<V>(1.9875691500e-4f);
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const V exp_r = p * r * r + r + 1.0f;
+  // n as an integer (subtracted unsigned: a NaN's bits must not overflow a signed int).
+  const I k = bits_as<I>(bits_as<U>(shifted) - bits_as<U>(splat<V>(kRoundShift)));
+  const I k_low = k >> 1, k_high = k - k_low;
+  const V scale_low = bits_as<V>((k_low + 127) << 23);
+  const V scale_high = bits_as<V>((k_high + 127) << 23);
+  return exp_r * scale_low * scale_high;
+}
+
+// exp in the precision of V: the polynomial for float lanes, libm for float64.
+static inline Floats exp_of(Floats x) { return expf_poly(x); }
+static inline float exp_of(float x) { return expf_poly(x); }
+static inline double exp_of(double x) { return __builtin_exp(x); }
+
+}  // namespace ember::cpu::EMBER_CPU_CAPABILITY

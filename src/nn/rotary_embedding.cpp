@@ -1,0 +1,58 @@
+// nn::functional::rotary_embedding: the kernel in src/cpu/rotary.h. The backward is the
+// rotation by the opposite angle, recorded through the same function, so gradients of any
+// order work.
+#include "autograd/function.h"
+#include "core/tensor_impl.h"
+#include "cpu/rotary.h"
+#include "ember/autograd.h"
+#include "ember/nn/functional.h"
+
+namespace ember::nn::functional {
+namespace {
+
+constexpr const char* kOp = "rotary_embedding";
+
+// cos, sin: contiguous [T, hd / 2] in x's compute type (float64 for float64, else float32).
+Tensor rotate(const Tensor& x, const autograd::SavedTensor& cos, const autograd::SavedTensor& sin, bool inverse) {
+  const ScalarType dtype = x.scalar_type();
+  // The kernel reads any leading and position strides but needs contiguous pairs.
+  const Tensor data = x.stride(-1) == 1 ? x.detach() : x.detach().contiguous();
+  cpu::RotaryLayout layout;
+  layout.lead_sizes = data.sizes().data();
+  layout.lead_strides = data.strides().data();
+  layout.lead_dims = data.dim() - 2;
+  layout.positions = data.size(-2);
+  layout.position_stride = data.stride(-2);
+  layout.half = data.size(-1) / 2;
+  Tensor out = core::make_tensor(x.sizes(), dtype);
+  cpu::rotary_embedding(dtype, data.data_ptr(), layout, cos.get().data_ptr(), sin.get().data_ptr(), out.data_ptr(),
+                        inverse);
+  autograd::record(inverse ? "RotaryEmbeddingInverseBackward" : "RotaryEmbeddingBackward", {x}, {out},
+                   [cos, sin, inverse, dtype](std::vector<Tensor>& grads, const std::vector<bool>&) {
+                     return std::vector<Tensor>{rotate(grads[0].to(dtype), cos, sin, !inverse)};
+                   });
+  return out;
+}
+
+}  // namespace
+
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  EMBER_CHECK(x.defined() && cos.defined() && sin.defined(), kOp, "called with an undefined tensor");
+  EMBER_CHECK(x.is_floating_point() && cos.is_floating_point() && sin.is_floating_point(), kOp,
+              "expected floating-point x, cos and sin, got ", dtype_name(x.scalar_type()), ", ",
+              dtype_name(cos.scalar_type()), " and ", dtype_name(sin.scalar_type()));
+  EMBER_CHECK(x.dim() >= 2 && x.size(-1) % 2 == 0, kOp,
+              "x must be [..., T, head_dim] with an even head_dim, got shape ", x.sizes());
+  const std::vector<int64_t> expected = {x.size(-2), x.size(-1) / 2};
+  EMBER_CHECK(cos.sizes() == expected && sin.sizes() == expected, kOp,
+              "cos and sin must have shape [T, head_dim / 2] = ", expected, " for x of shape ", x.sizes(), ", got ",
+              cos.sizes(), " and ", sin.sizes());
+  EMBER_CHECK(!autograd::should_record({cos, sin}), kOp,
+              "cos and sin must not require grad (they are position tables; no gradient is computed for them)");
+  const ScalarType compute = x.scalar_type() == kFloat64 ? kFloat64 : kFloat32;
+  const autograd::SavedTensor saved_cos(cos.detach().to(compute).contiguous());
+  const autograd::SavedTensor saved_sin(sin.detach().to(compute).contiguous());
+  return rotate(x, saved_cos, saved_sin, /*inverse=*/false);
+}
+
+}  // namespace ember::nn::functional

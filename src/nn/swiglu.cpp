@@ -1,0 +1,42 @@
+// nn::functional::swiglu: one pass of the kernel in src/cpu/swiglu.h for the forward and one
+// for both input gradients. The composite silu(a) * b in tests/nn/test_fused_ops.cpp is the
+// reference.
+#include "cpu/swiglu.h"
+
+#include "autograd/function.h"
+#include "core/tensor_impl.h"
+#include "ember/autograd.h"
+#include "ember/nn/functional.h"
+
+namespace ember::nn::functional {
+
+Tensor swiglu(const Tensor& a, const Tensor& b) {
+  constexpr const char* kOp = "swiglu";
+  EMBER_CHECK(a.defined() && b.defined(), kOp, "called with an undefined tensor");
+  EMBER_CHECK(a.sizes() == b.sizes(), kOp, "a of shape ", a.sizes(), " and b of shape ", b.sizes(),
+              " must have the same shape");
+  EMBER_CHECK(a.is_floating_point() && b.is_floating_point(), kOp, "expected floating-point inputs, got ",
+              dtype_name(a.scalar_type()), " and ", dtype_name(b.scalar_type()));
+  const ScalarType dtype = promote_types(a.scalar_type(), b.scalar_type());
+  const Tensor x = a.detach().to(dtype).contiguous(), y = b.detach().to(dtype).contiguous();
+  Tensor out = core::make_tensor(a.sizes(), dtype);
+  cpu::swiglu_forward(dtype, x.data_ptr(), y.data_ptr(), out.data_ptr(), out.numel());
+  if (!autograd::should_record({a, b})) return out;
+  const autograd::SavedTensor saved_a(x), saved_b(y);
+  const ScalarType a_dtype = a.scalar_type(), b_dtype = b.scalar_type();
+  autograd::record(
+      "SwigluBackward", {a, b}, {out},
+      [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
+        EMBER_CHECK(!is_grad_enabled(), kOp, "double backward (create_graph=true) is not supported");
+        const Tensor g = grads[0].to(dtype).contiguous(), va = saved_a.get(), vb = saved_b.get();
+        Tensor grad_a = needs[0] ? core::make_tensor(va.sizes(), dtype) : Tensor();
+        Tensor grad_b = needs[1] ? core::make_tensor(va.sizes(), dtype) : Tensor();
+        cpu::swiglu_backward(dtype, g.data_ptr(), va.data_ptr(), vb.data_ptr(),
+                             grad_a.defined() ? grad_a.data_ptr() : nullptr,
+                             grad_b.defined() ? grad_b.data_ptr() : nullptr, g.numel());
+        return {grad_a.defined() ? grad_a.to(a_dtype) : grad_a, grad_b.defined() ? grad_b.to(b_dtype) : grad_b};
+      });
+  return out;
+}
+
+}  // namespace ember::nn::functional
