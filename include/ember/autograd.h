@@ -82,6 +82,12 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
               std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
 
+// Runs `callback` when the backward pass now running (backward or grad) has processed its
+// whole graph, after the last gradient was accumulated (PyTorch's
+// Variable._execution_engine.queue_callback). Callbacks run in the order queued and may
+// queue more; a pass that throws runs none. Throws outside a backward pass.
+void queue_callback(std::function<void()> callback);
+
 struct GradcheckOptions {
   double eps = 1e-6;
   double atol = 1e-5;

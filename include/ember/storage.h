@@ -31,6 +31,10 @@ class Storage {
   void bump_version() const;
   long use_count() const { return impl_.use_count(); }
   bool is_alias_of(const Storage& other) const { return impl_ == other.impl_; }
+  // Owned storage only: replaces its memory, for every tensor viewing it, with `nbytes` new
+  // uninitialised bytes (0 frees it) and keeps its version. FSDP frees and refills gathered
+  // parameters this way (PyTorch's storage resize_).
+  void reallocate(size_t nbytes) const;
 
  private:
   struct Impl;

@@ -10,6 +10,7 @@
 
 #include "ember/dtype.h"
 #include "ember/error.h"
+#include "ember/hooks.h"
 #include "ember/scalar.h"
 #include "ember/tensor_options.h"
 
@@ -70,6 +71,12 @@ class Tensor {
   Tensor detach() const;
   Tensor& detach_() const;
   uint64_t _version() const;
+  // Runs hook(*this) each time backward has accumulated this leaf's .grad (PyTorch's
+  // register_post_accumulate_grad_hook); the hook may read, replace or clear the gradient.
+  RemovableHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  // Points this tensor at new_data's storage, geometry and dtype while it keeps its identity
+  // and autograd state: every handle to it sees the change (libtorch's set_data).
+  void set_data(const Tensor& new_data) const;
 
   // ---- views (share storage) ----------------------------------------------------------
   Tensor view(IntArrayRef sizes) const;

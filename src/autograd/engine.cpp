@@ -1,9 +1,11 @@
 // The backward engine: runs the graph's nodes in reverse topological order, highest
 // sequence number first (the order PyTorch uses), single-threaded.
+#include <functional>
 #include <map>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "autograd/function.h"
 #include "ember/functions.h"
@@ -21,6 +23,26 @@ struct Captured {
   uint32_t input_nr;
 };
 
+// The callbacks of the innermost backward pass running on this thread (a hook may run a
+// backward of its own).
+thread_local std::vector<std::function<void()>>* t_final_callbacks = nullptr;
+
+class FinalCallbacksScope {
+ public:
+  FinalCallbacksScope() : previous_(std::exchange(t_final_callbacks, &callbacks_)) {}
+  ~FinalCallbacksScope() { t_final_callbacks = previous_; }
+  FinalCallbacksScope(const FinalCallbacksScope&) = delete;
+  FinalCallbacksScope& operator=(const FinalCallbacksScope&) = delete;
+
+  void run() {
+    for (size_t i = 0; i < callbacks_.size(); ++i) std::exchange(callbacks_[i], nullptr)();
+  }
+
+ private:
+  std::vector<std::function<void()>> callbacks_;
+  std::vector<std::function<void()>>* previous_;
+};
+
 Tensor accumulate(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
@@ -32,6 +54,7 @@ Tensor accumulate(const Tensor& a, const Tensor& b) {
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                                  bool keep_graph, bool create_graph, const std::vector<Edge>& capture) {
   AutoGradMode grad_mode(create_graph);
+  FinalCallbacksScope final_callbacks;
   const bool grad_only = !capture.empty();
 
   // Seed the input buffers of the root nodes.
@@ -121,6 +144,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (--dependencies[next] == 0 && queued.insert(next).second) ready.push({next});
     }
   }
+  final_callbacks.run();
   return captured;
 }
 
@@ -144,6 +168,12 @@ std::vector<Tensor> default_root_grads(const std::vector<Tensor>& roots, const s
 }
 
 }  // namespace
+
+void queue_callback(std::function<void()> callback) {
+  EMBER_CHECK(t_final_callbacks != nullptr, "queue_callback", "called outside a backward pass");
+  EMBER_CHECK(callback != nullptr, "queue_callback", "the callback is empty");
+  t_final_callbacks->push_back(std::move(callback));
+}
 
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
               std::optional<bool> retain_graph, bool create_graph) {

@@ -79,6 +79,7 @@ class AccumulateGrad : public Node {
     } else {
       meta.grad.add_(g);
     }
+    meta.post_accumulate_grad_hooks.run(Tensor(leaf_));
     return {};
   }
 

@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/allocator.h"
+#include "ember/error.h"
 
 namespace ember {
 
@@ -55,6 +56,18 @@ size_t Storage::nbytes() const { return impl_ ? impl_->nbytes : 0; }
 Storage::Kind Storage::kind() const { return impl_ ? impl_->kind : Kind::Owned; }
 bool Storage::read_only() const { return impl_ && impl_->kind == Kind::Mapped; }
 uint64_t Storage::version() const { return impl_ ? impl_->version.load(std::memory_order_relaxed) : 0; }
+void Storage::reallocate(size_t nbytes) const {
+  EMBER_CHECK(impl_ != nullptr && impl_->kind == Kind::Owned, "Storage::reallocate",
+              "only owned storage can be reallocated, this one is ",
+              !impl_ ? "undefined" : impl_->kind == Kind::Borrowed ? "borrowed" : "memory-mapped");
+  core::free_bytes(impl_->data, impl_->nbytes);
+  impl_->data = nullptr;
+  impl_->nbytes = 0;
+  if (nbytes == 0) return;
+  impl_->data = core::allocate_bytes(nbytes);
+  impl_->nbytes = nbytes;
+}
+
 void Storage::bump_version() const {
   if (impl_) impl_->version.fetch_add(1, std::memory_order_relaxed);
 }

@@ -224,6 +224,27 @@ void Tensor::retain_grad() {
 
 bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
 
+RemovableHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  check_defined(*this, "register_post_accumulate_grad_hook");
+  EMBER_CHECK(requires_grad() && is_leaf(), "register_post_accumulate_grad_hook",
+              "the tensor (shape ", sizes(), ") must be a leaf that requires grad; post accumulate grad hooks ",
+              "cannot be registered on ", requires_grad() ? "non-leaf tensors" : "tensors that do not require grad");
+  return impl_->autograd_meta().post_accumulate_grad_hooks.add(std::move(hook));
+}
+
+void Tensor::set_data(const Tensor& new_data) const {
+  check_defined(*this, "set_data");
+  EMBER_CHECK(new_data.defined(), "set_data", "new_data is undefined");
+  const TensorImpl* source = new_data.unsafeGetTensorImpl();
+  impl_->storage = source->storage;
+  impl_->sizes = source->sizes;
+  impl_->strides = source->strides;
+  impl_->offset = source->offset;
+  impl_->numel = source->numel;
+  impl_->dtype = source->dtype;
+  impl_->view_base = nullptr;
+}
+
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
   autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{}, retain_graph,
                      create_graph);

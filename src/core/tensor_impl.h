@@ -17,6 +17,7 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> grad_accumulator;
+  HookList<std::function<void(const Tensor&)>> post_accumulate_grad_hooks;
 };
 
 struct TensorImpl {

@@ -172,8 +172,9 @@ Tensor GPTImpl::run(const Tensor& tokens, int64_t start, const nn::attention::Bl
               " exceed max_seq_len ", config.max_seq_len);
   Tensor x = tok_embeddings->forward(tokens).to(compute_dtype_);
   Tensor cos = rope_cos.narrow(0, start, T).to(compute_dtype_), sin = rope_sin.narrow(0, start, T).to(compute_dtype_);
+  // Through the holder, so that the blocks' forward hooks (FSDP's) run.
   for (size_t i = 0; i < layers->size(); ++i)
-    x = layers->at<TransformerBlockImpl>(i).forward(x, cos, sin, mask, cache ? &cache->layers[i] : nullptr);
+    x = TransformerBlock(layers->ptr<TransformerBlockImpl>(i))(x, cos, sin, mask, cache ? &cache->layers[i] : nullptr);
   return normalize(norm, x);
 }
 
@@ -188,10 +189,12 @@ Tensor GPTImpl::forward(const Tensor& tokens, const Tensor& doc_ids) {
 }
 
 Tensor GPTImpl::loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options) {
-  // The head and loss run in float32 whatever the compute dtype, as under PyTorch's autocast:
-  // a bfloat16 loss would keep 3 significant digits.
+  // The head and loss run in float32 whatever the compute dtype (and the dtype FSDP gathers
+  // the embedding in), as under PyTorch's autocast: a bfloat16 loss would keep 3 significant
+  // digits.
   Tensor h = hidden(tokens, doc_ids).to(kFloat32);
-  return F::linear_cross_entropy(h.reshape({-1, config.dim}), tok_embeddings->weight, targets.reshape({-1}),
+  return F::linear_cross_entropy(h.reshape({-1, config.dim}), tok_embeddings->weight.to(kFloat32),
+                                 targets.reshape({-1}),
                                  nn::LinearCrossEntropyFuncOptions()
                                      .label_smoothing(options.label_smoothing)
                                      .z_loss(options.z_loss));

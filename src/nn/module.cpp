@@ -30,25 +30,11 @@ std::string class_name(const Module& module) {
   return name;
 }
 
-// Points `target` at `source`'s data, dtype and geometry, keeping target's TensorImpl so every
-// handle to it sees the change (libtorch's set_data).
-void replace_data(const Tensor& target, const Tensor& source) {
-  TensorImpl* dst = target.unsafeGetTensorImpl();
-  const TensorImpl* src = source.unsafeGetTensorImpl();
-  dst->storage = src->storage;
-  dst->sizes = src->sizes;
-  dst->strides = src->strides;
-  dst->offset = src->offset;
-  dst->numel = src->numel;
-  dst->dtype = src->dtype;
-  dst->view_base = nullptr;
-}
-
 void convert_in_place(Tensor& tensor, ScalarType dtype) {
   if (!tensor.defined() || !tensor.is_floating_point() || tensor.scalar_type() == dtype) return;
   NoGradGuard no_grad;
   Tensor grad = tensor.grad();
-  replace_data(tensor, tensor.to(dtype));
+  tensor.set_data(tensor.to(dtype));
   if (grad.defined()) tensor.set_grad(grad.to(dtype));
 }
 
@@ -156,6 +142,32 @@ void Module::zero_grad(bool set_to_none) {
       parameter.mutable_grad().zero_();
     }
   }
+}
+
+// ---- forward hooks ---------------------------------------------------------------------------
+
+RemovableHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+  EMBER_CHECK(hook != nullptr, "register_forward_pre_hook", "the hook of ", name(), " is empty");
+  return forward_pre_hooks_.add(std::move(hook));
+}
+
+RemovableHandle Module::register_forward_hook(ForwardHook hook) {
+  EMBER_CHECK(hook != nullptr, "register_forward_hook", "the hook of ", name(), " is empty");
+  return forward_hooks_.add(std::move(hook));
+}
+
+void Module::run_forward_pre_hooks(std::vector<Tensor>& inputs) {
+  const size_t count = inputs.size();
+  forward_pre_hooks_.run(*this, inputs);
+  EMBER_CHECK(inputs.size() == count, "forward_pre_hook", "a hook of ", name(), " changed the number of inputs from ",
+              count, " to ", inputs.size());
+}
+
+void Module::run_forward_hooks(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  const size_t count = outputs.size();
+  forward_hooks_.run(*this, inputs, outputs);
+  EMBER_CHECK(outputs.size() == count, "forward_hook", "a hook of ", name(), " changed the number of outputs from ",
+              count, " to ", outputs.size());
 }
 
 // ---- state dicts -------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 // gradcheck itself.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "autograd/function.h"
 #include "core/testing.h"
 
@@ -311,6 +314,103 @@ TEST(InPlace, CopyIntoAFreshTensorPropagatesTheGradient) {
   Tensor h = w * w;
   h.copy_(ones({2}, kFloat64));  // overwritten by a constant: no gradient to w
   EXPECT_FALSE(h.requires_grad());
+}
+
+// ---- hooks and callbacks run by backward, set_data ------------------------------------------------
+
+TEST(Hooks, PostAccumulateGradHookSeesTheAccumulatedGradient) {
+  Tensor x = leaf({1, 2});
+  std::vector<std::vector<double>> seen;
+  RemovableHandle handle = x.register_post_accumulate_grad_hook([&](const Tensor& t) {
+    EXPECT_TRUE(t.is_same(x));
+    seen.push_back(values(t.grad()));
+  });
+  (x * x + x * 3).sum().backward();  // x feeds two ops, one accumulation: 2x + 3
+  (x * 2).sum().backward();          // accumulates onto the first: 2x + 5
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], (std::vector<double>{5, 7}));
+  EXPECT_EQ(seen[1], (std::vector<double>{7, 9}));
+  autograd::grad({(x * x).sum()}, {x});  // accumulates nothing
+  EXPECT_EQ(seen.size(), 2u);
+  handle.remove();
+  handle.remove();
+  (x * 2).sum().backward();
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST(Hooks, PostAccumulateGradHookMayTakeTheGradient) {
+  Tensor x = leaf({1, 2});
+  std::vector<Tensor> taken;
+  x.register_post_accumulate_grad_hook([&](const Tensor& t) {
+    Tensor param = t;
+    taken.push_back(param.grad());
+    param.mutable_grad() = Tensor();
+  });
+  (x * x).sum().backward();
+  (x * x).sum().backward();  // nothing left to accumulate onto
+  EXPECT_FALSE(x.grad().defined());
+  ASSERT_EQ(taken.size(), 2u);
+  EXPECT_TRUE(all_equal(taken[0], {2, 4}));
+  EXPECT_TRUE(all_equal(taken[1], {2, 4}));
+}
+
+TEST(Hooks, PostAccumulateGradHookNeedsALeafThatRequiresGrad) {
+  Tensor x = leaf({1, 2});
+  auto hook = [](const Tensor&) {};
+  EXPECT_TRUE(throws_error([&] { (x * 2).register_post_accumulate_grad_hook(hook); },
+                           {"[register_post_accumulate_grad_hook]", "non-leaf", "[2]"}));
+  EXPECT_TRUE(throws_error([&] { ones({3}).register_post_accumulate_grad_hook(hook); },
+                           {"[register_post_accumulate_grad_hook]", "do not require grad", "[3]"}));
+}
+
+TEST(Hooks, QueuedCallbacksRunAfterTheWholeGraph) {
+  Tensor a = leaf({1}), b = leaf({2});
+  std::vector<std::string> events;
+  auto queue_from = [&](const std::string& name) {
+    return [&, name](const Tensor&) {
+      events.push_back(name);
+      autograd::queue_callback([&, name] {
+        const bool both = a.grad().defined() && b.grad().defined();
+        events.push_back("callback " + name + (both ? " after both gradients" : " too early"));
+        if (name == "a") autograd::queue_callback([&] { events.push_back("queued by a callback"); });
+      });
+    };
+  };
+  a.register_post_accumulate_grad_hook(queue_from("a"));
+  b.register_post_accumulate_grad_hook(queue_from("b"));
+  (a * 3 + b * b).sum().backward();
+  ASSERT_EQ(events.size(), 5u);
+  const std::string first = events[0], second = events[1];
+  EXPECT_EQ(std::set<std::string>({first, second}), std::set<std::string>({"a", "b"}));
+  EXPECT_EQ(events[2], "callback " + first + " after both gradients");
+  EXPECT_EQ(events[3], "callback " + second + " after both gradients");
+  EXPECT_EQ(events[4], "queued by a callback");
+  EXPECT_TRUE(throws_error([] { autograd::queue_callback([] {}); }, {"[queue_callback]", "outside a backward pass"}));
+}
+
+TEST(Hooks, SetDataChangesWhatEveryHandleSeesAndKeepsAutogradState) {
+  Tensor x = leaf({1, 2});
+  Tensor alias = x;
+  x.set_data(tensor({3.0, 4.0, 5.0}, kFloat32));
+  EXPECT_EQ(alias.sizes(), std::vector<int64_t>({3}));
+  EXPECT_EQ(alias.scalar_type(), kFloat32);
+  EXPECT_TRUE(alias.requires_grad() && alias.is_leaf());
+  (x * x).sum().backward();
+  EXPECT_TRUE(all_equal(alias.grad(), {6, 8, 10}));
+
+  // Saved tensors read the data the tensor holds when backward runs (FSDP swaps parameters
+  // between forward and backward), checked against that data's version.
+  Tensor y = leaf({1, 2});
+  Tensor square = (y * y).sum();
+  y.set_data(tensor({10.0, 20.0}, kFloat64));
+  square.backward();
+  EXPECT_TRUE(all_equal(y.grad(), {20, 40}));
+  Tensor z = leaf({1, 2});
+  Tensor cube = (z * z * z).sum();
+  Tensor replacement = tensor({1.0, 2.0}, kFloat64);
+  replacement.add_(1);  // one version later than the data saved
+  z.set_data(replacement);
+  EXPECT_TRUE(throws_error([&] { cube.backward(); }, {"modified by an in-place operation", "version"}));
 }
 
 // ---- gradcheck and custom functions ------------------------------------------------------------------

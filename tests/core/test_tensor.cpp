@@ -37,6 +37,25 @@ bool shares_storage(const Tensor& a, const Tensor& b) { return a.storage().is_al
 
 // ---- factories --------------------------------------------------------------------------------
 
+TEST(Storage, ReallocateReplacesTheMemoryOfEveryViewAndKeepsTheVersion) {
+  Tensor t = zeros({4});
+  Tensor view = t.narrow(0, 1, 2);
+  t.add_(1);
+  const uint64_t version = t._version();
+  const int64_t before = memory_stats().allocated_bytes;
+  t.storage().reallocate(0);
+  EXPECT_EQ(t.storage().nbytes(), 0u);
+  EXPECT_EQ(memory_stats().allocated_bytes, before - 16);
+  t.storage().reallocate(16);
+  EXPECT_EQ(memory_stats().allocated_bytes, before);
+  for (int i = 0; i < 4; ++i) t.data_ptr<float>()[i] = static_cast<float>(10 * i);
+  EXPECT_TRUE(all_equal(view, {10, 20}));
+  EXPECT_EQ(view._version(), version);
+  float buffer[2] = {0, 0};
+  EXPECT_TRUE(throws_error([&] { Storage::borrow(buffer, sizeof(buffer)).reallocate(0); },
+                           {"[Storage::reallocate]", "borrowed"}));
+}
+
 TEST(Factories, ZerosOnesFull) {
   Tensor z = zeros({2, 3});
   EXPECT_EQ(z.scalar_type(), kFloat32);

@@ -198,6 +198,22 @@ TEST(GPT, BFloat16ComputeTracksFloat32AndKeepsFloat32Parameters) {
   EXPECT_THROW(model->set_compute_dtype(kInt64), Error);
 }
 
+TEST(GPT, CallsItsBlocksThroughTheirForwardHooks) {
+  manual_seed(3);
+  models::GPT model(small_config());
+  std::vector<int64_t> calls(2, 0);
+  for (size_t i = 0; i < 2; ++i) {
+    model->layers->ptr(i)->register_forward_pre_hook([&, i](nn::Module&, std::vector<Tensor>& inputs) {
+      EXPECT_EQ(inputs.size(), 3u);  // x, rope_cos, rope_sin
+      ++calls[i];
+    });
+  }
+  Tensor tokens = randint(50, {2, 8}), targets = randint(50, {2, 8});
+  model->loss(tokens, targets, {});
+  model->forward(tokens);
+  EXPECT_EQ(calls, std::vector<int64_t>({2, 2}));
+}
+
 TEST(GPT, BadInputsAreErrors) {
   models::GPT model(small_config());
   EXPECT_THROW(model->forward(randint(50, {1, 97})), Error);  // longer than max_seq_len

@@ -291,5 +291,87 @@ TEST(Module, PrettyPrintShowsTheTree) {
             "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=true)\n  (1): Dropout(p=0.25)\n)");
 }
 
+// ---- forward hooks ------------------------------------------------------------------------------
+
+// Two Tensor arguments around a non-Tensor one, and a second method for call().
+struct ScaleAddImpl : nn::Module {
+  Tensor forward(const Tensor& x, double scale, const Tensor& y) { return x * scale + y; }
+  Tensor half(const Tensor& x) { return x * 0.5; }
+};
+EMBER_MODULE(ScaleAdd);
+
+TEST(ForwardHooks, PreHooksReplaceTensorArgumentsAndHooksReplaceResults) {
+  ScaleAdd m;
+  std::vector<std::string> events;
+  RemovableHandle pre = m->register_forward_pre_hook([&](nn::Module& module, std::vector<Tensor>& inputs) {
+    EXPECT_EQ(&module, m.get());
+    events.push_back("pre " + std::to_string(inputs.size()));
+    inputs.back() = inputs.back() * 10;
+  });
+  RemovableHandle post =
+      m->register_forward_hook([&](nn::Module&, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+        // The inputs as the pre-hooks left them.
+        events.push_back("post " + std::to_string(static_cast<int>(values(inputs.back())[1])));
+        outputs[0] = outputs[0] + 1;
+      });
+  Tensor x = tensor({1.0, 2.0}, kFloat64), y = tensor({1.0, 2.0}, kFloat64);
+  EXPECT_EQ(values(m(x, 3.0, y)), (std::vector<double>{3 + 10 + 1, 6 + 20 + 1}));
+  EXPECT_EQ(values(m->forward(x, 3.0, y)), (std::vector<double>{4, 8}));  // called directly: no hooks
+  EXPECT_EQ(values(m.call(&ScaleAddImpl::half, x)), (std::vector<double>{5 + 1, 10 + 1}));
+  EXPECT_EQ(events, (std::vector<std::string>{"pre 2", "post 20", "pre 1", "post 20"}));
+  pre.remove();
+  EXPECT_EQ(values(m(x, 3.0, y)), (std::vector<double>{3 + 1 + 1, 6 + 2 + 1}));
+  post.remove();
+  EXPECT_EQ(events.back(), "post 2");
+  EXPECT_EQ(values(m(x, 3.0, y)), (std::vector<double>{4, 8}));
+  EXPECT_EQ(events.size(), 5u);
+}
+
+TEST(ForwardHooks, RunInRegistrationOrderAndMayNotChangeTheCounts) {
+  nn::Linear fc(nn::LinearOptions(2, 2).bias(false));
+  std::string order;
+  fc->register_forward_pre_hook([&](nn::Module&, std::vector<Tensor>&) { order += "a"; });
+  fc->register_forward_pre_hook([&](nn::Module&, std::vector<Tensor>&) { order += "b"; });
+  fc->register_forward_hook([&](nn::Module&, const std::vector<Tensor>&, std::vector<Tensor>&) { order += "c"; });
+  fc->register_forward_hook([&](nn::Module&, const std::vector<Tensor>&, std::vector<Tensor>&) { order += "d"; });
+  fc(ones({1, 2}));
+  EXPECT_EQ(order, "abcd");
+  RemovableHandle extra_input = fc->register_forward_pre_hook(
+      [](nn::Module&, std::vector<Tensor>& inputs) { inputs.push_back(Tensor()); });
+  EXPECT_TRUE(throws_error([&] { fc(ones({1, 2})); }, {"[forward_pre_hook]", "Linear", "from 1 to 2"}));
+  extra_input.remove();
+  fc->register_forward_hook(
+      [](nn::Module&, const std::vector<Tensor>&, std::vector<Tensor>& outputs) { outputs.clear(); });
+  EXPECT_TRUE(throws_error([&] { fc(ones({1, 2})); }, {"[forward_hook]", "Linear", "from 1 to 0"}));
+}
+
+TEST(ForwardHooks, SeeTheTensorsOfTupleResults) {
+  nn::LSTM lstm(nn::LSTMOptions(2, 3));
+  lstm->register_forward_hook([](nn::Module&, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+    EXPECT_EQ(inputs.size(), 1u);
+    ASSERT_EQ(outputs.size(), 3u);  // output, (h, c)
+    outputs[2] = zeros({1, 1, 3});
+  });
+  auto [output, state] = lstm(ones({4, 1, 2}));
+  EXPECT_EQ(output.sizes(), std::vector<int64_t>({4, 1, 3}));
+  EXPECT_EQ(std::get<0>(state).sizes(), std::vector<int64_t>({1, 1, 3}));
+  EXPECT_EQ(values(std::get<1>(state)), std::vector<double>(3, 0.0));
+}
+
+TEST(ForwardHooks, SequentialRunsTheHooksOfItsChildren) {
+  nn::Sequential seq(nn::Linear(2, 2), nn::ReLU());
+  int calls = 0;
+  seq->ptr<nn::ReLUImpl>(1)->register_forward_hook(
+      [&](nn::Module&, const std::vector<Tensor>&, std::vector<Tensor>& outputs) {
+        ++calls;
+        outputs[0] = outputs[0] - 1;
+      });
+  Tensor x = uniform({3, 2}, 5, -1, 1, kFloat32);
+  Tensor expected = seq->ptr<nn::ReLUImpl>(1)->forward(seq->ptr<nn::LinearImpl>(0)->forward(x)) - 1;
+  EXPECT_TRUE(all_close(seq(x), values(expected)));
+  EXPECT_TRUE(all_close(seq->forward(x), values(expected)));  // PyTorch's Sequential calls its children
+  EXPECT_EQ(calls, 2);
+}
+
 }  // namespace
 }  // namespace ember::nntest

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ember/hooks.h"
 #include "ember/nn/ordered_dict.h"
 #include "ember/tensor.h"
 
@@ -86,6 +87,20 @@ class Module : public std::enable_shared_from_this<Module> {
   std::shared_ptr<ModuleType> replace_module(const std::string& name, ModuleHolder<ModuleType> module_holder);
   void unregister_module(const std::string& name);
 
+  // ---- forward hooks (PyTorch's Module.__call__) ----------------------------------------------
+  // Calling a module through its holder (fc(x), model.call(&Impl::method, ...)) or a container
+  // runs the pre-hooks, forward and then the hooks; calling forward() directly runs none, as in
+  // libtorch. Hooks see the call's Tensor arguments in order and the Tensors of its result (a
+  // Tensor, those of a tuple or a std::vector<Tensor>), and may replace them one for one.
+  using ForwardPreHook = std::function<void(Module& module, std::vector<Tensor>& inputs)>;
+  using ForwardHook =
+      std::function<void(Module& module, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs)>;
+  RemovableHandle register_forward_pre_hook(ForwardPreHook hook);
+  RemovableHandle register_forward_hook(ForwardHook hook);
+  bool has_forward_hooks() const { return !forward_pre_hooks_.empty() || !forward_hooks_.empty(); }
+  void run_forward_pre_hooks(std::vector<Tensor>& inputs);
+  void run_forward_hooks(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+
   // This module as `T` (an Impl class or a holder's Impl), or nullptr.
   template <typename T>
   auto* as() noexcept;
@@ -107,6 +122,8 @@ class Module : public std::enable_shared_from_this<Module> {
   OrderedDict<std::string, Tensor> named_tensors(OrderedDict<std::string, Tensor> Module::*member, bool recurse,
                                                  const char* description) const;
 
+  HookList<ForwardPreHook> forward_pre_hooks_;
+  HookList<ForwardHook> forward_hooks_;
   std::unordered_set<std::string> non_persistent_buffers_;
   bool is_training_ = true;
   mutable std::string name_;

@@ -56,7 +56,9 @@ class AnyModule {
     EMBER_CHECK(typed != nullptr, "AnyModule", "cannot hold an empty module (nullptr)");
     Type* raw = typed.get();  // kept alive by module_
     module_ = typed;
-    forward_ = [raw](const Tensor& input) -> Tensor { return raw->forward(input); };
+    forward_ = [raw](const Tensor& input) -> Tensor {
+      return detail::call_with_forward_hooks(*raw, [](Type& m, const Tensor& x) { return m.forward(x); }, input);
+    };
   }
 
   Tensor forward(const Tensor& input) const {
