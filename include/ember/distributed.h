@@ -1,7 +1,8 @@
 // Distributed training on Gloo (torch.distributed): process groups, collectives,
-// differentiable collectives and the flight recorder.
+// differentiable collectives, the flight recorder and fully sharded data parallel (FSDP).
 #pragma once
 #include "ember/distributed/collectives.h"
 #include "ember/distributed/flight_recorder.h"
+#include "ember/distributed/fsdp.h"
 #include "ember/distributed/functional.h"
 #include "ember/distributed/process_group.h"

@@ -1,4 +1,4 @@
-// Multi-process runs of distributed_worker on loopback: 2, 3 and 4 ranks, failures,
+// Multi-process runs of distributed_worker on loopback: 2, 3 and 4 ranks, FSDP, failures,
 // flight-recorder dumps and `ember fr-trace`, and a Redis rendezvous.
 #include <gtest/gtest.h>
 
@@ -35,6 +35,14 @@ TEST(Distributed, DifferentiableCollectives) {
   for (int nproc : {2, 3}) {
     WorkerRun run;
     run_workers(run, nproc, "Autograd.*");
+    EXPECT_EQ(all_ranks_passed(run, nproc), "") << nproc << " ranks";
+  }
+}
+
+TEST(Distributed, FullyShardedDataParallel) {
+  for (int nproc : {2, 3, 4}) {
+    WorkerRun run;
+    run_workers(run, nproc, "FSDP.*", {.deadline = std::chrono::seconds(300)});
     EXPECT_EQ(all_ranks_passed(run, nproc), "") << nproc << " ranks";
   }
 }

@@ -11,6 +11,7 @@
 #include "distributed/store.h"
 #include "ember/distributed.h"
 #include "ember/ember.h"
+#include "ember/models/gpt.h"
 
 namespace ember::distributed {
 namespace {
@@ -222,6 +223,87 @@ TEST(FrTrace, NoRankWaitingAndNoDumps) {
   const auto report = analyze_flight_recorder_dumps(dir.path());
   EXPECT_TRUE(report.culprits.empty());
   EXPECT_EQ(report.text, "no rank waits in a collective\n");
+}
+
+// ---- fully_shard in a world of one rank --------------------------------------------------------
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+struct ParametersImpl : nn::Module {
+  explicit ParametersImpl(const NamedTensors& parameters) {
+    for (const auto& [name, value] : parameters) register_parameter(name, value, value.is_floating_point());
+  }
+};
+EMBER_MODULE(Parameters);
+
+TEST(FullyShard, NeedsTheProcessGroup) {
+  nn::Linear fc(2, 2);
+  EXPECT_TRUE(throws_error([&] { fsdp::fully_shard(fc); }, {"[fully_shard]", "init_process_group"}));
+}
+
+TEST_F(OneRank, FullyShardErrorsNameTheCallAndTheValues) {
+  nn::Sequential twice(nn::Linear(2, 3));
+  fsdp::fully_shard(twice);
+  EXPECT_TRUE(throws_error([&] { fsdp::fully_shard(twice); }, {"[fully_shard]", "Sequential", "already sharded"}));
+
+  nn::Sequential outer(nn::Linear(2, 3), nn::Linear(3, 1));
+  fsdp::fully_shard(outer);  // top-down: the outer group took the inner parameters
+  EXPECT_TRUE(throws_error([&] { fsdp::fully_shard(*outer->ptr(1)); },
+                           {"[fully_shard]", "parameter 'weight' of Linear", "group of a Sequential", "bottom-up"}));
+
+  Parameters scalar(NamedTensors{{"scale", ones({})}});
+  EXPECT_TRUE(throws_error([&] { fsdp::fully_shard(scalar); }, {"[fully_shard]", "'scale'", "0-dimensional"}));
+  Parameters integer(NamedTensors{{"count", zeros({3}, kInt64)}});
+  EXPECT_TRUE(throws_error([&] { fsdp::fully_shard(integer); }, {"[fully_shard]", "'count'", "int64"}));
+  Parameters mixed(NamedTensors{{"a", ones({2})}, {"b", ones({2}, kFloat64)}});
+  EXPECT_TRUE(throws_error([&] { fsdp::fully_shard(mixed); },
+                           {"[fully_shard]", "'a' (float32) and 'b' (float64)", "param_dtype"}));
+  fsdp::FSDPOptions integer_compute;
+  integer_compute.mp_policy.param_dtype = kInt32;
+  EXPECT_TRUE(throws_error([&] { fsdp::fully_shard(mixed, integer_compute); },
+                           {"[fully_shard]", "mp_policy.param_dtype", "int32"}));
+  fsdp::FSDPOptions float_compute;
+  float_compute.mp_policy.param_dtype = kFloat32;
+  fsdp::fully_shard(mixed, float_compute);  // one all-gather dtype for both
+  EXPECT_TRUE(throws_error([] { fsdp::FSDPModule().reshard(); }, {"[FSDPModule::reshard]", "gone"}));
+}
+
+// With one rank the collectives copy, so training through FSDP is plain training bit for bit.
+TEST_F(OneRank, FullyShardedTrainingOfOneRankIsPlainTraining) {
+  models::GPTConfig config;
+  config.vocab_size = 40;
+  config.dim = 16;
+  config.n_layers = 2;
+  config.n_heads = 2;
+  config.n_kv_heads = 1;
+  config.hidden_dim = 24;
+  config.max_seq_len = 8;
+  manual_seed(5);
+  const Tensor batches = randint(40, {3, 4, 9});
+  std::vector<std::vector<double>> parameters;
+  for (bool sharded : {false, true}) {
+    manual_seed(6);
+    models::GPT model(config);
+    if (sharded) {
+      for (size_t i = 0; i < model->layers->size(); ++i) fsdp::fully_shard(*model->layers->ptr(i));
+      fsdp::fully_shard(model).set_separate_reduce_scatter_group(true);
+    }
+    optim::AdamW optimizer(model->parameters(), optim::AdamWOptions(1e-2));
+    for (int64_t step = 0; step < 3; ++step) {
+      optimizer.zero_grad();
+      const Tensor batch = batches[step];
+      model.call(&models::GPTImpl::loss, batch.narrow(1, 0, 8), batch.narrow(1, 1, 8), Tensor(), models::LossOptions{})
+          .backward();
+      optimizer.step();
+    }
+    std::vector<double> flat;
+    for (const Tensor& p : model->parameters()) {
+      EXPECT_FALSE(p.grad().defined() && p.grad().sizes() != p.sizes());
+      for (double v : testutil::values(p)) flat.push_back(v);
+    }
+    parameters.push_back(flat);
+  }
+  EXPECT_EQ(parameters[0], parameters[1]);
 }
 
 }  // namespace
