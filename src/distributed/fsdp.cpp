@@ -11,7 +11,7 @@
 // which leaves the storage's version alone and the saved tensors' version checks valid. The
 // gathered parameter's .grad is taken by a post-accumulate-grad hook as soon as backward
 // accumulates it; the shard's .grad is kept aside while the parameter is gathered.
-#include "ember/distributed/fsdp.h"
+#include "distributed/fsdp_group.h"
 
 #include <algorithm>
 #include <cstring>
@@ -32,105 +32,6 @@ namespace ember::distributed::fsdp {
 namespace {
 constexpr const char* kOp = "fully_shard";
 }
-
-// One parameter of a group: the module's tensor `param` shows either rows [0, local_rows) of
-// `padded_shard` or the gathered parameter in `unsharded_storage`.
-struct ShardedParameter {
-  Tensor param;
-  std::string name;  // relative to the fully_shard module
-  std::vector<int64_t> full_sizes;
-  ScalarType dtype = kFloat32;  // of the shard: the parameter's own
-  int64_t rows_per_rank = 0;
-  int64_t local_rows = 0;
-  int64_t row_numel = 0;
-  int64_t offset = 0;             // of the padded shard in a rank's flat buffer, in elements
-  Tensor padded_shard;            // [rows_per_rank, ...]; rows from local_rows on stay zero
-  Storage unsharded_storage;      // the gathered parameter; 0 bytes while sharded
-  Tensor sharded_grad;            // the shard's .grad while the parameter is gathered
-  Tensor unsharded_grad;          // taken from .grad by the post-accumulate-grad hook
-  Tensor accumulated_grad;        // unsharded, in the reduce dtype, summed without sync
-  RemovableHandle gradient_hook;
-
-  int64_t rows() const { return full_sizes[0]; }
-  int64_t shard_numel() const { return rows_per_rank * row_numel; }
-  int64_t rows_of(int rank) const { return std::clamp(rows() - rank * rows_per_rank, int64_t{0}, rows_per_rank); }
-  Tensor local_shard() const { return padded_shard.narrow(0, 0, local_rows); }
-  bool requires_grad() const { return param.requires_grad(); }
-};
-
-// What the groups under one root share: the order of their forwards, recorded in the first
-// forward and used to prefetch, and the end of a backward pass.
-struct Context {
-  std::vector<std::weak_ptr<ParamGroup>> groups;  // the root first
-  std::vector<std::weak_ptr<ParamGroup>> pre_forward_order, post_forward_order;
-  bool recording = true;
-  bool final_callback_queued = false;
-};
-
-class ParamGroup : public std::enable_shared_from_this<ParamGroup> {
- public:
-  ParamGroup(nn::Module& module, std::vector<ShardedParameter> params, const FSDPOptions& options,
-             std::shared_ptr<ProcessGroup> group, ScalarType param_dtype, ScalarType reduce_dtype);
-  ~ParamGroup();
-
-  // Called once after construction: the hooks need weak_from_this.
-  void install_gradient_hooks();
-
-  void unshard();
-  void wait_for_unshard();
-  void reshard();
-
-  void pre_forward(std::vector<Tensor>& inputs);
-  void post_forward(std::vector<Tensor>& outputs);
-  void pre_backward();
-  void on_gradient_accumulated(size_t index);
-
-  nn::Module& module() const { return *module_; }
-  const std::vector<ShardedParameter>& params() const { return params_; }
-  const std::shared_ptr<ProcessGroup>& process_group() const { return group_; }
-  void set_requires_gradient_sync(bool value) { requires_gradient_sync_ = value; }
-  void set_reshard_after_forward(bool value) { reshard_after_forward_ = value; }
-  void set_reduce_scatter_group(std::shared_ptr<ProcessGroup> group) {
-    reduce_scatter_group_ = group ? std::move(group) : group_;
-  }
-
- private:
-  enum class State { Sharded, Gathering, Unsharded };
-
-  void lazy_init();
-  // Issues the all-gather of the group `step` places from this one in `order`.
-  void prefetch(const std::vector<std::weak_ptr<ParamGroup>>& order, int step) const;
-  void register_pre_backward(std::vector<Tensor>& outputs);
-  void queue_end_of_backward();
-  void post_backward();
-  void reduce_scatter_gradients();
-  // Sets the reduced shards as .grad (after the pass's last reduce-scatter was issued).
-  void finish_backward();
-  static void end_of_backward(const std::shared_ptr<Context>& context);
-
-  nn::Module* module_;
-  std::vector<ShardedParameter> params_;
-  std::shared_ptr<ProcessGroup> group_, reduce_scatter_group_;
-  int world_, rank_;
-  ScalarType param_dtype_, reduce_dtype_;
-  int64_t per_rank_numel_ = 0;
-  bool cast_forward_inputs_;
-  bool reshard_after_forward_;
-  bool requires_gradient_sync_ = true;
-  bool is_root_ = false;
-  std::shared_ptr<Context> context_;
-
-  State state_ = State::Sharded;
-  Work all_gather_work_;
-  Tensor all_gather_output_;
-  bool reduce_scatter_pending_ = false;
-  Work reduce_scatter_work_;
-  Tensor reduce_scatter_output_;
-  // This backward pass: the group was gathered for it, how many gradients arrived, reduced.
-  bool in_backward_ = false;
-  size_t gradients_ready_ = 0;
-  bool post_backward_done_ = false;
-};
 
 namespace {
 
@@ -160,6 +61,23 @@ std::vector<std::shared_ptr<ParamGroup>> groups_inside(const nn::Module& module)
   return groups;
 }
 
+}  // namespace
+
+std::optional<ParameterShard> find_shard(const Tensor& param) {
+  // The parameter itself, or a detached alias of it (a state_dict entry).
+  auto same = [&](const Tensor& p) {
+    return p.is_same(param) || (p.storage().is_alias_of(param.storage()) &&
+                                p.storage_offset() == param.storage_offset() && p.sizes() == param.sizes());
+  };
+  for (const auto& group : all_groups()) {
+    for (const ShardedParameter& p : group->params())
+      if (same(p.param)) return ParameterShard{group, &p};
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 int64_t product(const std::vector<int64_t>& sizes, size_t from) {
   int64_t result = 1;
   for (size_t d = from; d < sizes.size(); ++d) result *= sizes[d];
@@ -181,10 +99,9 @@ ShardedParameter shard_parameter(const std::string& name, const Tensor& param, i
   std::vector<int64_t> shard_sizes = p.full_sizes;
   shard_sizes[0] = p.rows_per_rank;
   p.padded_shard = zeros(shard_sizes, p.dtype);
-  const int64_t first_row = rank * p.rows_per_rank;
+  const int64_t first_row = p.first_row(rank);
   if (p.local_rows > 0) p.local_shard().copy_(param.narrow(0, first_row, p.local_rows));
-  Tensor grad = param.grad().defined() ? param.grad().narrow(0, std::min(first_row, p.rows()), p.local_rows).clone()
-                                       : Tensor();
+  Tensor grad = param.grad().defined() ? param.grad().narrow(0, first_row, p.local_rows).clone() : Tensor();
   p.unsharded_storage = Storage::allocate(0);
   param.set_data(p.local_shard());
   Tensor handle = param;

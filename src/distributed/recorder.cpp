@@ -6,10 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "distributed/text_file.h"
 #include "ember/distributed/flight_recorder.h"
 
 namespace ember::distributed {
@@ -30,17 +30,6 @@ size_t capacity_from_env() {
 int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    EMBER_CHECK(out.good(), "dump_flight_recorder", "cannot write ", tmp);
-  }
-  EMBER_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "dump_flight_recorder", "cannot rename ", tmp, " to ",
-              path);
 }
 
 }  // namespace
@@ -149,7 +138,7 @@ std::string FlightRecorder::to_json(const std::string& reason) {
 }
 
 void dump_flight_recorder(const std::string& path, const std::string& reason) {
-  write_atomically(path, FlightRecorder::instance().to_json(reason));
+  write_text_atomically(path, FlightRecorder::instance().to_json(reason), "dump_flight_recorder");
 }
 
 void dump_flight_recorder_to_env_dir(const std::string& reason) {

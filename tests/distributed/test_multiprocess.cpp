@@ -1,5 +1,6 @@
-// Multi-process runs of distributed_worker on loopback: 2, 3 and 4 ranks, FSDP, failures,
-// flight-recorder dumps and `ember fr-trace`, and a Redis rendezvous.
+// Multi-process runs of distributed_worker on loopback: 2, 3 and 4 ranks, FSDP and its
+// checkpoints across world sizes, failures, flight-recorder dumps and `ember fr-trace`, and a
+// Redis rendezvous.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -44,6 +45,24 @@ TEST(Distributed, FullyShardedDataParallel) {
     WorkerRun run;
     run_workers(run, nproc, "FSDP.*", {.deadline = std::chrono::seconds(300)});
     EXPECT_EQ(all_ranks_passed(run, nproc), "") << nproc << " ranks";
+  }
+}
+
+TEST(Distributed, ShardedCheckpointResumesAtAnotherWorldSize) {
+  for (auto [saving, resuming] : {std::pair{4, 2}, std::pair{2, 3}}) {
+    TempDir checkpoint;
+    const WorkerOptions options{.env = {{"EMBER_TEST_CHECKPOINT_DIR", checkpoint.path()}},
+                                .deadline = std::chrono::seconds(300)};
+    WorkerRun save;
+    run_workers(save, saving, "FSDP.SaveShardedCheckpointAfterTenSteps", options);
+    ASSERT_EQ(all_ranks_passed(save, saving), "") << saving << " ranks saving";
+    for (int rank = 0; rank < saving; ++rank)
+      EXPECT_TRUE(std::filesystem::exists(checkpoint.path() + "/checkpoint/rank_" + std::to_string(rank) +
+                                          ".safetensors"));
+    EXPECT_TRUE(std::filesystem::exists(checkpoint.path() + "/checkpoint/index.json"));
+    WorkerRun resume;
+    run_workers(resume, resuming, "FSDP.ResumeShardedCheckpointAtAnotherWorldSize", options);
+    EXPECT_EQ(all_ranks_passed(resume, resuming), "") << saving << " ranks saving, " << resuming << " resuming";
   }
 }
 

@@ -306,5 +306,26 @@ TEST_F(OneRank, FullyShardedTrainingOfOneRankIsPlainTraining) {
   EXPECT_EQ(parameters[0], parameters[1]);
 }
 
+TEST_F(OneRank, ShardedCheckpointErrorsNameTheDirectoryAndTheTensor) {
+  nn::Linear saved(nn::LinearOptions(2, 3).bias(false));
+  fsdp::fully_shard(saved);
+  optim::AdamW saved_optimizer(saved->parameters());
+  const std::string directory = dir_.path() + "/checkpoint";
+  fsdp::save_sharded_checkpoint(directory, *saved, saved_optimizer, 3);
+
+  nn::Linear other(nn::LinearOptions(2, 4).bias(false));
+  fsdp::fully_shard(other);
+  optim::AdamW optimizer(other->parameters());
+  EXPECT_TRUE(throws_error([&] { fsdp::load_sharded_checkpoint(dir_.path() + "/none", *other, optimizer); },
+                           {"[load_sharded_checkpoint]", "none/index.json"}));
+  EXPECT_TRUE(throws_error([&] { fsdp::load_sharded_checkpoint(directory, *other, optimizer); },
+                           {"[load_sharded_checkpoint]", "'model.weight' has shape [3, 2], the module's is [4, 2]"}));
+  nn::Linear same(nn::LinearOptions(2, 3).bias(false));
+  fsdp::fully_shard(same);
+  optim::AdamW same_optimizer(same->parameters());
+  EXPECT_EQ(fsdp::load_sharded_checkpoint(directory, *same, same_optimizer).step, 3);
+  EXPECT_EQ(testutil::values(same->weight), testutil::values(saved->weight));
+}
+
 }  // namespace
 }  // namespace ember::distributed

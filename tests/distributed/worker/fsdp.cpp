@@ -1,6 +1,8 @@
 // fully_shard on every rank: shards and their padding against torch.chunk's split, gathered
-// parameters and averaged gradient shards against hand-computed values, and a small GPT
-// trained with FSDP against the same GPT trained in one process on the global batch.
+// parameters and averaged gradient shards against hand-computed values, a small GPT trained
+// with FSDP against the same GPT trained in one process on the global batch, full state
+// dicts and sharded checkpoints.
+#include <fstream>
 #include <map>
 
 #include "distributed/worker/worker.h"
@@ -15,15 +17,15 @@ using fsdp::FSDPOptions;
 
 class FSDP : public DistributedTest {};
 
-// Parameters of the given shapes; element i of parameter k is 100 (first + k) + i.
-// forward(scale) = sum_k sum_i (scale (i + 1) p_k[i] + p_k[i]^2 / 2), whose gradient is
-// scale (i + 1) + p_k[i].
+// Parameters of the given shapes (at most two: p0, p1); element i of parameter k is
+// 100 (first + k) + i. forward(scale) = sum_k sum_i (scale (i + 1) p_k[i] + p_k[i]^2 / 2),
+// whose gradient is scale (i + 1) + p_k[i].
 struct PiecesImpl : nn::Module {
   PiecesImpl(const std::vector<std::vector<int64_t>>& shapes, int first) {
-    for (size_t k = 0; k < shapes.size(); ++k) {
+    const char* names[] = {"p0", "p1"};
+    for (size_t k = 0; k < shapes.size() && k < 2; ++k) {
       const double base = 100.0 * (first + static_cast<int>(k));
-      register_parameter("p" + std::to_string(k),
-                         make_tensor(shapes[k], kFloat64, [base](int64_t i) { return base + i; }));
+      register_parameter(names[k], make_tensor(shapes[k], kFloat64, [base](int64_t i) { return base + i; }));
     }
   }
   Tensor forward(const Tensor& scale) {
@@ -51,7 +53,8 @@ EMBER_MODULE(Tree);
 
 // name -> (full shape, index of its first parameter value / 100).
 const std::map<std::string, std::pair<std::vector<int64_t>, int>> kTreeParameters = {
-    {"a.p0", {{5, 3}, 0}}, {"b.p0", {{7, 2, 2}, 1}}, {"b.p1", {{1, 4}, 2}}, {"own.p0", {{2}, 3}}, {"own.p1", {{3, 5}, 4}}};
+    {"a.p0", {{5, 3}, 0}},  {"b.p0", {{7, 2, 2}, 1}}, {"b.p1", {{1, 4}, 2}},
+    {"own.p0", {{2}, 3}}, {"own.p1", {{3, 5}, 4}}};
 
 struct ShardedTree {
   Tree tree;
@@ -75,7 +78,8 @@ std::pair<int64_t, int64_t> chunk_of(int64_t rows, int world, int rank) {
 
 // Expects each parameter of `tree` to hold `value(name, flat index in the full parameter)` at
 // this rank's rows (all rows when gathered).
-void expect_parameters(const Tree& tree, bool gathered, const std::function<double(const std::string&, int64_t)>& value) {
+void expect_parameters(const Tree& tree, bool gathered,
+                       const std::function<double(const std::string&, int64_t)>& value) {
   for (const auto& item : tree->named_parameters()) {
     const auto& [full_sizes, first] = kTreeParameters.at(item.key());
     int64_t row_numel = 1;
@@ -220,55 +224,96 @@ void expect_bfloat16_compute(nn::Module& block, int& calls) {
   });
 }
 
-// 20 AdamW steps. Sharded: FSDP on every block and the root, rank r training on rows
-// [r B / W, (r + 1) B / W) of each global batch and reporting the mean over ranks of its
-// loss; otherwise one process on the whole batch (computing in bfloat16 for `bfloat16`).
-TrainResult train(const Training& how, bool sharded) {
-  const Tensor batches = make_batches(how.micro_batches);
-  manual_seed(42);
-  models::GPT model(tiny_gpt());
-  FSDPModule root;
-  int bfloat16_calls = 0;
-  const int W = sharded ? get_world_size() : 1, r = sharded ? get_rank() : 0;
-  if (sharded) {
-    FSDPOptions options;
-    if (how.bfloat16) options.mp_policy = {.param_dtype = kBFloat16, .reduce_dtype = kFloat32};
-    for (size_t i = 0; i < model->layers->size(); ++i) fsdp::fully_shard(*model->layers->ptr(i), options);
-    root = fsdp::fully_shard(model, options);
-    root.set_separate_reduce_scatter_group(how.separate_reduce_scatter);
-    if (how.bfloat16) expect_bfloat16_compute(*model->layers->ptr(0), bfloat16_calls);
-  } else if (how.bfloat16) {
-    model->set_compute_dtype(kBFloat16);
+// A tiny GPT and its AdamW. Sharded: FSDP on every block and the root, rank r training on
+// rows [r B / W, (r + 1) B / W) of each global batch and reporting the mean over ranks of
+// its loss; otherwise one process on the whole batch (computing in bfloat16 for `bfloat16`).
+class Trainer {
+ public:
+  Trainer(const Training& how, bool sharded)
+      : how_(how), sharded_(sharded), batches_(make_batches(how.micro_batches)), model_(seeded_gpt()) {
+    if (sharded) {
+      FSDPOptions options;
+      if (how.bfloat16) options.mp_policy = {.param_dtype = kBFloat16, .reduce_dtype = kFloat32};
+      for (size_t i = 0; i < model_->layers->size(); ++i) fsdp::fully_shard(*model_->layers->ptr(i), options);
+      root_ = fsdp::fully_shard(model_, options);
+      root_.set_separate_reduce_scatter_group(how.separate_reduce_scatter);
+      if (how.bfloat16) expect_bfloat16_compute(*model_->layers->ptr(0), bfloat16_calls_);
+    } else if (how.bfloat16) {
+      model_->set_compute_dtype(kBFloat16);
+    }
+    // A learning rate at which 20 steps of float32 rounding noise stay far below 1e-5: at
+    // 1e-2 Adam's normalisation lifts the noise of near-zero gradients to ~1e-5 here and there.
+    optimizer_ = std::make_unique<optim::AdamW>(model_->parameters(), optim::AdamWOptions(3e-3));
   }
-  // A learning rate at which 20 steps of float32 rounding noise stay far below 1e-5: at 1e-2
-  // Adam's normalisation lifts the noise of near-zero gradients to ~1e-5 in a few elements.
-  optim::AdamW optimizer(model->parameters(), optim::AdamWOptions(3e-3));
+
+  // Zeroes the gradients and runs forward and backward of every micro-batch of `step`;
+  // returns the step's loss, the mean over the global batch.
+  double forward_backward(int64_t step) {
+    optimizer_->zero_grad();
+    const int W = sharded_ ? get_world_size() : 1, r = sharded_ ? get_rank() : 0;
+    double step_loss = 0;
+    for (int64_t micro = 0; micro < how_.micro_batches; ++micro) {
+      if (sharded_) root_.set_requires_gradient_sync(micro == how_.micro_batches - 1);
+      const Tensor rows = batches_[step][micro].narrow(0, r * kBatch / W, kBatch / W);
+      const Tensor tokens = rows.narrow(1, 0, kSeqLen), targets = rows.narrow(1, 1, kSeqLen);
+      Tensor loss = model_.call(&models::GPTImpl::loss, tokens, targets, Tensor(), models::LossOptions{});
+      (loss / static_cast<double>(how_.micro_batches)).backward();
+      Tensor global = loss.detach().to(kFloat64);
+      if (sharded_) all_reduce(global, ReduceOp::AVG);
+      step_loss += global.item<double>() / static_cast<double>(how_.micro_batches);
+    }
+    return step_loss;
+  }
+
+  double step(int64_t step) {
+    const double loss = forward_backward(step);
+    optimizer_->step();
+    return loss;
+  }
+
+  OrderedDict<std::string, Tensor> named(bool gradients) const {
+    OrderedDict<std::string, Tensor> out(gradients ? "gradient" : "parameter");
+    for (const auto& item : model_->named_parameters())
+      out.insert(item.key(), gradients ? item.value().grad().clone() : item.value().detach().clone());
+    return out;
+  }
+
+  models::GPT& model() { return model_; }
+  optim::AdamW& optimizer() { return *optimizer_; }
+  int bfloat16_calls() const { return bfloat16_calls_; }
+
+ private:
+  static models::GPT seeded_gpt() {
+    manual_seed(42);
+    return models::GPT(tiny_gpt());
+  }
+
+  Training how_;
+  bool sharded_;
+  Tensor batches_;
+  models::GPT model_;
+  FSDPModule root_;
+  std::unique_ptr<optim::AdamW> optimizer_;
+  int bfloat16_calls_ = 0;
+};
+
+// 20 steps; the gradients of the first, the parameters after the last.
+TrainResult train(const Training& how, bool sharded) {
+  Trainer trainer(how, sharded);
   TrainResult result;
   for (int64_t step = 0; step < kSteps; ++step) {
-    optimizer.zero_grad();
-    double step_loss = 0;
-    for (int64_t micro = 0; micro < how.micro_batches; ++micro) {
-      if (sharded) root.set_requires_gradient_sync(micro == how.micro_batches - 1);
-      const Tensor rows = batches[step][micro].narrow(0, r * kBatch / W, kBatch / W);
-      const Tensor tokens = rows.narrow(1, 0, kSeqLen), targets = rows.narrow(1, 1, kSeqLen);
-      Tensor loss = model.call(&models::GPTImpl::loss, tokens, targets, Tensor(), models::LossOptions{});
-      (loss / static_cast<double>(how.micro_batches)).backward();
-      Tensor global = loss.detach().to(kFloat64);
-      if (sharded) all_reduce(global, ReduceOp::AVG);
-      step_loss += global.item<double>() / static_cast<double>(how.micro_batches);
-    }
-    if (step == 0)
-      for (const auto& item : model->named_parameters())
-        result.first_gradients.insert(item.key(), item.value().grad().clone());
-    optimizer.step();
-    result.losses.push_back(step_loss);
+    result.losses.push_back(trainer.forward_backward(step));
+    if (step == 0) result.first_gradients = trainer.named(/*gradients=*/true);
+    trainer.optimizer().step();
   }
-  for (const auto& item : model->named_parameters()) {
+  result.parameters = trainer.named(/*gradients=*/false);
+  for (const auto& item : trainer.model()->named_parameters()) {
     EXPECT_EQ(item.value().scalar_type(), kFloat32) << item.key();
     EXPECT_EQ(item.value().grad().scalar_type(), kFloat32) << item.key();
-    result.parameters.insert(item.key(), item.value().detach());
   }
-  if (sharded && how.bfloat16) EXPECT_EQ(bfloat16_calls, kSteps);
+  if (sharded && how.bfloat16) {
+    EXPECT_EQ(trainer.bfloat16_calls(), kSteps);
+  }
   return result;
 }
 
@@ -331,6 +376,76 @@ TEST_F(FSDP, GPTGradientAccumulationEqualsOneProcess) {
 // could drift apart. Measured on 2-4 ranks: 8.2e-4, 1.1e-2 and 6.6e-3.
 TEST_F(FSDP, GPTBFloat16ParametersFloat32ReductionTrackOneProcessInBFloat16) {
   expect_same_training({.bfloat16 = true}, {5e-3, 3.2e-2, 2e-2});
+}
+
+// ---- state dicts and checkpoints ----------------------------------------------------------------
+
+TEST_F(FSDP, FullStateDictGathersAndSetFullStateDictTakesTheRows) {
+  ShardedTree sharded = shard_tree();
+  const OrderedDict<std::string, Tensor> full = fsdp::get_full_state_dict(*sharded.tree);
+  OrderedDict<std::string, Tensor> doubled("tensor");
+  for (const auto& item : full) {
+    const auto& [full_sizes, first] = kTreeParameters.at(item.key());
+    EXPECT_EQ(item.value().sizes(), full_sizes) << item.key();
+    EXPECT_TRUE(testutil::all_close(item.value(), generate(item.value().numel(), [&](int64_t i) {
+                                      return initial_value(item.key(), i);
+                                    })))
+        << item.key();
+    doubled.insert(item.key(), item.value() * 2);
+  }
+  fsdp::set_full_state_dict(*sharded.tree, doubled);
+  expect_parameters(sharded.tree, false, [](const std::string& name, int64_t i) { return 2 * initial_value(name, i); });
+  OrderedDict<std::string, Tensor> wrong = doubled;
+  wrong["b.p0"] = zeros({7, 4}, kFloat64);
+  wrong.insert("extra", zeros({1}));
+  EXPECT_TRUE(testutil::throws_error([&] { fsdp::set_full_state_dict(*sharded.tree, wrong); },
+                                     {"[set_full_state_dict]", "'b.p0': expected float64 [7, 2, 2], got float64 [7, 4]",
+                                      "unexpected key 'extra'"}));
+  sharded.root.unshard();
+  EXPECT_TRUE(testutil::throws_error([&] { fsdp::get_full_state_dict(*sharded.tree); },
+                                     {"[get_full_state_dict]", "'own.p0' is gathered", "reshard()"}));
+}
+
+void save_losses(const std::string& path, const std::vector<double>& losses) {
+  std::ofstream out(path);
+  out.precision(17);
+  for (double loss : losses) out << loss << "\n";
+}
+
+std::vector<double> read_losses(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<double> losses;
+  for (double loss; in >> loss;) losses.push_back(loss);
+  return losses;
+}
+
+// A sharded checkpoint saved after 10 steps at one world size resumes at another: the
+// losses of steps 10-19 match those of the run that saved it (EMBER_TEST_CHECKPOINT_DIR holds
+// the checkpoint and the saving run's losses).
+const std::string kCheckpointDir = env_or("EMBER_TEST_CHECKPOINT_DIR", "");
+
+TEST_F(FSDP, SaveShardedCheckpointAfterTenSteps) {
+  if (kCheckpointDir.empty()) GTEST_SKIP() << "run by Distributed.ShardedCheckpointResumesAtAnotherWorldSize";
+  Trainer trainer({}, /*sharded=*/true);
+  for (int64_t step = 0; step < 10; ++step) trainer.step(step);
+  fsdp::save_sharded_checkpoint(kCheckpointDir + "/checkpoint", *trainer.model(), trainer.optimizer(), 10,
+                                {{"run", "fsdp test"}});
+  std::vector<double> losses;
+  for (int64_t step = 10; step < kSteps; ++step) losses.push_back(trainer.step(step));
+  if (rank() == 0) save_losses(kCheckpointDir + "/losses.txt", losses);
+}
+
+TEST_F(FSDP, ResumeShardedCheckpointAtAnotherWorldSize) {
+  if (kCheckpointDir.empty()) GTEST_SKIP() << "run by Distributed.ShardedCheckpointResumesAtAnotherWorldSize";
+  Trainer trainer({}, /*sharded=*/true);
+  const fsdp::LoadedCheckpoint loaded =
+      fsdp::load_sharded_checkpoint(kCheckpointDir + "/checkpoint", *trainer.model(), trainer.optimizer());
+  EXPECT_EQ(loaded.step, 10);
+  EXPECT_EQ(loaded.metadata, (io::Metadata{{"run", "fsdp test"}}));
+  const std::vector<double> saved = read_losses(kCheckpointDir + "/losses.txt");
+  EXPECT_EQ(saved.size(), static_cast<size_t>(kSteps - 10));
+  for (int64_t step = 10; step < kSteps && static_cast<size_t>(step - 10) < saved.size(); ++step)
+    EXPECT_NEAR(trainer.step(step), saved[static_cast<size_t>(step - 10)], 1e-5) << "step " << step;
 }
 
 }  // namespace
