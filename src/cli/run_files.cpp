@@ -61,11 +61,14 @@ io::Metadata run_metadata(const RunInfo& info) {
 }
 
 RunInfo read_run_info(const std::string& checkpoint_path) {
-  io::Metadata metadata = io::checkpoint_extra_metadata(checkpoint_path);
-  EMBER_CHECK(metadata.count("config") && metadata.count("run"), "checkpoint", "'", checkpoint_path,
+  return run_info_from(io::checkpoint_extra_metadata(checkpoint_path), checkpoint_path);
+}
+
+RunInfo run_info_from(const io::Metadata& metadata, const std::string& checkpoint) {
+  EMBER_CHECK(metadata.count("config") && metadata.count("run"), "checkpoint", "'", checkpoint,
               "' is not an ember train checkpoint (no config/run metadata)");
   nlohmann::json run = nlohmann::json::parse(metadata.at("run"), nullptr, false);
-  EMBER_CHECK(run.is_object(), "checkpoint", "'", checkpoint_path, "' has corrupt run metadata");
+  EMBER_CHECK(run.is_object(), "checkpoint", "'", checkpoint, "' has corrupt run metadata");
   RunInfo info;
   info.config = models::GPTConfig::from_json(metadata.at("config"));
   info.tokenizer_kind = run.value("tokenizer_kind", std::string("byte"));

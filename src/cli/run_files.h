@@ -27,6 +27,8 @@ struct RunInfo {
 };
 
 io::Metadata run_metadata(const RunInfo& info);
+// The run info in a checkpoint's metadata; `checkpoint` names it in errors.
+RunInfo run_info_from(const io::Metadata& metadata, const std::string& checkpoint);
 // Reads the run info from a checkpoint's header.
 RunInfo read_run_info(const std::string& checkpoint_path);
 

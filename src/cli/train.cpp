@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -49,7 +51,11 @@ const char* kTrainHelp =
     "                       metrics.jsonl, loss.svg\n"
     "  --resume             continue from DIR/checkpoint.safetensors\n"
     "  --seed N             initialisation and data order (default 1337)\n"
-    "  --threads N          thread count (default: cores)\n"
+    "  --threads N          thread count (default: cores; per rank with --fsdp)\n"
+    "  --fsdp               fully sharded data parallel over the ranks `ember-run --nproc N` starts:\n"
+    "                       each rank trains on its rows of every batch (--batch-size must divide\n"
+    "                       by N); checkpoints are sharded, in DIR/checkpoints/step_<N>, and\n"
+    "                       --resume works at another rank count\n"
     "  --config FILE.json   flags as a JSON object (command-line flags win)\n";
 
 const std::set<std::string> kFlags = {
@@ -68,6 +74,19 @@ std::string format_seconds(double s) {
   return std::to_string(t / 60) + "m" + (t % 60 < 10 ? "0" : "") + std::to_string(t % 60) + "s";
 }
 
+// The complete sharded checkpoints of an --fsdp run by step: step_<N> directories with an
+// index.json (written last).
+std::map<int64_t, std::string> sharded_checkpoints(const std::string& directory) {
+  std::map<int64_t, std::string> found;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("step_", 0) != 0 || !std::filesystem::exists(entry.path() / "index.json")) continue;
+    found[std::stoll(name.substr(5))] = entry.path().string();
+  }
+  return found;
+}
+
 }  // namespace
 
 int run_train(const std::vector<std::string>& argv) {
@@ -76,11 +95,13 @@ int run_train(const std::vector<std::string>& argv) {
       std::cout << kTrainHelp;
       return 0;
     }
-  Args args(argv, kFlags, {"resume"});
+  Args args(argv, kFlags, {"resume", "fsdp"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const std::string out_dir = args.get("out", "runs/default");
   const std::string ckpt_path = out_dir + "/checkpoint.safetensors";
   const bool resume = args.get_switch("resume");
+  const bool fsdp = args.get_switch("fsdp");
+  const std::string sharded_dir = out_dir + "/checkpoints";
   const std::string dtype = args.get("dtype", "float32");
   if (dtype != "float32" && dtype != "bfloat16")
     throw UsageError{"--dtype must be float32 or bfloat16, got '" + dtype + "'"};
@@ -97,6 +118,19 @@ int run_train(const std::vector<std::string>& argv) {
   for (auto [name, v] : {std::pair{"batch-size", batch}, {"seq-len", seq_len}, {"accum", accum}, {"max-steps", max_steps},
                          {"eval-every", eval_every}, {"eval-batches", eval_batches}, {"ckpt-every", ckpt_every}})
     if (v <= 0) throw UsageError{std::string("--") + name + " must be positive, got " + std::to_string(v)};
+  if (fsdp) distributed::init_process_group();
+  const int rank = fsdp ? distributed::get_rank() : 0, world_size = fsdp ? distributed::get_world_size() : 1;
+  if (batch % world_size != 0)
+    throw UsageError{"--batch-size " + std::to_string(batch) + " does not divide by the " +
+                     std::to_string(world_size) + " ranks"};
+  const bool writes_files = rank == 0;  // metrics, plot and progress: one rank writes them
+  // This rank's rows of a batch of the whole run.
+  auto rows_of = [&](data::Batch b) {
+    if (world_size == 1) return b;
+    const int64_t rows = batch / world_size;
+    return data::Batch{b.inputs.narrow(0, rank * rows, rows), b.targets.narrow(0, rank * rows, rows),
+                       b.doc_ids.defined() ? b.doc_ids.narrow(0, rank * rows, rows) : Tensor()};
+  };
 
   // Settings that define the run: a resumed run must use the same ones.
   nlohmann::json train_settings = {{"batch_size", batch}, {"seq_len", seq_len}, {"accum", accum},
@@ -121,9 +155,18 @@ int run_train(const std::vector<std::string>& argv) {
   models::GPTConfig config;
   std::unique_ptr<data::Tokenizer> tokenizer;
   int64_t start_step = 0;
+  std::string resume_dir;  // the latest sharded checkpoint with --fsdp
   if (resume) {
-    EMBER_CHECK(std::filesystem::exists(ckpt_path), "train", "--resume: no checkpoint at '", ckpt_path, "'");
-    RunInfo info = read_run_info(ckpt_path);
+    RunInfo info;
+    if (fsdp) {
+      const auto checkpoints = sharded_checkpoints(sharded_dir);
+      EMBER_CHECK(!checkpoints.empty(), "train", "--resume: no sharded checkpoint in '", sharded_dir, "'");
+      resume_dir = checkpoints.rbegin()->second;
+      info = run_info_from(distributed::fsdp::read_sharded_checkpoint_info(resume_dir).metadata, resume_dir);
+    } else {
+      EMBER_CHECK(std::filesystem::exists(ckpt_path), "train", "--resume: no checkpoint at '", ckpt_path, "'");
+      info = read_run_info(ckpt_path);
+    }
     config = info.config;
     EMBER_CHECK(model_config(config) == config, "train", "--resume: the checkpoint's model is ", config.to_json(),
                 ", not the one the flags ask for");
@@ -145,15 +188,23 @@ int run_train(const std::vector<std::string>& argv) {
   manual_seed(seed);
   models::GPT model(config);
   model->set_compute_dtype(dtype == "bfloat16" ? kBFloat16 : kFloat32);
+  std::optional<ShardedTraining> sharded;
+  if (fsdp) {
+    for (size_t i = 0; i < model->layers->size(); ++i) distributed::fsdp::fully_shard(*model->layers->ptr(i));
+    sharded = ShardedTraining{distributed::fsdp::fully_shard(model)};
+    sharded->root.set_separate_reduce_scatter_group(true);
+  }
   optim::AdamW optimizer = make_optimizer(model, lr, args.get_double("weight-decay", 0.1));
-  if (resume) start_step = io::load_checkpoint(ckpt_path, *model, optimizer);
+  if (resume)
+    start_step = fsdp ? distributed::fsdp::load_sharded_checkpoint(resume_dir, *model, optimizer).step
+                      : io::load_checkpoint(ckpt_path, *model, optimizer);
   std::filesystem::create_directories(out_dir);
   const io::Metadata run_meta = run_metadata({config, tokenizer->kind(), tokenizer->state(), train_settings.dump()});
   // A resumed run continues the curve of its checkpoint: lines past it (written before a
   // crash or kill) are dropped, the earlier ones stay in the file and the plot.
   std::vector<MetricPoint> train_curve, val_curve;
   std::vector<std::string> kept_lines;
-  if (resume) {
+  if (resume && writes_files) {
     std::ifstream old(out_dir + "/metrics.jsonl");
     for (std::string line; std::getline(old, line);) {
       auto j = nlohmann::json::parse(line, nullptr, false);
@@ -163,7 +214,8 @@ int run_train(const std::vector<std::string>& argv) {
       if (j.contains("val_loss")) val_curve.push_back({j["step"], j["val_loss"]});
     }
   }
-  std::ofstream metrics(out_dir + "/metrics.jsonl", std::ios::trunc);
+  std::ofstream metrics;
+  if (writes_files) metrics.open(out_dir + "/metrics.jsonl", std::ios::trunc);
   for (const auto& line : kept_lines) metrics << line << "\n";
 
   auto evaluate = [&] {
@@ -171,32 +223,47 @@ int run_train(const std::vector<std::string>& argv) {
     model->eval();
     double total = 0;
     for (int64_t i = 0; i < eval_batches; ++i) {
-      data::Batch b = data::sample_batch(streams.val, batch, seq_len, seed ^ 0x5eedull, static_cast<uint64_t>(i));
-      total += model->loss(b.inputs, b.targets, b.doc_ids).item<double>();
+      data::Batch b =
+          rows_of(data::sample_batch(streams.val, batch, seq_len, seed ^ 0x5eedull, static_cast<uint64_t>(i)));
+      total += model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, models::LossOptions{})
+                   .item<double>();
     }
     model->train();
-    return total / static_cast<double>(eval_batches);
+    const double loss = total / static_cast<double>(eval_batches);
+    return fsdp ? mean_over_ranks(loss) : loss;
   };
   auto checkpoint = [&](int64_t step) {
-    io::save_checkpoint(ckpt_path, *model, optimizer, step, run_meta);
-    write_loss_svg(out_dir + "/loss.svg", train_curve, val_curve);
+    if (fsdp) {
+      // A fresh directory per step; the older ones go once this one is complete.
+      distributed::fsdp::save_sharded_checkpoint(sharded_dir + "/step_" + std::to_string(step), *model, optimizer,
+                                                 step, run_meta);
+      if (writes_files)
+        for (const auto& [saved_step, directory] : sharded_checkpoints(sharded_dir))
+          if (saved_step != step) std::filesystem::remove_all(directory);
+    } else {
+      io::save_checkpoint(ckpt_path, *model, optimizer, step, run_meta);
+    }
+    if (writes_files) write_loss_svg(out_dir + "/loss.svg", train_curve, val_curve);
   };
 
-  const bool tty = isatty(STDERR_FILENO);
+  const bool tty = writes_files && isatty(STDERR_FILENO);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   int64_t step = start_step, tokens_done = 0;
   double last_val = NAN;
   while (step < std::min(stop_at, max_steps)) {
-    if (max_time > 0 && elapsed() >= max_time) break;
+    bool out_of_time = max_time > 0 && elapsed() >= max_time;
+    if (fsdp && max_time > 0) out_of_time = mean_over_ranks(out_of_time ? 1.0 : 0.0) > 0;  // stop together
+    if (out_of_time) break;
     const double step_lr = learning_rate(step, warmup, max_steps, lr, min_lr);
     for (auto& group : optimizer.param_groups()) group.options().set_lr(step_lr);
     const StepResult result = train_step(
         model, optimizer, accum,
         [&](int64_t micro) {
-          return data::sample_batch(streams.train, batch, seq_len, seed, static_cast<uint64_t>(step * accum + micro));
+          return rows_of(
+              data::sample_batch(streams.train, batch, seq_len, seed, static_cast<uint64_t>(step * accum + micro)));
         },
-        clip, loss_options);
+        clip, loss_options, sharded ? &*sharded : nullptr);
     const double step_loss = result.loss, grad_norm = result.grad_norm;
     ++step;
     tokens_done += batch * seq_len * accum;
@@ -217,7 +284,7 @@ int run_train(const std::vector<std::string>& argv) {
       std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << step << "/"
                 << max_steps << " loss " << step_loss << " " << static_cast<int64_t>(tokens_per_s) << " tok/s ETA "
                 << format_seconds(eta) << "   " << std::flush;
-    } else if (step % 10 == 0 || line.contains("val_loss")) {
+    } else if (writes_files && (step % 10 == 0 || line.contains("val_loss"))) {
       std::cerr << line.dump() << "\n";
     }
     if (step % ckpt_every == 0) checkpoint(step);
@@ -229,7 +296,10 @@ int run_train(const std::vector<std::string>& argv) {
     metrics << nlohmann::json({{"step", step}, {"val_loss", last_val}}).dump() << "\n";
   }
   checkpoint(step);
-  std::cout << "step " << step << " val_loss " << last_val << " nats/token, checkpoint " << ckpt_path << "\n";
+  if (writes_files)
+    std::cout << "step " << step << " val_loss " << last_val << " nats/token, checkpoint "
+              << (fsdp ? sharded_dir + "/step_" + std::to_string(step) : ckpt_path) << "\n";
+  if (fsdp) distributed::destroy_process_group();
   return 0;
 }
 

@@ -13,18 +13,30 @@ optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay) 
   return optim::AdamW(std::move(groups), optim::AdamWOptions(lr));
 }
 
+double mean_over_ranks(double value) {
+  Tensor total = full({}, value, kFloat64);
+  distributed::all_reduce(total, distributed::ReduceOp::AVG);
+  return total.item<double>();
+}
+
 StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum,
                       const std::function<data::Batch(int64_t)>& batch_of, double clip,
-                      const models::LossOptions& loss_options) {
+                      const models::LossOptions& loss_options, const ShardedTraining* sharded) {
   StepResult result;
   optimizer.zero_grad();
   for (int64_t micro = 0; micro < accum; ++micro) {
+    if (sharded) sharded->root.set_requires_gradient_sync(micro == accum - 1);
     data::Batch b = batch_of(micro);
-    Tensor loss = model->loss(b.inputs, b.targets, b.doc_ids, loss_options) / static_cast<double>(accum);
+    // Through the holder: FSDP's hooks gather the root's parameters around it.
+    Tensor loss = model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, loss_options) /
+                  static_cast<double>(accum);
     loss.backward();
     result.loss += loss.item<double>();
   }
-  if (clip > 0) result.grad_norm = nn::utils::clip_grad_norm_(model->parameters(), clip);
+  if (sharded) result.loss = mean_over_ranks(result.loss);
+  if (clip > 0)
+    result.grad_norm = sharded ? distributed::fsdp::clip_grad_norm_(model->parameters(), clip)
+                               : nn::utils::clip_grad_norm_(model->parameters(), clip);
   optimizer.step();
   return result;
 }

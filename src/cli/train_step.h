@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "ember/data/text.h"
+#include "ember/distributed/fsdp.h"
 #include "ember/models/gpt.h"
 #include "ember/optim.h"
 
@@ -16,10 +17,19 @@ struct StepResult {
   double grad_norm = 0;  // before clipping; 0 when clipping is off
 };
 
-// zero_grad, forward and backward of `accum` micro-batches (batch_of(i) gives the i-th),
-// gradient clipping to `clip` (0 = off), one optimizer step.
+// `ember train --fsdp`: the model's root fully_shard handle. Gradients are reduced on the
+// last micro-batch only, losses are averaged and gradients clipped over all ranks.
+struct ShardedTraining {
+  distributed::fsdp::FSDPModule root;
+};
+
+// The mean over the ranks of the default group of each rank's `value`.
+double mean_over_ranks(double value);
+
+// zero_grad, forward and backward of `accum` micro-batches (batch_of(i) gives the i-th, this
+// rank's rows of it under FSDP), gradient clipping to `clip` (0 = off), one optimizer step.
 StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum,
                       const std::function<data::Batch(int64_t)>& batch_of, double clip,
-                      const models::LossOptions& loss_options);
+                      const models::LossOptions& loss_options, const ShardedTraining* sharded = nullptr);
 
 }  // namespace ember::cli

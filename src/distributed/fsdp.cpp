@@ -14,6 +14,7 @@
 #include "distributed/fsdp_group.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -497,5 +498,23 @@ void FSDPModule::set_separate_reduce_scatter_group(bool separate) const {
 }
 
 nn::Module& FSDPModule::module() const { return group("FSDPModule::module")->module(); }
+
+double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm) {
+  EMBER_CHECK(max_norm >= 0, "clip_grad_norm_", "max_norm must be non-negative, got ", max_norm);
+  NoGradGuard no_grad;
+  std::vector<Tensor> grads;
+  double local_square = 0;
+  for (const Tensor& p : parameters) {
+    if (!p.defined() || !p.grad().defined()) continue;
+    grads.push_back(p.grad());
+    if (find_shard(p) || get_rank() == 0) local_square += p.grad().to(kFloat64).square().sum().item<double>();
+  }
+  Tensor total_square = full({}, local_square, kFloat64);
+  all_reduce(total_square);
+  const double total_norm = std::sqrt(total_square.item<double>());
+  const double clip_coef = std::min(max_norm / (total_norm + 1e-6), 1.0);
+  for (Tensor& g : grads) g.mul_(clip_coef);
+  return total_norm;
+}
 
 }  // namespace ember::distributed::fsdp

@@ -252,14 +252,36 @@ void save_sharded_checkpoint(const std::string& directory, const nn::Module& mod
   barrier();
 }
 
+namespace {
+
+// The parsed index.json of a sharded checkpoint; `read` runs on it, JSON errors become
+// ember::Error naming the directory.
+template <typename Read>
+auto with_index(const std::string& directory, const char* op, const Read& read) {
+  try {
+    const nlohmann::json index = nlohmann::json::parse(read_text(directory + "/index.json", op));
+    EMBER_CHECK(index.value("format", "") == kFormat, op, "checkpoint '", directory, "': format '",
+                index.value("format", ""), "', expected '", kFormat, "'");
+    return read(index);
+  } catch (const nlohmann::json::exception& e) {
+    EMBER_FAIL(op, "checkpoint '", directory, "': bad index.json: ", e.what());
+  }
+}
+
+LoadedCheckpoint info_of(const nlohmann::json& index) {
+  return {index.at("step").get<int64_t>(), index.at("metadata").get<io::Metadata>()};
+}
+
+}  // namespace
+
+LoadedCheckpoint read_sharded_checkpoint_info(const std::string& directory) {
+  return with_index(directory, "read_sharded_checkpoint_info", info_of);
+}
+
 LoadedCheckpoint load_sharded_checkpoint(const std::string& directory, nn::Module& module,
                                          optim::Optimizer& optimizer) {
   const char* op = "load_sharded_checkpoint";
-  nlohmann::json index;
-  try {
-    index = nlohmann::json::parse(read_text(directory + "/index.json", op));
-    EMBER_CHECK(index.value("format", "") == kFormat, op, "checkpoint '", directory, "': format '",
-                index.value("format", ""), "', expected '", kFormat, "'");
+  return with_index(directory, op, [&](const nlohmann::json& index) {
     CheckpointReader reader(directory, index, op);
 
     std::vector<std::pair<Tensor, Tensor>> copies;
@@ -305,10 +327,8 @@ LoadedCheckpoint load_sharded_checkpoint(const std::string& directory, nn::Modul
     optimizer.load_state_dict(state);
     NoGradGuard no_grad;
     for (auto& [destination, source] : copies) destination.copy_(source);
-    return {index.at("step").get<int64_t>(), index.at("metadata").get<io::Metadata>()};
-  } catch (const nlohmann::json::exception& e) {
-    EMBER_FAIL(op, "checkpoint '", directory, "': bad index.json: ", e.what());
-  }
+    return info_of(index);
+  });
 }
 
 }  // namespace ember::distributed::fsdp

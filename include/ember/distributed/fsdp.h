@@ -92,4 +92,9 @@ FSDPModule fully_shard(const nn::ModuleHolder<ModuleType>& module, const FSDPOpt
   return fully_shard(*module.get(), options);
 }
 
+// nn::utils::clip_grad_norm_ (2-norm) over the full gradients of parameters that fully_shard
+// split across the ranks of the default group: the squares of every rank's shards are summed
+// (a parameter no fully_shard took counts once). Every rank calls it; returns the total norm.
+double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm);
+
 }  // namespace ember::distributed::fsdp

@@ -42,6 +42,9 @@ struct LoadedCheckpoint {
   io::Metadata metadata;
 };
 
+// The step and metadata of a sharded checkpoint (reads index.json only).
+LoadedCheckpoint read_sharded_checkpoint_info(const std::string& directory);
+
 // Restores module and optimizer from a sharded checkpoint saved at any world size. Throws
 // ember::Error naming the directory and the problem (no index, a missing key, a shape
 // mismatch), leaving module and optimizer unchanged.
