@@ -2,6 +2,7 @@
 // parameters and averaged gradient shards against hand-computed values, a small GPT trained
 // with FSDP against the same GPT trained in one process on the global batch, full state
 // dicts and sharded checkpoints.
+#include <cmath>
 #include <fstream>
 #include <map>
 
@@ -160,6 +161,21 @@ TEST_F(FSDP, BackwardGathersAgainAndReduceScattersAveragedGradients) {
     sharded.tree(scale).backward();
     expect_gradients(sharded.tree, 2);
   }
+}
+
+TEST_F(FSDP, ClipGradNormUsesTheNormOfTheFullGradients) {
+  ShardedTree sharded = shard_tree();
+  sharded.tree(full({}, rank() + 1.0, kFloat64)).backward();
+  double square = 0;
+  for (const auto& [name, entry] : kTreeParameters) {
+    int64_t numel = 1;
+    for (int64_t s : entry.first) numel *= s;
+    for (int64_t i = 0; i < numel; ++i) square += averaged_gradient(name, i) * averaged_gradient(name, i);
+  }
+  const double norm = std::sqrt(square);
+  // clip_grad_norm_ scales by max_norm / (norm + 1e-6): by one half here.
+  EXPECT_NEAR(fsdp::clip_grad_norm_(sharded.tree->parameters(), (norm + 1e-6) / 2), norm, 1e-9 * norm);
+  expect_gradients(sharded.tree, 0.5);
 }
 
 TEST_F(FSDP, ParametersStayShardedAfterAForwardWithoutGrad) {
