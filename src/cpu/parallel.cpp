@@ -90,7 +90,7 @@ class ThreadPool {
 
  private:
   // Note [Pool wake-ups]
-  // A training step runs thousands of parallel_for calls, many of a few microseconds. A
+  // A training step runs hundreds of parallel_for calls, many of a few microseconds. A
   // worker asleep on the condition variable takes tens of microseconds to wake, so between
   // jobs it first spins for up to kSpinTime watching the generation counter, and the caller
   // signals the condition variable only when some worker really sleeps.
