@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -70,34 +71,68 @@ class ThreadPool {
   }
 
   void run(Job& job) {
+    bool wake = false;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
+      wake = sleeping_ > 0;
     }
-    wake_.notify_all();
+    if (wake) wake_.notify_all();
     job.run_chunks();
     // Wait for chunks still running on workers, then detach the job from the pool.
     while (job.done.load(std::memory_order_acquire) < job.chunks) std::this_thread::yield();
+    spin_until([this] { return active_.load(std::memory_order_acquire) == 0; });
     std::unique_lock<std::mutex> lock(mutex_);
     job_ = nullptr;
-    idle_.wait(lock, [this] { return active_ == 0; });
+    idle_.wait(lock, [this] { return active_.load(std::memory_order_acquire) == 0; });
   }
 
  private:
+  // Note [Pool wake-ups]
+  // A training step runs hundreds of parallel_for calls, many of a few microseconds. A
+  // worker asleep on the condition variable takes tens of microseconds to wake, so between
+  // jobs it first spins for up to kSpinTime watching the generation counter, and the caller
+  // signals the condition variable only when some worker really sleeps.
+  static constexpr auto kSpinTime = std::chrono::microseconds(50);
+
+  template <typename Ready>
+  static bool spin_until(const Ready& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+    for (int i = 0;; ++i) {
+      if (ready()) return true;
+      if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return false;
+      cpu_relax();
+    }
+  }
+
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+
   void worker_loop() {
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return stopping_ || (job_ != nullptr && generation_ != seen); });
+      spin_until([&] {
+        return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+      });
+      std::unique_lock<std::mutex> lock(mutex_);
+      auto ready = [&] { return stopping_ || (job_ != nullptr && generation_ != seen); };
+      if (!ready()) {
+        ++sleeping_;
+        wake_.wait(lock, ready);
+        --sleeping_;
+      }
       if (stopping_) return;
       seen = generation_;
       Job* job = job_;
-      ++active_;
+      active_.fetch_add(1, std::memory_order_acq_rel);
       lock.unlock();
       job->run_chunks();
       lock.lock();
-      if (--active_ == 0) idle_.notify_all();
+      if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_.notify_all();
     }
   }
 
@@ -116,9 +151,10 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_, idle_;
   Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int active_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> active_{0};
+  std::atomic<bool> stopping_{false};
+  int sleeping_ = 0;
 };
 
 std::mutex g_pool_mutex;  // serialises jobs from different user threads and resizes
