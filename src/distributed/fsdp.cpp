@@ -31,10 +31,8 @@
 namespace ember::distributed::fsdp {
 
 namespace {
-constexpr const char* kOp = "fully_shard";
-}
 
-namespace {
+constexpr const char* kOp = "fully_shard";
 
 // The group each fully_shard module got, so that outer calls find inner ones.
 std::mutex g_registry_mutex;
@@ -147,6 +145,8 @@ ParamGroup::~ParamGroup() {
 void ParamGroup::install_gradient_hooks() {
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].requires_grad()) continue;
+    params_[i].hooked = true;
+    ++gradients_expected_;
     params_[i].gradient_hook = params_[i].param.register_post_accumulate_grad_hook(
         [weak = weak_from_this(), i](const Tensor&) {
           if (auto group = weak.lock()) group->on_gradient_accumulated(i);
@@ -154,8 +154,21 @@ void ParamGroup::install_gradient_hooks() {
   }
 }
 
+void ParamGroup::check_parameters_unchanged() const {
+  for (const ShardedParameter& p : params_) {
+    EMBER_CHECK(p.param.storage().is_alias_of(p.padded_shard.storage()) && p.param.scalar_type() == p.dtype, kOp,
+                "parameter '", p.name, "' of ", module_->name(), " was replaced after fully_shard (now ",
+                dtype_name(p.param.scalar_type()), " ", p.param.sizes(), ", sharded as ", dtype_name(p.dtype),
+                "); change parameters before calling fully_shard");
+    EMBER_CHECK(p.requires_grad() == p.hooked, kOp, "parameter '", p.name, "' of ", module_->name(),
+                " changed requires_grad to ", p.requires_grad() ? "true" : "false",
+                " after fully_shard; set requires_grad before calling fully_shard");
+  }
+}
+
 void ParamGroup::unshard() {
   if (state_ != State::Sharded) return;
+  check_parameters_unchanged();
   NoGradGuard no_grad;
   Tensor input = empty({per_rank_numel_}, param_dtype_);
   for (const ShardedParameter& p : params_)
@@ -231,6 +244,16 @@ void ParamGroup::prefetch(const std::vector<std::weak_ptr<ParamGroup>>& order, i
 
 void ParamGroup::pre_forward(std::vector<Tensor>& inputs) {
   if (!context_) lazy_init();
+  if (is_root_) {
+    // The end-of-backward callback clears the flag: still set, the last backward threw.
+    if (context_->final_callback_queued) {
+      for (const auto& weak : context_->groups)
+        if (auto group = weak.lock()) group->recover_from_failed_pass();
+      context_->final_callback_queued = false;
+    }
+    // Recording starts again when the first forward threw before it ended.
+    if (context_->recording) context_->pre_forward_order.clear(), context_->post_forward_order.clear();
+  }
   if (context_->recording) context_->pre_forward_order.push_back(weak_from_this());
   wait_for_unshard();
   if (!context_->recording) prefetch(context_->pre_forward_order, +1);
@@ -244,6 +267,12 @@ void ParamGroup::pre_forward(std::vector<Tensor>& inputs) {
 void ParamGroup::post_forward(std::vector<Tensor>& outputs) {
   if (context_->recording) context_->post_forward_order.push_back(weak_from_this());
   if (is_root_) context_->recording = false;
+  // Without an output FSDP can see (a Tensor, a vector or tuple of them), nothing would gather
+  // the parameters again before backward reads them.
+  EMBER_CHECK(!is_grad_enabled() || gradients_expected_ == 0 ||
+                  std::any_of(outputs.begin(), outputs.end(), [](const Tensor& t) { return t.defined(); }),
+              kOp, "the forward of ", module_->name(), " returned no Tensor (nor a vector or tuple of Tensors) ",
+              "while gradients are enabled; FSDP needs its outputs to gather the parameters for backward");
   const bool backward_follows = is_grad_enabled() && std::any_of(outputs.begin(), outputs.end(), [](const Tensor& t) {
                                   return t.defined() && t.requires_grad();
                                 });
@@ -291,9 +320,7 @@ void ParamGroup::on_gradient_accumulated(size_t index) {
   Tensor param = p.param;
   Tensor grad = std::exchange(param.mutable_grad(), Tensor());
   p.unsharded_grad = p.unsharded_grad.defined() ? p.unsharded_grad + grad : grad;
-  const auto expected = static_cast<size_t>(
-      std::count_if(params_.begin(), params_.end(), [](const ShardedParameter& q) { return q.requires_grad(); }));
-  if (++gradients_ready_ == expected) post_backward();
+  if (++gradients_ready_ == gradients_expected_) post_backward();
 }
 
 void ParamGroup::post_backward() {
@@ -324,7 +351,8 @@ void ParamGroup::reduce_scatter_gradients() {
     Tensor grad = p.unsharded_grad.defined() ? p.unsharded_grad.to(reduce_dtype_) : Tensor();
     if (p.accumulated_grad.defined()) grad = grad.defined() ? grad + p.accumulated_grad : p.accumulated_grad;
     p.unsharded_grad = p.accumulated_grad = Tensor();
-    if (!grad.defined()) continue;
+    p.reduced = grad.defined();
+    if (!p.reduced) continue;
     Tensor rows = grad.reshape({p.rows(), p.row_numel});
     for (int r = 0; r < world_; ++r) {
       const int64_t n = p.rows_of(r);
@@ -334,8 +362,9 @@ void ParamGroup::reduce_scatter_gradients() {
           .copy_(rows.narrow(0, r * p.rows_per_rank, n));
     }
   }
+  // AVG divides in float32 on the way out of the reduction: one rounding for bfloat16.
   reduce_scatter_output_ = empty({per_rank_numel_}, reduce_dtype_);
-  reduce_scatter_work_ = reduce_scatter_tensor(reduce_scatter_output_, input, ReduceOp::SUM,
+  reduce_scatter_work_ = reduce_scatter_tensor(reduce_scatter_output_, input, ReduceOp::AVG,
                                                {.group = reduce_scatter_group_, .async_op = true});
   reduce_scatter_pending_ = true;
 }
@@ -344,9 +373,11 @@ void ParamGroup::finish_backward() {
   if (reduce_scatter_pending_) {
     reduce_scatter_work_.wait();
     NoGradGuard no_grad;
-    Tensor average = reduce_scatter_output_.div_(world_);
+    const Tensor& average = reduce_scatter_output_;
     for (ShardedParameter& p : params_) {
-      if (!p.requires_grad()) continue;
+      // A parameter no rank had a gradient for keeps an undefined .grad, as without FSDP
+      // (optimizers skip it).
+      if (!std::exchange(p.reduced, false)) continue;
       std::vector<int64_t> shard_sizes = p.full_sizes;
       shard_sizes[0] = p.local_rows;
       Tensor shard_grad =
@@ -359,6 +390,21 @@ void ParamGroup::finish_backward() {
     reduce_scatter_output_ = Tensor();
     reduce_scatter_work_ = Work();
     reduce_scatter_pending_ = false;
+  }
+  reshard();
+  in_backward_ = post_backward_done_ = false;
+  gradients_ready_ = 0;
+}
+
+void ParamGroup::recover_from_failed_pass() {
+  if (reduce_scatter_pending_) {
+    reduce_scatter_pending_ = false;
+    reduce_scatter_output_ = Tensor();
+    std::exchange(reduce_scatter_work_, Work()).wait();  // its buffers are in use until then
+  }
+  for (ShardedParameter& p : params_) {
+    p.unsharded_grad = Tensor();
+    p.reduced = false;
   }
   reshard();
   in_backward_ = post_backward_done_ = false;
@@ -507,7 +553,12 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm) {
   for (const Tensor& p : parameters) {
     if (!p.defined() || !p.grad().defined()) continue;
     grads.push_back(p.grad());
-    if (find_shard(p) || get_rank() == 0) local_square += p.grad().to(kFloat64).square().sum().item<double>();
+    const auto shard = find_shard(p);
+    EMBER_CHECK(!shard || shard->group->process_group()->size() == get_world_size(), "clip_grad_norm_",
+                "parameter '", shard ? shard->parameter->name : "", "' is sharded over a group of ",
+                shard ? shard->group->process_group()->size() : 0, " ranks, not the whole world of ",
+                get_world_size(), ": the norm is summed over the default group");
+    if (shard || get_rank() == 0) local_square += p.grad().to(kFloat64).square().sum().item<double>();
   }
   Tensor total_square = full({}, local_square, kFloat64);
   all_reduce(total_square);

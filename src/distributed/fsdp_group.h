@@ -29,6 +29,8 @@ struct ShardedParameter {
   Tensor sharded_grad;            // the shard's .grad while the parameter is gathered
   Tensor unsharded_grad;          // taken from .grad by the post-accumulate-grad hook
   Tensor accumulated_grad;        // unsharded, in the reduce dtype, summed without sync
+  bool reduced = false;           // this backward's reduce-scatter carried a gradient for it
+  bool hooked = false;            // requires_grad when fully_shard installed its hook
   RemovableHandle gradient_hook;
 
   int64_t rows() const { return full_sizes[0]; }
@@ -81,6 +83,12 @@ class ParamGroup : public std::enable_shared_from_this<ParamGroup> {
   enum class State { Sharded, Gathering, Unsharded };
 
   void lazy_init();
+  // Throws when a parameter was replaced (set_data, Module::to) or changed requires_grad
+  // after fully_shard: the group would gather a stale shard or lose the gradient.
+  void check_parameters_unchanged() const;
+  // After a forward or backward pass that threw: the pass's partial gradients dropped,
+  // pending reduce-scatters waited for, the parameters sharded, the counters reset.
+  void recover_from_failed_pass();
   // Issues the all-gather of the group `step` places from this one in `order`.
   void prefetch(const std::vector<std::weak_ptr<ParamGroup>>& order, int step) const;
   void register_pre_backward(std::vector<Tensor>& outputs);
@@ -111,6 +119,7 @@ class ParamGroup : public std::enable_shared_from_this<ParamGroup> {
   Tensor reduce_scatter_output_;
   // This backward pass: the group was gathered for it, how many gradients arrived, reduced.
   bool in_backward_ = false;
+  size_t gradients_expected_ = 0;  // parameters with a post-accumulate-grad hook
   size_t gradients_ready_ = 0;
   bool post_backward_done_ = false;
 };

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
+#include "autograd/function.h"
 #include "core/testing.h"
 #include "distributed/processes.h"
 #include "distributed/store.h"
@@ -304,6 +306,77 @@ TEST_F(OneRank, FullyShardedTrainingOfOneRankIsPlainTraining) {
     parameters.push_back(flat);
   }
   EXPECT_EQ(parameters[0], parameters[1]);
+}
+
+// Two Linear layers with a hook between them (`between`) and one layer forward never uses.
+struct TwoLayersImpl : nn::Module {
+  TwoLayersImpl() {
+    first = register_module("first", nn::Linear(3, 4));
+    second = register_module("second", nn::Linear(4, 2));
+    unused = register_module("unused", nn::Linear(2, 2));
+  }
+  Tensor forward(const Tensor& x) { return second(between(first(x))); }
+
+  nn::Linear first{nullptr}, second{nullptr}, unused{nullptr};
+  std::function<Tensor(const Tensor&)> between = [](const Tensor& t) { return t; };
+};
+EMBER_MODULE(TwoLayers);
+
+// The gradients of every parameter of `model` for the loss sum(model(x)^2), undefined where none flowed.
+std::vector<Tensor> two_layer_gradients(TwoLayers& model, const Tensor& x) {
+  for (Tensor p : model->parameters()) p.mutable_grad() = Tensor();
+  model(x).square().sum().backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& p : model->parameters()) grads.push_back(p.grad());
+  return grads;
+}
+
+TEST_F(OneRank, UnusedParametersKeepNoGradientAndAFailedBackwardLeavesTheNextCorrect) {
+  manual_seed(11);
+  TwoLayers plain;
+  const Tensor x = randn({5, 3});
+  const std::vector<Tensor> expected = two_layer_gradients(plain, x);
+  ASSERT_FALSE(expected.back().defined());  // unused.bias
+
+  manual_seed(11);
+  TwoLayers model;
+  fsdp::fully_shard(model->first);
+  fsdp::fully_shard(model->second);
+  fsdp::fully_shard(model);
+  // Backward throws between the layers: the second group has already reduced its gradients
+  // and the end-of-backward callback is queued when it does.
+  bool fail = true;
+  model->between = [&](const Tensor& t) {
+    Tensor out = t.detach();
+    autograd::record("FailingBackward", {t}, {out}, [&](std::vector<Tensor>& g, const std::vector<bool>&) {
+      EMBER_CHECK(!fail, "FailingBackward", "failed on purpose");
+      return std::vector<Tensor>{g[0]};
+    });
+    return out;
+  };
+  EXPECT_TRUE(throws_error([&] { two_layer_gradients(model, x); }, {"[FailingBackward] failed on purpose"}));
+  fail = false;
+  const std::vector<Tensor> actual = two_layer_gradients(model, x);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_EQ(actual[i].defined(), expected[i].defined()) << "parameter " << i;
+    if (expected[i].defined()) {
+      EXPECT_TRUE(all_equal(actual[i], testutil::values(expected[i]))) << "parameter " << i;
+    }
+  }
+}
+
+TEST_F(OneRank, ParametersChangedAfterFullyShardAreErrors) {
+  TwoLayers replaced;
+  fsdp::fully_shard(replaced);
+  replaced->first->weight.set_data(zeros({4, 3}));
+  EXPECT_TRUE(throws_error([&] { replaced(ones({1, 3})); },
+                           {"[fully_shard] parameter 'first.weight' of TwoLayers", "replaced after fully_shard"}));
+  TwoLayers frozen;
+  fsdp::fully_shard(frozen);
+  frozen->second->bias.requires_grad_(false);
+  EXPECT_TRUE(throws_error([&] { frozen(ones({1, 3})); },
+                           {"[fully_shard] parameter 'second.bias' of TwoLayers", "requires_grad to false"}));
 }
 
 TEST_F(OneRank, ShardedCheckpointErrorsNameTheDirectoryAndTheTensor) {

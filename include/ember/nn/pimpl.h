@@ -79,28 +79,33 @@ template <typename ModuleType, typename Call, typename... Args>
 auto call_with_forward_hooks(ModuleType& module, const Call& call, Args&&... args)
     -> decltype(call(module, std::forward<Args>(args)...)) {
   using Result = decltype(call(module, std::forward<Args>(args)...));
-  if (!module.has_forward_hooks()) return call(module, std::forward<Args>(args)...);
-  static_assert(!std::is_reference_v<Result>, "forward hooks need a forward that returns by value");
-  std::vector<Tensor> inputs;
-  (collect_tensor_argument(args, inputs), ...);
-  module.run_forward_pre_hooks(inputs);
-  constexpr auto positions = tensor_argument_positions<Args...>();
-  auto call_hooked = [&]<size_t... I>(std::index_sequence<I...>) -> Result {
-    return call(module, hooked_argument<Args>(std::forward<Args>(args), inputs, positions[I])...);
-  };
-  std::vector<Tensor> outputs;
-  if constexpr (std::is_void_v<Result>) {
-    call_hooked(std::index_sequence_for<Args...>{});
-    module.run_forward_hooks(inputs, outputs);
+  if constexpr (std::is_reference_v<Result>) {
+    EMBER_CHECK(!module.has_forward_hooks(), "Module::operator()", "the forward of ", module.name(),
+                " returns a reference; forward hooks need a forward that returns by value");
+    return call(module, std::forward<Args>(args)...);
   } else {
-    Result result = call_hooked(std::index_sequence_for<Args...>{});
-    auto collect = [&](Tensor& tensor) { outputs.push_back(tensor); };
-    for_each_tensor(result, collect);
-    module.run_forward_hooks(inputs, outputs);
-    size_t next = 0;
-    auto replace = [&](Tensor& tensor) { tensor = outputs[next++]; };
-    for_each_tensor(result, replace);
-    return result;
+    if (!module.has_forward_hooks()) return call(module, std::forward<Args>(args)...);
+    std::vector<Tensor> inputs;
+    (collect_tensor_argument(args, inputs), ...);
+    module.run_forward_pre_hooks(inputs);
+    constexpr auto positions = tensor_argument_positions<Args...>();
+    auto call_hooked = [&]<size_t... I>(std::index_sequence<I...>) -> Result {
+      return call(module, hooked_argument<Args>(std::forward<Args>(args), inputs, positions[I])...);
+    };
+    std::vector<Tensor> outputs;
+    if constexpr (std::is_void_v<Result>) {
+      call_hooked(std::index_sequence_for<Args...>{});
+      module.run_forward_hooks(inputs, outputs);
+    } else {
+      Result result = call_hooked(std::index_sequence_for<Args...>{});
+      auto collect = [&](Tensor& tensor) { outputs.push_back(tensor); };
+      for_each_tensor(result, collect);
+      module.run_forward_hooks(inputs, outputs);
+      size_t next = 0;
+      auto replace = [&](Tensor& tensor) { tensor = outputs[next++]; };
+      for_each_tensor(result, replace);
+      return result;
+    }
   }
 }
 }  // namespace detail
