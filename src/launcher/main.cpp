@@ -11,8 +11,8 @@
 // the others run on for --failure-wait seconds (default 5) so that they can end by
 // themselves (a CommError naming the lost rank, a flight-recorder dump), then stops those
 // left (SIGTERM, then SIGKILL after a grace period) and restarts the whole group while
-// restarts remain. Exit status: 0 when every process of the last attempt
-// succeeded, 128 + signal when interrupted, 1 otherwise; 2 for a bad command line.
+// restarts remain. Exit status: 0 when every process of the last attempt succeeded,
+// 128 + signal when interrupted, 1 otherwise; 2 for a bad command line.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -181,7 +181,7 @@ class Launcher {
         int status = 0;
         if (!child.running || ::waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
         child.running = false;
-        if (succeeded(status) || interrupted_ || (failed && stop_at == kNever)) continue;  // stopped by ember-run
+        if (succeeded(status) || interrupted_ || (failed && stop_at == kNever)) continue;  // or ended by our signals
         std::cerr << "ember-run: rank " << child.rank << " (pid " << child.pid << ") " << describe_exit(status)
                   << (failed ? " as well\n"
                              : "; stopping the other ranks unless they end within " +
