@@ -44,10 +44,10 @@ killed_run() {
   local killed=$1 survivor=$2 out="$work/killed_$1" rdzv="$work/rdzv_$1" fr="$work/fr_$1"
   EMBER_FR_DUMP_DIR="$fr" "$ember_run" --nproc 2 --max-restarts 1 --failure-wait 5 --rdzv "file:$rdzv" \
     "$ember" train --out "$out" "${flags[@]}" >/dev/null 2>"$out.log" &
-  local launcher=$! pid=
-  until [[ -n $pid ]]; do
+  local launcher=$! pid
+  until pid=$(rank_pid "$killed" "$rdzv") && [[ -n $pid ]]; do
     kill -0 "$launcher" 2>/dev/null || fail "the run ended before rank $killed was found: $(cat "$out.log")"
-    pid=$(rank_pid "$killed" "$rdzv")
+    sleep 0.02
   done
   # Step 12 is logged after the checkpoint of step 10 is complete; 28 steps remain.
   until grep -q '"step":12,' "$out/metrics.jsonl" 2>/dev/null; do
