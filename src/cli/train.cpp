@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
+#include "distributed/text_file.h"
 #include "ember/ember.h"
 #include "run_files.h"
 #include "train_step.h"
@@ -49,19 +50,25 @@ const char* kTrainHelp =
     "  --ckpt-every N       checkpoint every N steps (default 100) and at the end\n"
     "  --out DIR            run directory (default runs/default): checkpoint.safetensors,\n"
     "                       metrics.jsonl, loss.svg\n"
-    "  --resume             continue from DIR/checkpoint.safetensors\n"
+    "  --resume             continue from DIR/checkpoint.safetensors (with --fsdp: the latest\n"
+    "                       complete checkpoint in DIR/checkpoints)\n"
+    "  --auto-resume        --resume when DIR has a complete checkpoint, else start afresh: one\n"
+    "                       command for the first start and every restart (ember-run --max-restarts)\n"
     "  --seed N             initialisation and data order (default 1337)\n"
     "  --threads N          thread count (default: cores; per rank with --fsdp)\n"
     "  --fsdp               fully sharded data parallel over the ranks `ember-run --nproc N` starts:\n"
     "                       each rank trains on its rows of every batch (--batch-size must divide\n"
     "                       by N); checkpoints are sharded, in DIR/checkpoints/step_<N>, and\n"
     "                       --resume works at another rank count\n"
+    "  --comm-timeout SECONDS  with --fsdp: timeout of every collective; a peer that is gone or\n"
+    "                       stuck past it fails the step with a CommError naming it (default 1800)\n"
     "  --config FILE.json   flags as a JSON object (command-line flags win)\n";
 
 const std::set<std::string> kFlags = {
     "data", "tokenizer", "val-every", "dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "window",
     "batch-size", "accum", "lr", "min-lr", "warmup", "weight-decay", "clip", "label-smoothing", "z-loss", "dtype",
-    "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads"};
+    "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads",
+    "comm-timeout"};
 
 double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr) {
   if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
@@ -74,17 +81,32 @@ std::string format_seconds(double s) {
   return std::to_string(t / 60) + "m" + (t % 60 < 10 ? "0" : "") + std::to_string(t % 60) + "s";
 }
 
-// The complete sharded checkpoints of an --fsdp run by step: step_<N> directories with an
-// index.json (written last).
-std::map<int64_t, std::string> sharded_checkpoints(const std::string& directory) {
-  std::map<int64_t, std::string> found;
+// The step_<N> directories of an --fsdp run by step, complete or not.
+std::map<int64_t, std::filesystem::path> sharded_checkpoint_directories(const std::string& directory) {
+  std::map<int64_t, std::filesystem::path> found;
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("step_", 0) != 0 || !std::filesystem::exists(entry.path() / "index.json")) continue;
-    found[std::stoll(name.substr(5))] = entry.path().string();
+    if (name.size() > 5 && name.rfind("step_", 0) == 0 && name.find_first_not_of("0123456789", 5) == std::string::npos)
+      found[std::stoll(name.substr(5))] = entry.path();
   }
   return found;
+}
+
+// The latest complete sharded checkpoint: a step directory with its index.json, which
+// save_sharded_checkpoint writes (atomically) after every rank's file and
+// remove_sharded_checkpoint deletes first. Empty when there is none.
+std::string latest_sharded_checkpoint(const std::string& directory) {
+  const auto found = sharded_checkpoint_directories(directory);
+  for (auto it = found.rbegin(); it != found.rend(); ++it)
+    if (std::filesystem::exists(it->second / "index.json")) return it->second.string();
+  return "";
+}
+
+// Removes a step directory so that it is never seen complete and torn: index first.
+void remove_sharded_checkpoint(const std::filesystem::path& directory) {
+  std::filesystem::remove(directory / "index.json");
+  std::filesystem::remove_all(directory);
 }
 
 }  // namespace
@@ -95,13 +117,21 @@ int run_train(const std::vector<std::string>& argv) {
       std::cout << kTrainHelp;
       return 0;
     }
-  Args args(argv, kFlags, {"resume", "fsdp"});
+  Args args(argv, kFlags, {"resume", "auto-resume", "fsdp"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const std::string out_dir = args.get("out", "runs/default");
   const std::string ckpt_path = out_dir + "/checkpoint.safetensors";
-  const bool resume = args.get_switch("resume");
-  const bool fsdp = args.get_switch("fsdp");
+  const bool fsdp = args.get_switch("fsdp"), auto_resume = args.get_switch("auto-resume");
+  if (auto_resume && args.get_switch("resume")) throw UsageError{"--resume and --auto-resume exclude each other"};
   const std::string sharded_dir = out_dir + "/checkpoints";
+  // The checkpoint to resume from (the latest complete one): --resume needs one,
+  // --auto-resume takes one if there is one.
+  const std::string resume_from = fsdp ? latest_sharded_checkpoint(sharded_dir)
+                                       : (std::filesystem::exists(ckpt_path) ? ckpt_path : "");
+  if (args.get_switch("resume"))
+    EMBER_CHECK(!resume_from.empty(), "train", "--resume: no ",
+                fsdp ? "complete sharded checkpoint in '" + sharded_dir + "'" : "checkpoint at '" + ckpt_path + "'");
+  const bool resume = !resume_from.empty() && (args.get_switch("resume") || auto_resume);
   const std::string dtype = args.get("dtype", "float32");
   if (dtype != "float32" && dtype != "bfloat16")
     throw UsageError{"--dtype must be float32 or bfloat16, got '" + dtype + "'"};
@@ -118,7 +148,18 @@ int run_train(const std::vector<std::string>& argv) {
   for (auto [name, v] : {std::pair{"batch-size", batch}, {"seq-len", seq_len}, {"accum", accum}, {"max-steps", max_steps},
                          {"eval-every", eval_every}, {"eval-batches", eval_batches}, {"ckpt-every", ckpt_every}})
     if (v <= 0) throw UsageError{std::string("--") + name + " must be positive, got " + std::to_string(v)};
-  if (fsdp) distributed::init_process_group();
+  if (!fsdp && args.has("comm-timeout")) throw UsageError{"--comm-timeout needs --fsdp"};
+  if (fsdp) {
+    const double timeout_s = args.get_double("comm-timeout", 1800);
+    if (timeout_s <= 0) throw UsageError{"--comm-timeout must be positive, got " + args.get("comm-timeout", "")};
+    distributed::init_process_group(
+        {.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_s * 1000)))});
+    // Every rank must resume from the same checkpoint (they read one shared directory).
+    const int64_t resume_step =
+        resume ? distributed::fsdp::read_sharded_checkpoint_info(resume_from).step : -1;
+    EMBER_CHECK(same_on_all_ranks(resume_step), "train", "the ranks found different checkpoints to resume from in '",
+                sharded_dir, "' (this rank: '", resume_from, "'); do they share one file system?");
+  }
   const int rank = fsdp ? distributed::get_rank() : 0, world_size = fsdp ? distributed::get_world_size() : 1;
   if (batch % world_size != 0)
     throw UsageError{"--batch-size " + std::to_string(batch) + " does not divide by the " +
@@ -155,18 +196,10 @@ int run_train(const std::vector<std::string>& argv) {
   models::GPTConfig config;
   std::unique_ptr<data::Tokenizer> tokenizer;
   int64_t start_step = 0;
-  std::string resume_dir;  // the latest sharded checkpoint with --fsdp
   if (resume) {
-    RunInfo info;
-    if (fsdp) {
-      const auto checkpoints = sharded_checkpoints(sharded_dir);
-      EMBER_CHECK(!checkpoints.empty(), "train", "--resume: no sharded checkpoint in '", sharded_dir, "'");
-      resume_dir = checkpoints.rbegin()->second;
-      info = run_info_from(distributed::fsdp::read_sharded_checkpoint_info(resume_dir).metadata, resume_dir);
-    } else {
-      EMBER_CHECK(std::filesystem::exists(ckpt_path), "train", "--resume: no checkpoint at '", ckpt_path, "'");
-      info = read_run_info(ckpt_path);
-    }
+    const RunInfo info =
+        fsdp ? run_info_from(distributed::fsdp::read_sharded_checkpoint_info(resume_from).metadata, resume_from)
+             : read_run_info(resume_from);
     config = info.config;
     EMBER_CHECK(model_config(config) == config, "train", "--resume: the checkpoint's model is ", config.to_json(),
                 ", not the one the flags ask for");
@@ -195,28 +228,32 @@ int run_train(const std::vector<std::string>& argv) {
     sharded->root.set_separate_reduce_scatter_group(true);
   }
   optim::AdamW optimizer = make_optimizer(model, lr, args.get_double("weight-decay", 0.1));
-  if (resume)
-    start_step = fsdp ? distributed::fsdp::load_sharded_checkpoint(resume_dir, *model, optimizer).step
-                      : io::load_checkpoint(ckpt_path, *model, optimizer);
+  if (resume) {
+    start_step = fsdp ? distributed::fsdp::load_sharded_checkpoint(resume_from, *model, optimizer).step
+                      : io::load_checkpoint(resume_from, *model, optimizer);
+    if (writes_files) std::cerr << "resuming from " << resume_from << " at step " << start_step << "\n";
+  }
   std::filesystem::create_directories(out_dir);
   const io::Metadata run_meta = run_metadata({config, tokenizer->kind(), tokenizer->state(), train_settings.dump()});
   // A resumed run continues the curve of its checkpoint: lines past it (written before a
   // crash or kill) are dropped, the earlier ones stay in the file and the plot.
+  // The kept lines replace the file atomically: a kill while they are written loses none.
   std::vector<MetricPoint> train_curve, val_curve;
-  std::vector<std::string> kept_lines;
+  const std::string metrics_path = out_dir + "/metrics.jsonl";
   if (resume && writes_files) {
-    std::ifstream old(out_dir + "/metrics.jsonl");
+    std::string kept;
+    std::ifstream old(metrics_path);
     for (std::string line; std::getline(old, line);) {
       auto j = nlohmann::json::parse(line, nullptr, false);
       if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > start_step) continue;
-      kept_lines.push_back(line);
+      kept += line + "\n";
       if (j.contains("loss")) train_curve.push_back({j["step"], j["loss"]});
       if (j.contains("val_loss")) val_curve.push_back({j["step"], j["val_loss"]});
     }
+    distributed::write_text_atomically(metrics_path, kept, "train");
   }
   std::ofstream metrics;
-  if (writes_files) metrics.open(out_dir + "/metrics.jsonl", std::ios::trunc);
-  for (const auto& line : kept_lines) metrics << line << "\n";
+  if (writes_files) metrics.open(metrics_path, resume ? std::ios::app : std::ios::trunc);
 
   auto evaluate = [&] {
     NoGradGuard guard;
@@ -232,17 +269,20 @@ int run_train(const std::vector<std::string>& argv) {
     const double loss = total / static_cast<double>(eval_batches);
     return fsdp ? mean_over_ranks(loss) : loss;
   };
+  int64_t saved_step = resume ? start_step : -1;  // a complete checkpoint is never rewritten in place
   auto checkpoint = [&](int64_t step) {
-    if (fsdp) {
-      // A fresh directory per step; the older ones go once this one is complete.
+    if (step != saved_step && fsdp) {
+      // A fresh directory per step; the others (older ones, and any left incomplete by a
+      // killed run) go once this one is complete.
       distributed::fsdp::save_sharded_checkpoint(sharded_dir + "/step_" + std::to_string(step), *model, optimizer,
                                                  step, run_meta);
       if (writes_files)
-        for (const auto& [saved_step, directory] : sharded_checkpoints(sharded_dir))
-          if (saved_step != step) std::filesystem::remove_all(directory);
-    } else {
+        for (const auto& [other_step, directory] : sharded_checkpoint_directories(sharded_dir))
+          if (other_step != step) remove_sharded_checkpoint(directory);
+    } else if (step != saved_step) {
       io::save_checkpoint(ckpt_path, *model, optimizer, step, run_meta);
     }
+    saved_step = step;
     if (writes_files) write_loss_svg(out_dir + "/loss.svg", train_curve, val_curve);
   };
 

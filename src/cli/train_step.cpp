@@ -19,6 +19,13 @@ double mean_over_ranks(double value) {
   return total.item<double>();
 }
 
+bool same_on_all_ranks(int64_t value) {
+  // The largest value and the largest negated one: equal magnitudes when all agree.
+  Tensor extremes = tensor({value, -value}, kInt64);
+  distributed::all_reduce(extremes, distributed::ReduceOp::MAX);
+  return extremes[0].item<int64_t>() == value && extremes[1].item<int64_t>() == -value;
+}
+
 StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum,
                       const std::function<data::Batch(int64_t)>& batch_of, double clip,
                       const models::LossOptions& loss_options, const ShardedTraining* sharded) {

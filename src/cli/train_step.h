@@ -25,6 +25,8 @@ struct ShardedTraining {
 
 // The mean over the ranks of the default group of each rank's `value`.
 double mean_over_ranks(double value);
+// Whether every rank of the default group passed the same `value`.
+bool same_on_all_ranks(int64_t value);
 
 // zero_grad, forward and backward of `accum` micro-batches (batch_of(i) gives the i-th, this
 // rank's rows of it under FSDP), gradient clipping to `clip` (0 = off), one optimizer step.

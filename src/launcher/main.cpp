@@ -1,16 +1,18 @@
 // ember-run: starts the processes of a distributed job on this machine, like torchrun.
 //
 //   ember-run --nproc N [--nnodes M --node-rank R] [--rdzv file:DIR|redis://HOST:PORT[/PREFIX]]
-//             [--rdzv-id ID] [--max-restarts K] PROGRAM [ARGS...]
+//             [--rdzv-id ID] [--max-restarts K] [--failure-wait SECONDS] PROGRAM [ARGS...]
 //
 // Each of the N processes gets RANK (node_rank * N + local rank), WORLD_SIZE (M * N),
 // LOCAL_RANK, LOCAL_WORLD_SIZE, NODE_RANK, EMBER_RESTART_COUNT and EMBER_RDZV, the
 // rendezvous of this attempt: a fresh directory by default, else ID.attempt_K under the
 // given one, so that a restart never meets the keys of an earlier attempt. SIGINT, SIGTERM
-// and SIGHUP are forwarded. When a process fails, ember-run says which rank and how,
-// stops the others (SIGTERM, then SIGKILL after a grace period) and restarts the whole
-// group while restarts remain. Exit status: 0 when every process of the last attempt
-// succeeded, 128 + signal when interrupted, 1 otherwise; 2 for a bad command line.
+// and SIGHUP are forwarded. When a process fails, ember-run says which rank and how, lets
+// the others run on for --failure-wait seconds (default 5) so that they can end by
+// themselves (a CommError naming the lost rank, a flight-recorder dump), then stops those
+// left (SIGTERM, then SIGKILL after a grace period) and restarts the whole group while
+// restarts remain. Exit status: 0 when every process of the last attempt succeeded,
+// 128 + signal when interrupted, 1 otherwise; 2 for a bad command line.
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -30,7 +32,9 @@ namespace {
 
 const char* kUsage =
     "usage: ember-run --nproc N [--nnodes M --node-rank R] [--rdzv file:DIR|redis://HOST:PORT[/PREFIX]]\n"
-    "                 [--rdzv-id ID] [--max-restarts K] PROGRAM [ARGS...]\n";
+    "                 [--rdzv-id ID] [--max-restarts K] [--failure-wait SECONDS] PROGRAM [ARGS...]\n"
+    "  --failure-wait SECONDS  after a rank fails, how long the others may run on to end by\n"
+    "                          themselves before they are stopped (default 5)\n";
 
 constexpr auto kGracePeriod = std::chrono::seconds(5);
 
@@ -45,6 +49,7 @@ struct Options {
   std::string rendezvous;  // empty: a fresh directory
   std::string rendezvous_id = "job";
   int max_restarts = 0;
+  int failure_wait_s = 5;
   std::vector<std::string> program;
 };
 
@@ -87,6 +92,8 @@ Options parse(int argc, char** argv) {
       options.node_rank = parse_count(arg, value, 0);
     } else if (arg == "--max-restarts") {
       options.max_restarts = parse_count(arg, value, 0);
+    } else if (arg == "--failure-wait") {
+      options.failure_wait_s = parse_count(arg, value, 0);
     } else if (arg == "--rdzv") {
       if (value.rfind("file:", 0) != 0 && value.rfind("redis://", 0) != 0)
         throw UsageError{"--rdzv must be file:DIR or redis://HOST:PORT[/PREFIX], got '" + value + "'"};
@@ -156,6 +163,8 @@ class Launcher {
       ::setpgid(pid, pid);
       children_.push_back({rank, pid, true});
     }
+    constexpr auto kNever = std::chrono::steady_clock::time_point::max();
+    auto stop_at = kNever;  // after a failure: when to stop the ranks still running
     std::optional<std::chrono::steady_clock::time_point> kill_at;
     bool failed = false;
     while (running() > 0) {
@@ -165,20 +174,29 @@ class Launcher {
         if (!interrupted_) std::cerr << "ember-run: got " << sigabbrev_np(signal_number) << ", passing it on\n";
         interrupted_ = signal_number;
         stop_all(signal_number);
+        stop_at = kNever;
         if (!kill_at) kill_at = std::chrono::steady_clock::now() + kGracePeriod;
       }
       for (Child& child : children_) {
         int status = 0;
         if (!child.running || ::waitpid(child.pid, &status, WNOHANG) != child.pid) continue;
         child.running = false;
-        if (succeeded(status) || failed || interrupted_) continue;
-        failed = true;
+        if (succeeded(status) || interrupted_ || (failed && stop_at == kNever)) continue;  // or ended by our signals
         std::cerr << "ember-run: rank " << child.rank << " (pid " << child.pid << ") " << describe_exit(status)
-                  << "; stopping the other ranks\n";
-        stop_all(SIGTERM);
-        kill_at = std::chrono::steady_clock::now() + kGracePeriod;
+                  << (failed ? " as well\n"
+                             : "; stopping the other ranks unless they end within " +
+                                   std::to_string(options_.failure_wait_s) + " s\n");
+        if (failed) continue;
+        failed = true;
+        stop_at = std::chrono::steady_clock::now() + std::chrono::seconds(options_.failure_wait_s);
       }
-      if (kill_at && std::chrono::steady_clock::now() > *kill_at) stop_all(SIGKILL);
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= stop_at) {
+        stop_at = kNever;
+        stop_all(SIGTERM);
+        kill_at = now + kGracePeriod;
+      }
+      if (kill_at && now > *kill_at) stop_all(SIGKILL);
     }
     if (interrupted_) return 128 + interrupted_;
     return failed ? 1 : 0;

@@ -5,11 +5,8 @@
 set -euo pipefail
 ember="$1"
 ember_run="$2"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-printf 'the quick brown fox jumps over the lazy dog\n%%\n%.0s' {1..200} > "$work/corpus.txt"
-flags=(--data "$work/corpus.txt" --dim 32 --layers 2 --heads 2 --kv-heads 1 --hidden 64 --seq-len 32
-       --batch-size 6 --max-steps 20 --eval-every 10 --eval-batches 2 --ckpt-every 5 --threads 1)
+source "$(dirname "$0")/common.sh"
+flags=("${tiny_model[@]}" --batch-size 6 --max-steps 20 --eval-every 10 --eval-batches 2 --ckpt-every 5 --threads 1)
 
 # The training losses of a run directory, one per line.
 losses() { grep -o '"loss":[^,}]*' "$1/metrics.jsonl" | cut -d: -f2; }

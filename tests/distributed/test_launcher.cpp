@@ -73,9 +73,37 @@ TEST(Launcher, ReportsTheFailedRankAndStopsTheOthers) {
   EXPECT_NE(launch.output().find("ember-run: the job failed"), std::string::npos) << launch.output();
 }
 
+TEST(Launcher, LetsTheOtherRanksEndByThemselvesFirst) {
+  Launch launch;
+  // Rank 0 ends by itself once rank 1 has failed, as a rank whose collective fails does;
+  // with --failure-wait 0 it would be stopped by SIGTERM before writing "ended".
+  run(launch, {"--nproc", "2", "sh", "-c",
+               "if [ \"$RANK\" = 1 ]; then touch \"$OUT/failed\"; exit 3; fi; "
+               "while [ ! -e \"$OUT/failed\" ]; do sleep 0.02; done; sleep 0.5; echo ended > \"$OUT/ended\"; exit 4"},
+      std::chrono::seconds(30));
+  ASSERT_TRUE(launch.finished) << launch.output();
+  EXPECT_TRUE(launch.processes.exited_with(launch.child, 1));
+  EXPECT_EQ(launch.file("ended"), "ended\n");
+  EXPECT_NE(launch.output().find("exited with status 3; stopping the other ranks unless they end within 5 s"),
+            std::string::npos)
+      << launch.output();
+  EXPECT_NE(launch.output().find("ember-run: rank 0 (pid "), std::string::npos) << launch.output();
+  EXPECT_NE(launch.output().find(") exited with status 4 as well"), std::string::npos) << launch.output();
+
+  Launch stopped;
+  run(stopped, {"--nproc", "2", "--failure-wait", "0", "sh", "-c",
+                "if [ \"$RANK\" = 1 ]; then touch \"$OUT/failed\"; exit 3; fi; "
+                "while [ ! -e \"$OUT/failed\" ]; do sleep 0.02; done; sleep 5; echo ended > \"$OUT/ended\""},
+      std::chrono::seconds(30));
+  ASSERT_TRUE(stopped.finished) << stopped.output();
+  EXPECT_FALSE(std::filesystem::exists(stopped.dir.path() + "/ended")) << stopped.output();
+  EXPECT_EQ(stopped.output().find("as well"), std::string::npos) << stopped.output();
+}
+
 TEST(Launcher, ReportsARankKilledByASignal) {
   Launch launch;
-  run(launch, {"--nproc", "2", "sh", "-c", "if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; exec sleep 100"},
+  run(launch,
+      {"--nproc", "2", "--failure-wait", "0", "sh", "-c", "if [ \"$RANK\" = 0 ]; then kill -9 $$; fi; exec sleep 100"},
       std::chrono::seconds(30));
   ASSERT_TRUE(launch.finished) << launch.output();
   EXPECT_TRUE(launch.processes.exited_with(launch.child, 1));
@@ -138,7 +166,8 @@ TEST(Launcher, BadCommandLinesExitWithStatusTwo) {
                                                      {"--nnodes", "2", "--node-rank", "1", "true"},
                                                      {"--nnodes", "2", "--node-rank", "2", "--rdzv", "file:/x", "true"},
                                                      {"--rdzv", "tcp://h:1", "true"},
-                                                     {"--max-restarts"}};
+                                                     {"--max-restarts"},
+                                                     {"--failure-wait", "-1", "true"}};
   for (const auto& args : bad) {
     Launch launch;
     run(launch, args, std::chrono::seconds(30));
