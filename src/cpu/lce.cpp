@@ -151,6 +151,13 @@ constexpr ScalarType acc_dtype = std::is_same_v<Acc, double> ? kFloat64 : kFloat
 
 int64_t tile_count(int64_t n, int64_t tile) { return (n + tile - 1) / tile; }
 
+// Classes per tile of the logits and weight-gradient products: kLceClassTile, or half the
+// classes (rounded up to 16) when that is fewer, so a small vocabulary (256 bytes) still
+// gives the pool two tiles.
+int64_t class_tile(int64_t classes) {
+  return std::min(kLceClassTile, std::max<int64_t>(16, (classes / 2 + 15) / 16 * 16));
+}
+
 // Calls fn(t) for t in [0, count) on the pool, always as a parallel region, even for one
 // tile: gemm then keeps BLAS on the calling thread (see Note [Fixed product tiles]).
 template <typename Fn>
@@ -172,7 +179,7 @@ template <typename Acc>
 class Driver {
  public:
   Driver(const LceProblem& p, const LceGradScale& scale, const LceOutputs& out, const LceWorkspace& ws)
-      : p_(p), out_(out), ws_(ws), low_(is_low_precision(p.dtype)),
+      : p_(p), out_(out), ws_(ws), low_(is_low_precision(p.dtype)), class_tile_(class_tile(p.classes)),
         rows_{p, scale, static_cast<const Acc*>(p.bias), static_cast<const Acc*>(p.class_weight),
               class_weight_sum(p), out.grad_x || out.grad_weight || out.grad_bias} {}
 
@@ -228,8 +235,8 @@ class Driver {
   // logits [rows, classes] = x @ weight^T, in parallel over class tiles.
   void compute_logits(const Acc* x, int64_t ld_x, int64_t rows, Acc* logits) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
-    for_each_tile(tile_count(classes, kLceClassTile), [&](int64_t t) {
-      const int64_t v0 = t * kLceClassTile, count = std::min(kLceClassTile, classes - v0);
+    for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
+      const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
       const auto [w, ld_w] = weight_tile(v0, count, 0, hidden);
       for (int64_t b0 = 0; b0 < rows; b0 += block)
         product(false, true, std::min(block, rows - b0), count, hidden, x + b0 * ld_x, ld_x, w, ld_w, 0.0,
@@ -283,8 +290,8 @@ class Driver {
   void accumulate_grad_weight(const Acc* d, const Acc* x, int64_t ld_x, int64_t rows) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     Acc* grad_weight = static_cast<Acc*>(out_.grad_weight);
-    for_each_tile(tile_count(classes, kLceClassTile), [&](int64_t t) {
-      const int64_t v0 = t * kLceClassTile, count = std::min(kLceClassTile, classes - v0);
+    for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
+      const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
       for (int64_t b0 = 0; b0 < rows; b0 += block)
         product(true, false, count, hidden, std::min(block, rows - b0), d + b0 * classes + v0, classes,
                 x + b0 * ld_x, ld_x, 1.0, grad_weight + v0 * hidden, hidden);
@@ -295,6 +302,7 @@ class Driver {
   const LceOutputs& out_;
   const LceWorkspace& ws_;
   const bool low_;
+  const int64_t class_tile_;
   const RowPass<Acc> rows_;
 };
 

@@ -11,7 +11,7 @@ namespace ember::cpu {
 // Note [Fixed product tiles]
 // OpenBLAS rounds a row of a product differently depending on how many rows the call has
 // and on its thread count, so the kernel never lets either vary: every product is cut into
-// tiles whose shapes depend only on the problem (token_block rows, kLceClassTile classes,
+// tiles whose shapes depend only on the problem (token_block rows, at most kLceClassTile classes,
 // kLceHiddenTile hidden columns, the last tile of each shorter), each tile is one BLAS call
 // made from the ember pool (where gemm keeps BLAS single-threaded), and sums over tiles run
 // in a fixed order.

@@ -82,9 +82,10 @@ nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, 
     std::copy(flat.data_ptr<int32_t>(), flat.data_ptr<int32_t>() + flat.numel(), ids->begin());
   }
   const int32_t T = static_cast<int32_t>(seq_len), W = static_cast<int32_t>(window);
+  // Bitwise & and | rather than && and ||: no branches, so the mask kernels vectorize it.
   auto mask = [ids, T, W](auto b, auto, auto q, auto kv) {
     const int32_t* row = ids->data() + static_cast<int64_t>(b) * T;
-    return q >= kv && (W == 0 || q - kv < W) && row[q] == row[kv];
+    return (q >= kv) & ((W == 0) | (q - kv < W)) & (row[q] == row[kv]);
   };
   // Blocks of a quarter of the sequence (32 to 64): packed short documents then leave whole
   // blocks empty to skip. At T = 128, 32 measured 5% faster training steps than 64.
