@@ -87,7 +87,9 @@ std::map<int64_t, std::filesystem::path> sharded_checkpoint_directories(const st
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() > 5 && name.rfind("step_", 0) == 0 && name.find_first_not_of("0123456789", 5) == std::string::npos)
+    // At most 18 digits: std::stoll cannot overflow on a stray directory name.
+    if (name.size() > 5 && name.size() <= 5 + 18 && name.rfind("step_", 0) == 0 &&
+        name.find_first_not_of("0123456789", 5) == std::string::npos)
       found[std::stoll(name.substr(5))] = entry.path();
   }
   return found;
