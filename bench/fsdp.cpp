@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -203,8 +204,36 @@ std::string describe_status(int status) {
   return "stopped";
 }
 
-// Waits for every rank; once one fails or the deadline passes, the others are killed.
-// Throws Error naming the first rank that failed.
+// SIGINT, SIGTERM or SIGHUP received while rank namespaces exist (0: none).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+// While alive, those signals only set g_stop_signal, which fails the running row (its
+// ranks are killed), so that the namespaces are removed on the way out; then the signal is
+// raised again with its own action.
+class DeferredStopSignals {
+ public:
+  DeferredStopSignals() {
+    struct sigaction action {};
+    action.sa_handler = [](int signal_number) { g_stop_signal = signal_number; };
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &previous_[i]);
+  }
+  ~DeferredStopSignals() {
+    for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    if (!g_stop_signal) return;
+    note("bench fsdp: stopped by signal " + std::to_string(g_stop_signal) + " (rank namespaces removed)");
+    ::raise(g_stop_signal);
+  }
+  DeferredStopSignals(const DeferredStopSignals&) = delete;
+  DeferredStopSignals& operator=(const DeferredStopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> previous_{};
+};
+
+// Waits for every rank; once one fails, the deadline passes or a stop signal arrives, the
+// others are killed. Throws Error naming the first rank that failed.
 void wait_for_ranks(const std::vector<pid_t>& pids, const std::string& row) {
   const auto deadline = std::chrono::steady_clock::now() + kRowDeadline;
   std::vector<bool> running(pids.size(), true);
@@ -220,6 +249,7 @@ void wait_for_ranks(const std::vector<pid_t>& pids, const std::string& row) {
       if (failure.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
         failure = "rank " + std::to_string(r) + " " + describe_status(status);
     }
+    if (g_stop_signal && failure.empty()) failure = "stopped by signal " + std::to_string(g_stop_signal);
     const bool late = std::chrono::steady_clock::now() > deadline;
     if (late && failure.empty()) failure = "the ranks did not finish within " + std::to_string(kRowDeadline.count()) + " s";
     if (!failure.empty())
@@ -320,6 +350,7 @@ nlohmann::json run(const Options& options) {
     return results;
   }
   remove_stale_rank_networks();
+  const DeferredStopSignals deferred;
   for (int world : {2, 4}) {
     std::unique_ptr<RankNetwork> network;
     try {
