@@ -255,8 +255,11 @@ void ParamGroup::pre_forward(std::vector<Tensor>& inputs) {
     if (context_->recording) context_->pre_forward_order.clear(), context_->post_forward_order.clear();
   }
   if (context_->recording) context_->pre_forward_order.push_back(weak_from_this());
-  wait_for_unshard();
+  // The next group's all-gather is issued before this one is waited for, so that it moves
+  // while this one completes and is copied out.
+  unshard();
   if (!context_->recording) prefetch(context_->pre_forward_order, +1);
+  wait_for_unshard();
   if (!cast_forward_inputs_) return;
   for (Tensor& input : inputs) {
     if (input.defined() && input.is_floating_point() && input.scalar_type() != param_dtype_)
@@ -309,8 +312,9 @@ void ParamGroup::queue_end_of_backward() {
 
 void ParamGroup::pre_backward() {
   queue_end_of_backward();
-  wait_for_unshard();
+  unshard();
   prefetch(context_->post_forward_order, -1);
+  wait_for_unshard();
 }
 
 void ParamGroup::on_gradient_accumulated(size_t index) {

@@ -127,18 +127,55 @@ std::exception_ptr Work::exception() const {
 std::string Work::op() const { return state_ ? state_->op : ""; }
 uint64_t Work::seq() const { return state_ ? state_->seq : 0; }
 
+namespace {
+
+std::mutex g_wait_stats_mutex;
+std::map<std::string, CommWaitStats> g_wait_stats;
+
+// Adds the time since `start` to the waits of `op` when it leaves scope (also by a throw).
+class BlockedWait {
+ public:
+  explicit BlockedWait(const std::string& op) : op_(op) {}
+  ~BlockedWait() {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+    std::lock_guard<std::mutex> lock(g_wait_stats_mutex);
+    CommWaitStats& stats = g_wait_stats[op_];
+    stats.waits += 1;
+    stats.wait_ms += ms;
+  }
+
+ private:
+  const std::string& op_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace
+
+std::map<std::string, CommWaitStats> comm_wait_stats() {
+  std::lock_guard<std::mutex> lock(g_wait_stats_mutex);
+  return g_wait_stats;
+}
+
+void reset_comm_wait_stats() {
+  std::lock_guard<std::mutex> lock(g_wait_stats_mutex);
+  g_wait_stats.clear();
+}
+
 bool Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
   if (!state_) return true;
   std::unique_lock<std::mutex> lock(state_->mutex);
-  if (timeout) {
-    if (!state_->done.wait_for(lock, *timeout, [&] { return state_->completed; })) {
-      throw CommError("[" + state_->op + "] group \"" + state_->group + "\" seq " + std::to_string(state_->seq) +
-                          ": Work::wait timed out after " + std::to_string(timeout->count()) +
-                          " ms (the operation keeps running under its own timeout)",
-                      state_->group, state_->op, state_->seq, {});
+  if (!state_->completed) {
+    BlockedWait blocked(state_->op);
+    if (timeout) {
+      if (!state_->done.wait_for(lock, *timeout, [&] { return state_->completed; })) {
+        throw CommError("[" + state_->op + "] group \"" + state_->group + "\" seq " + std::to_string(state_->seq) +
+                            ": Work::wait timed out after " + std::to_string(timeout->count()) +
+                            " ms (the operation keeps running under its own timeout)",
+                        state_->group, state_->op, state_->seq, {});
+      }
+    } else {
+      state_->done.wait(lock, [&] { return state_->completed; });
     }
-  } else {
-    state_->done.wait(lock, [&] { return state_->completed; });
   }
   if (state_->error) std::rethrow_exception(state_->error);
   return true;

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -59,6 +60,16 @@ TEST_F(OneRank, CollectivesOfOneRank) {
   EXPECT_EQ(work.op(), "barrier");
   EXPECT_EQ(work.seq(), 6u);
   EXPECT_TRUE(Work().is_completed());
+}
+
+// A wait on an operation that already completed blocks nothing and counts nothing.
+TEST_F(OneRank, WaitOnACompletedOperationCountsNoBlockedTime) {
+  reset_comm_wait_stats();
+  Tensor t = tensor({1.0, 2.0});
+  Work work = all_reduce(t, ReduceOp::SUM, {.async_op = true});
+  while (!work.is_completed()) std::this_thread::yield();
+  EXPECT_TRUE(work.wait());
+  EXPECT_TRUE(comm_wait_stats().empty());
 }
 
 TEST_F(OneRank, ArgumentsAreChecked) {

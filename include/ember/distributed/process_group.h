@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,6 +73,19 @@ class Work {
  private:
   std::shared_ptr<detail::WorkState> state_;
 };
+
+// Exposed communication: the time this process's threads spent blocked in Work::wait on
+// operations that had not completed yet (synchronous collectives wait through it too), i.e.
+// what the caller could not overlap with its own work: FSDP's all-gather and reduce-scatter
+// waits, a loss all_reduce. A wait on a completed operation adds nothing.
+struct CommWaitStats {
+  int64_t waits = 0;    // waits that blocked
+  double wait_ms = 0;   // time blocked in them
+};
+// Per operation name ("all_gather_into_tensor", "reduce_scatter_tensor", "all_reduce", ...)
+// since the start of the process or the last reset.
+std::map<std::string, CommWaitStats> comm_wait_stats();
+void reset_comm_wait_stats();
 
 class ProcessGroup {
  public:

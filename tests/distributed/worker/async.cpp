@@ -84,6 +84,32 @@ TEST_F(Async, WaitWithTimeoutThenComplete) {
   EXPECT_TRUE(all_equal(t, {static_cast<double>(W), static_cast<double>(W)}));
 }
 
+// The other ranks join rank 0's reduce-scatter 400 ms late: rank 0's wait blocks at least
+// 200 ms of it (the rest is slack for scheduling), a second wait on the completed operation
+// adds nothing, and the others, which joined last, waited less than the delay.
+TEST_F(Async, BlockedWaitsAreCounted) {
+  const int W = size(), r = rank();
+  const double delay_ms = 400;
+  barrier();
+  reset_comm_wait_stats();
+  Tensor input = full({2 * W}, 1.0), output = empty({2});
+  if (r == 0) {
+    Work work = reduce_scatter_tensor(output, input, ReduceOp::SUM, {.async_op = true});
+    work.wait();
+    const CommWaitStats blocked = comm_wait_stats()["reduce_scatter_tensor"];
+    EXPECT_EQ(blocked.waits, 1);
+    EXPECT_GE(blocked.wait_ms, delay_ms - 200);
+    work.wait();
+    EXPECT_EQ(comm_wait_stats()["reduce_scatter_tensor"].waits, 1);
+  } else {
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
+    reduce_scatter_tensor(output, input);
+    const auto stats = comm_wait_stats();
+    EXPECT_LE(stats.count("reduce_scatter_tensor") ? stats.at("reduce_scatter_tensor").wait_ms : 0.0, delay_ms);
+  }
+  EXPECT_TRUE(all_equal(output, {static_cast<double>(W), static_cast<double>(W)}));
+}
+
 TEST_F(Async, FlightRecorderDumpOnSigusr1) {
   const int r = rank();
   Tensor t = full({5, 2}, 1.0);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "distributed/worker/worker.h"
 #include "ember/models/gpt.h"
@@ -376,6 +377,29 @@ TEST_F(FSDP, GPTTrainingEqualsOneProcess) { expect_same_training({}, {1e-5, 1e-5
 
 TEST_F(FSDP, GPTTrainingWithSeparateReduceScatterGroupEqualsOneProcess) {
   expect_same_training({.separate_reduce_scatter = true}, {1e-5, 1e-5, 1e-5});
+}
+
+// The other ranks start a step 400 ms after rank 0: its first all-gather wait blocks at
+// least 200 ms of that (the rest is slack for scheduling). On every rank the blocked time
+// counted is part of the step's time.
+TEST_F(FSDP, BlockedWaitsOfAStepAreCounted) {
+  const double delay_ms = 400;
+  Trainer trainer({.separate_reduce_scatter = true}, /*sharded=*/true);
+  trainer.step(0);  // the first step records the forward order the later ones prefetch in
+  barrier();
+  reset_comm_wait_stats();
+  if (rank() > 0) std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(delay_ms));
+  const auto start = std::chrono::steady_clock::now();
+  trainer.step(1);
+  const double step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  auto stats = comm_wait_stats();
+  double blocked_ms = 0;
+  for (const auto& [op, blocked] : stats) blocked_ms += blocked.wait_ms;
+  EXPECT_LE(blocked_ms, step_ms);
+  if (rank() == 0) {
+    EXPECT_GE(stats["all_gather_into_tensor"].waits, 1);
+    EXPECT_GE(stats["all_gather_into_tensor"].wait_ms, delay_ms - 200);
+  }
 }
 
 TEST_F(FSDP, GPTGradientAccumulationEqualsOneProcess) {
