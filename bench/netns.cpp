@@ -21,6 +21,7 @@ namespace {
 constexpr const char* kOp = "bench fsdp";
 constexpr const char* kPrefix = "ember-bench-";
 constexpr const char* kNetnsDir = "/run/netns";
+constexpr uint32_t kFirstAddress = (10u << 24) | (78u << 16) | 1u;  // 10.78.0.1, rank 0
 
 struct CommandResult {
   int status = -1;
@@ -87,8 +88,8 @@ void delete_namespace(const std::string& name) { run_command({"ip", "netns", "de
 
 std::string rank_network_unavailable() {
   if (::geteuid() != 0) return "not running as root";
-  for (const char* tool : {"ip", "tc"})
-    if (!on_path(tool)) return std::string("`") + tool + "` is not installed (Debian iproute2)";
+  if (!on_path("ip")) return "`ip` is not installed (Debian iproute2)";
+  if (::access("/dev/net/tun", R_OK | W_OK) != 0) return "/dev/net/tun is not available";
   return "";
 }
 
@@ -108,43 +109,34 @@ std::string RankNetwork::address(int rank) { return "10.78.0." + std::to_string(
 RankNetwork::RankNetwork(int ranks) {
   const std::string prefix = kPrefix + std::to_string(::getpid()) + "-";
   try {
-    const std::string bridge_ns = prefix + "switch";
-    add_namespace(bridge_ns);
-    check_command({"ip", "-n", bridge_ns, "link", "add", "switch", "type", "bridge"});
-    check_command({"ip", "-n", bridge_ns, "link", "set", "switch", "up"});
     for (int rank = 0; rank < ranks; ++rank) {
-      const std::string ns = prefix + "rank" + std::to_string(rank), port = "port" + std::to_string(rank);
+      const std::string ns = prefix + "rank" + std::to_string(rank);
       add_namespace(ns);
       open_rank_namespace(ns);
-      check_command({"ip", "-n", ns, "link", "add", "eth0", "type", "veth", "peer", "name", port, "netns", bridge_ns});
+    }
+    const LinkSpec spec;
+    emulator_ = std::make_unique<LinkEmulator>(namespace_fds_, "eth0", kFirstAddress, spec);
+    for (int rank = 0; rank < ranks; ++rank) {
+      const std::string& ns = namespaces_[static_cast<size_t>(rank)];
       check_command({"ip", "-n", ns, "addr", "add", address(rank) + "/24", "dev", "eth0"});
+      check_command({"ip", "-n", ns, "link", "set", "eth0", "mtu", std::to_string(spec.mtu), "up"});
       check_command({"ip", "-n", ns, "link", "set", "lo", "up"});
-      check_command({"ip", "-n", ns, "link", "set", "eth0", "up"});
-      check_command({"ip", "-n", bridge_ns, "link", "set", port, "master", "switch"});
-      check_command({"ip", "-n", bridge_ns, "link", "set", port, "up"});
-      if (rank == 0) {
-        // netem is optional in kernels: try it once, else shape the rate alone.
-        netem_ = run_command({"tc", "-n", ns, "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "netem", "delay",
-                              "500us"})
-                     .ok();
-        if (netem_) check_command({"tc", "-n", ns, "qdisc", "del", "dev", "eth0", "root"});
-      }
-      shape(ns, "eth0");
-      shape(bridge_ns, port);
     }
   } catch (...) {
+    emulator_.reset();
     for (auto it = namespaces_.rbegin(); it != namespaces_.rend(); ++it) delete_namespace(*it);
     for (int fd : namespace_fds_) ::close(fd);
     throw;
   }
-  link_ = netem_ ? "1gbit tbf, 1 ms netem delay rank to rank"
-                 : "1gbit tbf, no delay: kernel lacks sch_netem";
 }
 
 RankNetwork::~RankNetwork() {
+  emulator_.reset();
   for (int fd : namespace_fds_) ::close(fd);
   for (auto it = namespaces_.rbegin(); it != namespaces_.rend(); ++it) delete_namespace(*it);
 }
+
+std::string RankNetwork::link() const { return emulator_->describe(); }
 
 void RankNetwork::add_namespace(const std::string& name) {
   check_command({"ip", "netns", "add", name});
@@ -156,20 +148,6 @@ void RankNetwork::open_rank_namespace(const std::string& name) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   EMBER_CHECK(fd >= 0, kOp, "cannot open ", path, ": ", std::strerror(errno));
   namespace_fds_.push_back(fd);
-}
-
-void RankNetwork::shape(const std::string& ns, const std::string& device) {
-  // A burst of 256 KiB holds the 64 KiB segments veth passes (GSO) and a few ms of line rate.
-  const std::vector<std::string> tbf = {"tbf", "rate", "1gbit", "burst", "256kb", "latency", "20ms"};
-  std::vector<std::string> command = {"tc", "-n", ns, "qdisc", "add", "dev", device};
-  if (netem_) {
-    check_command({"tc", "-n", ns, "qdisc", "add", "dev", device, "root", "handle", "1:", "netem", "delay", "500us"});
-    command.insert(command.end(), {"parent", "1:1", "handle", "10:"});
-  } else {
-    command.insert(command.end(), {"root", "handle", "10:"});
-  }
-  command.insert(command.end(), tbf.begin(), tbf.end());
-  check_command(command);
 }
 
 }  // namespace ember::bench

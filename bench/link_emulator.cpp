@@ -1,0 +1,185 @@
+#include "link_emulator.h"
+
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <queue>
+#include <sstream>
+
+#include "ember/error.h"
+
+namespace ember::bench {
+namespace {
+
+constexpr const char* kOp = "bench fsdp";
+constexpr size_t kMaxPacket = 65536;
+
+int64_t monotonic_ns() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+// Opens a TUN device named `device` in the network namespace `netns_fd`: setns changes only
+// the calling thread's namespace, so a short-lived thread does it, and the descriptor keeps
+// the device (in that namespace) after the thread is gone.
+int open_tun(int netns_fd, const std::string& device) {
+  int fd = -1;
+  std::string failure;
+  std::thread([&] {
+    if (::setns(netns_fd, CLONE_NEWNET) != 0) {
+      failure = std::string("setns: ") + std::strerror(errno);
+      return;
+    }
+    fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      failure = std::string("cannot open /dev/net/tun: ") + std::strerror(errno);
+      return;
+    }
+    ifreq request{};
+    request.ifr_flags = IFF_TUN | IFF_NO_PI;
+    std::strncpy(request.ifr_name, device.c_str(), IFNAMSIZ - 1);
+    if (::ioctl(fd, TUNSETIFF, &request) != 0) {
+      failure = std::string("TUNSETIFF: ") + std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }).join();
+  EMBER_CHECK(fd >= 0, kOp, "cannot create TUN device ", device, " for the emulated network: ", failure);
+  return fd;
+}
+
+void add_to_epoll(int epoll_fd, int fd, uint64_t tag) {
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.u64 = tag;
+  EMBER_CHECK(::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event) == 0, kOp, "epoll_ctl failed: ", std::strerror(errno));
+}
+
+struct Packet {
+  int64_t due_ns = 0;
+  uint64_t order = 0;  // arrival order among packets due at the same time
+  size_t destination = 0;
+  std::vector<uint8_t> bytes;
+  bool operator>(const Packet& other) const {
+    return due_ns != other.due_ns ? due_ns > other.due_ns : order > other.order;
+  }
+};
+
+}  // namespace
+
+LinkEmulator::LinkEmulator(const std::vector<int>& namespace_fds, const std::string& device, uint32_t first_address,
+                           const LinkSpec& spec)
+    : first_address_(first_address), spec_(spec) {
+  try {
+    for (int netns_fd : namespace_fds) tun_fds_.push_back(open_tun(netns_fd, device));
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    timer_fd_ = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    stop_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    EMBER_CHECK(epoll_fd_ >= 0 && timer_fd_ >= 0 && stop_fd_ >= 0, kOp,
+                "cannot create the emulated network's descriptors: ", std::strerror(errno));
+    for (size_t r = 0; r < tun_fds_.size(); ++r) add_to_epoll(epoll_fd_, tun_fds_[r], r);
+    add_to_epoll(epoll_fd_, timer_fd_, tun_fds_.size());
+    add_to_epoll(epoll_fd_, stop_fd_, tun_fds_.size() + 1);
+  } catch (...) {
+    for (int fd : tun_fds_) ::close(fd);
+    for (int fd : {epoll_fd_, timer_fd_, stop_fd_})
+      if (fd >= 0) ::close(fd);
+    throw;
+  }
+  thread_ = std::thread([this] { forward(); });
+  sched_param priority{};
+  priority.sched_priority = 10;
+  realtime_ = ::pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &priority) == 0;
+}
+
+LinkEmulator::~LinkEmulator() {
+  const uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(stop_fd_, &one, sizeof(one));  // an eventfd write of 1 cannot fail
+  thread_.join();
+  for (int fd : tun_fds_) ::close(fd);
+  for (int fd : {epoll_fd_, timer_fd_, stop_fd_}) ::close(fd);
+}
+
+std::string LinkEmulator::describe() const {
+  std::ostringstream text;
+  text << "user-space switch over TUN: " << spec_.bits_per_second / 1e9 << " Gbit/s ports, "
+       << std::chrono::duration<double, std::milli>(spec_.delay).count() << " ms one way, " << spec_.mtu
+       << "-byte MTU, " << std::chrono::duration<double, std::milli>(spec_.queue_limit).count() << " ms port buffers";
+  if (!realtime_) text << ", forwarder not real-time";
+  return text.str();
+}
+
+void LinkEmulator::forward() {
+  const size_t ranks = tun_fds_.size();
+  const int64_t delay_ns = spec_.delay.count(), limit_ns = spec_.queue_limit.count();
+  const double ns_per_byte = 8e9 / spec_.bits_per_second;
+  // When each port finishes sending what it holds: ranks' ports towards the switch (up) and
+  // the switch's ports towards the ranks (down).
+  std::vector<int64_t> up_free(ranks, 0), down_free(ranks, 0);
+  std::priority_queue<Packet, std::vector<Packet>, std::greater<>> in_flight;
+  uint64_t order = 0;
+
+  auto admit = [&](size_t source, std::vector<uint8_t> bytes) {
+    if (bytes.size() < 20 || (bytes[0] >> 4) != 4) return;  // IPv4 only (IPv6 neighbour chatter is dropped)
+    uint32_t destination_address = 0;
+    std::memcpy(&destination_address, bytes.data() + 16, 4);
+    const int64_t destination = static_cast<int64_t>(be32toh(destination_address)) - first_address_;
+    if (destination < 0 || destination >= static_cast<int64_t>(ranks) || static_cast<size_t>(destination) == source)
+      return;
+    const auto d = static_cast<size_t>(destination);
+    const int64_t now = monotonic_ns(), wire_ns = static_cast<int64_t>(static_cast<double>(bytes.size()) * ns_per_byte);
+    const int64_t up_start = std::max(now, up_free[source]);
+    if (up_start - now > limit_ns) return;
+    up_free[source] = up_start + wire_ns;
+    const int64_t at_switch = up_free[source] + delay_ns;
+    const int64_t down_start = std::max(at_switch, down_free[d]);
+    if (down_start - at_switch > limit_ns) return;
+    down_free[d] = down_start + wire_ns;
+    in_flight.push(Packet{down_free[d], order++, d, std::move(bytes)});
+  };
+
+  std::vector<uint8_t> buffer(kMaxPacket);
+  int64_t timer_due = 0;  // what the timer is set to (0: disarmed)
+  for (;;) {
+    epoll_event events[16];
+    const int n = ::epoll_wait(epoll_fd_, events, 16, -1);
+    if (n < 0 && errno != EINTR) return;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = events[i].data.u64;
+      if (tag == ranks + 1) return;
+      if (tag == ranks) {
+        uint64_t expirations = 0;
+        [[maybe_unused]] const ssize_t ignored = ::read(timer_fd_, &expirations, sizeof(expirations));
+        continue;
+      }
+      for (ssize_t size; (size = ::read(tun_fds_[tag], buffer.data(), buffer.size())) > 0;)
+        admit(tag, std::vector<uint8_t>(buffer.begin(), buffer.begin() + size));
+    }
+    const int64_t now = monotonic_ns();
+    while (!in_flight.empty() && in_flight.top().due_ns <= now) {
+      const Packet& packet = in_flight.top();
+      [[maybe_unused]] const ssize_t written = ::write(tun_fds_[packet.destination], packet.bytes.data(), packet.bytes.size());
+      in_flight.pop();
+    }
+    const int64_t due = in_flight.empty() ? 0 : in_flight.top().due_ns;
+    if (due == timer_due) continue;
+    itimerspec next{};
+    next.it_value = {static_cast<time_t>(due / 1'000'000'000), static_cast<long>(due % 1'000'000'000)};
+    ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &next, nullptr);
+    timer_due = due;
+  }
+}
+
+}  // namespace ember::bench

@@ -1,0 +1,55 @@
+// A network of ranks emulated in user space, for kernels without sch_netem: each rank's
+// namespace has a TUN device, and one thread of the bench forwards the IPv4 packets between
+// them as a switch whose ports run at a fixed rate, after a fixed one-way delay. A packet from
+// rank s to rank d is serialized on s's port, travels `delay`, then is serialized on d's port
+// (store and forward), so both a sender and a receiver are limited to the rate; a port whose
+// queue would hold more than `queue_limit` drops the packet (tail drop), as a switch buffer
+// does. The forwarding thread runs SCHED_FIFO where allowed, so that ranks computing on every
+// core do not delay the packets.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ember::bench {
+
+struct LinkSpec {
+  double bits_per_second = 1e9;
+  std::chrono::nanoseconds delay = std::chrono::milliseconds(1);
+  std::chrono::nanoseconds queue_limit = std::chrono::milliseconds(20);
+  // Packets as large as IPv4 allows: each costs the forwarder a few microseconds of CPU on
+  // the ranks' cores, and at 1 Gbit/s a 64 KB packet is still 0.5 ms of wire time. (veth
+  // with segmentation offload hands tc packets this large too.)
+  int mtu = 65535;
+};
+
+class LinkEmulator {
+ public:
+  // Creates device `device` in each namespace (`namespace_fds[r]`, opened for setns) and
+  // starts forwarding; the caller assigns addresses. Rank r's address must be
+  // `first_address` + r (IPv4, host order). Throws ember::Error naming what failed.
+  LinkEmulator(const std::vector<int>& namespace_fds, const std::string& device, uint32_t first_address,
+               const LinkSpec& spec);
+  ~LinkEmulator();  // stops forwarding; the devices go with their descriptors
+  LinkEmulator(const LinkEmulator&) = delete;
+  LinkEmulator& operator=(const LinkEmulator&) = delete;
+
+  // "1 Gbit/s ports, 1 ms one way, ..." for the rows' `link` field.
+  std::string describe() const;
+  // Whether the forwarding thread got real-time priority.
+  bool realtime() const { return realtime_; }
+
+ private:
+  void forward();
+
+  std::vector<int> tun_fds_;
+  uint32_t first_address_;
+  LinkSpec spec_;
+  int epoll_fd_ = -1, timer_fd_ = -1, stop_fd_ = -1;
+  bool realtime_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ember::bench
