@@ -85,9 +85,7 @@ nlohmann::json train_as_rank(const Options& options, bool separate_reduce_scatte
   const models::GPTConfig config = bench_gpt();
   manual_seed(1337);
   models::GPT model(config);
-  for (size_t i = 0; i < model->layers->size(); ++i) distributed::fsdp::fully_shard(*model->layers->ptr(i));
-  const cli::ShardedTraining sharded{distributed::fsdp::fully_shard(model)};
-  sharded.root.set_separate_reduce_scatter_group(separate_reduce_scatter);
+  const cli::ShardedTraining sharded = cli::shard_for_training(model, separate_reduce_scatter);
   optim::AdamW optimizer = cli::make_optimizer(model, 1e-3, 0.1);
 
   const int total_steps = kWarmupSteps + measured_steps(options);

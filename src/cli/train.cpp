@@ -225,9 +225,7 @@ int run_train(const std::vector<std::string>& argv) {
   model->set_compute_dtype(dtype == "bfloat16" ? kBFloat16 : kFloat32);
   std::optional<ShardedTraining> sharded;
   if (fsdp) {
-    for (size_t i = 0; i < model->layers->size(); ++i) distributed::fsdp::fully_shard(*model->layers->ptr(i));
-    sharded = ShardedTraining{distributed::fsdp::fully_shard(model)};
-    sharded->root.set_separate_reduce_scatter_group(true);
+    sharded = shard_for_training(model, /*separate_reduce_scatter=*/true);
   }
   optim::AdamW optimizer = make_optimizer(model, lr, args.get_double("weight-decay", 0.1));
   if (resume) {

@@ -13,6 +13,15 @@ optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay) 
   return optim::AdamW(std::move(groups), optim::AdamWOptions(lr));
 }
 
+ShardedTraining shard_for_training(models::GPT& model, bool separate_reduce_scatter) {
+  const size_t blocks = model->layers->size();
+  for (size_t i = 0; i < blocks; ++i)
+    distributed::fsdp::fully_shard(*model->layers->ptr(i), {.reshard_after_forward = i + 1 < blocks});
+  ShardedTraining sharded{distributed::fsdp::fully_shard(model)};
+  sharded.root.set_separate_reduce_scatter_group(separate_reduce_scatter);
+  return sharded;
+}
+
 double mean_over_ranks(double value) {
   Tensor total = full({}, value, kFloat64);
   distributed::all_reduce(total, distributed::ReduceOp::AVG);

@@ -23,6 +23,12 @@ struct ShardedTraining {
   distributed::fsdp::FSDPModule root;
 };
 
+// fully_shard on every block, then on the model; reduce-scatter on its own group or on the
+// all-gather's. The last block keeps its parameters gathered from forward to backward (as
+// torchtitan does): its backward starts right after the loss, so resharding it would only
+// add an all-gather that nothing overlaps.
+ShardedTraining shard_for_training(models::GPT& model, bool separate_reduce_scatter);
+
 // The mean over the ranks of the default group of each rank's `value`.
 double mean_over_ranks(double value);
 // Whether every rank of the default group passed the same `value`.
