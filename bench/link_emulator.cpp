@@ -79,6 +79,25 @@ struct Packet {
 
 }  // namespace
 
+SwitchSchedule::SwitchSchedule(size_t ports, const LinkSpec& spec)
+    : ns_per_byte_(8e9 / spec.bits_per_second),
+      delay_ns_(spec.delay.count()),
+      limit_ns_(spec.queue_limit.count()),
+      up_free_(ports, 0),
+      down_free_(ports, 0) {}
+
+std::optional<int64_t> SwitchSchedule::admit(size_t source, size_t destination, size_t bytes, int64_t now_ns) {
+  const auto wire_ns = static_cast<int64_t>(static_cast<double>(bytes) * ns_per_byte_);
+  const int64_t up_start = std::max(now_ns, up_free_[source]);
+  if (up_start - now_ns > limit_ns_) return std::nullopt;
+  up_free_[source] = up_start + wire_ns;
+  const int64_t at_switch = up_free_[source] + delay_ns_;
+  const int64_t down_start = std::max(at_switch, down_free_[destination]);
+  if (down_start - at_switch > limit_ns_) return std::nullopt;  // sent, then dropped at the switch
+  down_free_[destination] = down_start + wire_ns;
+  return down_free_[destination];
+}
+
 LinkEmulator::LinkEmulator(const std::vector<int>& namespace_fds, const std::string& device, uint32_t first_address,
                            const LinkSpec& spec)
     : first_address_(first_address), spec_(spec) {
@@ -123,11 +142,7 @@ std::string LinkEmulator::describe() const {
 
 void LinkEmulator::forward() {
   const size_t ranks = tun_fds_.size();
-  const int64_t delay_ns = spec_.delay.count(), limit_ns = spec_.queue_limit.count();
-  const double ns_per_byte = 8e9 / spec_.bits_per_second;
-  // When each port finishes sending what it holds: ranks' ports towards the switch (up) and
-  // the switch's ports towards the ranks (down).
-  std::vector<int64_t> up_free(ranks, 0), down_free(ranks, 0);
+  SwitchSchedule schedule(ranks, spec_);
   std::priority_queue<Packet, std::vector<Packet>, std::greater<>> in_flight;
   uint64_t order = 0;
 
@@ -139,15 +154,8 @@ void LinkEmulator::forward() {
     if (destination < 0 || destination >= static_cast<int64_t>(ranks) || static_cast<size_t>(destination) == source)
       return;
     const auto d = static_cast<size_t>(destination);
-    const int64_t now = monotonic_ns(), wire_ns = static_cast<int64_t>(static_cast<double>(bytes.size()) * ns_per_byte);
-    const int64_t up_start = std::max(now, up_free[source]);
-    if (up_start - now > limit_ns) return;
-    up_free[source] = up_start + wire_ns;
-    const int64_t at_switch = up_free[source] + delay_ns;
-    const int64_t down_start = std::max(at_switch, down_free[d]);
-    if (down_start - at_switch > limit_ns) return;
-    down_free[d] = down_start + wire_ns;
-    in_flight.push(Packet{down_free[d], order++, d, std::move(bytes)});
+    if (const auto due = schedule.admit(source, d, bytes.size(), monotonic_ns()))
+      in_flight.push(Packet{*due, order++, d, std::move(bytes)});
   };
 
   std::vector<uint8_t> buffer(kMaxPacket);

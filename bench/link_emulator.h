@@ -9,6 +9,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,23 @@ struct LinkSpec {
   // the ranks' cores, and at 1 Gbit/s a 64 KB packet is still 0.5 ms of wire time. (veth
   // with segmentation offload hands tc packets this large too.)
   int mtu = 65535;
+};
+
+// The switch's timing, apart from moving packets: when each packet is delivered.
+class SwitchSchedule {
+ public:
+  SwitchSchedule(size_t ports, const LinkSpec& spec);
+  // A packet of `bytes` from port `source` to port `destination`, handed to the switch at
+  // `now_ns` (times non-decreasing): when it reaches its destination, or nullopt when a
+  // port's buffer is full (it is dropped).
+  std::optional<int64_t> admit(size_t source, size_t destination, size_t bytes, int64_t now_ns);
+
+ private:
+  double ns_per_byte_;
+  int64_t delay_ns_, limit_ns_;
+  // When each port is done sending what it holds: the ranks' ports towards the switch (up)
+  // and the switch's ports towards the ranks (down).
+  std::vector<int64_t> up_free_, down_free_;
 };
 
 class LinkEmulator {
