@@ -1,5 +1,6 @@
 #include "link_emulator.h"
 
+#include <endian.h>
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
