@@ -8,7 +8,8 @@
 // median step. exposed_comm_ms is the time per step the compute thread blocked waiting on
 // communication (distributed::comm_wait_stats: all-gather and reduce-scatter waits, the loss
 // and norm all_reduces) on the rank that blocked least in that step (the one the others
-// waited for), the median over the steps; exposed_comm_ms_per_rank has each rank's median.
+// waited for), the median over the steps, with that step's rank's waits by operation in
+// exposed_comm_ms_by_op; exposed_comm_ms_per_rank has each rank's median.
 // As root, the _netem rows run each rank in its own network namespace behind a switch with
 // 1 Gbit/s ports and 1 ms from rank to rank (bench/netns.h) instead of loopback.
 #include <fcntl.h>
@@ -73,8 +74,8 @@ double median(std::vector<double> values) {
 
 // ---- a rank -----------------------------------------------------------------------------------
 
-// Trains and returns this rank's figures: the median step and the exposed communication of
-// the step with the median exposed time, by operation.
+// Trains and returns this rank's figures: the median step, and each measured step's exposed
+// communication, in all and by operation.
 nlohmann::json train_as_rank(const Options& options, bool separate_reduce_scatter) {
   distributed::InitOptions init;
   init.timeout = kRowDeadline;
@@ -118,11 +119,10 @@ nlohmann::json train_as_rank(const Options& options, bool separate_reduce_scatte
   }
   distributed::destroy_process_group();
   const double exposed = median(exposed_ms);
-  const auto median_step = std::find(exposed_ms.begin(), exposed_ms.end(), exposed) - exposed_ms.begin();
   return {{"step_ms", median(step_ms)},
           {"exposed_comm_ms", exposed},
           {"exposed_comm_ms_steps", exposed_ms},
-          {"exposed_comm_ms_by_op", exposed_by_op[static_cast<size_t>(median_step)]}};
+          {"exposed_comm_ms_by_op_steps", exposed_by_op}};
 }
 
 // ---- the driver ---------------------------------------------------------------------------------
@@ -301,19 +301,27 @@ nlohmann::json run_row(const Row& row, const Options& options, const RankNetwork
   nlohmann::json exposed_per_rank = nlohmann::json::array();
   for (const auto& f : figures) exposed_per_rank.push_back(f["exposed_comm_ms"]);
   std::vector<double> least_blocked;
+  std::vector<size_t> least_blocked_rank;
   for (size_t step = 0; step < figures[0]["exposed_comm_ms_steps"].size(); ++step) {
-    double least = figures[0]["exposed_comm_ms_steps"][step];
-    for (const auto& f : figures) least = std::min(least, f["exposed_comm_ms_steps"][step].get<double>());
-    least_blocked.push_back(least);
+    auto blocked = [&](size_t r) { return figures[r]["exposed_comm_ms_steps"][step].get<double>(); };
+    size_t least = 0;
+    for (size_t r = 1; r < figures.size(); ++r)
+      if (blocked(r) < blocked(least)) least = r;
+    least_blocked.push_back(blocked(least));
+    least_blocked_rank.push_back(least);
   }
+  const double exposed = median(least_blocked);
+  const size_t median_step =
+      static_cast<size_t>(std::find(least_blocked.begin(), least_blocked.end(), exposed) - least_blocked.begin());
+  const size_t critical_rank = least_blocked_rank[median_step];
   const int ranks_per_core = (row.world + static_cast<int>(cores.size()) - 1) / static_cast<int>(cores.size());
   nlohmann::json r = {{"name", row.name},
                       {"world_size", row.world},
                       {"separate_reduce_scatter_group", row.separate_reduce_scatter},
                       {"step_ms", step_ms},
                       {"tokens_per_s", static_cast<double>(kGlobalBatch * kSeqLen) / step_ms * 1e3},
-                      {"exposed_comm_ms", median(least_blocked)},
-                      {"exposed_comm_ms_rank0_by_op", figures[0]["exposed_comm_ms_by_op"]},
+                      {"exposed_comm_ms", exposed},
+                      {"exposed_comm_ms_by_op", figures[critical_rank]["exposed_comm_ms_by_op_steps"][median_step]},
                       {"exposed_comm_ms_per_rank", exposed_per_rank},
                       {"cores", cores.size()},
                       {"ranks_per_core", ranks_per_core},
