@@ -40,16 +40,27 @@ StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum
                       const models::LossOptions& loss_options, const ShardedTraining* sharded) {
   StepResult result;
   optimizer.zero_grad();
+  Tensor loss_over_ranks;
+  distributed::Work loss_averaged;
   for (int64_t micro = 0; micro < accum; ++micro) {
-    if (sharded) sharded->root.set_requires_gradient_sync(micro == accum - 1);
+    const bool last = micro == accum - 1;
+    if (sharded) sharded->root.set_requires_gradient_sync(last);
     data::Batch b = batch_of(micro);
     // Through the holder: FSDP's hooks gather the root's parameters around it.
     Tensor loss = model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, loss_options) /
                   static_cast<double>(accum);
-    loss.backward();
     result.loss += loss.item<double>();
+    if (sharded && last) {
+      // Averaged over the ranks while backward runs, rather than after it on the critical path.
+      loss_over_ranks = full({}, result.loss, kFloat64);
+      loss_averaged = distributed::all_reduce(loss_over_ranks, distributed::ReduceOp::AVG, {.async_op = true});
+    }
+    loss.backward();
   }
-  if (sharded) result.loss = mean_over_ranks(result.loss);
+  if (sharded) {
+    loss_averaged.wait();
+    result.loss = loss_over_ranks.item<double>();
+  }
   if (clip > 0)
     result.grad_norm = sharded ? distributed::fsdp::clip_grad_norm_(model->parameters(), clip)
                                : nn::utils::clip_grad_norm_(model->parameters(), clip);
