@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -81,6 +82,14 @@ sockaddr_in address_of(int rank, uint16_t port) {
   return address;
 }
 
+// A broken network fails the test in seconds instead of hanging it: accept, recv and send
+// give up after 10 s.
+void set_timeouts(int fd) {
+  const timeval ten_seconds{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &ten_seconds, sizeof(ten_seconds));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &ten_seconds, sizeof(ten_seconds));
+}
+
 bool transfer(int fd, char* data, size_t size, bool sending) {
   for (size_t done = 0; done < size;) {
     const ssize_t n = sending ? ::send(fd, data + done, size - done, 0) : ::recv(fd, data + done, size - done, 0);
@@ -112,13 +121,15 @@ TEST(LinkEmulator, TcpAcrossTheSwitchIsDelayedAndRateLimited) {
   int listener = -1;
   std::thread server = in_namespace(network.namespace_fd(1), [&] {
     listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    set_timeouts(listener);
     const int one = 1;
     ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in address = address_of(1, kPort);
     ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << std::strerror(errno);
     ASSERT_EQ(::listen(listener, 1), 0);
     const int peer = ::accept(listener, nullptr, nullptr);
-    ASSERT_GE(peer, 0);
+    ASSERT_GE(peer, 0) << std::strerror(errno);
+    set_timeouts(peer);
     ::setsockopt(peer, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     char byte = 0;
     for (int i = 0; i < kPings; ++i) ASSERT_TRUE(transfer(peer, &byte, 1, false) && transfer(peer, &byte, 1, true));
@@ -132,6 +143,7 @@ TEST(LinkEmulator, TcpAcrossTheSwitchIsDelayedAndRateLimited) {
   std::iota(sent.begin(), sent.end(), 0);
   std::thread client = in_namespace(network.namespace_fd(0), [&] {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    set_timeouts(fd);
     sockaddr_in address = address_of(1, kPort);
     bool connected = false;
     for (int attempt = 0; attempt < 100 && !connected; ++attempt) {
