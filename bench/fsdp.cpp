@@ -67,6 +67,7 @@ models::GPTConfig bench_gpt() {
 
 int measured_steps(const Options& options) { return options.quick ? 3 : 10; }
 
+// The upper median: always one of the values (run_row finds its step).
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values.empty() ? 0.0 : values[values.size() / 2];
@@ -296,8 +297,9 @@ nlohmann::json run_row(const Row& row, const Options& options, const RankNetwork
   }
   const double step_ms = figures[0]["step_ms"];
   // A rank's blocked time also holds its wait for slower peers (which rank runs behind is the
-  // host's noise, tens of ms a step). The rank that blocked least in a step is the one the
-  // others waited for: its blocked time is the communication the step could not hide.
+  // host's noise, tens of ms a step). The rank that blocked least in a step is mostly the one
+  // the others waited for: its blocked time approximates the communication the step could
+  // not hide (within a step another rank may have been the late one at some collective).
   nlohmann::json exposed_per_rank = nlohmann::json::array();
   for (const auto& f : figures) exposed_per_rank.push_back(f["exposed_comm_ms"]);
   std::vector<double> least_blocked;

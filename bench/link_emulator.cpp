@@ -17,6 +17,8 @@
 #include <cstring>
 #include <queue>
 #include <sstream>
+#include <system_error>
+#include <cstdio>
 
 #include "ember/error.h"
 
@@ -83,20 +85,22 @@ struct Packet {
 SwitchSchedule::SwitchSchedule(size_t ports, const LinkSpec& spec)
     : ns_per_byte_(8e9 / spec.bits_per_second),
       delay_ns_(spec.delay.count()),
-      limit_ns_(spec.queue_limit.count()),
+      buffer_ns_(spec.switch_buffer.count()),
       up_free_(ports, 0),
       down_free_(ports, 0) {}
 
 std::optional<int64_t> SwitchSchedule::admit(size_t source, size_t destination, size_t bytes, int64_t now_ns) {
   const auto wire_ns = static_cast<int64_t>(static_cast<double>(bytes) * ns_per_byte_);
-  const int64_t up_start = std::max(now_ns, up_free_[source]);
-  if (up_start - now_ns > limit_ns_) return std::nullopt;
-  up_free_[source] = up_start + wire_ns;
+  up_free_[source] = std::max(now_ns, up_free_[source]) + wire_ns;
   const int64_t at_switch = up_free_[source] + delay_ns_;
   const int64_t down_start = std::max(at_switch, down_free_[destination]);
-  if (down_start - at_switch > limit_ns_) return std::nullopt;  // sent, then dropped at the switch
+  if (down_start - at_switch > buffer_ns_) return std::nullopt;  // sent, then dropped at the switch
   down_free_[destination] = down_start + wire_ns;
   return down_free_[destination];
+}
+
+int64_t SwitchSchedule::backlog_ns(size_t source, int64_t now_ns) const {
+  return std::max<int64_t>(0, up_free_[source] - now_ns);
 }
 
 LinkEmulator::LinkEmulator(const std::vector<int>& namespace_fds, const std::string& device, uint32_t first_address,
@@ -112,13 +116,17 @@ LinkEmulator::LinkEmulator(const std::vector<int>& namespace_fds, const std::str
     for (size_t r = 0; r < tun_fds_.size(); ++r) add_to_epoll(epoll_fd_, tun_fds_[r], r);
     add_to_epoll(epoll_fd_, timer_fd_, tun_fds_.size());
     add_to_epoll(epoll_fd_, stop_fd_, tun_fds_.size() + 1);
+    try {
+      thread_ = std::thread([this] { forward(); });
+    } catch (const std::system_error& e) {
+      EMBER_CHECK(false, kOp, "cannot start the emulated network's thread: ", e.what());
+    }
   } catch (...) {
     for (int fd : tun_fds_) ::close(fd);
     for (int fd : {epoll_fd_, timer_fd_, stop_fd_})
       if (fd >= 0) ::close(fd);
     throw;
   }
-  thread_ = std::thread([this] { forward(); });
   sched_param priority{};
   priority.sched_priority = 10;
   realtime_ = ::pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &priority) == 0;
@@ -133,11 +141,14 @@ LinkEmulator::~LinkEmulator() {
 }
 
 std::string LinkEmulator::describe() const {
+  auto ms = [](std::chrono::nanoseconds t) { return std::chrono::duration<double, std::milli>(t).count(); };
   std::ostringstream text;
-  text << "user-space switch over TUN: " << spec_.bits_per_second / 1e9 << " Gbit/s ports, "
-       << std::chrono::duration<double, std::milli>(spec_.delay).count() << " ms one way, " << spec_.mtu
-       << "-byte MTU, " << std::chrono::duration<double, std::milli>(spec_.queue_limit).count() << " ms port buffers";
+  text << "user-space switch over TUN: " << spec_.bits_per_second / 1e9 << " Gbit/s ports, " << ms(spec_.delay)
+       << " ms one way plus serialization at both ends, " << spec_.mtu << "-byte MTU, " << ms(spec_.host_queue)
+       << " ms host link queue, " << ms(spec_.switch_buffer) << " ms switch buffers";
   if (!realtime_) text << ", forwarder not real-time";
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (!failure_.empty()) text << "; forwarding stopped: " << failure_;
   return text.str();
 }
 
@@ -159,12 +170,36 @@ void LinkEmulator::forward() {
       in_flight.push(Packet{*due, order++, d, std::move(bytes)});
   };
 
+  // A rank's link takes packets while less than host_queue waits on it; meanwhile its TUN
+  // device is not read (out of the epoll set) and the rank's kernel queues.
+  const int64_t host_queue_ns = spec_.host_queue.count();
+  std::vector<bool> paused(ranks, false);
   std::vector<uint8_t> buffer(kMaxPacket);
+  auto drain = [&](size_t rank) {
+    while (schedule.backlog_ns(rank, monotonic_ns()) < host_queue_ns) {
+      const ssize_t size = ::read(tun_fds_[rank], buffer.data(), buffer.size());
+      if (size <= 0) break;
+      admit(rank, std::vector<uint8_t>(buffer.begin(), buffer.begin() + size));
+    }
+    const bool busy = schedule.backlog_ns(rank, monotonic_ns()) >= host_queue_ns;
+    if (busy == paused[rank]) return;
+    epoll_event event{};
+    event.events = busy ? 0u : static_cast<uint32_t>(EPOLLIN);
+    event.data.u64 = rank;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, tun_fds_[rank], &event);
+    paused[rank] = busy;
+  };
+  auto stop = [&](const char* what) {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    failure_ = std::string(what) + ": " + std::strerror(errno);
+    std::fprintf(stderr, "bench fsdp: the emulated network stopped (%s)\n", failure_.c_str());
+  };
+
   int64_t timer_due = 0;  // what the timer is set to (0: disarmed)
   for (;;) {
     epoll_event events[16];
     const int n = ::epoll_wait(epoll_fd_, events, 16, -1);
-    if (n < 0 && errno != EINTR) return;
+    if (n < 0 && errno != EINTR) return stop("epoll_wait");
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = events[i].data.u64;
       if (tag == ranks + 1) return;
@@ -173,8 +208,7 @@ void LinkEmulator::forward() {
         [[maybe_unused]] const ssize_t ignored = ::read(timer_fd_, &expirations, sizeof(expirations));
         continue;
       }
-      for (ssize_t size; (size = ::read(tun_fds_[tag], buffer.data(), buffer.size())) > 0;)
-        admit(tag, std::vector<uint8_t>(buffer.begin(), buffer.begin() + size));
+      drain(tag);
     }
     const int64_t now = monotonic_ns();
     while (!in_flight.empty() && in_flight.top().due_ns <= now) {
@@ -182,11 +216,19 @@ void LinkEmulator::forward() {
       [[maybe_unused]] const ssize_t written = ::write(tun_fds_[packet.destination], packet.bytes.data(), packet.bytes.size());
       in_flight.pop();
     }
-    const int64_t due = in_flight.empty() ? 0 : in_flight.top().due_ns;
+    // Wake for the next delivery or for a paused link that has room again.
+    int64_t due = in_flight.empty() ? 0 : in_flight.top().due_ns;
+    for (size_t rank = 0; rank < ranks; ++rank) {
+      if (paused[rank]) drain(rank);
+      if (!paused[rank]) continue;
+      const int64_t at = monotonic_ns();
+      const int64_t room_at = at + schedule.backlog_ns(rank, at) - host_queue_ns + 1;
+      due = due == 0 ? room_at : std::min(due, room_at);
+    }
     if (due == timer_due) continue;
     itimerspec next{};
     next.it_value = {static_cast<time_t>(due / 1'000'000'000), static_cast<long>(due % 1'000'000'000)};
-    ::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &next, nullptr);
+    if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME, &next, nullptr) != 0) return stop("timerfd_settime");
     timer_due = due;
   }
 }

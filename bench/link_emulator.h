@@ -1,14 +1,18 @@
-// A network of ranks emulated in user space, for kernels without sch_netem: each rank's
-// namespace has a TUN device, and one thread of the bench forwards the IPv4 packets between
-// them as a switch whose ports run at a fixed rate, after a fixed one-way delay. A packet from
-// rank s to rank d is serialized on s's port, travels `delay`, then is serialized on d's port
-// (store and forward), so both a sender and a receiver are limited to the rate; a port whose
-// queue would hold more than `queue_limit` drops the packet (tail drop), as a switch buffer
-// does. The forwarding thread runs SCHED_FIFO where allowed, so that ranks computing on every
-// core do not delay the packets.
+// A network of ranks emulated in user space (tc's netem is missing from some kernels): each
+// rank's namespace has a TUN device, and one thread of the bench forwards the IPv4 packets
+// between them as a switch whose ports run at a fixed rate, after a fixed one-way delay. A
+// packet from rank s to rank d is serialized on s's link, travels `delay`, then is serialized
+// on the switch's port towards d (store and forward), so both a sender and a receiver are
+// limited to the rate. A sender's link takes a packet only when less than `host_queue` of data
+// waits for it (the TUN device is not read meanwhile), so the sending host's own queueing
+// stays in its kernel, where TCP small queues interleave the flows, as with a real NIC. A
+// switch port whose queue would hold more than `switch_buffer` drops the packet (tail drop).
+// The forwarding thread runs SCHED_FIFO where allowed, so that ranks computing on every core
+// do not delay the packets.
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -19,7 +23,8 @@ namespace ember::bench {
 struct LinkSpec {
   double bits_per_second = 1e9;
   std::chrono::nanoseconds delay = std::chrono::milliseconds(1);
-  std::chrono::nanoseconds queue_limit = std::chrono::milliseconds(20);
+  std::chrono::nanoseconds host_queue = std::chrono::milliseconds(1);
+  std::chrono::nanoseconds switch_buffer = std::chrono::milliseconds(20);
   // Packets as large as IPv4 allows: each costs the forwarder a few microseconds of CPU on
   // the ranks' cores, and at 1 Gbit/s a 64 KB packet is still 0.5 ms of wire time. (veth
   // with segmentation offload hands tc packets this large too.)
@@ -30,16 +35,18 @@ struct LinkSpec {
 class SwitchSchedule {
  public:
   SwitchSchedule(size_t ports, const LinkSpec& spec);
-  // A packet of `bytes` from port `source` to port `destination`, handed to the switch at
-  // `now_ns` (times non-decreasing): when it reaches its destination, or nullopt when a
-  // port's buffer is full (it is dropped).
+  // A packet of `bytes` from rank `source` to rank `destination`, put on the source's link at
+  // `now_ns` (times non-decreasing): when it reaches its destination, or nullopt when the
+  // switch's port towards the destination has a full buffer (it is dropped).
   std::optional<int64_t> admit(size_t source, size_t destination, size_t bytes, int64_t now_ns);
+  // How long the data already on rank `source`'s link takes to leave it, from `now_ns`.
+  int64_t backlog_ns(size_t source, int64_t now_ns) const;
 
  private:
   double ns_per_byte_;
-  int64_t delay_ns_, limit_ns_;
-  // When each port is done sending what it holds: the ranks' ports towards the switch (up)
-  // and the switch's ports towards the ranks (down).
+  int64_t delay_ns_, buffer_ns_;
+  // When each link is done sending what it holds: the ranks' links to the switch (up) and
+  // the switch's ports towards the ranks (down).
   std::vector<int64_t> up_free_, down_free_;
 };
 
@@ -54,7 +61,8 @@ class LinkEmulator {
   LinkEmulator(const LinkEmulator&) = delete;
   LinkEmulator& operator=(const LinkEmulator&) = delete;
 
-  // "1 Gbit/s ports, 1 ms one way, ..." for the rows' `link` field.
+  // "1 Gbit/s ports, 1 ms one way, ..." for the rows' `link` field; names the error if the
+  // forwarding thread stopped on one.
   std::string describe() const;
   // Whether the forwarding thread got real-time priority.
   bool realtime() const { return realtime_; }
@@ -67,6 +75,8 @@ class LinkEmulator {
   LinkSpec spec_;
   int epoll_fd_ = -1, timer_fd_ = -1, stop_fd_ = -1;
   bool realtime_ = false;
+  mutable std::mutex failure_mutex_;
+  std::string failure_;  // why forwarding stopped, if it did
   std::thread thread_;
 };
 

@@ -82,7 +82,14 @@ bool on_path(const std::string& program) {
   return false;
 }
 
-void delete_namespace(const std::string& name) { run_command({"ip", "netns", "delete", name}); }
+// Cleanup that must not throw (destructors, error paths): a namespace left behind is removed
+// by the next run's remove_stale_rank_networks.
+void delete_namespace(const std::string& name) noexcept {
+  try {
+    run_command({"ip", "netns", "delete", name});
+  } catch (...) {
+  }
+}
 
 }  // namespace
 

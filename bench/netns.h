@@ -1,7 +1,7 @@
 // Network namespaces for `ember bench fsdp`'s _netem rows: ranks on one machine that talk
 // as if over a network. Each rank gets a namespace whose eth0 is a port of a switch emulated
 // in user space (bench/link_emulator.h): 1 Gbit/s, 1 ms from rank to rank. tc's netem would
-// add the delay in the kernel, but kernels may lack it (this machine's does), and one
+// add the delay in the kernel, but kernels may lack it (this machine's kernel does), and one
 // mechanism everywhere keeps the rows comparable between machines. Namespaces are named
 // ember-bench-<pid>-..., so that a later run can remove those of a run that crashed.
 #pragma once
