@@ -190,8 +190,9 @@ void LinkEmulator::forward() {
     paused[rank] = busy;
   };
   auto stop = [&](const char* what) {
+    const int error = errno;
     std::lock_guard<std::mutex> lock(failure_mutex_);
-    failure_ = std::string(what) + ": " + std::strerror(errno);
+    failure_ = std::string(what) + ": " + std::strerror(error);
     std::fprintf(stderr, "bench fsdp: the emulated network stopped (%s)\n", failure_.c_str());
   };
 
@@ -216,10 +217,12 @@ void LinkEmulator::forward() {
       [[maybe_unused]] const ssize_t written = ::write(tun_fds_[packet.destination], packet.bytes.data(), packet.bytes.size());
       in_flight.pop();
     }
-    // Wake for the next delivery or for a paused link that has room again.
+    for (size_t rank = 0; rank < ranks; ++rank)
+      if (paused[rank]) drain(rank);
+    // Wake for the next delivery (packets just taken may be due before the earlier ones) or
+    // for a paused link that has room again.
     int64_t due = in_flight.empty() ? 0 : in_flight.top().due_ns;
     for (size_t rank = 0; rank < ranks; ++rank) {
-      if (paused[rank]) drain(rank);
       if (!paused[rank]) continue;
       const int64_t at = monotonic_ns();
       const int64_t room_at = at + schedule.backlog_ns(rank, at) - host_queue_ns + 1;
