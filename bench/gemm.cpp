@@ -1,6 +1,13 @@
-// `ember bench gemm`: ember::matmul against the raw BLAS sgemm on the same shapes, side by
-// side. bf16/f16 rows compare with the float32 BLAS figure.
+// `ember bench gemm`: ember::matmul on every GEMM backend that can run each product, and on
+// the autotuned choice ("auto"), side by side in one run. Rows cover square products, the
+// default GPT's products (forward and both backward forms) and a decoding product; bf16/f16
+// rows also carry their speed-up over the float32 row of the same shape. The interleaved
+// rows run a product and an elementwise op in turn, as a training step does, to show whether
+// a backend's threads get in the way of the pool's (Note [oneDNN threads]).
+#include <vector>
+
 #include "bench.h"
+#include "ember/backends.h"
 #include "ember/ember.h"
 
 namespace ember::bench {
@@ -8,43 +15,102 @@ namespace {
 
 struct Shape {
   int64_t m, k, n;
+  bool trans_a = false, trans_b = false;
 };
 
-std::string shape_name(const char* dtype, const Shape& s) {
-  return std::string("matmul_") + dtype + "_" + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" +
-         std::to_string(s.n);
+const char* dtype_tag(ScalarType dtype) {
+  return dtype == kFloat32 ? "f32" : dtype == kBFloat16 ? "bf16" : "f16";
+}
+
+std::string shape_name(ScalarType dtype, const Shape& s) {
+  return std::string("matmul_") + dtype_tag(dtype) + "_" + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" +
+         std::to_string(s.n) + (s.trans_a ? "_ta" : "") + (s.trans_b ? "_tb" : "");
+}
+
+// op(A) [m, k] and op(B) [k, n] as views of their stored (possibly transposed) matrices.
+std::pair<Tensor, Tensor> operands(ScalarType dtype, const Shape& s) {
+  Tensor a = s.trans_a ? randn({s.k, s.m}).to(dtype).mT() : randn({s.m, s.k}).to(dtype);
+  Tensor b = s.trans_b ? randn({s.n, s.k}).to(dtype).mT() : randn({s.k, s.n}).to(dtype);
+  return {a, b};
+}
+
+// Every backend's name, then "auto".
+std::vector<std::string> backend_names() {
+  std::vector<std::string> names;
+  for (const backends::GemmBackendInfo& info : backends::gemm_backends()) names.push_back(info.name);
+  return names;
 }
 
 nlohmann::json run(const Options& options) {
   manual_seed(0);
   nlohmann::json results = nlohmann::json::array();
+  const std::string starting_backend = backends::gemm_backend();
   auto reps_for = [&](const Shape& s) {
-    double flops = 2.0 * s.m * s.k * s.n;
-    int reps = flops > 1e10 ? 3 : flops > 1e9 ? 5 : 10;
+    const double flops = 2.0 * s.m * s.k * s.n;
+    const int reps = flops > 1e10 ? 3 : flops > 1e9 ? 5 : flops > 1e7 ? 10 : 50;
     return options.quick ? std::max(1, reps / 3) : reps;
   };
-  auto row = [&](const char* dtype_tag, ScalarType dtype, const Shape& s) {
+  std::map<std::string, double> f32_auto_gflops;  // by shape, for the low-precision rows
+  auto row = [&](ScalarType dtype, const Shape& s) {
     const int reps = reps_for(s);
     const double gflop = 2.0 * s.m * s.k * s.n / 1e9;
-    Tensor a = randn({s.m, s.k}).to(dtype), b = randn({s.k, s.n}).to(dtype);
-    double ember_ms = time_ms([&] { Tensor c = matmul(a, b); }, reps);
-    double blas_ms = blas_sgemm_ms(s.m, s.k, s.n, reps);
-    nlohmann::json r = {{"name", shape_name(dtype_tag, s)},
-                        {"ember_ms", ember_ms},
-                        {"blas_ms", blas_ms},
-                        {"ember_gflops", gflop / ember_ms * 1e3},
-                        {"blas_gflops", gflop / blas_ms * 1e3}};
-    r["ratio"] = r["ember_gflops"].get<double>() / r["blas_gflops"].get<double>();
+    auto [a, b] = operands(dtype, s);
+    nlohmann::json r = {{"name", shape_name(dtype, s)}};
+    double best = 0;
+    for (const std::string& backend : backend_names()) {
+      if (!backends::gemm_backend_can_run(backend, dtype, s.m, s.k, s.n, s.trans_a, s.trans_b)) continue;
+      backends::set_gemm_backend(backend);
+      const double gflops = gflop / time_ms([&] { Tensor c = matmul(a, b); }, reps) * 1e3;
+      r[backend + "_gflops"] = gflops;
+      best = std::max(best, gflops);
+    }
+    backends::set_gemm_backend("auto");
+    r["auto_backend"] = backends::gemm_backend_for(dtype, s.m, s.k, s.n, s.trans_a, s.trans_b);
+    const double auto_gflops = gflop / time_ms([&] { Tensor c = matmul(a, b); }, reps) * 1e3;
+    r["auto_gflops"] = auto_gflops;
+    r["auto_vs_best"] = auto_gflops / best;
+    const std::string shape_key = shape_name(kFloat32, s);
+    if (dtype == kFloat32) f32_auto_gflops[shape_key] = auto_gflops;
+    else if (f32_auto_gflops.count(shape_key)) r["speedup_vs_f32"] = auto_gflops / f32_auto_gflops[shape_key];
     note(r.dump());
     results.push_back(r);
   };
-  for (Shape s : {Shape{512, 512, 512}, Shape{1024, 1024, 1024}, Shape{2048, 2048, 2048}, Shape{4096, 1024, 4096},
-                  Shape{4096, 4096, 1024}})
-    row("f32", kFloat32, s);
-  for (Shape s : {Shape{1024, 1024, 1024}, Shape{2048, 2048, 2048}}) {
-    row("bf16", kBFloat16, s);
-    row("f16", kFloat16, s);
+  // The default GPT's products at 16 x 128 tokens: wq/wk/wv/wo (192 -> 576 / 192), w1/w3 and
+  // w2 of SwiGLU (192 <-> 512); forward x @ W^T, then grad_x = dy @ W and grad_W = dy^T @ x.
+  std::vector<Shape> gpt_shapes;
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{192, 576}, {192, 512}, {512, 192}}) {
+    gpt_shapes.push_back({2048, in, out, false, true});
+    gpt_shapes.push_back({2048, out, in});
+    gpt_shapes.push_back({out, 2048, in, true, false});
   }
+  const std::vector<Shape> square = {{512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}};
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    for (const Shape& s : square) row(dtype, s);
+    for (const Shape& s : gpt_shapes) row(dtype, s);
+    row(dtype, {1, 2048, 2048, false, true});  // decoding one token through a linear layer
+  }
+  for (const Shape& s : {Shape{4096, 1024, 4096}, Shape{4096, 4096, 1024}}) row(kFloat32, s);
+  for (const Shape& s : {Shape{1024, 1024, 1024}, Shape{2048, 2048, 2048}}) row(kFloat16, s);
+
+  // A product and an elementwise op in turn (as in a training step), against each alone.
+  const Shape s{2048, 192, 576, false, true};
+  auto [a, b] = operands(kFloat32, s);
+  Tensor x = randn({2048, 576});
+  const int reps = options.quick ? 10 : 40;
+  nlohmann::json r = {{"name", "interleaved_f32_2048x192x576_tb_with_mul"}};
+  for (const std::string& backend : backend_names()) {
+    if (!backends::gemm_backend_can_run(backend, kFloat32, s.m, s.k, s.n, s.trans_a, s.trans_b)) continue;
+    backends::set_gemm_backend(backend);
+    const double product_ms = time_ms([&] { Tensor c = matmul(a, b); }, reps);
+    const double elementwise_ms = time_ms([&] { Tensor y = x.mul(1.5).add(x); }, reps);
+    const double interleaved_ms = time_ms([&] { Tensor y = matmul(a, b).mul(1.5).add(x); }, reps);
+    r[backend + "_interleaved_ms"] = interleaved_ms;
+    r[backend + "_separate_ms"] = product_ms + elementwise_ms;
+    r[backend + "_interleaved_vs_separate"] = interleaved_ms / (product_ms + elementwise_ms);
+  }
+  note(r.dump());
+  results.push_back(r);
+  backends::set_gemm_backend(starting_backend);
   return results;
 }
 

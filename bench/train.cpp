@@ -1,6 +1,17 @@
 // `ember bench train`: training throughput of the default GPT of `ember train` (the same
 // model, optimizer, clipping and packed byte batches of the default corpus), in float32
-// and bfloat16 compute. bench/peers/gpt_torch.py prints PyTorch's figure for the same run.
+// and bfloat16 compute. Where a Python with PyTorch is found (EMBER_TORCH_PYTHON, else
+// python3), bench/peers/gpt_torch.py trains the same model with PyTorch, eager and
+// torch.compile'd (bf16 rows: under bf16 autocast), between the two halves of ember's own
+// steps, and the rows carry its figures and ember's ratios to them.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <sstream>
+
 #include "bench.h"
 #include "cli/train_step.h"
 #include "ember/ember.h"
@@ -14,13 +25,54 @@ std::string row_name(const models::GPTConfig& c, int64_t batch, int64_t seq_len,
          "_b" + std::to_string(batch) + (dtype == kBFloat16 ? "_bf16" : "_f32");
 }
 
+// Runs a shell command and returns its standard output ("" when it fails).
+std::string command_output(const std::string& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) return "";
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe.get())) out.append(buffer, n);
+  return out;
+}
+
+// The Python that has PyTorch, or "" (then the torch columns are absent).
+std::string torch_python() {
+  const char* configured = std::getenv("EMBER_TORCH_PYTHON");
+  const std::string python = configured && *configured ? configured : "python3";
+  const std::string probe = command_output("'" + python + "' -c 'import torch; print(1)' 2>/dev/null");
+  return probe.rfind("1", 0) == 0 ? python : "";
+}
+
+// The peer's tokens_per_s by mode ("eager", "compile"); empty when it did not run.
+std::map<std::string, double> torch_tokens_per_s(const std::string& python, ScalarType dtype, int steps) {
+  std::ostringstream command;
+  command << "'" << python << "' '" << EMBER_PEERS_DIR << "/gpt_torch.py' --threads " << get_num_threads()
+          << " --steps " << steps << " --attention sdpa --modes eager,compile --dtype "
+          << (dtype == kBFloat16 ? "bfloat16" : "float32") << " 2>/dev/null";
+  std::map<std::string, double> figures;
+  std::istringstream lines(command_output(command.str()));
+  for (std::string line; std::getline(lines, line);) {
+    try {
+      const nlohmann::json row = nlohmann::json::parse(line);
+      figures[row.at("mode").get<std::string>()] = row.at("tokens_per_s").get<double>();
+      note("torch peer: " + line);
+    } catch (const nlohmann::json::exception&) {
+      note("torch peer printed: " + line);
+    }
+  }
+  return figures;
+}
+
 nlohmann::json run(const Options& options) {
   const int64_t batch = 16, seq_len = 128;
-  const int warmup_steps = 3, steps = options.quick ? 5 : 30;
+  const int warmup_steps = 3, steps = options.quick ? 6 : 30;
   auto tokenizer = data::make_tokenizer("byte", "");
   const data::SplitStreams streams =
       data::tokenize_split(data::split_documents(data::read_corpus(data::default_corpus_path())), *tokenizer);
+  const std::string python = torch_python();
+  if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
   nlohmann::json results = nlohmann::json::array();
+  double torch_eager_f32 = 0;
   for (ScalarType dtype : {kFloat32, kBFloat16}) {
     manual_seed(1337);
     models::GPTConfig config;
@@ -28,19 +80,37 @@ nlohmann::json run(const Options& options) {
     model->set_compute_dtype(dtype);
     optim::AdamW optimizer = cli::make_optimizer(model, 2e-3, 0.1);
     int64_t index = 0;
-    auto step = [&] {
-      return cli::train_step(
-          model, optimizer, 1,
-          [&](int64_t) { return data::sample_batch(streams.train, batch, seq_len, 1, static_cast<uint64_t>(index++)); },
-          1.0, {});
+    std::vector<double> step_ms;
+    auto run_steps = [&](int count, bool timed) {
+      for (int i = 0; i < count; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        cli::train_step(
+            model, optimizer, 1,
+            [&](int64_t) { return data::sample_batch(streams.train, batch, seq_len, 1, static_cast<uint64_t>(index++)); },
+            1.0, {});
+        if (timed)
+          step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      }
     };
-    for (int i = 0; i < warmup_steps; ++i) step();
+    run_steps(warmup_steps, false);
+    run_steps(steps / 2, true);
+    const std::map<std::string, double> torch =
+        python.empty() ? std::map<std::string, double>{} : torch_tokens_per_s(python, dtype, options.quick ? 6 : 20);
+    run_steps(steps - steps / 2, true);
     // Median step time: robust to the odd slow step on a shared machine.
-    const double step_ms = time_ms([&] { step(); }, steps);
+    std::sort(step_ms.begin(), step_ms.end());
+    const double median_ms = step_ms[step_ms.size() / 2];
+    const double tokens_per_s = static_cast<double>(batch * seq_len) / median_ms * 1e3;
     nlohmann::json r = {{"name", row_name(config, batch, seq_len, dtype)},
-                        {"step_ms", step_ms},
-                        {"tokens_per_s", static_cast<double>(batch * seq_len) / step_ms * 1e3},
+                        {"step_ms", median_ms},
+                        {"tokens_per_s", tokens_per_s},
                         {"threads", get_num_threads()}};
+    for (const auto& [mode, figure] : torch) {
+      r["torch_" + mode + "_tokens_per_s"] = figure;
+      r["vs_torch_" + mode] = tokens_per_s / figure;
+    }
+    if (dtype == kFloat32 && torch.count("eager")) torch_eager_f32 = torch.at("eager");
+    if (dtype == kBFloat16 && torch_eager_f32 > 0) r["vs_torch_eager_f32"] = tokens_per_s / torch_eager_f32;
     note(r.dump());
     results.push_back(r);
   }

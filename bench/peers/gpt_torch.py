@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""PyTorch eager peer of `ember bench train`: the same GPT (RoPE, RMSNorm, grouped-query
+"""PyTorch peer of `ember bench train`: the same GPT (RoPE, RMSNorm, grouped-query
 attention under a causal document mask, SwiGLU, LM head tied to the embedding), the same
 default configuration, AdamW and gradient clipping, trained on the same packed byte stream.
-Prints one JSON row with tokens_per_s. Needs PyTorch (pip install torch); not part of the tests.
+Prints one JSON row per mode (eager, then torch.compile'd) with tokens_per_s; `ember bench
+train` runs it between its own repetitions. --dtype bfloat16 trains under bf16 autocast.
+Needs PyTorch (pip install torch); not part of the tests.
 
-  python3 bench/peers/gpt_torch.py [--threads 2] [--steps 30] [--attention sdpa|flex] [--loss fused|unfused]
+  python3 bench/peers/gpt_torch.py [--threads 2] [--steps 30] [--attention sdpa|flex]
+      [--loss fused|unfused] [--modes eager,compile] [--dtype float32|bfloat16]
 """
 import argparse
 import json
@@ -148,6 +151,9 @@ def main():
     parser.add_argument("--loss", choices=["fused", "unfused"], default="fused",
                         help="F.linear_cross_entropy (PyTorch >= 2.13) or F.linear + F.cross_entropy")
     parser.add_argument("--data", default="/usr/share/games/fortunes")
+    parser.add_argument("--modes", default="eager", help="comma-separated: eager, compile (torch.compile)")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="bfloat16: forward and backward under torch.autocast('cpu', torch.bfloat16)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1337)
@@ -161,31 +167,44 @@ def main():
                                   lr=2e-3, betas=(0.9, 0.95))
     generator = torch.Generator().manual_seed(1)
 
-    def step():
-        starts = torch.randint(0, len(tokens) - c.seq_len - 1, (c.batch_size,), generator=generator)
-        index = starts[:, None] + torch.arange(c.seq_len)[None]
-        mask = document_mask(doc_ids[index], args.attention)
-        loss = model.loss(tokens[index], tokens[index + 1], mask)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        return loss.item()
+    def loss_of(model_loss, index, mask):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bfloat16"):
+            return model_loss(tokens[index], tokens[index + 1], mask)
 
-    for _ in range(args.warmup_steps):
-        step()
-    # Median step time, as `ember bench train` reports.
-    times = []
-    for _ in range(args.steps):
-        begin = time.perf_counter()
-        loss = step()
-        times.append(time.perf_counter() - begin)
-    seconds = sorted(times)[len(times) // 2]
-    print(json.dumps({
-        "name": f"torch_{args.attention}_{'fusedlce' if fused_head else 'unfused'}_d{c.dim}_l{c.n_layers}_h{c.n_heads}_kv{c.n_kv_heads}_f{c.hidden_dim}"
-                f"_t{c.seq_len}_b{c.batch_size}_threads{args.threads}",
-        "torch": torch.__version__, "tokens_per_s": c.batch_size * c.seq_len / seconds,
-        "step_ms": 1000 * seconds, "loss": loss}))
+    def run(mode):
+        model_loss = torch.compile(model.loss) if mode == "compile" else model.loss
+
+        def step():
+            starts = torch.randint(0, len(tokens) - c.seq_len - 1, (c.batch_size,), generator=generator)
+            index = starts[:, None] + torch.arange(c.seq_len)[None]
+            mask = document_mask(doc_ids[index], args.attention)
+            loss = loss_of(model_loss, index, mask)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            return loss.item()
+
+        for _ in range(args.warmup_steps):
+            step()
+        # Median step time, as `ember bench train` reports.
+        times = []
+        for _ in range(args.steps):
+            begin = time.perf_counter()
+            loss = step()
+            times.append(time.perf_counter() - begin)
+        seconds = sorted(times)[len(times) // 2]
+        print(json.dumps({
+            "name": f"torch_{mode}_{args.attention}_{'fusedlce' if fused_head else 'unfused'}_d{c.dim}_l{c.n_layers}"
+                    f"_h{c.n_heads}_kv{c.n_kv_heads}_f{c.hidden_dim}_t{c.seq_len}_b{c.batch_size}"
+                    f"_{'bf16' if args.dtype == 'bfloat16' else 'f32'}_threads{args.threads}",
+            "mode": mode, "dtype": args.dtype, "torch": torch.__version__,
+            "tokens_per_s": c.batch_size * c.seq_len / seconds, "step_ms": 1000 * seconds, "loss": loss}), flush=True)
+
+    for mode in args.modes.split(","):
+        if mode not in ("eager", "compile"):
+            parser.error(f"unknown mode {mode!r}")
+        run(mode)
 
 
 if __name__ == "__main__":

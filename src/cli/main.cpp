@@ -6,16 +6,17 @@
 #include <vector>
 
 #include "bench.h"
-#include "cpu/dispatch.h"
 #include "ember/ember.h"
 
 #include "args.h"
+#include "info.h"
 
 int run_inspect(const std::vector<std::string>& args);  // src/cli/inspect.cpp
 namespace ember::cli {
 int run_train(const std::vector<std::string>& args);     // src/cli/train.cpp
 int run_generate(const std::vector<std::string>& args);  // src/cli/generate.cpp
 int run_fr_trace(const std::vector<std::string>& args);  // src/cli/fr_trace.cpp
+int run_tune(const std::vector<std::string>& args);      // src/cli/tune.cpp
 }  // namespace ember::cli
 
 namespace {
@@ -28,15 +29,10 @@ const char* kUsage =
     "  inspect FILE                     list a safetensors file's tensors and metadata\n"
     "  train [FLAGS]                    train a GPT on text (ember train --help)\n"
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
+    "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"
+    "  tune [FLAGS]                     autotune the GEMM backends for a model's products (ember tune --help)\n"
     "  fr-trace DIR                     name the ranks a hung collective waits for (flight-recorder dumps)\n"
     "  help                             show this message\n";
-
-nlohmann::json machine_info() {
-  return {{"cpu_capability", ember::cpu::capability_name(ember::cpu::cpu_capability())},
-          {"avx512_bf16", ember::cpu::cpu_has_avx512_bf16()},
-          {"threads", ember::get_num_threads()},
-          {"hardware_threads", std::thread::hardware_concurrency()}};
-}
 
 int run_bench(const std::vector<std::string>& args) {
   ember::bench::Options options;
@@ -61,7 +57,7 @@ int run_bench(const std::vector<std::string>& args) {
     return 2;
   }
   nlohmann::json rows = it->second(options);
-  nlohmann::json report = {{"suite", suite}, {"machine", machine_info()}, {"results", rows}};
+  nlohmann::json report = {{"suite", suite}, {"machine", ember::cli::machine_json()}, {"results", rows}};
   if (options.json) {
     std::cout << report.dump() << std::endl;
   } else {
@@ -85,6 +81,8 @@ int main(int argc, char** argv) {
     if (command == "inspect") return run_inspect(rest);
     if (command == "train") return ember::cli::run_train(rest);
     if (command == "generate") return ember::cli::run_generate(rest);
+    if (command == "info") return ember::cli::run_info(rest);
+    if (command == "tune") return ember::cli::run_tune(rest);
     if (command == "fr-trace") return ember::cli::run_fr_trace(rest);
     std::cerr << "ember: unknown command '" << command << "'\n" << kUsage;
     return 2;

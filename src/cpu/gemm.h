@@ -1,8 +1,8 @@
 // Dense matrix multiply on raw row-major pointers; strides are in elements.
 //
-// float32/float64 go straight to the BLAS (OpenBLAS). float16/bfloat16 are computed with
-// float32 accumulation and only the final result is rounded (Note [Low-precision GEMM] in
-// gemm.cpp).
+// Each product runs on the backend chosen for its shape: OpenBLAS, oneDNN or ember's own
+// kernels (Note [GEMM backends] in gemm_backend.h). float16/bfloat16 are computed with
+// float32 accumulation and only the final result is rounded.
 #pragma once
 #include <cstdint>
 
@@ -29,7 +29,7 @@ void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, i
 
 }  // namespace ember::cpu
 
-// Kernels of the bf16/f16 path (src/cpu/simd/gemm_kernels.cpp), declared here for the tests.
+// Kernels of the bf16/f16 paths (src/cpu/simd/gemm_kernels.cpp), declared here for the tests.
 // On row-major blocks: widen: dst = float(src). narrow: dst = round(src + beta * dst) to
 // nearest even, dst not read when beta == 0. few_rows: c[m, n] = alpha * a[m, k] op(b) in
 // float32, a contiguous (lda = k), b read directly in its storage type.

@@ -1,6 +1,8 @@
-// Results are bitwise identical for any thread count (DESIGN.md, Kernels): each op runs at
-// 1, 2 and 4 threads on inputs large enough to be split into many chunks, and the bytes of
-// the results are compared. Matrix products too (Note [GEMM tiles] in src/cpu/gemm.cpp).
+// Results are bitwise identical for any thread count: each op runs at 1, 2 and 4 threads on
+// inputs large enough to be split into many chunks, and the bytes of the results are
+// compared. Matrix products too, under use_deterministic_algorithms(true), which makes the
+// GEMM backend choice independent of the thread count (Note [GEMM backends] in
+// src/cpu/gemm_backend.h).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,14 +15,20 @@
 namespace ember {
 namespace {
 
-// Restores the thread count when a test ends, even on failure.
+// Restores the thread count and deterministic mode when a test ends, even on failure.
 class ThreadCountGuard {
  public:
-  ThreadCountGuard() : previous_(get_num_threads()) {}
-  ~ThreadCountGuard() { set_num_threads(previous_); }
+  ThreadCountGuard() : previous_(get_num_threads()), deterministic_(are_deterministic_algorithms_enabled()) {
+    use_deterministic_algorithms(true);
+  }
+  ~ThreadCountGuard() {
+    set_num_threads(previous_);
+    use_deterministic_algorithms(deterministic_);
+  }
 
  private:
   int previous_;
+  bool deterministic_;
 };
 
 bool same_bytes(const Tensor& a, const Tensor& b) {

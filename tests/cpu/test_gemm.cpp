@@ -13,6 +13,7 @@
 
 #include "cpu/dispatch.h"
 #include "cpu/gemm.h"
+#include "cpu/gemm_backend.h"
 #include "cpu/parallel.h"
 #include "ember/error.h"
 
@@ -190,6 +191,27 @@ TEST(Gemm, AlphaBetaAndPaddedStrides) {
           for (int64_t m : {3, 37})  // bf16/f16: few-rows and blocked paths
             run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, m, 45, 29, -1.5, beta, 3, 5, 7});
   });
+}
+
+// Each backend on the products it takes, forced: every dtype whose kernel fits this CPU.
+TEST(Gemm, EveryBackendMatchesFloat64) {
+  for (GemmBackend backend : kGemmBackends) {
+    const GemmBackendReport& report = gemm_backend_report(backend);
+    SCOPED_TRACE(gemm_backend_name(backend));
+    set_forced_gemm_backend(backend);
+    for (ScalarType dtype : report.dtypes)
+      for (int trans = 0; trans < 4; ++trans)
+        for (double beta : {0.0, 0.5})
+          for (int64_t m : {1, 3, 37, 130}) {
+            const Case t{dtype, (trans & 1) != 0, (trans & 2) != 0, m, 45, 29, -1.5, beta, 3, 5, 7};
+            const GemmArgs args{dtype,   t.trans_a, t.trans_b, m,    45,  29, -1.5, nullptr, (t.trans_a ? m : 29) + 3,
+                                nullptr, (t.trans_b ? 29 : 45) + 5, beta, nullptr, 45 + 7};
+            if (!gemm_can_run(backend, args)) continue;
+            EXPECT_EQ(choose_gemm_backend(args), backend) << t.name();
+            run_case(t);
+          }
+  }
+  set_forced_gemm_backend(std::nullopt);
 }
 
 TEST(Gemm, BlockCrossingSizes) {

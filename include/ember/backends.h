@@ -1,0 +1,66 @@
+// The CPU ember runs on and the GEMM backends behind every product (matmul, linear, the fused
+// loss): what each runs here, which one a product uses, and the autotune table.
+//
+// Products run on OpenBLAS, oneDNN or ember's own kernels. With the default "auto", the
+// first product of each shape key (dtype, transposes, bucketed sizes, threads) times every
+// backend whose kernel fits this CPU and keeps the fastest, in a table persisted at
+// autotune_table_path(). EMBER_GEMM_BACKEND=auto|openblas|onednn|ember sets the starting
+// choice. ember-specific: libtorch has no counterpart (its nearest are the
+// torch.backends.* flags of PyTorch).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ember/dtype.h"
+
+namespace ember::backends {
+
+struct CpuInfo {
+  std::string vendor;                   // "GenuineIntel", "AuthenticAMD"
+  std::string model;                    // the brand string
+  std::vector<std::string> extensions;  // "avx2", "avx512f", "avx512_bf16", "amx_bf16", ...
+  std::string vector_isa;               // the widest the CPU has: "avx512", "avx2", "avx", "sse"
+  std::string dispatch_isa;             // what ember's kernels use (lowered by EMBER_CPU_CAPABILITY)
+  int logical_cpus = 0;                 // CPUs this process may run on
+  int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
+};
+CpuInfo cpu_info();
+
+struct GemmBackendInfo {
+  std::string name;        // "openblas", "onednn", "ember"
+  bool available = false;  // runs at least one dtype with a kernel that fits this CPU
+  std::string version;
+  std::string kernel;      // OpenBLAS's core name; oneDNN's implementation per dtype
+  std::string kernel_isa;  // the instruction set of that kernel
+  bool fits_cpu = false;   // false: a generic fallback kernel, never chosen by "auto"
+  std::string why;         // one line explaining fits_cpu
+  std::vector<ScalarType> dtypes;
+};
+std::vector<GemmBackendInfo> gemm_backends();
+
+// "auto" or the forced backend's name.
+std::string gemm_backend();
+// name: "auto", "openblas", "onednn" or "ember"; throws ember::Error otherwise. A forced
+// backend that cannot run a product (oneDNN and float64) leaves that product to "auto".
+void set_gemm_backend(const std::string& name);
+
+// Whether `backend` takes a contiguous product of this dtype and shape.
+bool gemm_backend_can_run(const std::string& backend, ScalarType dtype, int64_t m, int64_t k, int64_t n,
+                          bool trans_a = false, bool trans_b = false);
+// The backend a contiguous product of this dtype and shape runs on now (the forced one, or
+// the autotuned one: tuning its key now, on scratch operands, if the table has no entry).
+std::string gemm_backend_for(ScalarType dtype, int64_t m, int64_t k, int64_t n, bool trans_a = false,
+                             bool trans_b = false);
+
+struct AutotuneEntry {
+  std::string key;      // "bf16 NT 2048x192x576 t2": dtype, transposes, M x K x N buckets, threads
+  std::string backend;  // the choice
+  std::vector<std::pair<std::string, double>> gflops;  // each candidate's measured GFLOP/s
+};
+// $XDG_CACHE_HOME/ember/autotune-<cpu>-<versions>.json ("" without XDG_CACHE_HOME and HOME).
+std::string autotune_table_path();
+std::vector<AutotuneEntry> autotune_table();
+
+}  // namespace ember::backends
