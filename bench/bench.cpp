@@ -3,7 +3,11 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <sstream>
 #include <vector>
 
 #include "ember/ember.h"
@@ -40,6 +44,44 @@ double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
       reps);
   openblas_set_num_threads(1);
   return ms;
+}
+
+namespace {
+
+// A shell command's standard output ("" when it cannot start).
+std::string command_output(const std::string& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
+  if (!pipe) return "";
+  std::string out;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe.get())) out.append(buffer, n);
+  return out;
+}
+
+}  // namespace
+
+std::string torch_python() {
+  const char* configured = std::getenv("EMBER_TORCH_PYTHON");
+  const std::string python = configured && *configured ? configured : "python3";
+  const std::string probe = command_output("'" + python + "' -c 'import torch; print(1)' 2>/dev/null");
+  return probe.rfind("1", 0) == 0 ? python : "";
+}
+
+std::vector<nlohmann::json> run_peer(const std::string& python, const std::string& script,
+                                     const std::string& arguments) {
+  const std::string command = "'" + python + "' '" + EMBER_PEERS_DIR + "/" + script + "' --threads " +
+                              std::to_string(get_num_threads()) + " " + arguments + " 2>/dev/null";
+  std::vector<nlohmann::json> rows;
+  std::istringstream lines(command_output(command));
+  for (std::string line; std::getline(lines, line);) {
+    try {
+      rows.push_back(nlohmann::json::parse(line));
+      note("torch peer: " + line);
+    } catch (const nlohmann::json::exception&) {
+      note("torch peer printed: " + line);
+    }
+  }
+  return rows;
 }
 
 void note(const std::string& line) { std::cerr << line << std::endl; }

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,15 @@ double time_ms(const std::function<void()>& fn, int reps);
 // Median milliseconds of the raw BLAS sgemm C[m,n] = A[m,k] B[k,n] on OpenBLAS's own threads
 // (as many as the ember pool): the reference ember's products are compared with.
 double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps);
+
+// The Python that has PyTorch (EMBER_TORCH_PYTHON, else python3), or "" when there is none:
+// then a suite leaves out its torch columns.
+std::string torch_python();
+
+// Runs bench/peers/SCRIPT with `arguments` and --threads (the pool's size) under `python` and
+// returns the JSON rows it printed, one per line; lines that are not JSON go to note().
+std::vector<nlohmann::json> run_peer(const std::string& python, const std::string& script,
+                                     const std::string& arguments);
 
 // Prints a progress line on stderr (the JSON on stdout stays clean).
 void note(const std::string& line);

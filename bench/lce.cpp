@@ -41,7 +41,7 @@ Measured measure(const std::function<Tensor()>& loss_of, Tensor& x, Tensor& weig
   return m;
 }
 
-nlohmann::json run_row(const Shape& s, ScalarType dtype, int reps) {
+nlohmann::json run_row(const Shape& s, ScalarType dtype, int reps, const std::string& python) {
   manual_seed(0);
   Tensor x = randn({s.tokens, s.hidden}).to(dtype).requires_grad_();
   Tensor weight = (randn({s.classes, s.hidden}) * 0.02).to(dtype).requires_grad_();
@@ -62,6 +62,19 @@ nlohmann::json run_row(const Shape& s, ScalarType dtype, int reps) {
                       {"peak_ratio", static_cast<double>(unfused.peak_bytes) / static_cast<double>(fused.peak_bytes)},
                       {"extra_peak_ratio", (unfused.peak_bytes - base) / (fused.peak_bytes - base)},
                       {"time_ratio", fused.ms / unfused.ms}};
+  // PyTorch's own chunked F.linear_cross_entropy on the same shape, right after ember's two
+  // paths (a separate process: it runs alone).
+  if (!python.empty()) {
+    const std::vector<nlohmann::json> rows =
+        run_peer(python, "lce_torch.py",
+                 "--reps " + std::to_string(reps) + " --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32") +
+                     " --shape " + std::to_string(s.tokens) + "," + std::to_string(s.hidden) + "," +
+                     std::to_string(s.classes));
+    if (!rows.empty()) {
+      r["torch_ms"] = rows.front().at("ms").get<double>();
+      r["fused_vs_torch"] = fused.ms / r["torch_ms"].get<double>();
+    }
+  }
   note(r.dump());
   return r;
 }
@@ -71,9 +84,11 @@ nlohmann::json run(const Options& options) {
   const std::vector<Shape> shapes = options.quick ? std::vector<Shape>{{1024, 256, 32000}}
                                                   : std::vector<Shape>{{4096, 1024, 128256}, {8192, 512, 32000}};
   nlohmann::json results = nlohmann::json::array();
+  const std::string python = torch_python();
+  if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
   for (ScalarType dtype : {kFloat32, kBFloat16}) {
     for (const Shape& s : shapes) {
-      results.push_back(run_row(s, dtype, 1));
+      results.push_back(run_row(s, dtype, 1, python));
       empty_cache();
     }
   }

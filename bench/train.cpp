@@ -6,11 +6,7 @@
 // steps, and the rows carry its figures and ember's ratios to them.
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <memory>
-#include <sstream>
 
 #include "bench.h"
 #include "cli/train_step.h"
@@ -25,41 +21,14 @@ std::string row_name(const models::GPTConfig& c, int64_t batch, int64_t seq_len,
          "_b" + std::to_string(batch) + (dtype == kBFloat16 ? "_bf16" : "_f32");
 }
 
-// Runs a shell command and returns its standard output ("" when it fails).
-std::string command_output(const std::string& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
-  if (!pipe) return "";
-  std::string out;
-  char buffer[4096];
-  while (size_t n = fread(buffer, 1, sizeof buffer, pipe.get())) out.append(buffer, n);
-  return out;
-}
-
-// The Python that has PyTorch, or "" (then the torch columns are absent).
-std::string torch_python() {
-  const char* configured = std::getenv("EMBER_TORCH_PYTHON");
-  const std::string python = configured && *configured ? configured : "python3";
-  const std::string probe = command_output("'" + python + "' -c 'import torch; print(1)' 2>/dev/null");
-  return probe.rfind("1", 0) == 0 ? python : "";
-}
-
 // The peer's tokens_per_s by mode ("eager", "compile"); empty when it did not run.
 std::map<std::string, double> torch_tokens_per_s(const std::string& python, ScalarType dtype, int steps) {
-  std::ostringstream command;
-  command << "'" << python << "' '" << EMBER_PEERS_DIR << "/gpt_torch.py' --threads " << get_num_threads()
-          << " --steps " << steps << " --attention sdpa --modes eager,compile --dtype "
-          << (dtype == kBFloat16 ? "bfloat16" : "float32") << " 2>/dev/null";
   std::map<std::string, double> figures;
-  std::istringstream lines(command_output(command.str()));
-  for (std::string line; std::getline(lines, line);) {
-    try {
-      const nlohmann::json row = nlohmann::json::parse(line);
-      figures[row.at("mode").get<std::string>()] = row.at("tokens_per_s").get<double>();
-      note("torch peer: " + line);
-    } catch (const nlohmann::json::exception&) {
-      note("torch peer printed: " + line);
-    }
-  }
+  for (const nlohmann::json& row :
+       run_peer(python, "gpt_torch.py",
+                "--steps " + std::to_string(steps) + " --attention sdpa --modes eager,compile --dtype " +
+                    (dtype == kBFloat16 ? "bfloat16" : "float32")))
+    figures[row.at("mode").get<std::string>()] = row.at("tokens_per_s").get<double>();
   return figures;
 }
 

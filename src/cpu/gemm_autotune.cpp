@@ -29,11 +29,12 @@ namespace {
 
 constexpr const char* kFormat = "ember-gemm-autotune";
 constexpr int kFormatVersion = 1;
-// A candidate is timed until it has run kMinRuns times and kMinSeconds have passed (or
-// kMaxRuns), and scores its fastest run: robust to the odd slow run on a shared machine.
-constexpr int kMinRuns = 3;
-constexpr int kMaxRuns = 50;
-constexpr double kMinSeconds = 0.005;
+// Candidates are timed in rounds, one run each per round, so that a burst of load on a
+// shared machine hits all of them alike; each scores its fastest run. Rounds go on until
+// kMinRounds have run and kMinSeconds have passed (at most kMaxRounds).
+constexpr int kMinRounds = 5;
+constexpr int kMaxRounds = 50;
+constexpr double kMinSeconds = 0.02;
 // The scratch output of a timed run holds at most this many elements (rows are capped).
 constexpr int64_t kMaxScratchElements = int64_t{1} << 24;
 
@@ -218,18 +219,6 @@ double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The fastest run of `backend` on the product's own operands into a scratch output.
-double best_seconds(GemmBackend backend, const GemmArgs& args) {
-  gemm_run(backend, args);  // warm-up: primitives, packing buffers, page faults
-  double best = 1e30, start = seconds_now();
-  for (int run = 0; run < kMaxRuns && (run < kMinRuns || seconds_now() - start < kMinSeconds); ++run) {
-    const double t0 = seconds_now();
-    gemm_run(backend, args);
-    best = std::min(best, seconds_now() - t0);
-  }
-  return best;
-}
-
 AutotuneEntry tune(const std::string& key, const GemmArgs& g, const std::vector<GemmBackend>& candidates) {
   GemmArgs timed = g;
   timed.m = std::min(g.m, std::max<int64_t>(1, kMaxScratchElements / g.n));
@@ -239,21 +228,33 @@ AutotuneEntry tune(const std::string& key, const GemmArgs& g, const std::vector<
   std::unique_ptr<char[]> scratch(new char[bytes]);
   timed.c = scratch.get();
   const double flops = 2.0 * static_cast<double>(timed.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-  AutotuneEntry entry{key, candidates.front(), {}};
-  double best = 0;
+  std::vector<GemmBackend> timing;
   for (GemmBackend backend : candidates) {
-    double gflops = 0;
     try {
-      gflops = flops / best_seconds(backend, timed) / 1e9;
+      gemm_run(backend, timed);  // warm-up: primitives, packing buffers, page faults
+      timing.push_back(backend);
     } catch (const std::exception& e) {
       warn_once(std::string("GEMM backend ") + gemm_backend_name(backend) + " failed while tuning " + key + ": " +
                 e.what());
-      continue;
     }
-    entry.gflops.emplace_back(backend, gflops);
-    if (gflops > best) {
-      best = gflops;
-      entry.backend = backend;
+  }
+  std::vector<double> best(timing.size(), 1e30);
+  const double start = seconds_now();
+  for (int round = 0; round < kMaxRounds && (round < kMinRounds || seconds_now() - start < kMinSeconds); ++round) {
+    for (size_t i = 0; i < timing.size(); ++i) {
+      const double t0 = seconds_now();
+      gemm_run(timing[i], timed);
+      best[i] = std::min(best[i], seconds_now() - t0);
+    }
+  }
+  AutotuneEntry entry{key, timing.empty() ? candidates.front() : timing.front(), {}};
+  double best_gflops = 0;
+  for (size_t i = 0; i < timing.size(); ++i) {
+    const double gflops = flops / best[i] / 1e9;
+    entry.gflops.emplace_back(timing[i], gflops);
+    if (gflops > best_gflops) {
+      best_gflops = gflops;
+      entry.backend = timing[i];
     }
   }
   return entry;
