@@ -20,6 +20,7 @@ typedef int32_t Ints __attribute__((vector_size(32)));
 typedef uint32_t UInts __attribute__((vector_size(32)));
 typedef float Floats4 __attribute__((vector_size(16)));
 typedef double Doubles4 __attribute__((vector_size(32)));
+typedef uint16_t Shorts8 __attribute__((vector_size(16)));
 
 template <typename V>
 constexpr bool is_vector_v = std::is_same_v<V, Floats>;
@@ -57,6 +58,11 @@ static inline V load_as(const T* p) {
     Floats value;
     std::memcpy(&value, p, sizeof(value));
     return value;
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    // bf16 is the top half of a float: widen and shift, as bf16_to_float does per lane.
+    Shorts8 raw;
+    std::memcpy(&raw, p, sizeof(raw));
+    return bits_as<Floats>(__builtin_convertvector(raw, UInts) << 16);
   } else {
     float lanes[kWidth];
     for (int j = 0; j < kWidth; ++j) lanes[j] = load(p + j);
@@ -70,6 +76,13 @@ static inline void store_as(T* p, V value) {
     store(p, value);
   } else if constexpr (std::is_same_v<T, float>) {
     std::memcpy(p, &value, sizeof(value));
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    // float_to_bf16 on every lane: round to nearest even; NaN keeps its top bits, quieted.
+    const UInts x = bits_as<UInts>(value);
+    const UInts rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    const UInts bits = (x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded;
+    const Shorts8 narrow = __builtin_convertvector(bits, Shorts8);
+    std::memcpy(static_cast<void*>(p), &narrow, sizeof(narrow));
   } else {
     float lanes[kWidth];
     std::memcpy(lanes, &value, sizeof(lanes));
