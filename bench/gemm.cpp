@@ -4,6 +4,9 @@
 // rows also carry their speed-up over the float32 row of the same shape. The interleaved
 // rows run a product and an elementwise op in turn, as a training step does, to show whether
 // a backend's threads get in the way of the pool's (Note [oneDNN threads]).
+#include <algorithm>
+#include <chrono>
+#include <map>
 #include <vector>
 
 #include "bench.h"
@@ -47,7 +50,7 @@ nlohmann::json run(const Options& options) {
   const std::string starting_backend = backends::gemm_backend();
   auto reps_for = [&](const Shape& s) {
     const double flops = 2.0 * s.m * s.k * s.n;
-    const int reps = flops > 1e10 ? 3 : flops > 1e9 ? 5 : flops > 1e7 ? 10 : 50;
+    const int reps = flops > 1e10 ? 5 : flops > 1e9 ? 9 : flops > 1e7 ? 21 : 51;
     return options.quick ? std::max(1, reps / 3) : reps;
   };
   std::map<std::string, double> f32_auto_gflops;  // by shape, for the low-precision rows
@@ -56,18 +59,32 @@ nlohmann::json run(const Options& options) {
     const double gflop = 2.0 * s.m * s.k * s.n / 1e9;
     auto [a, b] = operands(dtype, s);
     nlohmann::json r = {{"name", shape_name(dtype, s)}};
-    double best = 0;
-    for (const std::string& backend : backend_names()) {
-      if (!backends::gemm_backend_can_run(backend, dtype, s.m, s.k, s.n, s.trans_a, s.trans_b)) continue;
-      backends::set_gemm_backend(backend);
-      const double gflops = gflop / time_ms([&] { Tensor c = matmul(a, b); }, reps) * 1e3;
-      r[backend + "_gflops"] = gflops;
-      best = std::max(best, gflops);
-    }
+    std::vector<std::string> timed;
+    for (const std::string& backend : backend_names())
+      if (backends::gemm_backend_can_run(backend, dtype, s.m, s.k, s.n, s.trans_a, s.trans_b)) timed.push_back(backend);
+    timed.push_back("auto");
     backends::set_gemm_backend("auto");
-    r["auto_backend"] = backends::gemm_backend_for(dtype, s.m, s.k, s.n, s.trans_a, s.trans_b);
-    const double auto_gflops = gflop / time_ms([&] { Tensor c = matmul(a, b); }, reps) * 1e3;
-    r["auto_gflops"] = auto_gflops;
+    r["auto_backend"] = backends::gemm_backend_for(dtype, s.m, s.k, s.n, s.trans_a, s.trans_b);  // tuned here
+    // One run of each in turn per repetition, so that load on a shared machine hits all
+    // alike; each backend's median.
+    std::map<std::string, std::vector<double>> ms;
+    for (int rep = -1; rep < reps; ++rep) {
+      for (const std::string& backend : timed) {
+        backends::set_gemm_backend(backend);
+        const auto start = std::chrono::steady_clock::now();
+        Tensor c = matmul(a, b);
+        if (rep >= 0)  // rep -1 warms up
+          ms[backend].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      }
+    }
+    double best = 0;
+    for (auto& [backend, times] : ms) {
+      std::sort(times.begin(), times.end());
+      const double gflops = gflop / times[times.size() / 2] * 1e3;
+      r[backend + "_gflops"] = gflops;
+      if (backend != "auto") best = std::max(best, gflops);
+    }
+    const double auto_gflops = r["auto_gflops"].get<double>();
     r["auto_vs_best"] = auto_gflops / best;
     const std::string shape_key = shape_name(kFloat32, s);
     if (dtype == kFloat32) f32_auto_gflops[shape_key] = auto_gflops;

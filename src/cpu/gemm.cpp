@@ -172,6 +172,16 @@ void gemm(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   gemm_run(choose_gemm_backend(args), args);
 }
 
+void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                      const void* a, int64_t lda, const void* b, int64_t ldb, double beta, float* c, int64_t ldc) {
+  check_args("gemm_float32_out", dtype, m, n, k, lda, ldb, ldc);
+  EMBER_CHECK(dtype != kFloat64, "gemm_float32_out", "float64 operands");
+  if (m == 0 || n == 0) return;
+  if (k == 0 || alpha == 0.0) return scale_c<float>(m, n, beta, c, ldc);
+  const GemmArgs args{dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype != kFloat32};
+  gemm_run(choose_gemm_backend(args), args);
+}
+
 void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                   double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b, int64_t ldb,
                   int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c) {

@@ -20,6 +20,12 @@ void gemm(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
           double alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
           double beta, void* c, int64_t ldc);
 
+// gemm with C in float32 while A and B are float16/bfloat16 (or float32): float32
+// accumulation and no rounding of C, for computations that keep float32 accumulators (the
+// fused loss's logits and gradients).
+void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                      const void* a, int64_t lda, const void* b, int64_t ldb, double beta, float* c, int64_t ldc);
+
 // gemm for i in [0, batch) on matrices a + i * stride_a, b + i * stride_b, c + i * stride_c
 // (strides in elements; stride 0 broadcasts an input). Many small products run in parallel
 // on the ember thread pool, larger ones one after another on all threads.

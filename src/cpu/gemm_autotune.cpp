@@ -67,7 +67,7 @@ const char* short_dtype(ScalarType dtype) {
 
 std::string key_of(const GemmArgs& g) {
   std::ostringstream key;
-  key << short_dtype(g.dtype) << ' ' << (g.trans_a ? 'T' : 'N') << (g.trans_b ? 'T' : 'N') << ' ' << bucket(g.m)
+  key << short_dtype(g.dtype) << (g.c_float32 ? ">f32" : "") << ' ' << (g.trans_a ? 'T' : 'N') << (g.trans_b ? 'T' : 'N') << ' ' << bucket(g.m)
       << 'x' << bucket(g.k) << 'x' << bucket(g.n) << ' ';
   // Deterministic mode leaves the thread count out of the key: one choice for every count.
   if (are_deterministic_algorithms_enabled()) key << "any";
@@ -224,7 +224,7 @@ AutotuneEntry tune(const std::string& key, const GemmArgs& g, const std::vector<
   timed.m = std::min(g.m, std::max<int64_t>(1, kMaxScratchElements / g.n));
   timed.beta = 0.0;
   timed.ldc = g.n;
-  const size_t bytes = static_cast<size_t>(timed.m * g.n) * element_size(g.dtype);
+  const size_t bytes = static_cast<size_t>(timed.m * g.n) * (g.c_float32 ? 4 : element_size(g.dtype));
   std::unique_ptr<char[]> scratch(new char[bytes]);
   timed.c = scratch.get();
   const double flops = 2.0 * static_cast<double>(timed.m) * static_cast<double>(g.n) * static_cast<double>(g.k);

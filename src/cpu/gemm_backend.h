@@ -32,6 +32,7 @@ const char* gemm_backend_name(GemmBackend backend);
 std::optional<GemmBackend> parse_gemm_backend(std::string_view name);
 
 // One validated product: m, n, k > 0, alpha != 0; C = alpha * op(A) op(B) + beta * C.
+// C is float32 when c_float32 (A and B bf16/f16: gemm_float32_out), else in dtype.
 struct GemmArgs {
   ScalarType dtype;
   bool trans_a, trans_b;
@@ -44,6 +45,7 @@ struct GemmArgs {
   double beta;
   void* c;
   int64_t ldc;
+  bool c_float32 = false;
 };
 
 // A tile of C: rows [i0, i0 + rows), columns [j0, j0 + cols).

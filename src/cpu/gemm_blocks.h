@@ -21,6 +21,7 @@ struct BlockFormat {
 
 extern const BlockFormat<float> kBFloat16Format;
 extern const BlockFormat<float> kFloat16Format;
+const BlockFormat<float>& float32_format();  // plain copies
 
 // Per-thread block buffers, kept between calls (slots 0-2, the largest size asked each):
 // with buffers allocated per call, bf16 2048^3 measured 15-20% slower (page faults).

@@ -29,6 +29,7 @@ bool ember_gemm_can_run(const GemmArgs& g) {
 
 void ember_gemm_run(const GemmArgs& g) {
   const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
+  const BlockFormat<float>& c_format = g.c_float32 ? float32_format() : format;
   const auto kernel = g.dtype == kBFloat16 ? EMBER_KERNEL(gemm_few_rows_bf16) : EMBER_KERNEL(gemm_few_rows_f16);
   const int64_t m = g.m, n = g.n, k = g.k;
   // A as float32 [m, k]; a transposed A (small) is widened as stored, then transposed.
@@ -52,7 +53,7 @@ void ember_gemm_run(const GemmArgs& g) {
   parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
     kernel(m, j1 - j0, k, static_cast<float>(g.alpha), a_rows, tb, b_values + (tb ? j0 * g.ldb : j0), g.ldb,
            c_rows + j0, n);
-    format.narrow(c_rows + j0, n, m, j1 - j0, static_cast<float>(g.beta), c + j0 * 2, g.ldc);
+    c_format.narrow(c_rows + j0, n, m, j1 - j0, static_cast<float>(g.beta), c + j0 * c_format.element_size, g.ldc);
   });
 }
 

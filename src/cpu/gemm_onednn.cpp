@@ -53,10 +53,11 @@ dnnl::engine& engine() {
 
 struct PrimitiveKey {
   ScalarType dtype;
+  bool c_float32;
   bool trans_a, trans_b;
   int64_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
-  auto tie() const { return std::tie(dtype, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta); }
+  auto tie() const { return std::tie(dtype, c_float32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta); }
   bool operator<(const PrimitiveKey& other) const { return tie() < other.tie(); }
 };
 
@@ -73,7 +74,7 @@ Primitive make_primitive(const PrimitiveKey& key) {
   Primitive p;
   p.a = memory::desc({key.m, key.k}, type, key.trans_a ? memory::dims{1, key.lda} : memory::dims{key.lda, 1});
   p.b = memory::desc({key.k, key.n}, type, key.trans_b ? memory::dims{1, key.ldb} : memory::dims{key.ldb, 1});
-  p.c = memory::desc({key.m, key.n}, type, memory::dims{key.ldc, 1});
+  p.c = memory::desc({key.m, key.n}, key.c_float32 ? memory::data_type::f32 : type, memory::dims{key.ldc, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
@@ -131,7 +132,7 @@ void run_one(const PrimitiveKey& key, const void* a, const void* b, void* c) {
 // The implementation oneDNN picks for a square product of this dtype, "" when none.
 std::string probe_impl(ScalarType dtype) {
   try {
-    return make_primitive({dtype, false, false, 512, 512, 512, 512, 512, 512, 1.0f, 0.0f}).impl;
+    return make_primitive({dtype, false, false, false, 512, 512, 512, 512, 512, 512, 1.0f, 0.0f}).impl;
   } catch (const dnnl::error&) {
     return "";
   }
@@ -186,15 +187,16 @@ void onednn_run(const GemmArgs& g) {
   usable_ld(g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, ldb);
   usable_ld(g.m, g.n, ldc);
   const int64_t item = static_cast<int64_t>(element_size(g.dtype));
+  const int64_t c_item = g.c_float32 ? 4 : item;
   const char* a = static_cast<const char*>(g.a);
   const char* b = static_cast<const char*>(g.b);
   char* c = static_cast<char*>(g.c);
   try {
     for_each_gemm_tile(g.m, g.n, g.k, [&](const GemmTile& t) {
-      const PrimitiveKey key{g.dtype, g.trans_a, g.trans_b, t.rows, t.cols, g.k, lda, ldb, ldc,
+      const PrimitiveKey key{g.dtype, g.c_float32, g.trans_a, g.trans_b, t.rows, t.cols, g.k, lda, ldb, ldc,
                              static_cast<float>(g.alpha), static_cast<float>(g.beta)};
       run_one(key, a + (g.trans_a ? t.i0 : t.i0 * lda) * item, b + (g.trans_b ? t.j0 * ldb : t.j0) * item,
-              c + (t.i0 * ldc + t.j0) * item);
+              c + (t.i0 * ldc + t.j0) * c_item);
     });
   } catch (const dnnl::error& e) {
     EMBER_FAIL("gemm", "oneDNN matmul ", g.m, "x", g.k, "x", g.n, " ", g.dtype, " failed: ", e.what());

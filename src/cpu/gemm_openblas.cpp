@@ -120,17 +120,18 @@ void widen_block(const BlockFormat<Acc>& format, const char* base, int64_t ld, i
   });
 }
 
-// See Note [Low-precision GEMM].
+// See Note [Low-precision GEMM]. A and B are stored as `format` says, C as `c_format`.
 template <typename Acc>
-void gemm_blocked(const BlockFormat<Acc>& format, bool ta, bool tb, int64_t m, int64_t n, int64_t k, Acc alpha,
-                  const char* a, int64_t lda, const char* b, int64_t ldb, Acc beta, char* c, int64_t ldc) {
+void gemm_blocked(const BlockFormat<Acc>& format, const BlockFormat<Acc>& c_format, bool ta, bool tb, int64_t m,
+                  int64_t n, int64_t k, Acc alpha, const char* a, int64_t lda, const char* b, int64_t ldb, Acc beta,
+                  char* c, int64_t ldc) {
   const int64_t block_m = std::min(m, kBlock), block_n = std::min(n, kBlock), block_k = std::min(k, kBlock);
   Acc* a_block = workspace<Acc>(0, block_m * block_k);
   Acc* b_block = workspace<Acc>(1, block_k * block_n);
   Acc* c_block = workspace<Acc>(2, block_m * block_n);
   const bool a_single_block = m <= kBlock && k <= kBlock;  // then converted once for all column blocks
   const bool b_single_k_block = k <= kBlock;               // then converted once per column block
-  const int64_t element_size = static_cast<int64_t>(format.element_size);
+  const int64_t c_element_size = static_cast<int64_t>(c_format.element_size);
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nj = std::min(kBlock, n - j0);
     for (int64_t i0 = 0; i0 < m; i0 += kBlock) {
@@ -147,9 +148,9 @@ void gemm_blocked(const BlockFormat<Acc>& format, bool ta, bool tb, int64_t m, i
         blas_gemm_tiled(ta, tb, mi, nj, kp, alpha, a_block, a_cols, b_block, b_cols, p0 == 0 ? Acc(0) : Acc(1), c_block,
                         nj);
       }
-      char* c_origin = c + (i0 * ldc + j0) * element_size;
+      char* c_origin = c + (i0 * ldc + j0) * c_element_size;
       for_row_chunks(mi, nj, [&](int64_t r0, int64_t r1) {
-        format.narrow(c_block + r0 * nj, nj, r1 - r0, nj, beta, c_origin + r0 * ldc * element_size, ldc);
+        c_format.narrow(c_block + r0 * nj, nj, r1 - r0, nj, beta, c_origin + r0 * ldc * c_element_size, ldc);
       });
     }
   }
@@ -164,7 +165,7 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
     blas_gemm_tiled(ta, tb, g.m, g.n, g.k, static_cast<T>(g.alpha), static_cast<const T*>(g.a), lda,
                     static_cast<const T*>(g.b), ldb, static_cast<T>(g.beta), static_cast<T*>(g.c), ldc);
   } else {
-    gemm_blocked<T>(kCopyFormat<T>, ta, tb, g.m, g.n, g.k, static_cast<T>(g.alpha), static_cast<const char*>(g.a),
+    gemm_blocked<T>(kCopyFormat<T>, kCopyFormat<T>, ta, tb, g.m, g.n, g.k, static_cast<T>(g.alpha), static_cast<const char*>(g.a),
                     lda, static_cast<const char*>(g.b), ldb, static_cast<T>(g.beta), static_cast<char*>(g.c), ldc);
   }
 }
@@ -182,6 +183,8 @@ Isa core_isa(const std::string& core) {
 
 }  // namespace
 
+const BlockFormat<float>& float32_format() { return kCopyFormat<float>; }
+
 bool openblas_can_run(const GemmArgs&) { return true; }
 
 void openblas_run(const GemmArgs& g) {
@@ -189,11 +192,13 @@ void openblas_run(const GemmArgs& g) {
   switch (g.dtype) {
     case kFloat32: return gemm_blas_or_blocked<float>(g);
     case kFloat64: return gemm_blas_or_blocked<double>(g);
-    default:
-      return gemm_blocked<float>(g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format, g.trans_a, g.trans_b, g.m,
+    default: {
+      const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
+      return gemm_blocked<float>(format, g.c_float32 ? kCopyFormat<float> : format, g.trans_a, g.trans_b, g.m,
                                  g.n, g.k, static_cast<float>(g.alpha), static_cast<const char*>(g.a), g.lda,
                                  static_cast<const char*>(g.b), g.ldb, static_cast<float>(g.beta),
                                  static_cast<char*>(g.c), g.ldc);
+    }
   }
 }
 

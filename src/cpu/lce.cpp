@@ -1,7 +1,9 @@
 #include "cpu/lce.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -174,12 +176,24 @@ float* thread_buffer(int64_t count) {
   return buffer.data();
 }
 
+// A product operand: `dtype` values from `data` with row stride `ld`.
+struct Operand {
+  ScalarType dtype;
+  const void* data;
+  int64_t ld;
+};
+
 // One chunk after another; within a chunk every product is tiled (Note [Fixed product tiles]).
 template <typename Acc>
 class Driver {
  public:
   Driver(const LceProblem& p, const LceGradScale& scale, const LceOutputs& out, const LceWorkspace& ws)
-      : p_(p), out_(out), ws_(ws), low_(is_low_precision(p.dtype)), class_tile_(class_tile(p.classes)),
+      : p_(p),
+        out_(out),
+        ws_(ws),
+        low_(is_low_precision(p.dtype)),
+        widened_(p.dtype == kFloat16),
+        class_tile_(class_tile(p.classes)),
         rows_{p, scale, static_cast<const Acc*>(p.bias), static_cast<const Acc*>(p.class_weight),
               class_weight_sum(p), out.grad_x || out.grad_weight || out.grad_bias} {}
 
@@ -187,23 +201,22 @@ class Driver {
     Acc* logits = static_cast<Acc*>(ws_.logits);
     for (int64_t c0 = 0; c0 < p_.tokens; c0 += p_.chunk_tokens) {
       const int64_t rows = std::min(p_.chunk_tokens, p_.tokens - c0);
-      // x rows of this chunk in Acc, row stride ld_x.
-      const Acc* x = static_cast<const Acc*>(p_.x) + c0 * p_.ld_x;
-      int64_t ld_x = p_.ld_x;
-      if constexpr (std::is_same_v<Acc, float>) {
-        if (low_) {
-          widen_rows(p_.dtype, static_cast<const uint16_t*>(p_.x) + c0 * p_.ld_x, p_.ld_x, rows, p_.hidden,
-                     ws_.x_wide);
-          x = ws_.x_wide;
-          ld_x = p_.hidden;
-        }
+      // x rows of this chunk: in place (Acc or bf16), or widened to float32 (float16).
+      Operand x{acc_dtype<Acc>, static_cast<const Acc*>(p_.x) + c0 * p_.ld_x, p_.ld_x};
+      if (p_.dtype == kBFloat16) x = {kBFloat16, static_cast<const uint16_t*>(p_.x) + c0 * p_.ld_x, p_.ld_x};
+      if (widened_) {
+        widen_rows(p_.dtype, static_cast<const uint16_t*>(p_.x) + c0 * p_.ld_x, p_.ld_x, rows, p_.hidden,
+                   ws_.x_wide);
+        x = {kFloat32, ws_.x_wide, p_.hidden};
       }
-      compute_logits(x, ld_x, rows, logits);
+      compute_logits(x, rows, logits);
       row_pass(c0, rows, logits);
       if (!rows_.want_grad) continue;
       if (out_.grad_bias) accumulate_grad_bias(logits, rows);
-      if (out_.grad_x) compute_grad_x(logits, rows, c0);
-      if (out_.grad_weight) accumulate_grad_weight(logits, x, ld_x, rows);
+      if (!out_.grad_x && !out_.grad_weight) continue;
+      const Operand d = gradient_operand(logits, rows);
+      if (out_.grad_x) compute_grad_x(d, rows, c0);
+      if (out_.grad_weight) accumulate_grad_weight(d, x, rows);
     }
   }
 
@@ -213,33 +226,59 @@ class Driver {
                           : static_cast<double>(p.classes);
   }
 
-  // Weight rows [v0, v0 + count) x columns [h0, h0 + width) in Acc and their row stride: in
-  // place, or widened into this thread's buffer for float16/bfloat16.
-  std::pair<const Acc*, int64_t> weight_tile(int64_t v0, int64_t count, int64_t h0, int64_t width) const {
-    if constexpr (std::is_same_v<Acc, float>) {
-      if (low_) {
-        float* buffer = thread_buffer(count * width);
-        widen_rows(p_.dtype, static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight + h0, p_.ld_weight, count,
-                   width, buffer);
-        return {buffer, width};
-      }
+  // Weight rows [v0, v0 + count) x columns [h0, h0 + width): in place (Acc or bf16), or
+  // widened into this thread's buffer (float16).
+  Operand weight_tile(int64_t v0, int64_t count, int64_t h0, int64_t width) const {
+    if (widened_) {
+      float* buffer = thread_buffer(count * width);
+      widen_rows(p_.dtype, static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight + h0, p_.ld_weight, count,
+                 width, buffer);
+      return {kFloat32, buffer, width};
     }
-    return {static_cast<const Acc*>(p_.weight) + v0 * p_.ld_weight + h0, p_.ld_weight};
+    const int64_t offset = v0 * p_.ld_weight + h0;
+    if (p_.dtype == kBFloat16) return {kBFloat16, static_cast<const uint16_t*>(p_.weight) + offset, p_.ld_weight};
+    return {acc_dtype<Acc>, static_cast<const Acc*>(p_.weight) + offset, p_.ld_weight};
   }
 
-  void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const Acc* a, int64_t lda, const Acc* b,
-               int64_t ldb, double beta, void* c, int64_t ldc) const {
-    gemm(acc_dtype<Acc>, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  // c (Acc) = op(a) op(b) (+ c when beta is 1); bf16 operands accumulate into float32 C.
+  void product(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const Operand& a, int64_t a_offset,
+               const Operand& b, int64_t b_offset, double beta, Acc* c, int64_t ldc) const {
+    assert(a.dtype == b.dtype);
+    const int64_t item = static_cast<int64_t>(element_size(a.dtype));
+    const char* a_data = static_cast<const char*>(a.data) + a_offset * item;
+    const char* b_data = static_cast<const char*>(b.data) + b_offset * item;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (a.dtype == kBFloat16)
+        return gemm_float32_out(kBFloat16, trans_a, trans_b, m, n, k, 1.0, a_data, a.ld, b_data, b.ld, beta, c, ldc);
+    }
+    gemm(acc_dtype<Acc>, trans_a, trans_b, m, n, k, 1.0, a_data, a.ld, b_data, b.ld, beta, c, ldc);
+  }
+
+  // The chunk's d = d loss / d logits as the backward products' operand: the float32/float64
+  // logits buffer, or for bf16 inputs d rounded to bf16 in place, packed at the start of each
+  // row (row stride 2 * classes bf16 values), so both products run as bf16 x bf16 products.
+  Operand gradient_operand(Acc* logits, int64_t rows) const {
+    const int64_t classes = p_.classes;
+    if (p_.dtype != kBFloat16) return {acc_dtype<Acc>, logits, classes};
+    parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
+      uint16_t* rounded = reinterpret_cast<uint16_t*>(thread_buffer((classes + 1) / 2));
+      for (int64_t r = r0; r < r1; ++r) {
+        float* row = reinterpret_cast<float*>(logits) + r * classes;
+        EMBER_KERNEL(gemm_narrow_bf16)(row, classes, 1, classes, 0.0f, rounded, classes);
+        std::memcpy(row, rounded, static_cast<size_t>(classes) * 2);
+      }
+    });
+    return {kBFloat16, logits, 2 * classes};
   }
 
   // logits [rows, classes] = x @ weight^T, in parallel over class tiles.
-  void compute_logits(const Acc* x, int64_t ld_x, int64_t rows, Acc* logits) const {
+  void compute_logits(const Operand& x, int64_t rows, Acc* logits) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
       const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
-      const auto [w, ld_w] = weight_tile(v0, count, 0, hidden);
+      const Operand w = weight_tile(v0, count, 0, hidden);
       for (int64_t b0 = 0; b0 < rows; b0 += block)
-        product(false, true, std::min(block, rows - b0), count, hidden, x + b0 * ld_x, ld_x, w, ld_w, 0.0,
+        product(false, true, std::min(block, rows - b0), count, hidden, x, b0 * x.ld, w, 0, 0.0,
                 logits + b0 * classes + v0, classes);
     });
   }
@@ -264,19 +303,19 @@ class Driver {
   }
 
   // grad_x rows [c0, c0 + rows) = d @ weight, in parallel over (token block, hidden tile).
-  // float32/float64 take all classes in one product; float16/bfloat16 sum class tiles in order.
-  void compute_grad_x(const Acc* d, int64_t rows, int64_t c0) const {
+  // All classes in one product; float16 (weight tiles widened) sums class tiles in order.
+  void compute_grad_x(const Operand& d, int64_t rows, int64_t c0) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     const int64_t hidden_tiles = tile_count(hidden, kLceHiddenTile);
     Acc* grad_x = low_ ? reinterpret_cast<Acc*>(ws_.grad_x_wide) : static_cast<Acc*>(out_.grad_x) + c0 * hidden;
-    const int64_t class_step = low_ ? kLceClassTile : classes;
+    const int64_t class_step = widened_ ? kLceClassTile : classes;
     for_each_tile(tile_count(rows, block) * hidden_tiles, [&](int64_t t) {
       const int64_t b0 = (t / hidden_tiles) * block, h0 = (t % hidden_tiles) * kLceHiddenTile;
       const int64_t count = std::min(block, rows - b0), width = std::min(kLceHiddenTile, hidden - h0);
       for (int64_t v0 = 0; v0 < classes; v0 += class_step) {
         const int64_t span = std::min(class_step, classes - v0);
-        const auto [w, ld_w] = weight_tile(v0, span, h0, width);
-        product(false, false, count, width, span, d + b0 * classes + v0, classes, w, ld_w, v0 == 0 ? 0.0 : 1.0,
+        const Operand w = weight_tile(v0, span, h0, width);
+        product(false, false, count, width, span, d, b0 * d.ld + v0, w, 0, v0 == 0 ? 0.0 : 1.0,
                 grad_x + b0 * hidden + h0, hidden);
       }
     });
@@ -287,14 +326,14 @@ class Driver {
   }
 
   // grad_weight += d^T @ x in parallel over class tiles, one product per token block in order.
-  void accumulate_grad_weight(const Acc* d, const Acc* x, int64_t ld_x, int64_t rows) const {
+  void accumulate_grad_weight(const Operand& d, const Operand& x, int64_t rows) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     Acc* grad_weight = static_cast<Acc*>(out_.grad_weight);
     for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
       const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
       for (int64_t b0 = 0; b0 < rows; b0 += block)
-        product(true, false, count, hidden, std::min(block, rows - b0), d + b0 * classes + v0, classes,
-                x + b0 * ld_x, ld_x, 1.0, grad_weight + v0 * hidden, hidden);
+        product(true, false, count, hidden, std::min(block, rows - b0), d, b0 * d.ld + v0, x, b0 * x.ld, 1.0,
+                grad_weight + v0 * hidden, hidden);
     });
   }
 
@@ -302,6 +341,7 @@ class Driver {
   const LceOutputs& out_;
   const LceWorkspace& ws_;
   const bool low_;
+  const bool widened_;  // float16: operands widened to float32 (its products would underflow d)
   const int64_t class_tile_;
   const RowPass<Acc> rows_;
 };

@@ -9,8 +9,8 @@
 namespace ember::cpu {
 
 // Note [Fixed product tiles]
-// OpenBLAS rounds a row of a product differently depending on how many rows the call has
-// and on its thread count, so the kernel never lets either vary: every product is cut into
+// A backend may round a row of a product differently depending on how many rows the call
+// has and on its thread count, so the kernel never lets either vary: every product is cut into
 // tiles whose shapes depend only on the problem (token_block rows, at most kLceClassTile classes,
 // kLceHiddenTile hidden columns, the last tile of each shorter), each tile is one BLAS call
 // made from the ember pool (where gemm keeps BLAS single-threaded), and sums over tiles run
@@ -54,8 +54,10 @@ struct LceOutputs {
 };
 
 // Scratch: logits [chunk_tokens, classes] in Acc; for float16/bfloat16 inputs also float32
-// x_wide and grad_x_wide [chunk_tokens, hidden]. (Float16/bfloat16 weight tiles are widened
-// into per-thread buffers of at most kLceClassTile * max(hidden, kLceHiddenTile) floats.)
+// grad_x_wide [chunk_tokens, hidden], and for float16 x_wide [chunk_tokens, hidden]. bf16
+// products run on the stored operands into float32 (the logits gradient rounded to bf16 in
+// the logits buffer); float16 weight tiles are widened into per-thread buffers of at most
+// kLceClassTile * max(hidden, kLceHiddenTile) floats.
 struct LceWorkspace {
   void* logits = nullptr;
   float* x_wide = nullptr;

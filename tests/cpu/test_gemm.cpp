@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -212,6 +213,40 @@ TEST(Gemm, EveryBackendMatchesFloat64) {
           }
   }
   set_forced_gemm_backend(std::nullopt);
+}
+
+// bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,
+// C never rounded to the operands' type.
+TEST(Gemm, Float32OutputOfLowPrecisionOperands) {
+  std::vector<std::optional<GemmBackend>> choices = {std::nullopt};
+  for (GemmBackend backend : kGemmBackends) choices.push_back(backend);
+  for (const std::optional<GemmBackend>& choice : choices) {
+    set_forced_gemm_backend(choice);
+    for (ScalarType dtype : {kBFloat16, kFloat16})
+      for (int trans = 0; trans < 4; ++trans)
+        for (double beta : {0.0, 0.5})
+          for (int64_t m : {2, 37}) {
+            const Case t{dtype, (trans & 1) != 0, (trans & 2) != 0, m, 45, 29, -1.5, beta, 3, 5, 7};
+            SCOPED_TRACE(t.name() + " on " + (choice ? gemm_backend_name(*choice) : "auto"));
+            std::mt19937 rng(5);
+            Matrix a = make_a(t), b = make_b(t), c(kFloat32, m, 45, 45 + 7);
+            a.fill_random(rng);
+            b.fill_random(rng);
+            if (beta == 0.0) c.fill(std::numeric_limits<double>::quiet_NaN());
+            else c.fill_random(rng);
+            const Matrix c0 = c;
+            gemm_float32_out(dtype, t.trans_a, t.trans_b, m, 45, 29, -1.5, a.data(), a.ld, b.data(), b.ld, beta,
+                             static_cast<float*>(c.data()), c.ld);
+            Case as_float32 = t;
+            as_float32.dtype = kFloat32;  // tolerance of float32 accumulation, no output rounding
+            expect_matches(as_float32, a, b, c0, c);
+          }
+  }
+  set_forced_gemm_backend(std::nullopt);
+  float c[1] = {2.0f};
+  gemm_float32_out(kBFloat16, false, false, 1, 1, 0, 1.0, nullptr, 0, nullptr, 1, 0.5, c, 1);
+  EXPECT_EQ(c[0], 1.0f);  // k == 0: C = beta * C
+  EXPECT_THROW(gemm_float32_out(kFloat64, false, false, 1, 1, 1, 1.0, c, 1, c, 1, 0.0, c, 1), Error);
 }
 
 TEST(Gemm, BlockCrossingSizes) {

@@ -181,10 +181,8 @@ Results run_kernel(const Problem& p, const LinearCrossEntropyFuncOptions& o, con
   const int64_t chunk_rows = std::min(p.chunk_tokens, p.tokens);
   Tensor logits = empty({chunk_rows, p.classes}, acc);
   Tensor x_wide, grad_x_wide;
-  if (is_low_precision(dtype)) {
-    x_wide = empty({chunk_rows, p.hidden}, kFloat32);
-    grad_x_wide = empty({chunk_rows, p.hidden}, kFloat32);
-  }
+  if (is_low_precision(dtype)) grad_x_wide = empty({chunk_rows, p.hidden}, kFloat32);
+  if (dtype == kFloat16) x_wide = empty({chunk_rows, p.hidden}, kFloat32);
 
   cpu::LceProblem problem;
   problem.dtype = dtype;
