@@ -302,13 +302,14 @@ class Driver {
     });
   }
 
-  // grad_x rows [c0, c0 + rows) = d @ weight, in parallel over (token block, hidden tile).
-  // All classes in one product; float16 (weight tiles widened) sums class tiles in order.
+  // grad_x rows [c0, c0 + rows) = d @ weight, in parallel over (token block, hidden tile),
+  // summing class tiles in order: one product over all classes (k = 128256) ran 10-20% slower
+  // on oneDNN, and float16 widens its weight tiles.
   void compute_grad_x(const Operand& d, int64_t rows, int64_t c0) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     const int64_t hidden_tiles = tile_count(hidden, kLceHiddenTile);
     Acc* grad_x = low_ ? reinterpret_cast<Acc*>(ws_.grad_x_wide) : static_cast<Acc*>(out_.grad_x) + c0 * hidden;
-    const int64_t class_step = widened_ ? kLceClassTile : classes;
+    const int64_t class_step = kLceClassTile;
     for_each_tile(tile_count(rows, block) * hidden_tiles, [&](int64_t t) {
       const int64_t b0 = (t / hidden_tiles) * block, h0 = (t % hidden_tiles) * kLceHiddenTile;
       const int64_t count = std::min(block, rows - b0), width = std::min(kLceHiddenTile, hidden - h0);
