@@ -2,7 +2,7 @@
 // model, optimizer, clipping and packed byte batches of the default corpus), in float32
 // and bfloat16 compute. bench/peers/gpt_torch.py prints PyTorch's figure for the same run.
 #include "bench.h"
-#include "cli/train_step.h"
+#include "train/train_step.h"
 #include "ember/ember.h"
 
 namespace ember::bench {
@@ -26,10 +26,10 @@ nlohmann::json run(const Options& options) {
     models::GPTConfig config;
     models::GPT model(config);
     model->set_compute_dtype(dtype);
-    optim::AdamW optimizer = cli::make_optimizer(model, 2e-3, 0.1);
+    optim::AdamW optimizer = train::make_optimizer(model, 2e-3, 0.1);
     int64_t index = 0;
     auto step = [&] {
-      return cli::train_step(
+      return train::train_step(
           model, optimizer, 1,
           [&](int64_t) { return data::sample_batch(streams.train, batch, seq_len, 1, static_cast<uint64_t>(index++)); },
           1.0, {});

@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "args.h"
-#include "cpu/random.h"
 #include "ember/ember.h"
 #include "run_files.h"
 
@@ -95,7 +94,7 @@ int run_generate(const std::vector<std::string>& argv) {
   Tensor logits = prefill(max_len, cache);
   std::cout << prompt << std::flush;
   for (int64_t i = 0; i < count; ++i) {
-    const double u = static_cast<double>(cpu::random_bits(seed, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    const double u = static_cast<double>(random_bits(seed, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
     const int64_t next = sample(logits, temperature, top_k, top_p, u);
     tokens.push_back(next);
     std::cout << tokenizer->decode({next}) << std::flush;

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
-#include "cpu/attention/flex.h"
+#include "cpu/attention/flex_attention.h"
 #include "nn/attention/flex_problem.h"
 
 namespace ember::nn::attention {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/attention/flex.h"
+#include "cpu/attention/flex_attention.h"
 #include "ember/nn/attention/flex_attention.h"
 
 namespace ember::nn::attention {

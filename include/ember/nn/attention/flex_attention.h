@@ -15,7 +15,6 @@
 
 #include "ember/nn/attention/block_mask.h"
 #include "ember/nn/attention/mod_math.h"
-#include "ember/nn/attention/score_tile.h"
 #include "ember/tensor.h"
 
 namespace ember::nn::attention {

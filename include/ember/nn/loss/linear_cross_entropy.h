@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "ember/nn/arg.h"
+#include "ember/arg.h"
 #include "ember/nn/enums.h"
 #include "ember/nn/module.h"
 #include "ember/nn/pimpl.h"

@@ -3,7 +3,7 @@
 // block sizes, GQA, broadcasting and dtypes.
 #include <gtest/gtest.h>
 
-#include "attention/reference.h"
+#include "nn/attention/reference.h"
 #include "ember/nn/attention.h"
 
 namespace ember::testutil {

@@ -1,4 +1,4 @@
-// Tile operations of the fused attention kernels (cpu/attention/tile_kernels.h), built per
+// Tile operations of the fused attention kernels (cpu/attention/flex_attention_tiles.h), built per
 // instruction set. float32 has an in-register micro-kernel and a vector exp; float64 (the
 // gradcheck path) uses plain loops the compiler vectorizes.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*, GCC bug 105593).
@@ -6,7 +6,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
-#include "cpu/attention/tile_kernels.h"
+#include "cpu/attention/flex_attention_tiles.h"
 #include "cpu/simd/simd_common.h"
 
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
