@@ -326,15 +326,9 @@ void LinearCrossEntropyLossImpl::reset_parameters() {
 Tensor LinearCrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::linear_cross_entropy(input, weight, target,
                                           LinearCrossEntropyFuncOptions()
-                                              .bias(bias)
-                                              .class_weight(class_weight)
-                                              .reduction(options.reduction())
-                                              .ignore_index(options.ignore_index())
-                                              .label_smoothing(options.label_smoothing())
-                                              .z_loss(options.z_loss())
-                                              .softcap(options.softcap())
-                                              .chunk_size(options.chunk_size())
-                                              .memory_budget(options.memory_budget()));
+                                              .settings(options.settings())
+                                              .class_weight(class_weight)  // the buffer: load_state_dict and to() act on it
+                                              .bias(bias));
 }
 
 void LinearCrossEntropyLossImpl::pretty_print(std::ostream& stream) const {
