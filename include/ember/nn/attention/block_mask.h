@@ -44,16 +44,23 @@ using ember::detail::ScoreTile;
 using ember::detail::TileFunction;
 using ember::detail::TilePass;
 
-// A mask_mod behind one virtual call per tile (Note [Mods over tiles]).
-class MaskMod {
+// A user mod, mask_mod or score_mod, behind one indirect call per tile (Note [Mods over
+// tiles]): the kernels call its tile_function(). Held by shared_ptr, so that the backward
+// pass can still run it after the call that built it has returned.
+class TileMod {
  public:
-  virtual ~MaskMod() = default;
+  virtual ~TileMod() = default;
+  virtual TileFunction tile_function() const = 0;
+};
+
+// A mask_mod: its tile function sets masked-out scores to -inf (and their dscore to 0 in
+// the Derivative pass); block masks also ask it about single elements and whole tiles.
+class MaskMod : public TileMod {
+ public:
   virtual bool at(int32_t b, int32_t h, int32_t q, int32_t kv) const = 0;
   // Looks at every element of the tile [q_begin, q_end) x [kv_begin, kv_end).
   virtual TileState classify(int32_t b, int32_t h, int32_t q_begin, int32_t q_end, int32_t kv_begin,
                              int32_t kv_end) const = 0;
-  // Sets masked-out scores to -inf (and their dscore to 0 in the Derivative pass).
-  virtual TileFunction tile_function() const = 0;
 };
 
 template <typename F>
