@@ -57,11 +57,10 @@ int64_t sample(const Tensor& logits, double temperature, int64_t top_k, double t
 }  // namespace
 
 int run_generate(const std::vector<std::string>& argv) {
-  for (const auto& a : argv)
-    if (a == "--help" || a == "-h") {
-      std::cout << kGenerateHelp;
-      return 0;
-    }
+  if (asks_for_help(argv)) {
+    std::cout << kGenerateHelp;
+    return 0;
+  }
   Args args(argv, {"checkpoint", "run", "prompt", "tokens", "temperature", "top-k", "top-p", "seed", "threads"}, {});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   std::string path = args.get("checkpoint", args.has("run") ? args.get("run", "") + "/checkpoint.safetensors" : "");

@@ -434,11 +434,10 @@ class TrainingRun {
 }  // namespace
 
 int run_train(const std::vector<std::string>& argv) {
-  for (const auto& a : argv)
-    if (a == "--help" || a == "-h") {
-      std::cout << kTrainHelp;
-      return 0;
-    }
+  if (asks_for_help(argv)) {
+    std::cout << kTrainHelp;
+    return 0;
+  }
   const TrainOptions options = parse_options(argv);
   const Placement placement = place(options);
   const RunData run_data = load_data(options, placement);

@@ -161,61 +161,49 @@ static inline double exp_of(double x) { return __builtin_exp(x); }
 using vf = __m512;
 using vi = __m512i;
 constexpr int kNativeWidth = 16;
-static inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
-static inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
-static inline vf vset(float x) { return _mm512_set1_ps(x); }
-static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
-static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
-static inline vf vfloat_bits(vi a) { return _mm512_castsi512_ps(a); }
-static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
-static inline vi vi_set(int32_t x) { return _mm512_set1_epi32(x); }
-static inline vi vi_exponent(vi a) { return _mm512_slli_epi32(a, 23); }
-static inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-static inline vi vto_int(vf a) { return _mm512_cvtps_epi32(a); }
-static inline vf vzero_below(vf x, vf value, float limit) {
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, vset(limit), _CMP_GE_OQ), value);
-}
+#define EMBER_NATIVE(op) _mm512_##op
 #elif defined(__AVX2__)
 using vf = __m256;
 using vi = __m256i;
 constexpr int kNativeWidth = 8;
-static inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
-static inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
-static inline vf vset(float x) { return _mm256_set1_ps(x); }
-static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
-static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
-static inline vf vfloat_bits(vi a) { return _mm256_castsi256_ps(a); }
-static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
-static inline vi vi_set(int32_t x) { return _mm256_set1_epi32(x); }
-static inline vi vi_exponent(vi a) { return _mm256_slli_epi32(a, 23); }
-static inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-static inline vi vto_int(vf a) { return _mm256_cvtps_epi32(a); }
-static inline vf vzero_below(vf x, vf value, float limit) {
-  return _mm256_and_ps(_mm256_cmp_ps(x, vset(limit), _CMP_GE_OQ), value);
-}
+#define EMBER_NATIVE(op) _mm256_##op
 #else
 using vf = __m128;
 using vi = __m128i;
 constexpr int kNativeWidth = 4;
-static inline vf vload(const float* p) { return _mm_loadu_ps(p); }
-static inline void vstore(float* p, vf v) { _mm_storeu_ps(p, v); }
-static inline vf vset(float x) { return _mm_set1_ps(x); }
-static inline vf vadd(vf a, vf b) { return _mm_add_ps(a, b); }
-static inline vf vsub(vf a, vf b) { return _mm_sub_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm_mul_ps(a, b); }
+#define EMBER_NATIVE(op) _mm_##op
+#endif
+static inline vf vload(const float* p) { return EMBER_NATIVE(loadu_ps)(p); }
+static inline void vstore(float* p, vf v) { EMBER_NATIVE(storeu_ps)(p, v); }
+static inline vf vset(float x) { return EMBER_NATIVE(set1_ps)(x); }
+static inline vf vadd(vf a, vf b) { return EMBER_NATIVE(add_ps)(a, b); }
+static inline vf vsub(vf a, vf b) { return EMBER_NATIVE(sub_ps)(a, b); }
+static inline vf vmul(vf a, vf b) { return EMBER_NATIVE(mul_ps)(a, b); }
+static inline vf vmax(vf a, vf b) { return EMBER_NATIVE(max_ps)(a, b); }
+static inline vi vi_add(vi a, vi b) { return EMBER_NATIVE(add_epi32)(a, b); }
+static inline vi vi_set(int32_t x) { return EMBER_NATIVE(set1_epi32)(x); }
+static inline vi vi_exponent(vi a) { return EMBER_NATIVE(slli_epi32)(a, 23); }
+static inline vi vto_int(vf a) { return EMBER_NATIVE(cvtps_epi32)(a); }  // rounds to nearest even
+#undef EMBER_NATIVE
+
+// The operations whose intrinsics differ by more than their prefix.
+#if defined(__AVX512F__)
+static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vfloat_bits(vi a) { return _mm512_castsi512_ps(a); }
+static inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vf vzero_below(vf x, vf value, float limit) {
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, vset(limit), _CMP_GE_OQ), value);
+}
+#elif defined(__AVX2__)
+static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf vfloat_bits(vi a) { return _mm256_castsi256_ps(a); }
+static inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vf vzero_below(vf x, vf value, float limit) {
+  return _mm256_and_ps(_mm256_cmp_ps(x, vset(limit), _CMP_GE_OQ), value);
+}
+#else
 static inline vf vfma(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
-static inline vf vmax(vf a, vf b) { return _mm_max_ps(a, b); }
 static inline vf vfloat_bits(vi a) { return _mm_castsi128_ps(a); }
-static inline vi vi_add(vi a, vi b) { return _mm_add_epi32(a, b); }
-static inline vi vi_set(int32_t x) { return _mm_set1_epi32(x); }
-static inline vi vi_exponent(vi a) { return _mm_slli_epi32(a, 23); }
-static inline vi vto_int(vf a) { return _mm_cvtps_epi32(a); }  // rounds to nearest even
 static inline vf vround(vf a) { return _mm_cvtepi32_ps(vto_int(a)); }
 static inline vf vzero_below(vf x, vf value, float limit) { return _mm_and_ps(_mm_cmpge_ps(x, vset(limit)), value); }
 #endif
