@@ -30,7 +30,7 @@
 #include <thread>
 
 #include "bench.h"
-#include "cli/train_step.h"
+#include "train/train_step.h"
 #include "ember/distributed.h"
 #include "ember/ember.h"
 #include "netns.h"
@@ -87,8 +87,8 @@ nlohmann::json train_as_rank(const Options& options, bool separate_reduce_scatte
   const models::GPTConfig config = bench_gpt();
   manual_seed(1337);
   models::GPT model(config);
-  const cli::ShardedTraining sharded = cli::shard_for_training(model, separate_reduce_scatter);
-  optim::AdamW optimizer = cli::make_optimizer(model, 1e-3, 0.1);
+  const train::ShardedTraining sharded = train::shard_for_training(model, separate_reduce_scatter);
+  optim::AdamW optimizer = train::make_optimizer(model, 1e-3, 0.1);
 
   const int total_steps = kWarmupSteps + measured_steps(options);
   const int64_t rows = kGlobalBatch / world;
@@ -104,7 +104,7 @@ nlohmann::json train_as_rank(const Options& options, bool separate_reduce_scatte
   for (int step = 0; step < total_steps; ++step) {
     distributed::reset_comm_wait_stats();
     const auto start = std::chrono::steady_clock::now();
-    cli::train_step(
+    train::train_step(
         model, optimizer, 1, [&](int64_t) { return batches[static_cast<size_t>(step)]; }, 1.0, {}, &sharded);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (step < kWarmupSteps) continue;

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "bench.h"
-#include "cli/train_step.h"
+#include "train/train_step.h"
 #include "ember/ember.h"
 
 namespace ember::bench {
@@ -47,13 +47,13 @@ nlohmann::json run(const Options& options) {
     models::GPTConfig config;
     models::GPT model(config);
     model->set_compute_dtype(dtype);
-    optim::AdamW optimizer = cli::make_optimizer(model, 2e-3, 0.1);
+    optim::AdamW optimizer = train::make_optimizer(model, 2e-3, 0.1);
     int64_t index = 0;
     std::vector<double> step_ms;
     auto run_steps = [&](int count, bool timed) {
       for (int i = 0; i < count; ++i) {
         const auto start = std::chrono::steady_clock::now();
-        cli::train_step(
+        train::train_step(
             model, optimizer, 1,
             [&](int64_t) { return data::sample_batch(streams.train, batch, seq_len, 1, static_cast<uint64_t>(index++)); },
             1.0, {});

@@ -28,6 +28,11 @@ class Generator {
   GeneratorState state_;
 };
 
+// A uniform 64-bit value for counter `index` of the stream `seed`: the same Philox draw as
+// the tensor generators, for code that needs a few reproducible numbers and no tensor
+// (data order, sampling).
+uint64_t random_bits(uint64_t seed, uint64_t index);
+
 // The default generator used by rand/randn/randint/dropout.
 Generator& default_generator();
 void manual_seed(uint64_t seed);

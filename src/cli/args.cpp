@@ -78,4 +78,10 @@ double Args::get_double(const std::string& name, double fallback) const {
   return v;
 }
 
+bool asks_for_help(const std::vector<std::string>& argv) {
+  for (const auto& a : argv)
+    if (a == "--help" || a == "-h") return true;
+  return false;
+}
+
 }  // namespace ember::cli

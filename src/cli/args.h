@@ -13,6 +13,9 @@ struct UsageError {
   std::string message;
 };
 
+// Whether the command line asks for the subcommand's help (--help or -h anywhere).
+bool asks_for_help(const std::vector<std::string>& argv);
+
 class Args {
  public:
   // `switches` take no value. Unknown flags are errors.

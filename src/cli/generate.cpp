@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "args.h"
-#include "cpu/random.h"
 #include "ember/ember.h"
 #include "run_files.h"
 
@@ -58,11 +57,10 @@ int64_t sample(const Tensor& logits, double temperature, int64_t top_k, double t
 }  // namespace
 
 int run_generate(const std::vector<std::string>& argv) {
-  for (const auto& a : argv)
-    if (a == "--help" || a == "-h") {
-      std::cout << kGenerateHelp;
-      return 0;
-    }
+  if (asks_for_help(argv)) {
+    std::cout << kGenerateHelp;
+    return 0;
+  }
   Args args(argv, {"checkpoint", "run", "prompt", "tokens", "temperature", "top-k", "top-p", "seed", "threads"}, {});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   std::string path = args.get("checkpoint", args.has("run") ? args.get("run", "") + "/checkpoint.safetensors" : "");
@@ -95,7 +93,7 @@ int run_generate(const std::vector<std::string>& argv) {
   Tensor logits = prefill(max_len, cache);
   std::cout << prompt << std::flush;
   for (int64_t i = 0; i < count; ++i) {
-    const double u = static_cast<double>(cpu::random_bits(seed, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    const double u = static_cast<double>(random_bits(seed, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
     const int64_t next = sample(logits, temperature, top_k, top_p, u);
     tokens.push_back(next);
     std::cout << tokenizer->decode({next}) << std::flush;

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
-#include "distributed/text_file.h"
 #include "ember/ember.h"
+#include "ember/io/atomic_file.h"
 #include "run_files.h"
-#include "train_step.h"
+#include "train/train_step.h"
 
 namespace ember::cli {
 namespace {
@@ -70,12 +70,6 @@ const std::set<std::string> kFlags = {
     "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads",
     "comm-timeout"};
 
-double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr) {
-  if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
-  const double progress = std::min(1.0, static_cast<double>(step - warmup) / std::max<int64_t>(1, total - warmup));
-  return min_lr + (lr - min_lr) * 0.5 * (1 + std::cos(M_PI * progress));
-}
-
 std::string format_seconds(double s) {
   const int64_t t = static_cast<int64_t>(s);
   return std::to_string(t / 60) + "m" + (t % 60 < 10 ? "0" : "") + std::to_string(t % 60) + "s";
@@ -111,235 +105,353 @@ void remove_sharded_checkpoint(const std::filesystem::path& directory) {
   std::filesystem::remove_all(directory);
 }
 
-}  // namespace
-
-int run_train(const std::vector<std::string>& argv) {
-  for (const auto& a : argv)
-    if (a == "--help" || a == "-h") {
-      std::cout << kTrainHelp;
-      return 0;
-    }
-  Args args(argv, kFlags, {"resume", "auto-resume", "fsdp"});
-  if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
-  const std::string out_dir = args.get("out", "runs/default");
-  const std::string ckpt_path = out_dir + "/checkpoint.safetensors";
-  const bool fsdp = args.get_switch("fsdp"), auto_resume = args.get_switch("auto-resume");
-  if (auto_resume && args.get_switch("resume")) throw UsageError{"--resume and --auto-resume exclude each other"};
-  const std::string sharded_dir = out_dir + "/checkpoints";
-  // The checkpoint to resume from (the latest complete one): --resume needs one,
-  // --auto-resume takes one if there is one.
-  const std::string resume_from = fsdp ? latest_sharded_checkpoint(sharded_dir)
-                                       : (std::filesystem::exists(ckpt_path) ? ckpt_path : "");
-  if (args.get_switch("resume"))
-    EMBER_CHECK(!resume_from.empty(), "train", "--resume: no ",
-                fsdp ? "complete sharded checkpoint in '" + sharded_dir + "'" : "checkpoint at '" + ckpt_path + "'");
-  const bool resume = !resume_from.empty() && (args.get_switch("resume") || auto_resume);
-  const std::string dtype = args.get("dtype", "float32");
-  if (dtype != "float32" && dtype != "bfloat16")
-    throw UsageError{"--dtype must be float32 or bfloat16, got '" + dtype + "'"};
-
-  const int64_t batch = args.get_int("batch-size", 16), seq_len = args.get_int("seq-len", 128);
-  const int64_t accum = args.get_int("accum", 1), max_steps = args.get_int("max-steps", 1000);
-  const int64_t stop_at = args.get_int("stop-at", max_steps), warmup = args.get_int("warmup", 50);
-  const int64_t eval_every = args.get_int("eval-every", 100), eval_batches = args.get_int("eval-batches", 8);
-  const int64_t ckpt_every = args.get_int("ckpt-every", 100), val_every = args.get_int("val-every", 20);
-  const uint64_t seed = static_cast<uint64_t>(args.get_int("seed", 1337));
-  const double lr = args.get_double("lr", 2e-3), min_lr = args.get_double("min-lr", 2e-4);
-  const double max_time = args.get_double("max-time", 0), clip = args.get_double("clip", 1.0);
-  models::LossOptions loss_options{args.get_double("label-smoothing", 0), args.get_double("z-loss", 0)};
-  for (auto [name, v] : {std::pair{"batch-size", batch}, {"seq-len", seq_len}, {"accum", accum}, {"max-steps", max_steps},
-                         {"eval-every", eval_every}, {"eval-batches", eval_batches}, {"ckpt-every", ckpt_every}})
-    if (v <= 0) throw UsageError{std::string("--") + name + " must be positive, got " + std::to_string(v)};
-  if (!fsdp && args.has("comm-timeout")) throw UsageError{"--comm-timeout needs --fsdp"};
-  if (fsdp) {
-    const double timeout_s = args.get_double("comm-timeout", 1800);
-    if (timeout_s <= 0) throw UsageError{"--comm-timeout must be positive, got " + args.get("comm-timeout", "")};
-    distributed::init_process_group(
-        {.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(timeout_s * 1000)))});
-    // Every rank must resume from the same checkpoint (they read one shared directory).
-    const int64_t resume_step =
-        resume ? distributed::fsdp::read_sharded_checkpoint_info(resume_from).step : -1;
-    EMBER_CHECK(same_on_all_ranks(resume_step), "train", "the ranks found different checkpoints to resume from in '",
-                sharded_dir, "' (this rank: '", resume_from, "'); do they share one file system?");
-  }
-  const int rank = fsdp ? distributed::get_rank() : 0, world_size = fsdp ? distributed::get_world_size() : 1;
-  if (batch % world_size != 0)
-    throw UsageError{"--batch-size " + std::to_string(batch) + " does not divide by the " +
-                     std::to_string(world_size) + " ranks"};
-  const bool writes_files = rank == 0;  // metrics, plot and progress: one rank writes them
-  // This rank's rows of a batch of the whole run.
-  auto rows_of = [&](data::Batch b) {
-    if (world_size == 1) return b;
-    const int64_t rows = batch / world_size;
-    return data::Batch{b.inputs.narrow(0, rank * rows, rows), b.targets.narrow(0, rank * rows, rows),
-                       b.doc_ids.defined() ? b.doc_ids.narrow(0, rank * rows, rows) : Tensor()};
-  };
-
-  // Settings that define the run: a resumed run must use the same ones.
-  nlohmann::json train_settings = {{"batch_size", batch}, {"seq_len", seq_len}, {"accum", accum},
-                                   {"max_steps", max_steps}, {"warmup", warmup}, {"lr", lr}, {"min_lr", min_lr},
-                                   {"seed", seed}, {"val_every", val_every}, {"dtype", dtype},
-                                   {"data", args.get("data", data::default_corpus_path())}};
-
-  std::string text = data::read_corpus(args.get("data", data::default_corpus_path()));
-  std::vector<std::string> documents = data::split_documents(text);
-  EMBER_CHECK(documents.size() >= 2, "data", "the corpus has ", documents.size(), " document(s); need at least 2");
+// The flags of a run, read and checked.
+struct TrainOptions {
+  std::string out_dir, ckpt_path, sharded_dir, data_path, tokenizer, dtype;
+  bool fsdp = false, resume = false, auto_resume = false;
+  int64_t batch = 0, seq_len = 0, accum = 0, max_steps = 0, stop_at = 0, warmup = 0;
+  int64_t eval_every = 0, eval_batches = 0, ckpt_every = 0, val_every = 0;
+  uint64_t seed = 0;
+  double lr = 0, min_lr = 0, max_time = 0, clip = 0, weight_decay = 0, comm_timeout_s = 0;
+  models::LossOptions loss_options;
+  std::optional<int64_t> dim, layers, heads, kv_heads, hidden, window;
 
   // Model flags override the defaults, or on --resume must agree with the checkpoint.
-  auto model_config = [&](models::GPTConfig c) {
-    c.dim = args.get_int("dim", c.dim);
-    c.n_layers = args.get_int("layers", c.n_layers);
-    c.n_heads = args.get_int("heads", c.n_heads);
-    c.n_kv_heads = args.get_int("kv-heads", c.n_kv_heads);
-    c.hidden_dim = args.get_int("hidden", c.hidden_dim);
-    c.window = args.get_int("window", c.window);
+  models::GPTConfig model_config(models::GPTConfig c) const {
+    c.dim = dim.value_or(c.dim);
+    c.n_layers = layers.value_or(c.n_layers);
+    c.n_heads = heads.value_or(c.n_heads);
+    c.n_kv_heads = kv_heads.value_or(c.n_kv_heads);
+    c.hidden_dim = hidden.value_or(c.hidden_dim);
+    c.window = window.value_or(c.window);
     return c;
-  };
+  }
+
+  // Settings that define the run: a resumed run must use the same ones.
+  nlohmann::json settings() const {
+    return {{"batch_size", batch}, {"seq_len", seq_len}, {"accum", accum}, {"max_steps", max_steps},
+            {"warmup", warmup}, {"lr", lr}, {"min_lr", min_lr}, {"seed", seed}, {"val_every", val_every},
+            {"dtype", dtype}, {"data", data_path}};
+  }
+};
+
+TrainOptions parse_options(const std::vector<std::string>& argv) {
+  Args args(argv, kFlags, {"resume", "auto-resume", "fsdp"});
+  if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
+  TrainOptions o;
+  o.out_dir = args.get("out", "runs/default");
+  o.ckpt_path = o.out_dir + "/checkpoint.safetensors";
+  o.sharded_dir = o.out_dir + "/checkpoints";
+  o.fsdp = args.get_switch("fsdp");
+  o.resume = args.get_switch("resume");
+  o.auto_resume = args.get_switch("auto-resume");
+  if (o.auto_resume && o.resume) throw UsageError{"--resume and --auto-resume exclude each other"};
+  o.dtype = args.get("dtype", "float32");
+  if (o.dtype != "float32" && o.dtype != "bfloat16")
+    throw UsageError{"--dtype must be float32 or bfloat16, got '" + o.dtype + "'"};
+  o.data_path = args.get("data", data::default_corpus_path());
+  o.tokenizer = args.get("tokenizer", "byte");
+  o.batch = args.get_int("batch-size", 16), o.seq_len = args.get_int("seq-len", 128);
+  o.accum = args.get_int("accum", 1), o.max_steps = args.get_int("max-steps", 1000);
+  o.stop_at = args.get_int("stop-at", o.max_steps), o.warmup = args.get_int("warmup", 50);
+  o.eval_every = args.get_int("eval-every", 100), o.eval_batches = args.get_int("eval-batches", 8);
+  o.ckpt_every = args.get_int("ckpt-every", 100), o.val_every = args.get_int("val-every", 20);
+  o.seed = static_cast<uint64_t>(args.get_int("seed", 1337));
+  o.lr = args.get_double("lr", 2e-3), o.min_lr = args.get_double("min-lr", 2e-4);
+  o.max_time = args.get_double("max-time", 0), o.clip = args.get_double("clip", 1.0);
+  o.weight_decay = args.get_double("weight-decay", 0.1);
+  o.loss_options = {args.get_double("label-smoothing", 0), args.get_double("z-loss", 0)};
+  for (auto [name, v] : {std::pair{"batch-size", o.batch}, {"seq-len", o.seq_len}, {"accum", o.accum},
+                         {"max-steps", o.max_steps}, {"eval-every", o.eval_every}, {"eval-batches", o.eval_batches},
+                         {"ckpt-every", o.ckpt_every}})
+    if (v <= 0) throw UsageError{std::string("--") + name + " must be positive, got " + std::to_string(v)};
+  for (auto [flag, field] : {std::pair{"dim", &o.dim}, {"layers", &o.layers}, {"heads", &o.heads},
+                             {"kv-heads", &o.kv_heads}, {"hidden", &o.hidden}, {"window", &o.window}})
+    if (args.has(flag)) *field = args.get_int(flag, 0);
+  if (!o.fsdp && args.has("comm-timeout")) throw UsageError{"--comm-timeout needs --fsdp"};
+  o.comm_timeout_s = args.get_double("comm-timeout", 1800);
+  if (o.comm_timeout_s <= 0) throw UsageError{"--comm-timeout must be positive, got " + args.get("comm-timeout", "")};
+  return o;
+}
+
+// Where this process stands: its rank (with --fsdp, after joining the process group) and the
+// checkpoint it continues from, empty for a fresh start.
+struct Placement {
+  int rank = 0, world_size = 1;
+  std::string resume_from;
+  bool resuming() const { return !resume_from.empty(); }
+  bool writes_files() const { return rank == 0; }  // metrics, plot and progress: one rank writes them
+};
+
+Placement place(const TrainOptions& o) {
+  // The latest complete checkpoint: --resume needs one, --auto-resume takes one if there is one.
+  const std::string latest =
+      o.fsdp ? latest_sharded_checkpoint(o.sharded_dir) : (std::filesystem::exists(o.ckpt_path) ? o.ckpt_path : "");
+  if (o.resume)
+    EMBER_CHECK(!latest.empty(), "train", "--resume: no ",
+                o.fsdp ? "complete sharded checkpoint in '" + o.sharded_dir + "'"
+                       : "checkpoint at '" + o.ckpt_path + "'");
+  Placement p;
+  if (o.resume || o.auto_resume) p.resume_from = latest;
+  if (o.fsdp) {
+    distributed::init_process_group(
+        {.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::ceil(o.comm_timeout_s * 1000)))});
+    // Every rank must resume from the same checkpoint (they read one shared directory).
+    const int64_t resume_step =
+        p.resuming() ? distributed::fsdp::read_sharded_checkpoint_info(p.resume_from).step : -1;
+    EMBER_CHECK(train::same_on_all_ranks(resume_step), "train",
+                "the ranks found different checkpoints to resume from in '", o.sharded_dir, "' (this rank: '",
+                p.resume_from, "'); do they share one file system?");
+    p.rank = distributed::get_rank();
+    p.world_size = distributed::get_world_size();
+  }
+  if (o.batch % p.world_size != 0)
+    throw UsageError{"--batch-size " + std::to_string(o.batch) + " does not divide by the " +
+                     std::to_string(p.world_size) + " ranks"};
+  return p;
+}
+
+// The corpus as token streams, with the tokenizer and model config that go with them (the
+// checkpoint's on resume).
+struct RunData {
   models::GPTConfig config;
   std::unique_ptr<data::Tokenizer> tokenizer;
-  int64_t start_step = 0;
-  if (resume) {
+  data::SplitStreams streams;
+};
+
+RunData load_data(const TrainOptions& o, const Placement& p) {
+  const std::string text = data::read_corpus(o.data_path);
+  const std::vector<std::string> documents = data::split_documents(text);
+  EMBER_CHECK(documents.size() >= 2, "data", "the corpus has ", documents.size(), " document(s); need at least 2");
+  RunData d;
+  if (p.resuming()) {
     const RunInfo info =
-        fsdp ? run_info_from(distributed::fsdp::read_sharded_checkpoint_info(resume_from).metadata, resume_from)
-             : read_run_info(resume_from);
-    config = info.config;
-    EMBER_CHECK(model_config(config) == config, "train", "--resume: the checkpoint's model is ", config.to_json(),
-                ", not the one the flags ask for");
-    tokenizer = data::make_tokenizer(info.tokenizer_kind, info.tokenizer_state);
-    EMBER_CHECK(nlohmann::json::parse(info.train_json) == train_settings, "train",
+        o.fsdp ? run_info_from(distributed::fsdp::read_sharded_checkpoint_info(p.resume_from).metadata, p.resume_from)
+               : read_run_info(p.resume_from);
+    d.config = info.config;
+    EMBER_CHECK(o.model_config(d.config) == d.config, "train", "--resume: the checkpoint's model is ",
+                d.config.to_json(), ", not the one the flags ask for");
+    d.tokenizer = data::make_tokenizer(info.tokenizer_kind, info.tokenizer_state);
+    EMBER_CHECK(nlohmann::json::parse(info.train_json) == o.settings(), "train",
                 "--resume: the checkpoint was trained with different settings: ", info.train_json);
   } else {
-    const std::string kind = args.get("tokenizer", "byte");
-    tokenizer = kind == "char" ? data::make_tokenizer("char", text) : data::make_tokenizer(kind, "");
-    config = model_config(config);
-    config.vocab_size = tokenizer->vocab_size();
-    config.max_seq_len = std::max<int64_t>(seq_len, 256);
-    config.validate();
+    d.tokenizer = o.tokenizer == "char" ? data::make_tokenizer("char", text) : data::make_tokenizer(o.tokenizer, "");
+    d.config = o.model_config(d.config);
+    d.config.vocab_size = d.tokenizer->vocab_size();
+    d.config.max_seq_len = std::max<int64_t>(o.seq_len, 256);
+    d.config.validate();
   }
-  EMBER_CHECK(seq_len <= config.max_seq_len, "train", "--seq-len ", seq_len, " exceeds the model's max_seq_len ",
-              config.max_seq_len);
-  data::SplitStreams streams = data::tokenize_split(documents, *tokenizer, val_every);
+  EMBER_CHECK(o.seq_len <= d.config.max_seq_len, "train", "--seq-len ", o.seq_len,
+              " exceeds the model's max_seq_len ", d.config.max_seq_len);
+  d.streams = data::tokenize_split(documents, *d.tokenizer, o.val_every);
+  return d;
+}
 
-  manual_seed(seed);
+models::GPT seeded_model(const TrainOptions& o, const models::GPTConfig& config) {
+  manual_seed(o.seed);
   models::GPT model(config);
-  model->set_compute_dtype(dtype == "bfloat16" ? kBFloat16 : kFloat32);
-  std::optional<ShardedTraining> sharded;
-  if (fsdp) {
-    sharded = shard_for_training(model, /*separate_reduce_scatter=*/true);
+  model->set_compute_dtype(o.dtype == "bfloat16" ? kBFloat16 : kFloat32);
+  return model;
+}
+
+// The model, sharded with --fsdp, and its optimizer (built after sharding, over the shards).
+struct RunModel {
+  models::GPT model;
+  std::optional<train::ShardedTraining> sharded;
+  optim::AdamW optimizer;
+
+  RunModel(const TrainOptions& o, const models::GPTConfig& config)
+      : model(seeded_model(o, config)),
+        sharded(o.fsdp ? std::optional(train::shard_for_training(model, /*separate_reduce_scatter=*/true))
+                       : std::nullopt),
+        optimizer(train::make_optimizer(model, o.lr, o.weight_decay)) {}
+};
+
+// The training loop's state and its named steps: resume, step, evaluate, log, checkpoint.
+class TrainingRun {
+ public:
+  TrainingRun(const TrainOptions& o, const Placement& p, const RunData& d, RunModel& m)
+      : o_(o), p_(p), data_(d), m_(m),
+        run_meta_(run_metadata({d.config, d.tokenizer->kind(), d.tokenizer->state(), o.settings().dump()})) {}
+
+  int64_t step() const { return step_; }
+
+  // Loads the checkpoint when resuming, then opens the metrics and starts the clock.
+  void resume() {
+    if (p_.resuming()) {
+      step_ = o_.fsdp ? distributed::fsdp::load_sharded_checkpoint(p_.resume_from, *m_.model, m_.optimizer).step
+                      : io::load_checkpoint(p_.resume_from, *m_.model, m_.optimizer);
+      if (p_.writes_files()) std::cerr << "resuming from " << p_.resume_from << " at step " << step_ << "\n";
+    }
+    start_step_ = step_;
+    saved_step_ = p_.resuming() ? step_ : -1;
+    std::filesystem::create_directories(o_.out_dir);
+    const std::string metrics_path = o_.out_dir + "/metrics.jsonl";
+    if (p_.resuming() && p_.writes_files()) keep_metrics_until(metrics_path, step_);
+    if (p_.writes_files()) metrics_.open(metrics_path, p_.resuming() ? std::ios::app : std::ios::trunc);
+    tty_ = p_.writes_files() && isatty(STDERR_FILENO);
+    start_ = std::chrono::steady_clock::now();
   }
-  optim::AdamW optimizer = make_optimizer(model, lr, args.get_double("weight-decay", 0.1));
-  if (resume) {
-    start_step = fsdp ? distributed::fsdp::load_sharded_checkpoint(resume_from, *model, optimizer).step
-                      : io::load_checkpoint(resume_from, *model, optimizer);
-    if (writes_files) std::cerr << "resuming from " << resume_from << " at step " << start_step << "\n";
+
+  // With --max-time: whether the time is up (on any rank, so that the ranks stop together).
+  bool out_of_time() const {
+    bool out = o_.max_time > 0 && elapsed() >= o_.max_time;
+    if (o_.fsdp && o_.max_time > 0) out = train::mean_over_ranks(out ? 1.0 : 0.0) > 0;
+    return out;
   }
-  std::filesystem::create_directories(out_dir);
-  const io::Metadata run_meta = run_metadata({config, tokenizer->kind(), tokenizer->state(), train_settings.dump()});
+
+  // One optimizer step at the schedule's learning rate; returns its metrics line.
+  nlohmann::json train_one_step() {
+    const double step_lr = train::learning_rate(step_, o_.warmup, o_.max_steps, o_.lr, o_.min_lr);
+    for (auto& group : m_.optimizer.param_groups()) group.options().set_lr(step_lr);
+    const train::StepResult result = train::train_step(
+        m_.model, m_.optimizer, o_.accum,
+        [&](int64_t micro) {
+          return rows_of(data::sample_batch(data_.streams.train, o_.batch, o_.seq_len, o_.seed,
+                                            static_cast<uint64_t>(step_ * o_.accum + micro)));
+        },
+        o_.clip, o_.loss_options, m_.sharded ? &*m_.sharded : nullptr);
+    ++step_;
+    tokens_done_ += o_.batch * o_.seq_len * o_.accum;
+    const double secs = elapsed();
+    train_curve_.push_back({step_, result.loss});
+    return {{"step", step_}, {"loss", result.loss}, {"lr", step_lr}, {"grad_norm", result.grad_norm},
+            {"tokens_per_s", static_cast<double>(tokens_done_) / secs}, {"elapsed_s", secs}};
+  }
+
+  bool evaluation_due() const { return step_ % o_.eval_every == 0 || step_ == o_.max_steps; }
+  bool checkpoint_due() const { return step_ % o_.ckpt_every == 0; }
+
+  // The validation loss (mean over the ranks), recorded on the curve.
+  double evaluate() {
+    NoGradGuard guard;
+    m_.model->eval();
+    double total = 0;
+    for (int64_t i = 0; i < o_.eval_batches; ++i) {
+      data::Batch b = rows_of(
+          data::sample_batch(data_.streams.val, o_.batch, o_.seq_len, o_.seed ^ 0x5eedull, static_cast<uint64_t>(i)));
+      total += m_.model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, models::LossOptions{})
+                   .item<double>();
+    }
+    m_.model->train();
+    const double loss = total / static_cast<double>(o_.eval_batches);
+    last_val_ = o_.fsdp ? train::mean_over_ranks(loss) : loss;
+    val_curve_.push_back({step_, last_val_});
+    return last_val_;
+  }
+
+  // Appends the step's line to metrics.jsonl and shows progress (a bar on a terminal).
+  void log(const nlohmann::json& line) {
+    metrics_ << line.dump() << "\n" << std::flush;
+    const double secs = line["elapsed_s"], tokens_per_s = line["tokens_per_s"];
+    const double eta = o_.max_time > 0 ? std::max(0.0, o_.max_time - secs)
+                                       : secs / static_cast<double>(step_ - start_step_) *
+                                             static_cast<double>(o_.max_steps - step_);
+    if (tty_) {
+      const int width = 30, filled = static_cast<int>(width * step_ / o_.max_steps);
+      std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << step_ << "/"
+                << o_.max_steps << " loss " << line["loss"].get<double>() << " "
+                << static_cast<int64_t>(tokens_per_s) << " tok/s ETA " << format_seconds(eta) << "   " << std::flush;
+    } else if (p_.writes_files() && (step_ % 10 == 0 || line.contains("val_loss"))) {
+      std::cerr << line.dump() << "\n";
+    }
+  }
+
+  // Saves the current step (unless it is saved already: a complete checkpoint is never
+  // rewritten in place) and redraws the loss plot.
+  void checkpoint() {
+    if (step_ != saved_step_ && o_.fsdp) {
+      // A fresh directory per step; the others (older ones, and any left incomplete by a
+      // killed run) go once this one is complete.
+      distributed::fsdp::save_sharded_checkpoint(checkpoint_path(), *m_.model, m_.optimizer, step_, run_meta_);
+      if (p_.writes_files())
+        for (const auto& [other_step, directory] : sharded_checkpoint_directories(o_.sharded_dir))
+          if (other_step != step_) remove_sharded_checkpoint(directory);
+    } else if (step_ != saved_step_) {
+      io::save_checkpoint(o_.ckpt_path, *m_.model, m_.optimizer, step_, run_meta_);
+    }
+    saved_step_ = step_;
+    if (p_.writes_files()) write_loss_svg(o_.out_dir + "/loss.svg", train_curve_, val_curve_);
+  }
+
+  // The last validation (unless this step has one) and checkpoint, and the summary line.
+  void finish() {
+    if (tty_) std::cerr << "\n";
+    if (val_curve_.empty() || val_curve_.back().step != step_)
+      metrics_ << nlohmann::json({{"step", step_}, {"val_loss", evaluate()}}).dump() << "\n";
+    checkpoint();
+    if (p_.writes_files())
+      std::cout << "step " << step_ << " val_loss " << last_val_ << " nats/token, checkpoint " << checkpoint_path()
+                << "\n";
+  }
+
+ private:
+  double elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  std::string checkpoint_path() const {
+    return o_.fsdp ? o_.sharded_dir + "/step_" + std::to_string(step_) : o_.ckpt_path;
+  }
+
+  // This rank's rows of a batch of the whole run.
+  data::Batch rows_of(data::Batch b) const {
+    if (p_.world_size == 1) return b;
+    const int64_t rows = o_.batch / p_.world_size, first = p_.rank * rows;
+    return data::Batch{b.inputs.narrow(0, first, rows), b.targets.narrow(0, first, rows),
+                       b.doc_ids.defined() ? b.doc_ids.narrow(0, first, rows) : Tensor()};
+  }
+
   // A resumed run continues the curve of its checkpoint: lines past it (written before a
-  // crash or kill) are dropped, the earlier ones stay in the file and the plot.
-  // The kept lines replace the file atomically: a kill while they are written loses none.
-  std::vector<MetricPoint> train_curve, val_curve;
-  const std::string metrics_path = out_dir + "/metrics.jsonl";
-  if (resume && writes_files) {
+  // crash or kill) are dropped, the earlier ones stay in the file and the plot. The kept
+  // lines replace the file atomically: a kill while they are written loses none.
+  void keep_metrics_until(const std::string& metrics_path, int64_t last_step) {
     std::string kept;
     std::ifstream old(metrics_path);
     for (std::string line; std::getline(old, line);) {
       auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > start_step) continue;
+      if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > last_step) continue;
       kept += line + "\n";
-      if (j.contains("loss")) train_curve.push_back({j["step"], j["loss"]});
-      if (j.contains("val_loss")) val_curve.push_back({j["step"], j["val_loss"]});
+      if (j.contains("loss")) train_curve_.push_back({j["step"], j["loss"]});
+      if (j.contains("val_loss")) val_curve_.push_back({j["step"], j["val_loss"]});
     }
-    distributed::write_text_atomically(metrics_path, kept, "train");
+    io::write_file_atomically(metrics_path, kept, "train");
   }
-  std::ofstream metrics;
-  if (writes_files) metrics.open(metrics_path, resume ? std::ios::app : std::ios::trunc);
 
-  auto evaluate = [&] {
-    NoGradGuard guard;
-    model->eval();
-    double total = 0;
-    for (int64_t i = 0; i < eval_batches; ++i) {
-      data::Batch b =
-          rows_of(data::sample_batch(streams.val, batch, seq_len, seed ^ 0x5eedull, static_cast<uint64_t>(i)));
-      total += model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, models::LossOptions{})
-                   .item<double>();
-    }
-    model->train();
-    const double loss = total / static_cast<double>(eval_batches);
-    return fsdp ? mean_over_ranks(loss) : loss;
-  };
-  int64_t saved_step = resume ? start_step : -1;  // a complete checkpoint is never rewritten in place
-  auto checkpoint = [&](int64_t step) {
-    if (step != saved_step && fsdp) {
-      // A fresh directory per step; the others (older ones, and any left incomplete by a
-      // killed run) go once this one is complete.
-      distributed::fsdp::save_sharded_checkpoint(sharded_dir + "/step_" + std::to_string(step), *model, optimizer,
-                                                 step, run_meta);
-      if (writes_files)
-        for (const auto& [other_step, directory] : sharded_checkpoint_directories(sharded_dir))
-          if (other_step != step) remove_sharded_checkpoint(directory);
-    } else if (step != saved_step) {
-      io::save_checkpoint(ckpt_path, *model, optimizer, step, run_meta);
-    }
-    saved_step = step;
-    if (writes_files) write_loss_svg(out_dir + "/loss.svg", train_curve, val_curve);
-  };
+  const TrainOptions& o_;
+  const Placement& p_;
+  const RunData& data_;
+  RunModel& m_;
+  const io::Metadata run_meta_;
+  std::vector<MetricPoint> train_curve_, val_curve_;
+  std::ofstream metrics_;
+  int64_t start_step_ = 0, step_ = 0, saved_step_ = -1, tokens_done_ = 0;
+  double last_val_ = NAN;
+  bool tty_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
 
-  const bool tty = writes_files && isatty(STDERR_FILENO);
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
-  int64_t step = start_step, tokens_done = 0;
-  double last_val = NAN;
-  while (step < std::min(stop_at, max_steps)) {
-    bool out_of_time = max_time > 0 && elapsed() >= max_time;
-    if (fsdp && max_time > 0) out_of_time = mean_over_ranks(out_of_time ? 1.0 : 0.0) > 0;  // stop together
-    if (out_of_time) break;
-    const double step_lr = learning_rate(step, warmup, max_steps, lr, min_lr);
-    for (auto& group : optimizer.param_groups()) group.options().set_lr(step_lr);
-    const StepResult result = train_step(
-        model, optimizer, accum,
-        [&](int64_t micro) {
-          return rows_of(
-              data::sample_batch(streams.train, batch, seq_len, seed, static_cast<uint64_t>(step * accum + micro)));
-        },
-        clip, loss_options, sharded ? &*sharded : nullptr);
-    const double step_loss = result.loss, grad_norm = result.grad_norm;
-    ++step;
-    tokens_done += batch * seq_len * accum;
-    const double secs = elapsed(), tokens_per_s = static_cast<double>(tokens_done) / secs;
-    train_curve.push_back({step, step_loss});
-    nlohmann::json line = {{"step", step}, {"loss", step_loss}, {"lr", step_lr}, {"grad_norm", grad_norm},
-                           {"tokens_per_s", tokens_per_s}, {"elapsed_s", secs}};
-    if (step % eval_every == 0 || step == max_steps) {
-      last_val = evaluate();
-      val_curve.push_back({step, last_val});
-      line["val_loss"] = last_val;
-    }
-    metrics << line.dump() << "\n" << std::flush;
-    const double eta = max_time > 0 ? std::max(0.0, max_time - secs)
-                                    : secs / static_cast<double>(step - start_step) * static_cast<double>(max_steps - step);
-    if (tty) {
-      const int width = 30, filled = static_cast<int>(width * step / max_steps);
-      std::cerr << "\r[" << std::string(filled, '#') << std::string(width - filled, '.') << "] step " << step << "/"
-                << max_steps << " loss " << step_loss << " " << static_cast<int64_t>(tokens_per_s) << " tok/s ETA "
-                << format_seconds(eta) << "   " << std::flush;
-    } else if (writes_files && (step % 10 == 0 || line.contains("val_loss"))) {
-      std::cerr << line.dump() << "\n";
-    }
-    if (step % ckpt_every == 0) checkpoint(step);
+}  // namespace
+
+int run_train(const std::vector<std::string>& argv) {
+  if (asks_for_help(argv)) {
+    std::cout << kTrainHelp;
+    return 0;
   }
-  if (tty) std::cerr << "\n";
-  if (val_curve.empty() || val_curve.back().step != step) {
-    last_val = evaluate();
-    val_curve.push_back({step, last_val});
-    metrics << nlohmann::json({{"step", step}, {"val_loss", last_val}}).dump() << "\n";
+  const TrainOptions options = parse_options(argv);
+  const Placement placement = place(options);
+  const RunData run_data = load_data(options, placement);
+  RunModel model(options, run_data.config);
+  TrainingRun run(options, placement, run_data, model);
+  run.resume();
+  while (run.step() < std::min(options.stop_at, options.max_steps) && !run.out_of_time()) {
+    nlohmann::json line = run.train_one_step();
+    if (run.evaluation_due()) line["val_loss"] = run.evaluate();
+    run.log(line);
+    if (run.checkpoint_due()) run.checkpoint();
   }
-  checkpoint(step);
-  if (writes_files)
-    std::cout << "step " << step << " val_loss " << last_val << " nats/token, checkpoint "
-              << (fsdp ? sharded_dir + "/step_" + std::to_string(step) : ckpt_path) << "\n";
-  if (fsdp) distributed::destroy_process_group();
+  run.finish();
+  if (options.fsdp) distributed::destroy_process_group();
   return 0;
 }
 

@@ -7,7 +7,7 @@
 #include "ember/backends.h"
 #include "ember/ember.h"
 #include "info.h"
-#include "train_step.h"
+#include "train/train_step.h"
 
 namespace ember::cli {
 namespace {
@@ -29,11 +29,10 @@ const std::set<std::string> kFlags = {"dim",     "layers",     "heads", "kv-head
 }  // namespace
 
 int run_tune(const std::vector<std::string>& argv) {
-  for (const auto& a : argv)
-    if (a == "--help" || a == "-h") {
-      std::cout << kTuneHelp;
-      return 0;
-    }
+  if (asks_for_help(argv)) {
+    std::cout << kTuneHelp;
+    return 0;
+  }
   Args args(argv, kFlags, {});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   models::GPTConfig config;
@@ -57,12 +56,12 @@ int run_tune(const std::vector<std::string>& argv) {
     manual_seed(0);
     models::GPT model(config);
     model->set_compute_dtype(compute);
-    optim::AdamW optimizer = make_optimizer(model, 1e-3, 0.1);
+    optim::AdamW optimizer = train::make_optimizer(model, 1e-3, 0.1);
     auto random_batch = [&](int64_t) {
       return data::Batch{randint(config.vocab_size, {batch, seq_len}), randint(config.vocab_size, {batch, seq_len}),
                          Tensor()};
     };
-    for (int step = 0; step < 2; ++step) train_step(model, optimizer, 1, random_batch, 1.0, {});
+    for (int step = 0; step < 2; ++step) train::train_step(model, optimizer, 1, random_batch, 1.0, {});
   }
   const std::vector<backends::AutotuneEntry> table = backends::autotune_table();
   std::cout << "autotune table " << backends::autotune_table_path() << ": " << table.size() << " entries ("

@@ -3,7 +3,6 @@
 
 #include "autograd/function.h"
 #include "core/tensor_impl.h"
-#include "ember/functions.h"
 
 namespace ember {
 namespace core {

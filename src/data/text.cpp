@@ -5,8 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "cpu/random.h"
 #include "ember/functions.h"
+#include "ember/io/atomic_file.h"
+#include "ember/random.h"
 
 namespace ember::data {
 
@@ -82,11 +83,7 @@ std::vector<std::string> split_documents(const std::string& text) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in.good(), "data", "cannot open data file '", path, "'");
-  std::ostringstream out;
-  out << in.rdbuf();
-  std::string text = out.str();
+  std::string text = io::read_file(path, "data");
   EMBER_CHECK(!text.empty(), "data", "data file '", path, "' is empty");
   return text;
 }
@@ -137,7 +134,7 @@ Batch sample_batch(const TokenStream& stream, int64_t batch, int64_t seq_len, ui
   int64_t* tg = b.targets.data_ptr<int64_t>();
   int32_t* dc = b.doc_ids.data_ptr<int32_t>();
   for (int64_t r = 0; r < batch; ++r) {
-    const uint64_t bits = cpu::random_bits(seed, index * static_cast<uint64_t>(batch) + static_cast<uint64_t>(r));
+    const uint64_t bits = random_bits(seed, index * static_cast<uint64_t>(batch) + static_cast<uint64_t>(r));
     const int64_t start = static_cast<int64_t>(bits % static_cast<uint64_t>(n - seq_len - 1));
     for (int64_t t = 0; t < seq_len; ++t) {
       in[r * seq_len + t] = stream.tokens[start + t];

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "distributed/group_impl.h"
-#include "distributed/recorder.h"
+#include "distributed/flight_recorder.h"
 
 namespace ember::distributed {
 namespace {

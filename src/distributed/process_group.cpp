@@ -11,7 +11,7 @@
 
 #include "distributed/group_impl.h"
 #include "distributed/monitor.h"
-#include "distributed/recorder.h"
+#include "distributed/flight_recorder.h"
 
 namespace ember::distributed {
 namespace {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor_impl.h"
+#include "ember/io/atomic_file.h"
 #include "ember/error.h"
 #include "ember/storage.h"
 
@@ -270,42 +271,16 @@ std::string build_header(const std::string& path, const std::vector<PendingTenso
   return text;
 }
 
-void write_all(int fd, const void* data, size_t size, const std::string& temp) {
-  const char* p = static_cast<const char*>(data);
-  while (size > 0) {
-    const ssize_t written = ::write(fd, p, std::min<size_t>(size, size_t{1} << 30));
-    if (written < 0 && errno == EINTR) continue;
-    EMBER_CHECK(written > 0, kOp, "file '", temp, "': write failed: ", errno_text());
-    p += written;
-    size -= static_cast<size_t>(written);
-  }
-}
-
-std::string directory_of(const std::string& path) {
-  const auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
-// The new file keeps the mode of the one it replaces (mkstemp creates 0600).
-mode_t target_mode(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
-}
-
-void write_file(const std::string& path, const std::string& temp, int fd, const std::string& header,
-                const std::vector<PendingTensor>& tensors) {
+void write_file(AtomicFileWriter& file, const std::string& header, const std::vector<PendingTensor>& tensors) {
   unsigned char length[8];
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
-  write_all(fd, length, 8, temp);
-  write_all(fd, header.data(), header.size(), temp);
+  file.write(length, 8);
+  file.write(header.data(), header.size());
   for (const auto& t : tensors) {
     const Tensor contiguous = t.data.contiguous();
-    write_all(fd, contiguous.data_ptr(), contiguous.nbytes(), temp);
+    file.write(contiguous.data_ptr(), contiguous.nbytes());
   }
-  EMBER_CHECK(fchmod(fd, target_mode(path)) == 0, kOp, "file '", temp, "': chmod failed: ", errno_text());
-  EMBER_CHECK(fsync(fd) == 0, kOp, "file '", temp, "': fsync failed: ", errno_text());
 }
 
 }  // namespace
@@ -314,22 +289,7 @@ void save_safetensors(const std::string& path, const TensorList& tensors, const 
   const std::vector<PendingTensor> pending = prepare_tensors(path, tensors);
   const std::string header = build_header(path, pending, metadata);
 
-  std::string temp = path + ".tmp.XXXXXX";
-  FileDescriptor fd(mkstemp(temp.data()));
-  EMBER_CHECK(fd.get() >= 0, kOp, "file '", path, "': cannot create a temporary file next to it: ", errno_text());
-  try {
-    write_file(path, temp, fd.get(), header, pending);
-    EMBER_CHECK(fd.close(), kOp, "file '", temp, "': close failed: ", errno_text());
-    // rename() swaps the directory entry; maps of the old file keep its (unlinked) inode.
-    EMBER_CHECK(::rename(temp.c_str(), path.c_str()) == 0, kOp, "file '", path, "': cannot rename '", temp,
-                "' over it: ", errno_text());
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-  FileDescriptor dir(::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  EMBER_CHECK(dir.get() >= 0 && fsync(dir.get()) == 0, kOp, "file '", path, "': cannot fsync its directory: ",
-              errno_text());
+  write_file_atomically(path, kOp, [&](AtomicFileWriter& file) { write_file(file, header, pending); });
 }
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors, const Metadata& metadata) {

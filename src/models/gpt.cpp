@@ -5,7 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ember/ember.h"
+#include "ember/autograd.h"
+#include "ember/functions.h"
 
 namespace ember::models {
 namespace F = ember::nn::functional;

@@ -1,9 +1,9 @@
-// nn::functional::rotary_embedding: the kernel in src/cpu/rotary.h. The backward is the
+// nn::functional::rotary_embedding: the kernel in src/cpu/rotary_embedding.h. The backward is the
 // rotation by the opposite angle, recorded through the same function, so gradients of any
 // order work.
 #include "autograd/function.h"
 #include "core/tensor_impl.h"
-#include "cpu/rotary.h"
+#include "cpu/rotary_embedding.h"
 #include "ember/autograd.h"
 #include "ember/nn/functional.h"
 

@@ -46,6 +46,8 @@ Generator& default_generator() {
   return gen;
 }
 
+uint64_t random_bits(uint64_t seed, uint64_t index) { return cpu::random_bits(seed, index); }
+
 void manual_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(g_generator_mutex);
   default_generator().manual_seed(seed);

@@ -5,4 +5,5 @@
 #include "ember/nn/attention/flex_attention.h"
 #include "ember/nn/attention/kv_cache.h"
 #include "ember/nn/attention/mod_math.h"
+#include "ember/nn/attention/mods.h"
 #include "ember/nn/attention/sdpa.h"

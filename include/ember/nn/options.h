@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ember/nn/arg.h"
+#include "ember/arg.h"
 #include "ember/nn/enums.h"
 #include "ember/tensor.h"
 

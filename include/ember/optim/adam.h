@@ -8,7 +8,7 @@
 #pragma once
 #include <tuple>
 
-#include "ember/nn/arg.h"
+#include "ember/arg.h"
 #include "ember/optim/optimizer.h"
 
 namespace ember::optim {

@@ -4,7 +4,7 @@
 //   g = g + momentum * buf (nesterov) or buf (momentum != 0)
 //   param -= lr * g
 #pragma once
-#include "ember/nn/arg.h"
+#include "ember/arg.h"
 #include "ember/optim/optimizer.h"
 
 namespace ember::optim {

@@ -1,4 +1,5 @@
-// 8-lane float vectors for kernels compiled once per instruction set (Note [Kernel dispatch]).
+// The SIMD vocabulary of the kernels compiled once per instruction set (Note [Kernel
+// dispatch]): 8-lane float vectors for row kernels, and the native registers for micro-kernels.
 //
 // Float work runs on 8-lane GCC vector types (one AVX2 register, two SSE registers at
 // baseline) rather than relying on auto-vectorization, which -O3 turns into slow shuffles
@@ -8,6 +9,8 @@
 // about the AVX calling convention does not apply.
 #pragma once
 #pragma GCC diagnostic ignored "-Wpsabi"
+#include <immintrin.h>
+
 #include <type_traits>
 
 #include "cpu/simd/simd_common.h"
@@ -161,5 +164,78 @@ static inline V expf_poly(V x) {
 static inline Floats exp_of(Floats x) { return expf_poly(x); }
 static inline float exp_of(float x) { return expf_poly(x); }
 static inline double exp_of(double x) { return __builtin_exp(x); }
+
+// ---- Native registers ---------------------------------------------------------------------
+// Micro-kernels (the flex attention tiles) work on the widest float register of the
+// instruction set: 16 lanes under AVX-512, 8 under AVX2, 4 at baseline (SSE2 has no FMA, so
+// there vfma is a multiply and an add). Intrinsics rather than GCC vectors, so that vfma is
+// one fused operation whatever -ffp-contract says.
+#if defined(__AVX512F__)
+using vf = __m512;
+using vi = __m512i;
+constexpr int kNativeWidth = 16;
+#define EMBER_NATIVE(op) _mm512_##op
+#elif defined(__AVX2__)
+using vf = __m256;
+using vi = __m256i;
+constexpr int kNativeWidth = 8;
+#define EMBER_NATIVE(op) _mm256_##op
+#else
+using vf = __m128;
+using vi = __m128i;
+constexpr int kNativeWidth = 4;
+#define EMBER_NATIVE(op) _mm_##op
+#endif
+static inline vf vload(const float* p) { return EMBER_NATIVE(loadu_ps)(p); }
+static inline void vstore(float* p, vf v) { EMBER_NATIVE(storeu_ps)(p, v); }
+static inline vf vset(float x) { return EMBER_NATIVE(set1_ps)(x); }
+static inline vf vadd(vf a, vf b) { return EMBER_NATIVE(add_ps)(a, b); }
+static inline vf vsub(vf a, vf b) { return EMBER_NATIVE(sub_ps)(a, b); }
+static inline vf vmul(vf a, vf b) { return EMBER_NATIVE(mul_ps)(a, b); }
+static inline vf vmax(vf a, vf b) { return EMBER_NATIVE(max_ps)(a, b); }
+static inline vi vi_add(vi a, vi b) { return EMBER_NATIVE(add_epi32)(a, b); }
+static inline vi vi_set(int32_t x) { return EMBER_NATIVE(set1_epi32)(x); }
+static inline vi vi_exponent(vi a) { return EMBER_NATIVE(slli_epi32)(a, 23); }
+static inline vi vto_int(vf a) { return EMBER_NATIVE(cvtps_epi32)(a); }  // rounds to nearest even
+#undef EMBER_NATIVE
+
+// The operations whose intrinsics differ by more than their prefix.
+#if defined(__AVX512F__)
+static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vfloat_bits(vi a) { return _mm512_castsi512_ps(a); }
+static inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vf vzero_below(vf x, vf value, float limit) {
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, vset(limit), _CMP_GE_OQ), value);
+}
+#elif defined(__AVX2__)
+static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf vfloat_bits(vi a) { return _mm256_castsi256_ps(a); }
+static inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+static inline vf vzero_below(vf x, vf value, float limit) {
+  return _mm256_and_ps(_mm256_cmp_ps(x, vset(limit), _CMP_GE_OQ), value);
+}
+#else
+static inline vf vfma(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static inline vf vfloat_bits(vi a) { return _mm_castsi128_ps(a); }
+static inline vf vround(vf a) { return _mm_cvtepi32_ps(vto_int(a)); }
+static inline vf vzero_below(vf x, vf value, float limit) { return _mm_and_ps(_mm_cmpge_ps(x, vset(limit)), value); }
+#endif
+
+// The sum and the maximum of the lanes.
+static inline float hsum(vf v) {
+  float lanes[kNativeWidth];
+  vstore(lanes, v);
+  float s = 0;
+  for (int i = 0; i < kNativeWidth; ++i) s += lanes[i];
+  return s;
+}
+
+static inline float hmax(vf v) {
+  float lanes[kNativeWidth];
+  vstore(lanes, v);
+  float m = lanes[0];
+  for (int i = 1; i < kNativeWidth; ++i) m = lanes[i] > m ? lanes[i] : m;
+  return m;
+}
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY

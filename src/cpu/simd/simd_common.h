@@ -12,58 +12,12 @@
 
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 
-static inline float bf16_to_float(uint16_t b) {
-  uint32_t x = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
-
-static inline uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
-}
-
-static inline float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else if (exp == 0) {
-    float f = static_cast<float>(mant) * 5.9604644775390625e-8f;
-    std::memcpy(&bits, &f, 4);
-    bits |= sign;
-  } else {
-    bits = sign | ((exp + 112u) << 23) | (mant << 13);
-  }
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-}
-
-static inline uint16_t float_to_half(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);
-  if (abs < 0x38800000u) {
-    float f;
-    std::memcpy(&f, &abs, 4);
-    f += 0.5f;
-    uint32_t r;
-    std::memcpy(&r, &f, 4);
-    return static_cast<uint16_t>(sign | (r - 0x3f000000u));
-  }
-  uint32_t mant_odd = (abs >> 13) & 1u;
-  return static_cast<uint16_t>(sign | ((abs + 0xc8000fffu + mant_odd) >> 13));
-}
+// The 16-bit float conversions, written once in ember/detail/float16.h (internal linkage:
+// this instruction set's copy stays in this file).
+using ::ember::detail::bf16_to_float;
+using ::ember::detail::float_to_bf16;
+using ::ember::detail::float_to_half;
+using ::ember::detail::half_to_float;
 
 // Storage type -> arithmetic type and conversions between them.
 template <typename T> struct Arith { using type = T; };

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
-#include "cpu/attention/flex.h"
+#include "cpu/attention/flex_attention.h"
 #include "nn/attention/flex_problem.h"
 
 namespace ember::nn::attention {
@@ -80,7 +80,7 @@ std::vector<Tensor> flex_backward(const FlexInputs& in, const Tensor& out, const
 namespace detail {
 
 FlexAttentionOutput flex_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                   const ScoreModRef& score_mod, const BlockMask* block_mask,
+                                   const std::shared_ptr<const TileMod>& score_mod, const BlockMask* block_mask,
                                    const FlexAttentionOptions& options) {
   FlexInputs in = validate_inputs("flex_attention", query, key, value, block_mask, options.enable_gqa);
   in.score_mod = score_mod;

@@ -75,10 +75,7 @@ FlexInputs validate_inputs(const char* op, const Tensor& query, const Tensor& ke
     in.block_mask = *block_mask;
     in.q_block = block_mask->BLOCK_SIZE.q;
     in.kv_block = block_mask->BLOCK_SIZE.kv;
-    if (block_mask->mask_mod) {
-      in.mask_mod = block_mask->mask_mod->tile_function();
-      in.mask_owner = block_mask->mask_mod;
-    }
+    in.mask_mod = block_mask->mask_mod;
   }
   return in;
 }
@@ -106,8 +103,8 @@ cpu::attention::FlexProblem make_problem(const FlexInputs& in) {
     p.kv_lists = lists(m.kv_num_blocks, m.kv_indices, m.full_kv_num_blocks, m.full_kv_indices);
     p.q_lists = lists(m.q_num_blocks, m.q_indices, m.full_q_num_blocks, m.full_q_indices);
   }
-  p.score_mod = in.score_mod.tile;
-  p.mask_mod = in.mask_mod;
+  if (in.score_mod) p.score_mod = in.score_mod->tile_function();
+  if (in.mask_mod) p.mask_mod = in.mask_mod->tile_function();
   return p;
 }
 

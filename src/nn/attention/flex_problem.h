@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu/attention/flex.h"
+#include "cpu/attention/flex_attention.h"
 #include "ember/nn/attention/flex_attention.h"
 
 namespace ember::nn::attention {
@@ -13,9 +13,8 @@ namespace ember::nn::attention {
 struct FlexInputs {
   Tensor query, key, value;  // detached: the backward node keeps these
   std::optional<BlockMask> block_mask;
-  detail::ScoreModRef score_mod;
-  detail::TileFunction mask_mod;  // the block mask's mask_mod, or sdpa's attn_mask
-  std::shared_ptr<const void> mask_owner;
+  std::shared_ptr<const detail::TileMod> score_mod;  // null: scores as they are
+  std::shared_ptr<const detail::TileMod> mask_mod;   // the block mask's mask_mod, or sdpa's attn_mask
   double scale = 1;
   std::vector<CapturedTensor> captured;
   int64_t q_block = 128, kv_block = 128;

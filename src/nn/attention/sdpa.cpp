@@ -5,6 +5,7 @@
 
 #include "ember/functions.h"
 #include "ember/nn/attention/flex_attention.h"
+#include "ember/nn/attention/mods.h"
 
 namespace ember::nn::attention {
 namespace {

@@ -14,10 +14,10 @@
 // second backward through a retained graph.
 //
 // Reproducibility: each product is cut into tiles of fixed shapes (Note [Fixed product
-// tiles] in src/cpu/lce.h), each row's loss and gradient is computed by one thread, grad_W
+// tiles] in src/cpu/linear_cross_entropy.h), each row's loss and gradient is computed by one thread, grad_W
 // adds one product per block of kLinearCrossEntropyTokenBlock tokens in token order and
 // grad_b sums each column in token order. Chunks hold whole token blocks, so no result
-// depends on the chunk size or the thread count (tests/lce checks both, bit for bit).
+// depends on the chunk size or the thread count (tests/nn/loss checks both, bit for bit).
 //
 // float16/bfloat16: the x chunk and tiles of W are widened to float32 on the fly (no
 // float32 copy of W); logits, loss and gradients accumulate in float32, grad_W in a float32
@@ -30,7 +30,7 @@
 #include <ostream>
 
 #include "autograd/function.h"
-#include "cpu/lce.h"
+#include "cpu/linear_cross_entropy.h"
 #include "ember/functions.h"
 #include "ember/nn/init.h"
 
@@ -324,15 +324,9 @@ void LinearCrossEntropyLossImpl::reset_parameters() {
 Tensor LinearCrossEntropyLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::linear_cross_entropy(input, weight, target,
                                           LinearCrossEntropyFuncOptions()
-                                              .bias(bias)
-                                              .class_weight(class_weight)
-                                              .reduction(options.reduction())
-                                              .ignore_index(options.ignore_index())
-                                              .label_smoothing(options.label_smoothing())
-                                              .z_loss(options.z_loss())
-                                              .softcap(options.softcap())
-                                              .chunk_size(options.chunk_size())
-                                              .memory_budget(options.memory_budget()));
+                                              .settings(options.settings())
+                                              .class_weight(class_weight)  // the buffer: load_state_dict and to() act on it
+                                              .bias(bias));
 }
 
 void LinearCrossEntropyLossImpl::pretty_print(std::ostream& stream) const {

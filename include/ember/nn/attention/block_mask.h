@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "ember/detail/score_tile.h"
 #include "ember/functions.h"
 #include "ember/nn/attention/mod_math.h"
-#include "ember/nn/attention/score_tile.h"
 #include "ember/tensor.h"
 
 // create_block_mask evaluates mask_mod on every element (it must be exact), so its loop is
@@ -39,16 +39,28 @@ enum class TileState : uint8_t { Empty, Partial, Full };
 
 namespace detail {
 
-// A mask_mod behind one virtual call per tile (Note [Mods over tiles]).
-class MaskMod {
+// The kernels' side of the tile contract, under the names the attention code uses.
+using ember::detail::ScoreTile;
+using ember::detail::TileFunction;
+using ember::detail::TilePass;
+
+// A user mod, mask_mod or score_mod, behind one indirect call per tile (Note [Mods over
+// tiles]): the kernels call its tile_function(). Held by shared_ptr, so that the backward
+// pass can still run it after the call that built it has returned.
+class TileMod {
  public:
-  virtual ~MaskMod() = default;
+  virtual ~TileMod() = default;
+  virtual TileFunction tile_function() const = 0;
+};
+
+// A mask_mod: its tile function sets masked-out scores to -inf (and their dscore to 0 in
+// the Derivative pass); block masks also ask it about single elements and whole tiles.
+class MaskMod : public TileMod {
+ public:
   virtual bool at(int32_t b, int32_t h, int32_t q, int32_t kv) const = 0;
   // Looks at every element of the tile [q_begin, q_end) x [kv_begin, kv_end).
   virtual TileState classify(int32_t b, int32_t h, int32_t q_begin, int32_t q_end, int32_t kv_begin,
                              int32_t kv_end) const = 0;
-  // Sets masked-out scores to -inf (and their dscore to 0 in the Derivative pass).
-  virtual TileFunction tile_function() const = 0;
 };
 
 template <typename F>
@@ -195,47 +207,6 @@ Tensor create_mask(MaskMod mask_mod, int64_t B, int64_t H, int64_t Q_LEN, int64_
       for (int32_t q = 0; q < Q_LEN; ++q)
         for (int32_t kv = 0; kv < KV_LEN; ++kv) *data++ = static_cast<bool>(mask_mod(b, h, q, kv));
   return out;
-}
-
-// ---- a library of mods ----------------------------------------------------------------
-
-inline auto causal_mask() {
-  return [](auto, auto, auto q, auto kv) { return q >= kv; };
-}
-// Causal window: the query and the window - 1 keys before it.
-inline auto sliding_window_mask(int32_t window) {
-  return [window](auto, auto, auto q, auto kv) { return q >= kv && q - kv < window; };
-}
-// Symmetric window: keys within `radius` positions either side.
-inline auto symmetric_window_mask(int32_t radius) {
-  return [radius](auto, auto, auto q, auto kv) { return q - kv <= radius && kv - q <= radius; };
-}
-// Packed sequences: document_id[i] names the document of position i (queries and keys).
-inline auto document_mask(std::shared_ptr<const std::vector<int32_t>> document_id) {
-  return [ids = std::move(document_id)](auto, auto, auto q, auto kv) { return (*ids)[q] == (*ids)[kv]; };
-}
-// Prefix-LM: the first prefix_length positions see each other; the rest are causal.
-inline auto prefix_lm_mask(int32_t prefix_length) {
-  return [prefix_length](auto, auto, auto q, auto kv) { return kv < prefix_length || q >= kv; };
-}
-// ALiBi: score - slope_h * (q - kv) with slope_h = 2^(-8 (h + 1) / num_heads).
-inline auto alibi_score_mod(int32_t num_heads) {
-  return [num_heads](auto score, auto, auto h, auto q, auto kv) {
-    const double slope = std::exp2(-8.0 * (h + 1) / num_heads);
-    return score - slope * (q - kv);
-  };
-}
-// Relative position bias from a learnable table [2 * max_distance - 1] indexed by q - kv
-// clamped to +-(max_distance - 1) (pass the table in FlexAttentionOptions::captured).
-inline auto relative_bias_score_mod(CapturedTensor table, int32_t max_distance) {
-  return [table, max_distance](auto score, auto, auto, auto q, auto kv) {
-    const int32_t distance = std::clamp<int32_t>(q - kv, 1 - max_distance, max_distance - 1);
-    return score + table(distance + max_distance - 1);
-  };
-}
-// Soft-capping: cap * tanh(score / cap).
-inline auto soft_cap_score_mod(double cap) {
-  return [cap](auto score, auto, auto, auto, auto) { return cap * attention::tanh(score / cap); };
 }
 
 }  // namespace ember::nn::attention

@@ -15,7 +15,6 @@
 
 #include "ember/nn/attention/block_mask.h"
 #include "ember/nn/attention/mod_math.h"
-#include "ember/nn/attention/score_tile.h"
 #include "ember/tensor.h"
 
 namespace ember::nn::attention {
@@ -45,12 +44,12 @@ struct FlexAttentionOutput {
 
 namespace detail {
 
-// A score_mod behind one indirect call per tile (Note [Mods over tiles]).
+// A score_mod as a TileMod.
 template <typename F>
-class ScoreModHolder {
+class ScoreModHolder final : public TileMod {
  public:
   explicit ScoreModHolder(F f) : f_(std::move(f)) {}
-  TileFunction tile_function() const { return {&apply, this}; }
+  TileFunction tile_function() const override { return {&apply, this}; }
 
  private:
   template <typename T>
@@ -90,14 +89,8 @@ class ScoreModHolder {
   F f_;
 };
 
-// The score_mod as the kernels see it; `owner` keeps it alive for the backward pass.
-struct ScoreModRef {
-  TileFunction tile;
-  std::shared_ptr<const void> owner;
-};
-
 FlexAttentionOutput flex_attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                   const ScoreModRef& score_mod, const BlockMask* block_mask,
+                                   const std::shared_ptr<const TileMod>& score_mod, const BlockMask* block_mask,
                                    const FlexAttentionOptions& options);
 
 }  // namespace detail
@@ -109,8 +102,7 @@ FlexAttentionOutput flex_attention(const Tensor& query, const Tensor& key, const
                                    const std::optional<BlockMask>& block_mask = std::nullopt,
                                    const FlexAttentionOptions& options = {}) {
   auto holder = std::make_shared<const detail::ScoreModHolder<ScoreMod>>(std::move(score_mod));
-  detail::ScoreModRef ref{holder->tile_function(), holder};
-  return detail::flex_attention(query, key, value, ref, block_mask ? &*block_mask : nullptr, options);
+  return detail::flex_attention(query, key, value, holder, block_mask ? &*block_mask : nullptr, options);
 }
 
 // Without a score_mod: plain attention over the blocks of block_mask (all when none).

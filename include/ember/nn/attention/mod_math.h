@@ -17,12 +17,13 @@
 #include <memory>
 #include <vector>
 
+#include "ember/detail/score_tile.h"
 #include "ember/tensor.h"
 
 namespace ember::nn::attention {
 
 struct Dual {
-  static constexpr int kMaxParams = 2;
+  static constexpr int kMaxParams = ember::detail::kMaxScoreParams;
   double value = 0;
   double dscore = 0;  // d value / d score
   int count = 0;      // partials held; more than kMaxParams sets `overflow`

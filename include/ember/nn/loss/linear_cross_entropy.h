@@ -4,8 +4,9 @@
 // src/nn/loss/linear_cross_entropy.cpp.
 #pragma once
 #include <cstdint>
+#include <utility>
 
-#include "ember/nn/arg.h"
+#include "ember/arg.h"
 #include "ember/nn/enums.h"
 #include "ember/nn/module.h"
 #include "ember/nn/pimpl.h"
@@ -17,27 +18,64 @@ namespace ember::nn {
 // tokens, so no result depends on the chunk size.
 inline constexpr int64_t kLinearCrossEntropyTokenBlock = 128;
 
-struct LinearCrossEntropyFuncOptions {
-  // Added to the logits, [num_classes].
-  EMBER_ARG(Tensor, bias) = {};
+// The settings of the loss itself, shared by the functional form and the module.
+struct LinearCrossEntropySettings {
   // Per-class weights [num_classes], as cross_entropy's `weight`.
-  EMBER_ARG(Tensor, class_weight) = {};
-  EMBER_ARG(Reduction, reduction) = kMean;
-  EMBER_ARG(int64_t, ignore_index) = -100;
-  EMBER_ARG(double, label_smoothing) = 0.0;
+  Tensor class_weight;
+  Reduction reduction = kMean;
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;
   // Coefficient of the z-loss coef * lse^2 per token; kMean averages it over the kept
   // tokens without class weights.
-  EMBER_ARG(double, z_loss) = 0.0;
+  double z_loss = 0.0;
   // When > 0 the logits become softcap * tanh(logits / softcap) before the loss.
-  EMBER_ARG(double, softcap) = 0.0;
+  double softcap = 0.0;
   // Tokens per chunk (a positive multiple of kLinearCrossEntropyTokenBlock); 0 picks the
   // largest whose float32 logits fit in memory_budget.
-  EMBER_ARG(int64_t, chunk_size) = 0;
+  int64_t chunk_size = 0;
   // Bytes of logits one chunk may hold (at least one token block is always used).
-  EMBER_ARG(int64_t, memory_budget) = int64_t{64} << 20;
+  int64_t memory_budget = int64_t{64} << 20;
 };
 
-struct LinearCrossEntropyLossOptions {
+// The settings' chainable setters and getters (as EMBER_ARG's), for the options struct
+// `Options` that derives from this: a setter returns `Options&`, so chains keep their type.
+template <typename Options>
+class LinearCrossEntropySettingsArgs {
+ public:
+  const LinearCrossEntropySettings& settings() const { return settings_; }
+  Options& settings(const LinearCrossEntropySettings& settings) {
+    settings_ = settings;
+    return static_cast<Options&>(*this);
+  }
+
+#define EMBER_LINEAR_CROSS_ENTROPY_SETTING(T, name) \
+  Options& name(T value) {                          \
+    settings_.name = std::move(value);              \
+    return static_cast<Options&>(*this);            \
+  }                                                 \
+  const T& name() const noexcept { return settings_.name; }
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(Tensor, class_weight)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(Reduction, reduction)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(int64_t, ignore_index)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(double, label_smoothing)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(double, z_loss)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(double, softcap)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(int64_t, chunk_size)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(int64_t, memory_budget)
+#undef EMBER_LINEAR_CROSS_ENTROPY_SETTING
+
+ private:
+  LinearCrossEntropySettings settings_;
+};
+
+// functional::linear_cross_entropy's options: the settings and a bias.
+struct LinearCrossEntropyFuncOptions : LinearCrossEntropySettingsArgs<LinearCrossEntropyFuncOptions> {
+  // Added to the logits, [num_classes].
+  EMBER_ARG(Tensor, bias) = {};
+};
+
+// LinearCrossEntropyLoss's options: the head's shape and parameters, and the settings.
+struct LinearCrossEntropyLossOptions : LinearCrossEntropySettingsArgs<LinearCrossEntropyLossOptions> {
   LinearCrossEntropyLossOptions(int64_t in_features, int64_t num_classes)
       : in_features_(in_features), num_classes_(num_classes) {}
   EMBER_ARG(int64_t, in_features);
@@ -46,14 +84,6 @@ struct LinearCrossEntropyLossOptions {
   // Weight tying: use this [num_classes, in_features] tensor (e.g. the token embedding's
   // weight) as the projection instead of creating one.
   EMBER_ARG(Tensor, tied_weight) = {};
-  EMBER_ARG(Tensor, class_weight) = {};
-  EMBER_ARG(Reduction, reduction) = kMean;
-  EMBER_ARG(int64_t, ignore_index) = -100;
-  EMBER_ARG(double, label_smoothing) = 0.0;
-  EMBER_ARG(double, z_loss) = 0.0;
-  EMBER_ARG(double, softcap) = 0.0;
-  EMBER_ARG(int64_t, chunk_size) = 0;
-  EMBER_ARG(int64_t, memory_budget) = int64_t{64} << 20;
 };
 
 // The LM head and its loss: parameter "weight" [num_classes, in_features] (initialised as

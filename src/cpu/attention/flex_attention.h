@@ -3,12 +3,12 @@
 #pragma once
 #include <cstdint>
 
+#include "ember/detail/score_tile.h"
 #include "ember/dtype.h"
-#include "ember/nn/attention/score_tile.h"
 
 namespace ember::cpu::attention {
 
-using nn::attention::detail::TileFunction;
+using ember::detail::TileFunction;
 
 // A [B, H, rows, cols] operand; strides in elements (0 on a broadcast batch).
 struct Operand {

@@ -1,103 +1,28 @@
-// Tile operations of the fused attention kernels (cpu/attention/tile_kernels.h), built per
+// Tile operations of the fused attention kernels (cpu/attention/flex_attention_tiles.h), built per
 // instruction set. float32 has an in-register micro-kernel and a vector exp; float64 (the
 // gradcheck path) uses plain loops the compiler vectorizes.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
-
-#include "cpu/attention/tile_kernels.h"
-#include "cpu/simd/simd_common.h"
+#include "cpu/attention/flex_attention_tiles.h"
+#include "cpu/simd/float_vector.h"
 
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
 
 using attention::TileKernels;
 
+// Micro-kernel rows: as many accumulators as the registers hold.
 #if defined(__AVX512F__)
-using vf = __m512;
-using vi = __m512i;
-constexpr int kW = 16;
-constexpr int kRows = 8;  // micro-kernel rows: 2 x 8 accumulators + 2 B vectors
-static inline vf vload(const float* p) { return _mm512_loadu_ps(p); }
-static inline void vstore(float* p, vf v) { _mm512_storeu_ps(p, v); }
-static inline vf vset(float x) { return _mm512_set1_ps(x); }
-static inline vf vadd(vf a, vf b) { return _mm512_add_ps(a, b); }
-static inline vf vsub(vf a, vf b) { return _mm512_sub_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-static inline vf vfma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
-static inline vf vmax(vf a, vf b) { return _mm512_max_ps(a, b); }
-static inline vf vfloat_bits(vi a) { return _mm512_castsi512_ps(a); }
-static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
-static inline vi vi_set(int32_t x) { return _mm512_set1_epi32(x); }
-static inline vi vi_exponent(vi a) { return _mm512_slli_epi32(a, 23); }
-static inline vf vround(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-static inline vi vto_int(vf a) { return _mm512_cvtps_epi32(a); }
-static inline vf vzero_below(vf x, vf value, float limit) {
-  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, vset(limit), _CMP_GE_OQ), value);
-}
+constexpr int kRows = 8;  // 2 x 8 accumulators + 2 B vectors
 #elif defined(__AVX2__)
-using vf = __m256;
-using vi = __m256i;
-constexpr int kW = 8;
 constexpr int kRows = 6;  // 2 x 6 accumulators + 2 B vectors + 1 broadcast of 16 registers
-static inline vf vload(const float* p) { return _mm256_loadu_ps(p); }
-static inline void vstore(float* p, vf v) { _mm256_storeu_ps(p, v); }
-static inline vf vset(float x) { return _mm256_set1_ps(x); }
-static inline vf vadd(vf a, vf b) { return _mm256_add_ps(a, b); }
-static inline vf vsub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-static inline vf vfma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-static inline vf vmax(vf a, vf b) { return _mm256_max_ps(a, b); }
-static inline vf vfloat_bits(vi a) { return _mm256_castsi256_ps(a); }
-static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
-static inline vi vi_set(int32_t x) { return _mm256_set1_epi32(x); }
-static inline vi vi_exponent(vi a) { return _mm256_slli_epi32(a, 23); }
-static inline vf vround(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-static inline vi vto_int(vf a) { return _mm256_cvtps_epi32(a); }
-static inline vf vzero_below(vf x, vf value, float limit) {
-  return _mm256_and_ps(_mm256_cmp_ps(x, vset(limit), _CMP_GE_OQ), value);
-}
 #else
-using vf = __m128;
-using vi = __m128i;
-constexpr int kW = 4;
 constexpr int kRows = 4;
-static inline vf vload(const float* p) { return _mm_loadu_ps(p); }
-static inline void vstore(float* p, vf v) { _mm_storeu_ps(p, v); }
-static inline vf vset(float x) { return _mm_set1_ps(x); }
-static inline vf vadd(vf a, vf b) { return _mm_add_ps(a, b); }
-static inline vf vsub(vf a, vf b) { return _mm_sub_ps(a, b); }
-static inline vf vmul(vf a, vf b) { return _mm_mul_ps(a, b); }
-static inline vf vfma(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
-static inline vf vmax(vf a, vf b) { return _mm_max_ps(a, b); }
-static inline vf vfloat_bits(vi a) { return _mm_castsi128_ps(a); }
-static inline vi vi_add(vi a, vi b) { return _mm_add_epi32(a, b); }
-static inline vi vi_set(int32_t x) { return _mm_set1_epi32(x); }
-static inline vi vi_exponent(vi a) { return _mm_slli_epi32(a, 23); }
-static inline vi vto_int(vf a) { return _mm_cvtps_epi32(a); }  // rounds to nearest even
-static inline vf vround(vf a) { return _mm_cvtepi32_ps(vto_int(a)); }
-static inline vf vzero_below(vf x, vf value, float limit) { return _mm_and_ps(_mm_cmpge_ps(x, vset(limit)), value); }
 #endif
 
-constexpr int kPanel = 2 * kW;
+constexpr int kPanel = 2 * kNativeWidth;
 constexpr float kNegInf = -__builtin_inff();
-
-static inline float hsum(vf v) {
-  float lanes[kW];
-  vstore(lanes, v);
-  float s = 0;
-  for (int i = 0; i < kW; ++i) s += lanes[i];
-  return s;
-}
-
-static inline float hmax(vf v) {
-  float lanes[kW];
-  vstore(lanes, v);
-  float m = lanes[0];
-  for (int i = 1; i < kW; ++i) m = lanes[i] > m ? lanes[i] : m;
-  return m;
-}
 
 // exp(x - shift) for x - shift <= 0 (softmax arguments), as 2^t with t = (x - shift) *
 // log2(e) folded into one FMA: t = n + f with n = round(t), 2^f by a degree-5 polynomial
@@ -129,11 +54,11 @@ static inline void micro_kernel(const float* a, int64_t lda, const float* panel,
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
     c0[i] = accumulate ? vload(c + i * ldc) : vset(0.0f);
-    c1[i] = accumulate ? vload(c + i * ldc + kW) : vset(0.0f);
+    c1[i] = accumulate ? vload(c + i * ldc + kNativeWidth) : vset(0.0f);
   }
   for (int64_t p = 0; p < k; ++p) {
     const vf b0 = vload(panel + p * kPanel);
-    const vf b1 = vload(panel + p * kPanel + kW);
+    const vf b1 = vload(panel + p * kPanel + kNativeWidth);
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
       const vf ai = vset(a[i * lda + p]);
@@ -144,7 +69,7 @@ static inline void micro_kernel(const float* a, int64_t lda, const float* panel,
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
     vstore(c + i * ldc, c0[i]);
-    vstore(c + i * ldc + kW, c1[i]);
+    vstore(c + i * ldc + kNativeWidth, c1[i]);
   }
 }
 
@@ -175,10 +100,10 @@ void gemm_f32(const float* a, int64_t lda, const float* b_panels, float* c, int6
 template <typename F>
 static inline void for_each_vector(float* s, int64_t cols, float pad, F fn) {
   int64_t c = 0;
-  for (; c + kW <= cols; c += kW) vstore(s + c, fn(vload(s + c)));
+  for (; c + kNativeWidth <= cols; c += kNativeWidth) vstore(s + c, fn(vload(s + c)));
   if (c < cols) {
-    float buffer[kW];
-    for (int i = 0; i < kW; ++i) buffer[i] = c + i < cols ? s[c + i] : pad;
+    float buffer[kNativeWidth];
+    for (int i = 0; i < kNativeWidth; ++i) buffer[i] = c + i < cols ? s[c + i] : pad;
     vstore(buffer, fn(vload(buffer)));
     for (int64_t i = 0; c + i < cols; ++i) s[c + i] = buffer[i];
   }
@@ -187,7 +112,7 @@ static inline void for_each_vector(float* s, int64_t cols, float pad, F fn) {
 static inline float row_max_f32(const float* s, int64_t cols) {
   vf m = vset(kNegInf);
   int64_t c = 0;
-  for (; c + kW <= cols; c += kW) m = vmax(m, vload(s + c));
+  for (; c + kNativeWidth <= cols; c += kNativeWidth) m = vmax(m, vload(s + c));
   float result = hmax(m);
   for (; c < cols; ++c) result = s[c] > result ? s[c] : result;
   return result;

@@ -1,4 +1,4 @@
-#include "cpu/lce.h"
+#include "cpu/linear_cross_entropy.h"
 
 #include <algorithm>
 #include <cassert>

@@ -1,9 +1,9 @@
-// flex_attention against the dense float64 reference (tests/attention/reference.h): the
+// flex_attention against the dense float64 reference (tests/nn/attention/reference.h): the
 // output, lse and gradients for q, k, v and captured tensors, over mods, masks, lengths,
 // block sizes, GQA, broadcasting and dtypes.
 #include <gtest/gtest.h>
 
-#include "attention/reference.h"
+#include "nn/attention/reference.h"
 #include "ember/nn/attention.h"
 
 namespace ember::testutil {

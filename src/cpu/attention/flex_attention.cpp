@@ -1,4 +1,4 @@
-#include "cpu/attention/flex.h"
+#include "cpu/attention/flex_attention.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,16 +7,15 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "cpu/attention/tile_kernels.h"
+#include "cpu/attention/flex_attention_tiles.h"
 #include "cpu/parallel.h"
 #include "ember/error.h"
-#include "ember/nn/attention/mod_math.h"
 
 namespace ember::cpu::attention {
 namespace {
 
-using nn::attention::detail::ScoreTile;
-using nn::attention::detail::TilePass;
+using ember::detail::ScoreTile;
+using ember::detail::TilePass;
 
 template <typename T> const TileKernels<T>& kernels();
 template <> const TileKernels<float>& kernels<float>() { return *EMBER_KERNEL(flex_tile_kernels_f32)(); }
@@ -446,7 +445,7 @@ void query_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const T* l
     }
     if (chunk_overflow) overflow = true;
   });
-  EMBER_CHECK(!overflow, "flex_attention", "a score_mod read more than ", nn::attention::Dual::kMaxParams,
+  EMBER_CHECK(!overflow, "flex_attention", "a score_mod read more than ", ember::detail::kMaxScoreParams,
               " captured tensor elements for one score; their gradients are not supported");
   for (int64_t c = 0; c < (num_params > 0 ? chunks : 0); ++c) {
     const double* chunk = chunk_grads.data() + c * param_total;

@@ -1,8 +1,17 @@
-#include "train_step.h"
+// The training step (forward, backward, clipping, optimizer) and the learning-rate schedule.
+#include "train/train_step.h"
+
+#include <cmath>
 
 #include "ember/ember.h"
 
-namespace ember::cli {
+namespace ember::train {
+
+double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr) {
+  if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  const double progress = std::min(1.0, static_cast<double>(step - warmup) / std::max<int64_t>(1, total - warmup));
+  return min_lr + (lr - min_lr) * 0.5 * (1 + std::cos(M_PI * progress));
+}
 
 optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay) {
   std::vector<Tensor> decay, no_decay;
@@ -68,4 +77,4 @@ StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum
   return result;
 }
 
-}  // namespace ember::cli
+}  // namespace ember::train

@@ -1,5 +1,5 @@
 // The per-instruction-set tile operations behind the fused attention kernels. Compiled once
-// per ISA (src/cpu/simd/attention_tiles.cpp, Note [Kernel dispatch]); this header is
+// per ISA (src/cpu/simd/flex_attention.cpp, Note [Kernel dispatch]); this header is
 // inline-safe so those files may include it.
 //
 // Layouts. "Row-major" tiles are T[rows][ld]. A "panel" operand B[k][n] is stored in

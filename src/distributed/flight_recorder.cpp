@@ -1,5 +1,5 @@
 // The flight recorder: a ring buffer of operations, dumped as JSON.
-#include "distributed/recorder.h"
+#include "distributed/flight_recorder.h"
 
 #include <unistd.h>
 
@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "distributed/text_file.h"
 #include "ember/distributed/flight_recorder.h"
+#include "ember/io/atomic_file.h"
 
 namespace ember::distributed {
 namespace {
@@ -138,7 +138,7 @@ std::string FlightRecorder::to_json(const std::string& reason) {
 }
 
 void dump_flight_recorder(const std::string& path, const std::string& reason) {
-  write_text_atomically(path, FlightRecorder::instance().to_json(reason), "dump_flight_recorder");
+  io::write_file_atomically(path, FlightRecorder::instance().to_json(reason), "dump_flight_recorder");
 }
 
 void dump_flight_recorder_to_env_dir(const std::string& reason) {

@@ -1,3 +1,4 @@
+// The public face of the thread pool (ember/parallel.h): thread count and deterministic mode.
 #include <atomic>
 
 #include "cpu/parallel.h"

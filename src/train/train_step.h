@@ -1,4 +1,4 @@
-// The optimisation step shared by `ember train` and `ember bench train`.
+// The optimisation step and schedule shared by `ember train` and the bench suites (train, fsdp).
 #pragma once
 #include <functional>
 
@@ -7,7 +7,10 @@
 #include "ember/models/gpt.h"
 #include "ember/optim.h"
 
-namespace ember::cli {
+namespace ember::train {
+
+// Linear warmup over `warmup` steps to `lr`, then cosine decay to `min_lr` at step `total`.
+double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr);
 
 // AdamW with weight decay on the matrices and none on the norm weights.
 optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay);
@@ -40,4 +43,4 @@ StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum
                       const std::function<data::Batch(int64_t)>& batch_of, double clip,
                       const models::LossOptions& loss_options, const ShardedTraining* sharded = nullptr);
 
-}  // namespace ember::cli
+}  // namespace ember::train

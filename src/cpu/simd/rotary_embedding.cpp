@@ -1,5 +1,5 @@
-// Rotary embedding row kernel, built per instruction set (src/cpu/rotary.h).
-#include "cpu/rotary.h"
+// Rotary embedding row kernel, built per instruction set (src/cpu/rotary_embedding.h).
+#include "cpu/rotary_embedding.h"
 
 #include "cpu/simd/float_vector.h"
 

@@ -1,9 +1,10 @@
-// The contract between the header templates that apply user mods and the precompiled
-// attention kernels (Note [Mods over tiles]).
+// The contract between the header templates that apply user mods (nn/attention) and the
+// precompiled attention kernels (cpu/attention): plain data and a function pointer, so that
+// neither side includes the other (Note [Mods over tiles]).
 #pragma once
 #include <cstdint>
 
-namespace ember::nn::attention::detail {
+namespace ember::detail {
 
 // Note [Mods over tiles]
 // score_mod and mask_mod are user lambdas compiled with the user's flags, while the tile
@@ -13,6 +14,10 @@ namespace ember::nn::attention::detail {
 // over the tile with the lambda inlined. So there is one indirect call per tile, never per
 // score. Row r of a tile is query q_start + r % rows_per_head of head h + r / rows_per_head
 // (the decode path packs the query heads of a GQA group into one tile).
+// The most captured-tensor elements one score may read in a backward pass (the partials an
+// attention::Dual holds); reading more sets ScoreTile::overflow.
+inline constexpr int kMaxScoreParams = 2;
+
 enum class TilePass {
   Forward,     // scores <- mod(scores)
   Derivative,  // scores <- mod(scores), dscore <- d mod / d score
@@ -42,4 +47,4 @@ struct TileFunction {
   void operator()(const ScoreTile& tile, TilePass pass) const { fn(self, tile, pass); }
 };
 
-}  // namespace ember::nn::attention::detail
+}  // namespace ember::detail

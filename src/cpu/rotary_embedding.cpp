@@ -1,4 +1,4 @@
-#include "cpu/rotary.h"
+#include "cpu/rotary_embedding.h"
 
 #include <algorithm>
 
