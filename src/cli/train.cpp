@@ -13,7 +13,7 @@
 
 #include "args.h"
 #include "ember/ember.h"
-#include "ember/io/atomic_file.h"
+#include "ember/atomic_file.h"
 #include "run_files.h"
 #include "train/train_step.h"
 
@@ -415,7 +415,7 @@ class TrainingRun {
       if (j.contains("loss")) train_curve_.push_back({j["step"], j["loss"]});
       if (j.contains("val_loss")) val_curve_.push_back({j["step"], j["val_loss"]});
     }
-    io::write_file_atomically(metrics_path, kept, "train");
+    write_file_atomically(metrics_path, kept, "train");
   }
 
   const TrainOptions& o_;

@@ -1,14 +1,12 @@
 // The choice of GEMM backend per product: forced, or autotuned per shape key with a table
 // persisted in $XDG_CACHE_HOME/ember (Note [GEMM backends] in gemm_backend.h).
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +19,7 @@
 #include "cpu/dispatch.h"
 #include "cpu/gemm_backend.h"
 #include "cpu/parallel.h"
+#include "ember/atomic_file.h"
 #include "ember/error.h"
 #include "ember/parallel.h"
 
@@ -142,33 +141,6 @@ std::map<std::string, AutotuneEntry> parse_table(const std::string& text) {
   return entries;
 }
 
-// Writes the file whole under a temporary name, then renames it over the old one.
-bool write_atomically(const std::string& path, const std::string& text) {
-  const size_t slash = path.rfind('/');
-  if (slash != std::string::npos) {
-    // mkdir -p of the directory; existing parts are fine.
-    for (size_t pos = 1; pos != std::string::npos; pos = path.find('/', pos + 1)) {
-      if (pos > slash) break;
-      ::mkdir(path.substr(0, pos).c_str(), 0755);
-    }
-  }
-  const std::string temp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      ::unlink(temp.c_str());
-      return false;
-    }
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return false;
-  }
-  return true;
-}
-
 struct Table {
   std::mutex mutex;
   bool loaded = false;
@@ -182,12 +154,9 @@ struct Table {
     path = default_path();
     entries.clear();
     if (path.empty()) return;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return;
-    std::stringstream text;
-    text << in.rdbuf();
+    if (::access(path.c_str(), F_OK) != 0) return;  // no table yet
     try {
-      entries = parse_table(text.str());
+      entries = parse_table(read_file(path, "gemm autotune"));
     } catch (const std::exception& e) {
       // Said at every load, not once: a table is loaded once per process (or per reload).
       std::fprintf(stderr, "ember: ignoring the GEMM autotune table %s: %s; it will be rewritten\n", path.c_str(),
@@ -205,8 +174,12 @@ struct Table {
                                 {"cpu", cpu_identity()},
                                 {"libraries", library_identity()},
                                 {"entries", all}};
-    if (!write_atomically(path, doc.dump(1)))
-      warn_once("cannot write the GEMM autotune table " + path + "; tuning results stay in memory");
+    try {
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+      write_file_atomically(path, doc.dump(1), "gemm autotune");
+    } catch (const std::exception& e) {
+      warn_once("cannot write the GEMM autotune table " + path + " (" + e.what() + "); tuning results stay in memory");
+    }
   }
 };
 

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "ember/functions.h"
-#include "ember/io/atomic_file.h"
+#include "ember/atomic_file.h"
 #include "ember/random.h"
 
 namespace ember::data {
@@ -83,7 +83,7 @@ std::vector<std::string> split_documents(const std::string& text) {
 }
 
 std::string read_text_file(const std::string& path) {
-  std::string text = io::read_file(path, "data");
+  std::string text = read_file(path, "data");
   EMBER_CHECK(!text.empty(), "data", "data file '", path, "' is empty");
   return text;
 }

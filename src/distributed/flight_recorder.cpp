@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/distributed/flight_recorder.h"
-#include "ember/io/atomic_file.h"
+#include "ember/atomic_file.h"
 
 namespace ember::distributed {
 namespace {
@@ -138,7 +138,7 @@ std::string FlightRecorder::to_json(const std::string& reason) {
 }
 
 void dump_flight_recorder(const std::string& path, const std::string& reason) {
-  io::write_file_atomically(path, FlightRecorder::instance().to_json(reason), "dump_flight_recorder");
+  write_file_atomically(path, FlightRecorder::instance().to_json(reason), "dump_flight_recorder");
 }
 
 void dump_flight_recorder_to_env_dir(const std::string& reason) {

@@ -12,7 +12,7 @@
 #include "distributed/fsdp_group.h"
 #include "ember/autograd.h"
 #include "ember/functions.h"
-#include "ember/io/atomic_file.h"
+#include "ember/atomic_file.h"
 
 namespace ember::distributed::fsdp {
 namespace {
@@ -247,7 +247,7 @@ void save_sharded_checkpoint(const std::string& directory, const nn::Module& mod
   if (rank == 0) {
     const nlohmann::json index = {{"format", kFormat},   {"world_size", world_size}, {"step", step},
                                   {"metadata", metadata}, {"scalars", scalars},      {"tensors", tensors}};
-    io::write_file_atomically(directory + "/index.json", index.dump(1), op);
+    write_file_atomically(directory + "/index.json", index.dump(1), op);
   }
   barrier();
 }
@@ -259,7 +259,7 @@ namespace {
 template <typename Read>
 auto with_index(const std::string& directory, const char* op, const Read& read) {
   try {
-    const nlohmann::json index = nlohmann::json::parse(io::read_file(directory + "/index.json", op));
+    const nlohmann::json index = nlohmann::json::parse(read_file(directory + "/index.json", op));
     EMBER_CHECK(index.value("format", "") == kFormat, op, "checkpoint '", directory, "': format '",
                 index.value("format", ""), "', expected '", kFormat, "'");
     return read(index);

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor_impl.h"
-#include "ember/io/atomic_file.h"
+#include "ember/atomic_file.h"
 #include "ember/error.h"
 #include "ember/storage.h"
 

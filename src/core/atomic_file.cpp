@@ -1,5 +1,5 @@
 // Atomic replacement (temporary file, fsync, rename, directory fsync) and whole-file reads.
-#include "ember/io/atomic_file.h"
+#include "ember/atomic_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 
 #include "ember/error.h"
 
-namespace ember::io {
+namespace ember {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
@@ -82,4 +82,4 @@ std::string read_file(const std::string& path, const char* op) {
   return text.str();
 }
 
-}  // namespace ember::io
+}  // namespace ember

@@ -7,7 +7,7 @@
 #include <string>
 #include <utility>
 
-namespace ember::io {
+namespace ember {
 
 // The temporary file that write_file_atomically hands to its callback.
 class AtomicFileWriter {
@@ -31,4 +31,4 @@ void write_file_atomically(const std::string& path, const std::string& contents,
 // The whole file; throws ember::Error naming `op` when it cannot be opened.
 std::string read_file(const std::string& path, const char* op);
 
-}  // namespace ember::io
+}  // namespace ember
