@@ -1,9 +1,11 @@
-// ember's own GEMM kernels as a backend: bf16/f16 products with few rows (decoding a token
-// at a time), which read B once, in its storage type.
+// ember's own GEMM kernels as a backend, for bf16/f16 products: with few rows (decoding a
+// token at a time) a kernel that reads B once, in its storage type; otherwise float32
+// blocks (Note [Low-precision GEMM]) multiplied on the fastest float32 backend, for CPUs
+// where no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16).
 //
-// With few rows a product is bound by reading B: widening B to float32 first (the OpenBLAS
-// path) or packing it (oneDNN) costs more than the product; gemm_few_rows reads B once, in
-// place (3-5x faster than the blocked path at m <= 4).
+// With few rows a product is bound by reading B: widening B to float32 first or packing it
+// (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
+// than the blocked path at m <= 4).
 #include <string>
 
 #include "cpu/dispatch.h"
@@ -23,13 +25,21 @@ constexpr int64_t kFewRowsColumns = 1024;
 
 }  // namespace
 
-bool ember_gemm_can_run(const GemmArgs& g) {
-  return (g.dtype == kBFloat16 || g.dtype == kFloat16) && g.m <= (g.trans_b ? kFewRowsTransposedB : kFewRowsB);
-}
+bool ember_gemm_can_run(const GemmArgs& g) { return g.dtype == kBFloat16 || g.dtype == kFloat16; }
 
 void ember_gemm_run(const GemmArgs& g) {
   const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
   const BlockFormat<float>& c_format = g.c_float32 ? float32_format() : format;
+  if (g.m > (g.trans_b ? kFewRowsTransposedB : kFewRowsB)) {
+    auto float32_product = [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                              int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+      gemm(kFloat32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    };
+    return gemm_blocked<float>(format, c_format, float32_product, g.trans_a, g.trans_b, g.m, g.n, g.k,
+                               static_cast<float>(g.alpha), static_cast<const char*>(g.a), g.lda,
+                               static_cast<const char*>(g.b), g.ldb, static_cast<float>(g.beta),
+                               static_cast<char*>(g.c), g.ldc);
+  }
   const auto kernel = g.dtype == kBFloat16 ? EMBER_KERNEL(gemm_few_rows_bf16) : EMBER_KERNEL(gemm_few_rows_f16);
   const int64_t m = g.m, n = g.n, k = g.k;
   // A as float32 [m, k]; a transposed A (small) is widened as stored, then transposed.
@@ -63,10 +73,10 @@ GemmBackendReport ember_gemm_report() {
   report.available = true;
   report.version = "built in";
   report.kernel_isa = capability_name(cpu_capability());
-  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + ")";
+  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else float32 blocks";
   report.fits_cpu = true;
-  report.why = "runtime-dispatched SIMD (EMBER_CPU_CAPABILITY); bf16/f16 products of up to 4 rows (8 with B "
-               "transposed)";
+  report.why = "runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 with B "
+               "transposed) read B in place; larger ones run as float32 blocks on the fastest float32 backend";
   report.dtypes = {kBFloat16, kFloat16};
   return report;
 }

@@ -38,19 +38,6 @@ const BlockFormat<float> kFloat16Format{
 
 namespace {
 
-// Note [Low-precision GEMM]
-// bf16/f16 products are computed by converting blocks of A and B to float32, multiplying
-// them with sgemm into a float32 block of C (k blocks accumulate there) and rounding that
-// block once into C, fused with + beta * C. This is float32 accumulation with a single final
-// rounding, and runs at sgemm speed because conversion is O(n^2) against O(n^3) multiply.
-// Blocks are at most kBlock in each dimension, so the workspace is bounded (3 x 16 MiB)
-// whatever the shape: a full float32 copy of a bf16 LM head alone would be gigabytes. Up to
-// kBlock (the common case) every element is converted exactly once; beyond it A is
-// reconverted once per column block of C and B once per row block (when k > kBlock),
-// about one conversion per kBlock multiply-adds, a few percent of the time at most.
-// float32/float64 operands whose strides BLAS rejects (ld 0 broadcasts, > 2^31 sizes) take
-// the same blocked path with plain copies.
-constexpr int64_t kBlock = 2048;
 
 void use_single_threaded_blas() {
   static std::once_flag once;
@@ -110,52 +97,6 @@ const BlockFormat<T> kCopyFormat{
       }
     }};
 
-// Widens the stored block at (row0, col0) of a matrix into dst with ld_dst = cols.
-template <typename Acc>
-void widen_block(const BlockFormat<Acc>& format, const char* base, int64_t ld, int64_t row0, int64_t col0,
-                 int64_t rows, int64_t cols, Acc* dst) {
-  const char* src = base + (row0 * ld + col0) * static_cast<int64_t>(format.element_size);
-  for_row_chunks(rows, cols, [&](int64_t r0, int64_t r1) {
-    format.widen(src + r0 * ld * static_cast<int64_t>(format.element_size), ld, r1 - r0, cols, dst + r0 * cols, cols);
-  });
-}
-
-// See Note [Low-precision GEMM]. A and B are stored as `format` says, C as `c_format`.
-template <typename Acc>
-void gemm_blocked(const BlockFormat<Acc>& format, const BlockFormat<Acc>& c_format, bool ta, bool tb, int64_t m,
-                  int64_t n, int64_t k, Acc alpha, const char* a, int64_t lda, const char* b, int64_t ldb, Acc beta,
-                  char* c, int64_t ldc) {
-  const int64_t block_m = std::min(m, kBlock), block_n = std::min(n, kBlock), block_k = std::min(k, kBlock);
-  Acc* a_block = workspace<Acc>(0, block_m * block_k);
-  Acc* b_block = workspace<Acc>(1, block_k * block_n);
-  Acc* c_block = workspace<Acc>(2, block_m * block_n);
-  const bool a_single_block = m <= kBlock && k <= kBlock;  // then converted once for all column blocks
-  const bool b_single_k_block = k <= kBlock;               // then converted once per column block
-  const int64_t c_element_size = static_cast<int64_t>(c_format.element_size);
-  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-    const int64_t nj = std::min(kBlock, n - j0);
-    for (int64_t i0 = 0; i0 < m; i0 += kBlock) {
-      const int64_t mi = std::min(kBlock, m - i0);
-      for (int64_t p0 = 0; p0 < k; p0 += kBlock) {
-        const int64_t kp = std::min(kBlock, k - p0);
-        // Blocks are converted in their stored orientation; sgemm applies the transposes.
-        const int64_t a_cols = ta ? mi : kp;
-        const int64_t b_cols = tb ? kp : nj;
-        if (!a_single_block || j0 == 0)
-          widen_block(format, a, lda, ta ? p0 : i0, ta ? i0 : p0, ta ? kp : mi, a_cols, a_block);
-        if (!b_single_k_block || i0 == 0)
-          widen_block(format, b, ldb, tb ? j0 : p0, tb ? p0 : j0, tb ? nj : kp, b_cols, b_block);
-        blas_gemm_tiled(ta, tb, mi, nj, kp, alpha, a_block, a_cols, b_block, b_cols, p0 == 0 ? Acc(0) : Acc(1), c_block,
-                        nj);
-      }
-      char* c_origin = c + (i0 * ldc + j0) * c_element_size;
-      for_row_chunks(mi, nj, [&](int64_t r0, int64_t r1) {
-        c_format.narrow(c_block + r0 * nj, nj, r1 - r0, nj, beta, c_origin + r0 * ldc * c_element_size, ldc);
-      });
-    }
-  }
-}
-
 template <typename T>
 void gemm_blas_or_blocked(const GemmArgs& g) {
   int64_t lda = g.lda, ldb = g.ldb, ldc = g.ldc;
@@ -165,7 +106,7 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
     blas_gemm_tiled(ta, tb, g.m, g.n, g.k, static_cast<T>(g.alpha), static_cast<const T*>(g.a), lda,
                     static_cast<const T*>(g.b), ldb, static_cast<T>(g.beta), static_cast<T*>(g.c), ldc);
   } else {
-    gemm_blocked<T>(kCopyFormat<T>, kCopyFormat<T>, ta, tb, g.m, g.n, g.k, static_cast<T>(g.alpha), static_cast<const char*>(g.a),
+    gemm_blocked<T>(kCopyFormat<T>, kCopyFormat<T>, blas_gemm_tiled<T>, ta, tb, g.m, g.n, g.k, static_cast<T>(g.alpha), static_cast<const char*>(g.a),
                     lda, static_cast<const char*>(g.b), ldb, static_cast<T>(g.beta), static_cast<char*>(g.c), ldc);
   }
 }
@@ -194,7 +135,8 @@ void openblas_run(const GemmArgs& g) {
     case kFloat64: return gemm_blas_or_blocked<double>(g);
     default: {
       const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
-      return gemm_blocked<float>(format, g.c_float32 ? kCopyFormat<float> : format, g.trans_a, g.trans_b, g.m,
+      return gemm_blocked<float>(format, g.c_float32 ? kCopyFormat<float> : format, blas_gemm_tiled<float>, g.trans_a,
+                                 g.trans_b, g.m,
                                  g.n, g.k, static_cast<float>(g.alpha), static_cast<const char*>(g.a), g.lda,
                                  static_cast<const char*>(g.b), g.ldb, static_cast<float>(g.beta),
                                  static_cast<char*>(g.c), g.ldc);

@@ -226,7 +226,8 @@ TEST(GemmBackendChoice, PublicNamesAndErrors) {
   EXPECT_TRUE(backends::gemm_backend_can_run("openblas", kFloat64, 8, 8, 8) ||
               !gemm_backend_report(GemmBackend::OpenBLAS).fits_cpu);
   EXPECT_TRUE(backends::gemm_backend_can_run("ember", kBFloat16, 1, 64, 64));
-  EXPECT_FALSE(backends::gemm_backend_can_run("ember", kBFloat16, 64, 64, 64));
+  EXPECT_TRUE(backends::gemm_backend_can_run("ember", kBFloat16, 64, 64, 64));
+  EXPECT_FALSE(backends::gemm_backend_can_run("ember", kFloat32, 64, 64, 64));
 }
 
 // ctest runs this with OPENBLAS_CORETYPE=Prescott (cpu.gemm_openblas_fallback): OpenBLAS's

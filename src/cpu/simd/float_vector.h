@@ -52,6 +52,25 @@ static inline V splat(S value) {
   else return static_cast<V>(value);
 }
 
+// bf16 <-> float32 on every lane of V (the 8-lane Floats, or the native vf below), Words and
+// Halves being V's lanes as 32- and 16-bit integers. bf16 is the top half of a float;
+// narrowing rounds to nearest even and keeps a NaN's top bits, quieted, as float_to_bf16.
+template <typename V, typename Words, typename Halves>
+static inline V widen_bf16(const uint16_t* p) {
+  Halves raw;
+  std::memcpy(&raw, p, sizeof(raw));
+  return bits_as<V>(__builtin_convertvector(raw, Words) << 16);
+}
+
+template <typename Words, typename Halves, typename V>
+static inline void narrow_bf16(uint16_t* p, V value) {
+  const Words x = bits_as<Words>(value);
+  const Words rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  const Words bits = (x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded;
+  const Halves narrow = __builtin_convertvector(bits, Halves);
+  std::memcpy(p, &narrow, sizeof(narrow));
+}
+
 // One element (scalar V) or kWidth elements (vector V) of T, as V.
 template <typename V, typename T>
 static inline V load_as(const T* p) {
@@ -62,10 +81,7 @@ static inline V load_as(const T* p) {
     std::memcpy(&value, p, sizeof(value));
     return value;
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-    // bf16 is the top half of a float: widen and shift, as bf16_to_float does per lane.
-    Shorts8 raw;
-    std::memcpy(&raw, p, sizeof(raw));
-    return bits_as<Floats>(__builtin_convertvector(raw, UInts) << 16);
+    return widen_bf16<Floats, UInts, Shorts8>(reinterpret_cast<const uint16_t*>(p));
   } else {
     float lanes[kWidth];
     for (int j = 0; j < kWidth; ++j) lanes[j] = load(p + j);
@@ -80,12 +96,7 @@ static inline void store_as(T* p, V value) {
   } else if constexpr (std::is_same_v<T, float>) {
     std::memcpy(p, &value, sizeof(value));
   } else if constexpr (std::is_same_v<T, BFloat16>) {
-    // float_to_bf16 on every lane: round to nearest even; NaN keeps its top bits, quieted.
-    const UInts x = bits_as<UInts>(value);
-    const UInts rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-    const UInts bits = (x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded;
-    const Shorts8 narrow = __builtin_convertvector(bits, Shorts8);
-    std::memcpy(static_cast<void*>(p), &narrow, sizeof(narrow));
+    narrow_bf16<UInts, Shorts8>(reinterpret_cast<uint16_t*>(p), value);
   } else {
     float lanes[kWidth];
     std::memcpy(lanes, &value, sizeof(lanes));
@@ -166,7 +177,7 @@ static inline float exp_of(float x) { return expf_poly(x); }
 static inline double exp_of(double x) { return __builtin_exp(x); }
 
 // ---- Native registers ---------------------------------------------------------------------
-// Micro-kernels (the flex attention tiles) work on the widest float register of the
+// Micro-kernels (the flex attention tiles, the few-rows GEMM) work on the widest float register of the
 // instruction set: 16 lanes under AVX-512, 8 under AVX2, 4 at baseline (SSE2 has no FMA, so
 // there vfma is a multiply and an add). Intrinsics rather than GCC vectors, so that vfma is
 // one fused operation whatever -ffp-contract says.
@@ -219,6 +230,37 @@ static inline vf vfma(vf a, vf b, vf c) { return _mm_add_ps(_mm_mul_ps(a, b), c)
 static inline vf vfloat_bits(vi a) { return _mm_castsi128_ps(a); }
 static inline vf vround(vf a) { return _mm_cvtepi32_ps(vto_int(a)); }
 static inline vf vzero_below(vf x, vf value, float limit) { return _mm_and_ps(_mm_cmpge_ps(x, vset(limit)), value); }
+#endif
+
+// bf16 and float16 storage to and from native registers (float16 by F16C where the build has
+// it, else value by value), rounding to nearest even.
+typedef uint16_t NativeHalves __attribute__((vector_size(2 * kNativeWidth)));
+typedef uint32_t NativeWords __attribute__((vector_size(4 * kNativeWidth)));
+static inline vf vload_bf16(const uint16_t* p) { return widen_bf16<vf, NativeWords, NativeHalves>(p); }
+static inline void vstore_bf16(uint16_t* p, vf v) { narrow_bf16<NativeWords, NativeHalves>(p, v); }
+#if defined(__AVX512F__)
+static inline vf vload_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+static inline void vstore_f16(uint16_t* p, vf v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#elif defined(__F16C__)
+static inline vf vload_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+static inline void vstore_f16(uint16_t* p, vf v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+#else
+static inline vf vload_f16(const uint16_t* p) {
+  float lanes[kNativeWidth];
+  for (int i = 0; i < kNativeWidth; ++i) lanes[i] = half_to_float(p[i]);
+  return vload(lanes);
+}
+static inline void vstore_f16(uint16_t* p, vf v) {
+  float lanes[kNativeWidth];
+  vstore(lanes, v);
+  for (int i = 0; i < kNativeWidth; ++i) p[i] = float_to_half(lanes[i]);
+}
 #endif
 
 // The sum and the maximum of the lanes.
