@@ -30,7 +30,7 @@ CpuInfo cpu_info();
 
 struct GemmBackendInfo {
   std::string name;        // "openblas", "onednn", "ember"
-  bool available = false;  // runs at least one dtype with a kernel that fits this CPU
+  bool available = false;  // runs at least one dtype here
   std::string version;
   std::string kernel;      // OpenBLAS's core name; oneDNN's implementation per dtype
   std::string kernel_isa;  // the instruction set of that kernel

@@ -25,6 +25,10 @@ struct ScratchProduct {
     EMBER_CHECK(dtype == kFloat32 || dtype == kFloat64 || dtype == kBFloat16 || dtype == kFloat16, "gemm_backend",
                 "unsupported dtype ", dtype);
     EMBER_CHECK(m > 0 && k > 0 && n > 0, "gemm_backend", "sizes must be positive, got m=", m, " k=", k, " n=", n);
+    // Scratch operands of this size are allocated: keep them to what a product may hold.
+    constexpr int64_t kMaxElements = int64_t{1} << 31;
+    EMBER_CHECK(m <= kMaxElements / k && k <= kMaxElements / n && m <= kMaxElements / n, "gemm_backend",
+                "sizes m=", m, " k=", k, " n=", n, " need operands of more than 2^31 elements");
     const size_t item = element_size(dtype);
     a.reset(new char[m * k * item]());
     b.reset(new char[k * n * item]());

@@ -1,5 +1,7 @@
 // The choice of GEMM backend per product: forced, or autotuned per shape key with a table
 // persisted in $XDG_CACHE_HOME/ember (Note [GEMM backends] in gemm_backend.h).
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,7 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +26,14 @@
 #include "ember/parallel.h"
 
 namespace ember::cpu {
+
+void warn_once(const std::string& message) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard lock(mutex);
+  if (said.insert(message).second) std::fprintf(stderr, "ember: %s\n", message.c_str());
+}
+
 namespace {
 
 constexpr const char* kFormat = "ember-gemm-autotune";
@@ -36,14 +46,6 @@ constexpr int kMaxRounds = 50;
 constexpr double kMinSeconds = 0.02;
 // The scratch output of a timed run holds at most this many elements (rows are capped).
 constexpr int64_t kMaxScratchElements = int64_t{1} << 24;
-
-// Warns on stderr once per distinct message.
-void warn_once(const std::string& message) {
-  static std::mutex mutex;
-  static std::set<std::string> said;
-  std::lock_guard lock(mutex);
-  if (said.insert(message).second) std::fprintf(stderr, "ember: %s\n", message.c_str());
-}
 
 // Sizes up to 16 are their own bucket (few-rows kernels switch there); above, the next of
 // 2^p and 3 * 2^(p-1): products within a bucket are close enough in shape to share a choice.
@@ -64,14 +66,27 @@ const char* short_dtype(ScalarType dtype) {
   }
 }
 
-std::string key_of(const GemmArgs& g) {
-  std::ostringstream key;
-  key << short_dtype(g.dtype) << (g.c_float32 ? ">f32" : "") << ' ' << (g.trans_a ? 'T' : 'N') << (g.trans_b ? 'T' : 'N') << ' ' << bucket(g.m)
-      << 'x' << bucket(g.k) << 'x' << bucket(g.n) << ' ';
-  // Deterministic mode leaves the thread count out of the key: one choice for every count.
-  if (are_deterministic_algorithms_enabled()) key << "any";
-  else key << 't' << (in_parallel_region() ? 1 : num_threads());
-  return key.str();
+// What a choice is made for. threads 0: any thread count (deterministic mode leaves it out,
+// so every thread count makes the same choice).
+struct TuneKey {
+  ScalarType dtype;
+  bool c_float32, trans_a, trans_b;
+  int64_t m, k, n;
+  int threads;
+  auto tie() const { return std::tie(dtype, c_float32, trans_a, trans_b, m, k, n, threads); }
+  bool operator<(const TuneKey& other) const { return tie() < other.tie(); }
+
+  // "bf16>f32 NT 2048x192x576 t2": the table's key.
+  std::string text() const {
+    return std::string(short_dtype(dtype)) + (c_float32 ? ">f32" : "") + " " + (trans_a ? "T" : "N") +
+           (trans_b ? "T" : "N") + " " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n) + " " +
+           (threads == 0 ? std::string("any") : "t" + std::to_string(threads));
+  }
+};
+
+TuneKey key_of(const GemmArgs& g) {
+  const int threads = are_deterministic_algorithms_enabled() ? 0 : in_parallel_region() ? 1 : num_threads();
+  return {g.dtype, g.c_float32, g.trans_a, g.trans_b, bucket(g.m), bucket(g.k), bucket(g.n), threads};
 }
 
 std::string lowercase_alnum(const std::string& text) {
@@ -141,11 +156,29 @@ std::map<std::string, AutotuneEntry> parse_table(const std::string& text) {
   return entries;
 }
 
+// Holds an exclusive flock on PATH.lock for its lifetime (nothing when it cannot be taken:
+// then the merge below may lose another process's entry, never corrupt the file).
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) : fd_(::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
 struct Table {
   std::mutex mutex;
   bool loaded = false;
   std::string path;
   std::map<std::string, AutotuneEntry> entries;
+  uint64_t generation = 0;  // bumped when entries may change meaning (reload)
 
   // Requires the mutex.
   void load() {
@@ -164,22 +197,43 @@ struct Table {
     }
   }
 
-  // Requires the mutex.
-  void save() const {
-    if (path.empty()) return;
-    nlohmann::json all = nlohmann::json::object();
-    for (const auto& [key, entry] : entries) all[key] = entry_json(entry);
-    const nlohmann::json doc = {{"format", kFormat},
-                                {"version", kFormatVersion},
-                                {"cpu", cpu_identity()},
-                                {"libraries", library_identity()},
-                                {"entries", all}};
+  // Adds a tuned entry and returns the one that stands for its key. Requires the mutex.
+  // Processes tuning side by side (the ranks of a job, a restarted run) must agree: under a
+  // lock on the file, its current entries are merged in first and an entry already there
+  // wins over this process's own measurement.
+  const AutotuneEntry& add(AutotuneEntry entry) {
+    load();
+    if (path.empty()) return entries.emplace(entry.key, std::move(entry)).first->second;
     try {
       std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-      write_file_atomically(path, doc.dump(1), "gemm autotune");
+      FileLock lock(path);
+      if (::access(path.c_str(), F_OK) == 0) {
+        try {
+          for (auto& [key, stored] : parse_table(read_file(path, "gemm autotune"))) entries.insert_or_assign(key, stored);
+        } catch (const std::exception&) {
+          // A corrupt file was reported when loaded; it is replaced below.
+        }
+      }
+      const std::string key = entry.key;
+      entries.emplace(key, std::move(entry));
+      write_file_atomically(path, document().dump(1), "gemm autotune");
+      return entries.at(key);
     } catch (const std::exception& e) {
       warn_once("cannot write the GEMM autotune table " + path + " (" + e.what() + "); tuning results stay in memory");
+      const std::string key = entry.key;
+      return entries.emplace(key, std::move(entry)).first->second;
     }
+  }
+
+ private:
+  nlohmann::json document() const {
+    nlohmann::json all = nlohmann::json::object();
+    for (const auto& [key, entry] : entries) all[key] = entry_json(entry);
+    return {{"format", kFormat},
+            {"version", kFormatVersion},
+            {"cpu", cpu_identity()},
+            {"libraries", library_identity()},
+            {"entries", all}};
   }
 };
 
@@ -192,7 +246,9 @@ double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-AutotuneEntry tune(const std::string& key, const GemmArgs& g, const std::vector<GemmBackend>& candidates) {
+// Times the candidates on the product's own operands into a scratch output. nullopt when
+// none of them ran (nothing worth persisting).
+std::optional<AutotuneEntry> tune(const std::string& key, const GemmArgs& g, const std::vector<GemmBackend>& candidates) {
   GemmArgs timed = g;
   timed.m = std::min(g.m, std::max<int64_t>(1, kMaxScratchElements / g.n));
   timed.beta = 0.0;
@@ -201,26 +257,37 @@ AutotuneEntry tune(const std::string& key, const GemmArgs& g, const std::vector<
   std::unique_ptr<char[]> scratch(new char[bytes]);
   timed.c = scratch.get();
   const double flops = 2.0 * static_cast<double>(timed.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-  std::vector<GemmBackend> timing;
-  for (GemmBackend backend : candidates) {
+  std::vector<GemmBackend> timing(candidates);
+  std::vector<double> best(timing.size(), 1e30);
+  auto failed = [&](size_t i, const std::exception& e) {
+    warn_once(std::string("GEMM backend ") + gemm_backend_name(timing[i]) + " failed while tuning " + key + ": " +
+              e.what());
+    timing.erase(timing.begin() + static_cast<std::ptrdiff_t>(i));
+    best.erase(best.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  for (size_t i = 0; i < timing.size();) {
     try {
-      gemm_run(backend, timed);  // warm-up: primitives, packing buffers, page faults
-      timing.push_back(backend);
+      gemm_run(timing[i], timed);  // warm-up: primitives, packing buffers, page faults
+      ++i;
     } catch (const std::exception& e) {
-      warn_once(std::string("GEMM backend ") + gemm_backend_name(backend) + " failed while tuning " + key + ": " +
-                e.what());
+      failed(i, e);
     }
   }
-  std::vector<double> best(timing.size(), 1e30);
   const double start = seconds_now();
   for (int round = 0; round < kMaxRounds && (round < kMinRounds || seconds_now() - start < kMinSeconds); ++round) {
-    for (size_t i = 0; i < timing.size(); ++i) {
-      const double t0 = seconds_now();
-      gemm_run(timing[i], timed);
-      best[i] = std::min(best[i], seconds_now() - t0);
+    for (size_t i = 0; i < timing.size();) {
+      try {
+        const double t0 = seconds_now();
+        gemm_run(timing[i], timed);
+        best[i] = std::min(best[i], seconds_now() - t0);
+        ++i;
+      } catch (const std::exception& e) {
+        failed(i, e);
+      }
     }
   }
-  AutotuneEntry entry{key, timing.empty() ? candidates.front() : timing.front(), {}};
+  if (timing.empty()) return std::nullopt;
+  AutotuneEntry entry{key, timing.front(), {}};
   double best_gflops = 0;
   for (size_t i = 0; i < timing.size(); ++i) {
     const double gflops = flops / best[i] / 1e9;
@@ -231,6 +298,23 @@ AutotuneEntry tune(const std::string& key, const GemmArgs& g, const std::vector<
     }
   }
   return entry;
+}
+
+// The backends of an entry from most to least preferred: its choice, then by speed.
+std::vector<GemmBackend> preference(const AutotuneEntry& entry) {
+  std::vector<std::pair<GemmBackend, double>> ranked = entry.gflops;
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& x, auto& y) { return x.second > y.second; });
+  std::vector<GemmBackend> order = {entry.backend};
+  for (const auto& [backend, gflops] : ranked)
+    if (backend != entry.backend) order.push_back(backend);
+  return order;
+}
+
+GemmBackend first_candidate(const std::vector<GemmBackend>& order, const std::vector<GemmBackend>& candidates) {
+  // An entry whose choice cannot run this product (its strides, say) still ranks the others.
+  for (GemmBackend backend : order)
+    if (std::find(candidates.begin(), candidates.end(), backend) != candidates.end()) return backend;
+  return candidates.front();
 }
 
 GemmBackend auto_backend(const GemmArgs& args) {
@@ -244,29 +328,35 @@ GemmBackend auto_backend(const GemmArgs& args) {
     return GemmBackend::OpenBLAS;
   }
   if (candidates.size() == 1) return candidates.front();
-  const std::string key = key_of(args);
+  const TuneKey key = key_of(args);
+  // Each thread remembers the keys it has resolved: most products skip the table's lock.
+  struct Resolved {
+    uint64_t generation = ~uint64_t{0};
+    std::map<TuneKey, std::vector<GemmBackend>> order;
+  };
+  thread_local Resolved resolved;
   Table& t = table();
   {
     std::lock_guard lock(t.mutex);
     t.load();
-    auto it = t.entries.find(key);
-    if (it != t.entries.end()) {
-      // An entry whose choice cannot run this product (its strides, say) still ranks the others.
-      std::vector<std::pair<GemmBackend, double>> ranked = it->second.gflops;
-      ranked.insert(ranked.begin(), {it->second.backend, 0.0});
-      std::stable_sort(ranked.begin() + 1, ranked.end(), [](auto& x, auto& y) { return x.second > y.second; });
-      for (const auto& [backend, gflops] : ranked)
-        if (std::find(candidates.begin(), candidates.end(), backend) != candidates.end()) return backend;
-      return candidates.front();
+    if (resolved.generation != t.generation) {
+      resolved.order.clear();
+      resolved.generation = t.generation;
+    }
+    if (auto it = resolved.order.find(key); it != resolved.order.end()) return first_candidate(it->second, candidates);
+    if (auto it = t.entries.find(key.text()); it != t.entries.end()) {
+      const std::vector<GemmBackend>& order = resolved.order[key] = preference(it->second);
+      return first_candidate(order, candidates);
     }
   }
   // Tuned without the lock: tuning runs products on the pool, whose threads may be waiting
   // for this lock in another caller's region. Two threads may tune one key; the first kept wins.
-  AutotuneEntry entry = tune(key, args, candidates);
+  std::optional<AutotuneEntry> entry = tune(key.text(), args, candidates);
+  if (!entry) return candidates.front();
   std::lock_guard lock(t.mutex);
-  auto [it, inserted] = t.entries.emplace(key, std::move(entry));
-  if (inserted) t.save();
-  return it->second.backend;
+  const AutotuneEntry& kept = t.add(std::move(*entry));
+  if (resolved.generation == t.generation) resolved.order[key] = preference(kept);
+  return first_candidate(preference(kept), candidates);
 }
 
 }  // namespace
@@ -303,6 +393,7 @@ void reload_autotune_table() {
   std::lock_guard lock(t.mutex);
   t.loaded = false;
   t.entries.clear();
+  ++t.generation;
 }
 
 }  // namespace ember::cpu

@@ -6,13 +6,16 @@
 // which backend runs it: the one EMBER_GEMM_BACKEND (or set_gemm_backend) forces, else the
 // autotuned one. Autotuning times every eligible backend on the first product of a key
 // (dtype, transposes, bucketed M/K/N, threads) on the caller's own operands into a scratch
-// output, keeps the fastest, and persists the table (cpu/gemm_autotune.cpp). A backend whose
-// kernel does not fit the CPU (OpenBLAS's generic "Prescott" kernel on an AVX-512 CPU, a
-// oneDNN reference implementation) is never eligible for auto, and forcing one says so on
-// stderr once. Every backend runs a product as shape-determined tiles on ember's pool with
-// one library thread per tile (Note [GEMM tiles]), so results do not depend on the thread
-// count for a given backend; under use_deterministic_algorithms(true) the key leaves the
-// thread count out, so every thread count makes the same choice.
+// output, keeps the fastest, and persists the table (cpu/gemm_autotune.cpp). Processes share
+// the table: an entry another process stored first wins over a fresh measurement (merged
+// under a file lock), so the ranks of a job and a resumed run make the same choices. A
+// backend whose kernel does not fit the CPU (OpenBLAS's generic "Prescott" kernel on an
+// AVX-512 CPU, a oneDNN reference implementation) is never eligible for auto, and forcing
+// one says so on stderr once. Every backend runs a product as shape-determined tiles on
+// ember's pool with one library thread per tile (Note [GEMM tiles]), so results do not
+// depend on the thread count for a given backend; under use_deterministic_algorithms(true)
+// the key leaves the thread count out, so every thread count makes the same choice (the
+// same table, the same results; a fresh table may choose differently).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -60,13 +63,13 @@ void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, const std::function<voi
 // What a backend runs here, for `ember info` and the choice.
 struct GemmBackendReport {
   GemmBackend backend;
-  bool available = false;   // linked and usable for at least one dtype
+  bool available = false;   // usable for at least one dtype
   std::string version;      // "0.3.21"
   std::string kernel;       // OpenBLAS core name, oneDNN implementation ("brg:avx512_core")
   std::string kernel_isa;   // the instruction set that kernel uses
   bool fits_cpu = false;    // the kernel uses what the CPU has (no generic fallback)
   std::string why;          // one line: why it fits or not
-  std::vector<ScalarType> dtypes;  // what it runs, kernels that fit the CPU only
+  std::vector<ScalarType> dtypes;  // what it runs (oneDNN: only dtypes with a non-reference kernel)
 };
 
 // The backends. can_run: the backend takes this product (dtype, strides, sizes); whether its
@@ -87,6 +90,9 @@ GemmBackendReport ember_gemm_report();
 bool gemm_can_run(GemmBackend backend, const GemmArgs& args);
 void gemm_run(GemmBackend backend, const GemmArgs& args);
 const GemmBackendReport& gemm_backend_report(GemmBackend backend);  // computed once
+
+// Prints "ember: MESSAGE" on stderr, once per distinct message in a process.
+void warn_once(const std::string& message);
 
 // The forced backend: EMBER_GEMM_BACKEND=auto|openblas|onednn|ember until set_gemm_backend
 // is called; nullopt means auto.

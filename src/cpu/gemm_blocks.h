@@ -34,7 +34,8 @@ Acc* workspace(int slot, int64_t count) {
   thread_local Buffer buffers[3];
   Buffer& buffer = buffers[slot];
   if (buffer.size < count) {
-    buffer.data.reset();
+    buffer.data.reset();  // the old buffer goes first: its memory may serve the new one
+    buffer.size = 0;      // consistent even if the allocation below throws
     buffer.data = std::make_unique_for_overwrite<Acc[]>(count);
     buffer.size = count;
   }

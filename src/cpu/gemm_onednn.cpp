@@ -39,16 +39,17 @@ memory::data_type dnnl_type(ScalarType dtype) {
 
 // EMBER_CPU_CAPABILITY=avx2|baseline also caps oneDNN, so the other code paths can be
 // tried on this machine; it must be set before oneDNN's first primitive.
+// Never destroyed: pool threads' streams may outlive any static destructor order.
 dnnl::engine& engine() {
-  static dnnl::engine instance = [] {
+  static dnnl::engine* instance = [] {
     switch (cpu_capability()) {
       case Capability::AVX2: dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); break;
       case Capability::Baseline: dnnl::set_max_cpu_isa(dnnl::cpu_isa::sse41); break;
       default: break;
     }
-    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
-  return instance;
+  return *instance;
 }
 
 struct PrimitiveKey {
@@ -57,7 +58,15 @@ struct PrimitiveKey {
   bool trans_a, trans_b;
   int64_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
-  auto tie() const { return std::tie(dtype, c_float32, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta); }
+  // Scales compare by their bits: NaN must key its own primitive, not break the ordering.
+  auto tie() const {
+    return std::make_tuple(dtype, c_float32, trans_a, trans_b, m, n, k, lda, ldb, ldc, bits(alpha), bits(beta));
+  }
+  static uint32_t bits(float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, 4);
+    return b;
+  }
   bool operator<(const PrimitiveKey& other) const { return tie() < other.tie(); }
 };
 
@@ -116,6 +125,9 @@ void run_one(const PrimitiveKey& key, const void* a, const void* b, void* c) {
     ~SingleThreaded() { omp_set_num_threads(saved); }
   } single_threaded;
   const Primitive& p = cached_primitive(key);
+  if (p.reference)
+    warn_once("oneDNN runs its reference kernel (" + p.impl + ") for a " + dtype_name(key.dtype) +
+                          " product: correct, but far from this CPU's speed");
   thread_local dnnl::stream stream(engine());
   uint8_t* scratchpad = workspace<uint8_t>(0, static_cast<int64_t>(p.scratchpad_bytes));
   memory a_mem(p.a, engine(), const_cast<void*>(a)), b_mem(p.b, engine(), const_cast<void*>(b)),
@@ -177,8 +189,18 @@ bool onednn_can_run(const GemmArgs& g) {
   const bool dtype_ok = (g.dtype == kFloat32 && f.f32) || (g.dtype == kBFloat16 && f.bf16) ||
                         (g.dtype == kFloat16 && f.f16);
   int64_t lda = g.lda, ldb = g.ldb, ldc = g.ldc;
-  return dtype_ok && usable_ld(g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, lda) &&
-         usable_ld(g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, ldb) && usable_ld(g.m, g.n, ldc);
+  if (!dtype_ok || !usable_ld(g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, lda) ||
+      !usable_ld(g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, ldb) || !usable_ld(g.m, g.n, ldc))
+    return false;
+  // The implementation for this layout, scales and output type (cached per thread): a
+  // reference kernel is no candidate (tiles share all but their sizes).
+  try {
+    return !cached_primitive({g.dtype, g.c_float32, g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb, ldc,
+                              static_cast<float>(g.alpha), static_cast<float>(g.beta)})
+                .reference;
+  } catch (const dnnl::error&) {
+    return false;
+  }
 }
 
 void onednn_run(const GemmArgs& g) {
@@ -208,7 +230,12 @@ GemmBackendReport onednn_report() {
   report.backend = GemmBackend::OneDNN;
   const dnnl_version_t* v = dnnl_version();
   report.version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-  engine();
+  try {
+    engine();
+  } catch (const dnnl::error& e) {
+    report.why = std::string("oneDNN did not start: ") + e.what() + "; not used";
+    return report;
+  }
   report.kernel_isa = dnnl_isa_name(dnnl::get_effective_cpu_isa());
   std::string kernels;
   for (ScalarType dtype : {kFloat32, kBFloat16, kFloat16}) {

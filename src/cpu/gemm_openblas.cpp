@@ -2,6 +2,7 @@
 // blocks (Note [Low-precision GEMM]), and what OpenBLAS runs on this CPU.
 #include <cblas.h>
 
+#include <cctype>
 #include <climits>
 #include <cstring>
 #include <mutex>
@@ -111,13 +112,15 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
   }
 }
 
-// The instruction set of an OpenBLAS core's kernels (OpenBLAS's kernel/x86_64 names).
-Isa core_isa(const std::string& core) {
-  for (const char* name : {"SkylakeX", "Cooperlake", "SapphireRapids"})
+// The instruction set of an OpenBLAS core's kernels (OpenBLAS's kernel/x86_64 names; builds
+// without DYNAMIC_ARCH spell them in capitals).
+Isa core_isa(std::string core) {
+  for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"})
     if (core == name) return Isa::AVX512;
-  for (const char* name : {"Haswell", "Zen", "Excavator"})
+  for (const char* name : {"haswell", "zen", "excavator"})
     if (core == name) return Isa::AVX2;
-  for (const char* name : {"Sandybridge", "Bulldozer", "Piledriver", "Steamroller"})
+  for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
     if (core == name) return Isa::AVX;
   return Isa::SSE;  // Prescott, Core2, Nehalem, Atom, Opteron, ...: the generic kernels
 }

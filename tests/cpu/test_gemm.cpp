@@ -196,6 +196,7 @@ TEST(Gemm, AlphaBetaAndPaddedStrides) {
 
 // Each backend on the products it takes, forced: every dtype whose kernel fits this CPU.
 TEST(Gemm, EveryBackendMatchesFloat64) {
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
   for (GemmBackend backend : kGemmBackends) {
     const GemmBackendReport& report = gemm_backend_report(backend);
     SCOPED_TRACE(gemm_backend_name(backend));
@@ -212,12 +213,13 @@ TEST(Gemm, EveryBackendMatchesFloat64) {
             run_case(t);
           }
   }
-  set_forced_gemm_backend(std::nullopt);
+  set_forced_gemm_backend(forced);
 }
 
 // bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,
 // C never rounded to the operands' type.
 TEST(Gemm, Float32OutputOfLowPrecisionOperands) {
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
   std::vector<std::optional<GemmBackend>> choices = {std::nullopt};
   for (GemmBackend backend : kGemmBackends) choices.push_back(backend);
   for (const std::optional<GemmBackend>& choice : choices) {
@@ -242,7 +244,7 @@ TEST(Gemm, Float32OutputOfLowPrecisionOperands) {
             expect_matches(as_float32, a, b, c0, c);
           }
   }
-  set_forced_gemm_backend(std::nullopt);
+  set_forced_gemm_backend(forced);
   float c[1] = {2.0f};
   gemm_float32_out(kBFloat16, false, false, 1, 1, 0, 1.0, nullptr, 0, nullptr, 1, 0.5, c, 1);
   EXPECT_EQ(c[0], 1.0f);  // k == 0: C = beta * C

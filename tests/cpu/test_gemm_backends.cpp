@@ -35,12 +35,14 @@ class AutotuneTable : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+    forced_ = forced_gemm_backend();
     set_forced_gemm_backend(std::nullopt);
     reload_autotune_table();
   }
   void TearDown() override {
     if (saved_) setenv("XDG_CACHE_HOME", saved_->c_str(), 1);
     else unsetenv("XDG_CACHE_HOME");
+    set_forced_gemm_backend(forced_);  // as EMBER_GEMM_BACKEND set it for this run
     reload_autotune_table();
     std::filesystem::remove_all(dir_);
   }
@@ -63,6 +65,7 @@ class AutotuneTable : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::optional<std::string> saved_;
+  std::optional<GemmBackend> forced_;
 };
 
 struct Product {
@@ -165,28 +168,29 @@ TEST_F(AutotuneTable, DeterministicModeGivesBitwiseSameResultsForAnyThreadCount)
   const int threads = num_threads();
   use_deterministic_algorithms(true);
   for (ScalarType dtype : {kFloat32, kBFloat16}) {
-    // Large enough to run as several tiles (Note [GEMM tiles]).
-    const int64_t m = 300, n = 520, k = 200;
-    std::vector<uint16_t> a16(m * k), b16(k * n);
-    Product p(m, n, k);
-    for (size_t i = 0; i < a16.size(); ++i) a16[i] = static_cast<uint16_t>(0x3c00 + (i * 7919) % 0x3ff);
-    for (size_t i = 0; i < b16.size(); ++i) b16[i] = static_cast<uint16_t>(0xbc00 + (i * 104729) % 0x3ff);
-    const void* a = dtype == kFloat32 ? static_cast<const void*>(p.a.data()) : a16.data();
-    const void* b = dtype == kFloat32 ? static_cast<const void*>(p.b.data()) : b16.data();
-    std::vector<std::optional<GemmBackend>> choices = {std::nullopt};
-    for (GemmBackend backend : kGemmBackends) choices.push_back(backend);
-    for (const std::optional<GemmBackend>& choice : choices) {
-      set_forced_gemm_backend(choice);
-      std::vector<std::vector<char>> results;
-      for (int t : {1, 2, 3}) {
-        set_num_threads(t);
-        std::vector<char> c(m * n * element_size(dtype));
-        gemm(dtype, false, true, m, n, k, 1.0, a, k, b, k, 0.0, c.data(), n);
-        results.push_back(c);
+    for (int64_t m : {3, 1000}) {  // few rows (ember's kernel), and several tiles (Note [GEMM tiles])
+      const int64_t n = 700, k = 300;
+      std::vector<uint16_t> a16(m * k), b16(k * n);
+      Product p(m, n, k);
+      for (size_t i = 0; i < a16.size(); ++i) a16[i] = static_cast<uint16_t>(0x3c00 + (i * 7919) % 0x3ff);
+      for (size_t i = 0; i < b16.size(); ++i) b16[i] = static_cast<uint16_t>(0xbc00 + (i * 104729) % 0x3ff);
+      const void* a = dtype == kFloat32 ? static_cast<const void*>(p.a.data()) : a16.data();
+      const void* b = dtype == kFloat32 ? static_cast<const void*>(p.b.data()) : b16.data();
+      std::vector<std::optional<GemmBackend>> choices = {std::nullopt};
+      for (GemmBackend backend : kGemmBackends) choices.push_back(backend);
+      for (const std::optional<GemmBackend>& choice : choices) {
+        set_forced_gemm_backend(choice);
+        std::vector<std::vector<char>> results;
+        for (int t : {1, 2, 3}) {
+          set_num_threads(t);
+          std::vector<char> c(m * n * element_size(dtype));
+          gemm(dtype, false, true, m, n, k, 1.0, a, k, b, k, 0.0, c.data(), n);
+          results.push_back(c);
+        }
+        const char* name = choice ? gemm_backend_name(*choice) : "auto";
+        EXPECT_EQ(results[0], results[1]) << dtype << " m=" << m << " " << name;
+        EXPECT_EQ(results[0], results[2]) << dtype << " m=" << m << " " << name;
       }
-      const char* name = choice ? gemm_backend_name(*choice) : "auto";
-      EXPECT_EQ(results[0], results[1]) << dtype << " " << name;
-      EXPECT_EQ(results[0], results[2]) << dtype << " " << name;
     }
   }
   set_forced_gemm_backend(std::nullopt);
@@ -199,6 +203,7 @@ TEST_F(AutotuneTable, DeterministicModeGivesBitwiseSameResultsForAnyThreadCount)
 
 TEST(GemmBackendChoice, ForcedBackendThatCannotRunLeavesTheProductToAuto) {
   double a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, c[4];
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
   set_forced_gemm_backend(GemmBackend::OneDNN);
   const GemmArgs args{kFloat64, false, false, 2, 2, 3, 1.0, a, 3, b, 2, 0.0, c, 2};
   EXPECT_FALSE(gemm_can_run(GemmBackend::OneDNN, args));
@@ -206,13 +211,15 @@ TEST(GemmBackendChoice, ForcedBackendThatCannotRunLeavesTheProductToAuto) {
   gemm(kFloat64, false, false, 2, 2, 3, 1.0, a, 3, b, 2, 0.0, c, 2);
   EXPECT_EQ(c[0], 4.0);
   EXPECT_EQ(c[3], 11.0);
-  set_forced_gemm_backend(std::nullopt);
+  set_forced_gemm_backend(forced);
 }
 
 TEST(GemmBackendChoice, PublicNamesAndErrors) {
+  const std::string starting = backends::gemm_backend();
   EXPECT_THROW(backends::set_gemm_backend("cublas"), Error);
   try {
     backends::set_gemm_backend("mkl");
+    ADD_FAILURE() << "an unknown backend was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("[gemm_backend] unknown backend 'mkl'"), std::string::npos) << e.what();
   }
@@ -220,11 +227,12 @@ TEST(GemmBackendChoice, PublicNamesAndErrors) {
   EXPECT_EQ(backends::gemm_backend(), "onednn");
   backends::set_gemm_backend("auto");
   EXPECT_EQ(backends::gemm_backend(), "auto");
+  backends::set_gemm_backend(starting);
   EXPECT_THROW(backends::gemm_backend_for(kFloat32, 0, 4, 4), Error);
   EXPECT_THROW(backends::gemm_backend_for(kInt64, 4, 4, 4), Error);
+  EXPECT_THROW(backends::gemm_backend_for(kFloat32, int64_t{1} << 40, int64_t{1} << 40, 4), Error);
   EXPECT_FALSE(backends::gemm_backend_can_run("onednn", kFloat64, 8, 8, 8));
-  EXPECT_TRUE(backends::gemm_backend_can_run("openblas", kFloat64, 8, 8, 8) ||
-              !gemm_backend_report(GemmBackend::OpenBLAS).fits_cpu);
+  EXPECT_TRUE(backends::gemm_backend_can_run("openblas", kFloat64, 8, 8, 8));
   EXPECT_TRUE(backends::gemm_backend_can_run("ember", kBFloat16, 1, 64, 64));
   EXPECT_TRUE(backends::gemm_backend_can_run("ember", kBFloat16, 64, 64, 64));
   EXPECT_FALSE(backends::gemm_backend_can_run("ember", kFloat32, 64, 64, 64));
@@ -237,7 +245,7 @@ TEST(GemmFallback, AutoAvoidsOpenBLASGenericKernel) {
   if (!core || std::strcmp(core, "Prescott") != 0) GTEST_SKIP() << "run by ctest with OPENBLAS_CORETYPE=Prescott";
   if (cpu_features().best_vector_isa() < Isa::AVX2) GTEST_SKIP() << "Prescott's kernel fits a CPU without AVX2";
   const GemmBackendReport& report = gemm_backend_report(GemmBackend::OpenBLAS);
-  EXPECT_EQ(report.kernel, "Prescott");
+  if (report.kernel != "Prescott") GTEST_SKIP() << "this OpenBLAS (" << report.kernel << ") ignores OPENBLAS_CORETYPE";
   EXPECT_FALSE(report.fits_cpu);
   EXPECT_NE(report.why.find("generic fallback"), std::string::npos) << report.why;
   Product p(512, 512, 512);

@@ -1,4 +1,4 @@
-// Kernels of the low-precision GEMM (Note [Low-precision GEMM] in cpu/gemm_openblas.cpp):
+// Kernels of the low-precision GEMM (Note [Low-precision GEMM] in cpu/gemm_blocks.h):
 // conversions between bf16/f16 and float32 blocks, and the few-rows product that reads B
 // directly. Compiled once per instruction set on the native registers of float_vector.h.
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*, GCC bug 105593).

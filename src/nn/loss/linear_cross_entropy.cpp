@@ -19,9 +19,12 @@
 // grad_b sums each column in token order. Chunks hold whole token blocks, so no result
 // depends on the chunk size or the thread count (tests/nn/loss checks both, bit for bit).
 //
-// float16/bfloat16: the x chunk and tiles of W are widened to float32 on the fly (no
-// float32 copy of W); logits, loss and gradients accumulate in float32, grad_W in a float32
-// [classes, hidden] buffer rounded once at the end.
+// bfloat16: the products take x and W as stored, accumulating into float32 (the logits
+// gradient is rounded to bf16 for the two backward products, as an unfused bf16 graph rounds
+// it); float16: the x chunk and tiles of W are widened to float32 on the fly (no float32
+// copy of W), since float16 would flush the small logits gradients. Logits, loss and
+// gradients accumulate in float32, grad_W in a float32 [classes, hidden] buffer rounded once
+// at the end.
 #include "ember/nn/loss/linear_cross_entropy.h"
 
 #include <cmath>
