@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -105,8 +106,8 @@ std::string library_identity() {
   std::string identity = std::string("ember-") + EMBER_VERSION_STRING + "-" + capability_name(cpu_capability());
   for (GemmBackend backend : kGemmBackends) {
     const GemmBackendReport& report = gemm_backend_report(backend);
-    if (backend != GemmBackend::Ember) identity += "-" + std::string(gemm_backend_name(backend)) + report.version;
-    if (backend == GemmBackend::OpenBLAS) identity += "-" + report.kernel;
+    if (backend != GemmBackend::Ember) identity.append("-").append(gemm_backend_name(backend)).append(report.version);
+    if (backend == GemmBackend::OpenBLAS) identity.append("-").append(report.kernel);
   }
   return lowercase_alnum(identity);
 }
@@ -178,7 +179,7 @@ struct Table {
   bool loaded = false;
   std::string path;
   std::map<std::string, AutotuneEntry> entries;
-  uint64_t generation = 0;  // bumped when entries may change meaning (reload)
+  std::atomic<uint64_t> generation{0};  // bumped when entries may change meaning (reload)
 
   // Requires the mutex.
   void load() {
@@ -336,14 +337,15 @@ GemmBackend auto_backend(const GemmArgs& args) {
   };
   thread_local Resolved resolved;
   Table& t = table();
+  const uint64_t generation = t.generation.load(std::memory_order_acquire);
+  if (resolved.generation != generation) {
+    resolved.order.clear();
+    resolved.generation = generation;
+  }
+  if (auto it = resolved.order.find(key); it != resolved.order.end()) return first_candidate(it->second, candidates);
   {
     std::lock_guard lock(t.mutex);
     t.load();
-    if (resolved.generation != t.generation) {
-      resolved.order.clear();
-      resolved.generation = t.generation;
-    }
-    if (auto it = resolved.order.find(key); it != resolved.order.end()) return first_candidate(it->second, candidates);
     if (auto it = t.entries.find(key.text()); it != t.entries.end()) {
       const std::vector<GemmBackend>& order = resolved.order[key] = preference(it->second);
       return first_candidate(order, candidates);
@@ -355,7 +357,7 @@ GemmBackend auto_backend(const GemmArgs& args) {
   if (!entry) return candidates.front();
   std::lock_guard lock(t.mutex);
   const AutotuneEntry& kept = t.add(std::move(*entry));
-  if (resolved.generation == t.generation) resolved.order[key] = preference(kept);
+  if (resolved.generation == t.generation.load(std::memory_order_relaxed)) resolved.order[key] = preference(kept);
   return first_candidate(preference(kept), candidates);
 }
 
