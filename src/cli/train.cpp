@@ -62,13 +62,16 @@ const char* kTrainHelp =
     "                       --resume works at another rank count\n"
     "  --comm-timeout SECONDS  with --fsdp: timeout of every collective; a peer that is gone or\n"
     "                       stuck past it fails the step with a CommError naming it (default 1800)\n"
+    "  --profile STEPS      profile STEPS training steps (after the first, which warms caches up):\n"
+    "                       writes DIR/trace.json (trace_rank<R>.json per rank with --fsdp) for\n"
+    "                       chrome://tracing or Perfetto, and prints the table of its events\n"
     "  --config FILE.json   flags as a JSON object (command-line flags win)\n";
 
 const std::set<std::string> kFlags = {
     "data", "tokenizer", "val-every", "dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "window",
     "batch-size", "accum", "lr", "min-lr", "warmup", "weight-decay", "clip", "label-smoothing", "z-loss", "dtype",
     "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads",
-    "comm-timeout"};
+    "comm-timeout", "profile"};
 
 std::string format_seconds(double s) {
   const int64_t t = static_cast<int64_t>(s);
@@ -110,7 +113,7 @@ struct TrainOptions {
   std::string out_dir, ckpt_path, sharded_dir, data_path, tokenizer, dtype;
   bool fsdp = false, resume = false, auto_resume = false;
   int64_t batch = 0, seq_len = 0, accum = 0, max_steps = 0, stop_at = 0, warmup = 0;
-  int64_t eval_every = 0, eval_batches = 0, ckpt_every = 0, val_every = 0;
+  int64_t eval_every = 0, eval_batches = 0, ckpt_every = 0, val_every = 0, profile_steps = 0;
   uint64_t seed = 0;
   double lr = 0, min_lr = 0, max_time = 0, clip = 0, weight_decay = 0, comm_timeout_s = 0;
   models::LossOptions loss_options;
@@ -170,6 +173,8 @@ TrainOptions parse_options(const std::vector<std::string>& argv) {
     if (args.has(flag)) *field = args.get_int(flag, 0);
   if (!o.fsdp && args.has("comm-timeout")) throw UsageError{"--comm-timeout needs --fsdp"};
   o.comm_timeout_s = args.get_double("comm-timeout", 1800);
+  o.profile_steps = args.get_int("profile", 0);
+  if (o.profile_steps < 0) throw UsageError{"--profile must be positive, got " + std::to_string(o.profile_steps)};
   if (o.comm_timeout_s <= 0) throw UsageError{"--comm-timeout must be positive, got " + args.get("comm-timeout", "")};
   return o;
 }
@@ -285,6 +290,9 @@ class TrainingRun {
     }
     start_step_ = step_;
     saved_step_ = p_.resuming() ? step_ : -1;
+    // The first step tunes GEMMs and fills the allocator's cache: skip it when there are more.
+    const int64_t remaining = std::min(o_.stop_at, o_.max_steps) - step_;
+    profile_first_ = step_ + (remaining > o_.profile_steps ? 1 : 0);
     std::filesystem::create_directories(o_.out_dir);
     const std::string metrics_path = o_.out_dir + "/metrics.jsonl";
     if (p_.resuming() && p_.writes_files()) keep_metrics_until(metrics_path, step_);
@@ -304,6 +312,10 @@ class TrainingRun {
   nlohmann::json train_one_step() {
     const double step_lr = train::learning_rate(step_, o_.warmup, o_.max_steps, o_.lr, o_.min_lr);
     for (auto& group : m_.optimizer.param_groups()) group.options().set_lr(step_lr);
+    if (o_.profile_steps > 0 && step_ == profile_first_)
+      profile_.emplace(profiler::ProfilerOptions{.record_shapes = true, .profile_memory = true});
+    std::optional<profiler::Range> step_range;
+    if (profile_) step_range.emplace("ProfilerStep#" + std::to_string(step_ + 1));
     const train::StepResult result = train::train_step(
         m_.model, m_.optimizer, o_.accum,
         [&](int64_t micro) {
@@ -312,6 +324,8 @@ class TrainingRun {
         },
         o_.clip, o_.loss_options, m_.sharded ? &*m_.sharded : nullptr);
     ++step_;
+    step_range.reset();
+    if (profile_ && step_ == profile_first_ + o_.profile_steps) write_profile();
     tokens_done_ += o_.batch * o_.seq_len * o_.accum;
     const double secs = elapsed();
     train_curve_.push_back({step_, result.loss});
@@ -377,6 +391,7 @@ class TrainingRun {
   // The last validation (unless this step has one) and checkpoint, and the summary line.
   void finish() {
     if (tty_) std::cerr << "\n";
+    if (profile_) write_profile();  // the run ended inside the profiled steps
     if (val_curve_.empty() || val_curve_.back().step != step_)
       metrics_ << nlohmann::json({{"step", step_}, {"val_loss", evaluate()}}).dump() << "\n";
     checkpoint();
@@ -388,6 +403,19 @@ class TrainingRun {
  private:
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  // --profile: the trace of every rank, and rank 0's table of it on stdout.
+  void write_profile() {
+    const std::string path =
+        o_.out_dir + (o_.fsdp ? "/trace_rank" + std::to_string(p_.rank) + ".json" : std::string("/trace.json"));
+    profile_->export_chrome_trace(path);
+    if (p_.writes_files()) {
+      if (tty_) std::cerr << "\n";
+      std::cout << "profile of " << step_ - profile_first_ << " step(s), trace in " << path << "\n"
+                << profile_->table("self", 20) << std::flush;
+    }
+    profile_.reset();
   }
 
   std::string checkpoint_path() const {
@@ -425,7 +453,8 @@ class TrainingRun {
   const io::Metadata run_meta_;
   std::vector<MetricPoint> train_curve_, val_curve_;
   std::ofstream metrics_;
-  int64_t start_step_ = 0, step_ = 0, saved_step_ = -1, tokens_done_ = 0;
+  int64_t start_step_ = 0, step_ = 0, saved_step_ = -1, tokens_done_ = 0, profile_first_ = 0;
+  std::optional<profiler::Profile> profile_;
   double last_val_ = NAN;
   bool tty_ = false;
   std::chrono::steady_clock::time_point start_;

@@ -34,6 +34,7 @@ struct WorkState {
   std::function<void()> run;
   std::vector<Tensor> tensors;  // kept alive until the operation completes
   uint64_t record_id = 0;       // flight-recorder entry
+  uint64_t flow_id = 0;         // the profiler's flow from issue to run to wait; 0 when not profiled
 
   std::mutex mutex;
   std::condition_variable done;
@@ -50,7 +51,8 @@ struct WorkState {
 // what is queued.
 class OrderedWorker {
  public:
-  explicit OrderedWorker(std::function<void(const std::shared_ptr<detail::WorkState>&)> execute);
+  // `lane` names the thread's lane in profiler traces.
+  OrderedWorker(std::string lane, std::function<void(const std::shared_ptr<detail::WorkState>&)> execute);
   ~OrderedWorker();
   void push(std::shared_ptr<detail::WorkState> work);
 

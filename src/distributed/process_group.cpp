@@ -12,6 +12,7 @@
 #include "distributed/group_impl.h"
 #include "distributed/monitor.h"
 #include "distributed/flight_recorder.h"
+#include "ember/profiler.h"
 
 namespace ember::distributed {
 namespace {
@@ -161,8 +162,33 @@ void reset_comm_wait_stats() {
   g_wait_stats.clear();
 }
 
+namespace {
+
+// A collective's issue, run and wait as profiler events joined by one flow (issue -> wait).
+void begin_collective_event(profiler::RecordFunction& record, const detail::WorkState& work, const char* suffix,
+                            char flow_phase) {
+  record.begin(work.op + suffix, profiler::Category::Collective);
+  if (!record.active()) return;
+  profiler::Event& e = *record.event();
+  e.group = work.group;
+  e.sequence = static_cast<int64_t>(work.seq);
+  // The worker thread clears the tensors when it is done: only the issue and the run read them.
+  if (flow_phase != 'f')
+    for (const Tensor& t : work.tensors) e.bytes += static_cast<int64_t>(t.nbytes());
+  if (work.flow_id) {
+    e.flow_id = work.flow_id;
+    e.flow_phase = flow_phase;
+  }
+}
+
+std::atomic<uint64_t> g_next_flow_id{1};
+
+}  // namespace
+
 bool Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
   if (!state_) return true;
+  profiler::RecordFunction record;
+  if (profiler::is_enabled() && state_->flow_id) begin_collective_event(record, *state_, " wait", 'f');
   std::unique_lock<std::mutex> lock(state_->mutex);
   if (!state_->completed) {
     BlockedWait blocked(state_->op);
@@ -183,8 +209,11 @@ bool Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
 
 // ---- OrderedWorker -----------------------------------------------------------------------
 
-OrderedWorker::OrderedWorker(std::function<void(const std::shared_ptr<detail::WorkState>&)> execute)
-    : execute_(std::move(execute)), thread_([this] { loop(); }) {}
+OrderedWorker::OrderedWorker(std::string lane, std::function<void(const std::shared_ptr<detail::WorkState>&)> execute)
+    : execute_(std::move(execute)), thread_([this, lane = std::move(lane)] {
+        profiler::set_thread_name(lane);
+        loop();
+      }) {}
 
 OrderedWorker::~OrderedWorker() {
   {
@@ -279,10 +308,10 @@ void ProcessGroup::Impl::connect(const std::shared_ptr<Store>& world_store, cons
                         ", listening on " + hostname + "): " + e.what(),
                     name, "rendezvous", 0, missing);
   }
-  collectives_ =
-      std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
-  point_to_point_ =
-      std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+  collectives_ = std::make_unique<OrderedWorker>(
+      "comm " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+  point_to_point_ = std::make_unique<OrderedWorker>(
+      "p2p " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
 }
 
 void ProcessGroup::Impl::shutdown() {
@@ -312,8 +341,13 @@ std::shared_ptr<detail::WorkState> ProcessGroup::Impl::issue(const OpDescription
                                                              std::function<void(const Execution&)> body) {
   auto work = make_work(description, false, timeout);
   work->tensors = std::move(tensors);
+  profiler::RecordFunction record;
   std::lock_guard<std::mutex> lock(issue_mutex_);
   work->seq = ++next_seq_;
+  if (profiler::is_enabled()) {
+    work->flow_id = g_next_flow_id.fetch_add(1, std::memory_order_relaxed);
+    begin_collective_event(record, *work, " issue", 's');
+  }
   work->run = [this, body = std::move(body), timeout = work->timeout, tag = static_cast<uint32_t>(work->seq)] {
     body(Execution{context_, timeout, tag});
   };
@@ -355,6 +389,8 @@ void ProcessGroup::Impl::execute(const std::shared_ptr<detail::WorkState>& work_
   }
   if (!work.point_to_point) last_started = work.seq;
   recorder.started(work.record_id);
+  profiler::RecordFunction record;
+  if (profiler::is_enabled()) begin_collective_event(record, work, "", 't');
   {
     std::lock_guard<std::mutex> lock(abort_mutex_);
     running_.push_back(work_ptr);

@@ -287,6 +287,7 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& sourc
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx) {
   const char* op = "embedding";
   EMBER_CHECK(weight.defined(), op, "weight is an undefined tensor");
+  EMBER_RECORD_OP(op, weight, indices);
   EMBER_CHECK(weight.dim() == 2, op, "weight must be 2-D [num_embeddings, embedding_dim], got shape ", weight.sizes());
   const int64_t num_weights = weight.size(0);
   check_padding_idx(padding_idx, num_weights, op);

@@ -69,6 +69,8 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
+  profiler::RecordFunction record("cat", profiler::Category::Op);
+  if (record.record_shapes()) core::describe_inputs(*record.event(), tensors);
   const Tensor* reference = nullptr;
   ScalarType dtype = kBool;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -100,6 +102,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "stack", "expected a non-empty list of tensors");
+  profiler::RecordFunction record("stack", profiler::Category::Op);
+  if (record.record_shapes()) core::describe_inputs(*record.event(), tensors);
   EMBER_CHECK(tensors[0].defined(), "stack", "tensor 0 in the list is undefined");
   dim = core::wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> parts;
