@@ -60,7 +60,7 @@ ThreadState& thread_state() {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     buffer->tid = r.next_tid++;
-    buffer->name = "thread " + std::to_string(buffer->tid);
+    buffer->name = ::gettid() == ::getpid() ? "main" : "thread " + std::to_string(buffer->tid);
     r.buffers.push_back(buffer);
     state.buffer = std::move(buffer);
   }

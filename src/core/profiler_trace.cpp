@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -192,12 +193,31 @@ std::string table(const Trace& trace, std::string_view sort_by, int limit) {
                   r.allocated ? format_bytes(r.allocated).c_str() : "");
     out << line;
   }
+  // Rows add up across threads (pool tasks run beside the ops that wait for them), so the
+  // footer also says how much of the first lane's time, the profiling thread's, the rows explain.
+  std::set<std::string> shown_names;
+  for (size_t i = 0; i < shown; ++i) shown_names.insert(rows[i].name);
+  const Event* first = nullptr;
+  for (const Event& e : trace.events)
+    if (!first || e.start_ns < first->start_ns) first = &e;
+  int64_t covered = 0;
+  for (size_t i = 0; i < trace.events.size(); ++i)
+    if (first && trace.events[i].tid == first->tid && shown_names.count(trace.events[i].name)) covered += self[i];
   int64_t peak = 0;
   for (const MemorySample& m : trace.memory) peak = std::max(peak, m.allocated_bytes);
   out << "Profiled time: " << trace.duration_ns / 1e6 << " ms; " << trace.events.size() << " events on "
       << trace.threads.size() << " threads";
   if (!trace.memory.empty()) out << "; peak allocated " << format_bytes(peak);
   out << "\n";
+  if (first) {
+    std::string lane = "thread " + std::to_string(first->tid);
+    for (const ThreadLane& t : trace.threads)
+      if (t.tid == first->tid) lane = t.name;
+    char summary[160];
+    std::snprintf(summary, sizeof summary, "The rows shown account for %.1f%% of the profiled time on lane '%s'.\n",
+                  100.0 * static_cast<double>(covered) / profiled, lane.c_str());
+    out << summary;
+  }
   return out.str();
 }
 

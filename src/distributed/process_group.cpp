@@ -309,9 +309,9 @@ void ProcessGroup::Impl::connect(const std::shared_ptr<Store>& world_store, cons
                     name, "rendezvous", 0, missing);
   }
   collectives_ = std::make_unique<OrderedWorker>(
-      "comm " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+      "comm group " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
   point_to_point_ = std::make_unique<OrderedWorker>(
-      "p2p " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+      "p2p group " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
 }
 
 void ProcessGroup::Impl::shutdown() {
