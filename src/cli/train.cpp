@@ -316,6 +316,9 @@ class TrainingRun {
       profile_.emplace(profiler::ProfilerOptions{.record_shapes = true, .profile_memory = true});
     std::optional<profiler::Range> step_range;
     if (profile_) step_range.emplace("ProfilerStep#" + std::to_string(step_ + 1));
+    reset_peak_memory_stats();
+    const double waited_before = comm_wait_s();
+    const auto step_start = std::chrono::steady_clock::now();
     const train::StepResult result = train::train_step(
         m_.model, m_.optimizer, o_.accum,
         [&](int64_t micro) {
@@ -323,14 +326,28 @@ class TrainingRun {
                                             static_cast<uint64_t>(step_ * o_.accum + micro)));
         },
         o_.clip, o_.loss_options, m_.sharded ? &*m_.sharded : nullptr);
+    const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    const double exposed_comm_s = comm_wait_s() - waited_before;
     ++step_;
     step_range.reset();
     if (profile_ && step_ == profile_first_ + o_.profile_steps) write_profile();
-    tokens_done_ += o_.batch * o_.seq_len * o_.accum;
+    tokens_done_ += tokens_per_step();
     const double secs = elapsed();
     train_curve_.push_back({step_, result.loss});
-    return {{"step", step_}, {"loss", result.loss}, {"lr", step_lr}, {"grad_norm", result.grad_norm},
-            {"tokens_per_s", static_cast<double>(tokens_done_) / secs}, {"elapsed_s", secs}};
+    throughput_curve_.push_back({step_, static_cast<double>(tokens_per_step()) / step_s});
+    const MemoryStats memory = memory_stats();
+    return {{"step", step_},
+            {"loss", result.loss},
+            {"lr", step_lr},
+            {"grad_norm", result.grad_norm},
+            {"tokens_per_s", static_cast<double>(tokens_done_) / secs},
+            {"elapsed_s", secs},
+            {"step_s", step_s},
+            {"compute_s", step_s - exposed_comm_s},
+            {"exposed_comm_s", exposed_comm_s},
+            {"allocated_bytes", memory.allocated_bytes},
+            {"peak_allocated_bytes", memory.peak_allocated_bytes},
+            {"rss_bytes", resident_bytes()}};
   }
 
   bool evaluation_due() const { return step_ % o_.eval_every == 0 || step_ == o_.max_steps; }
@@ -385,7 +402,7 @@ class TrainingRun {
       io::save_checkpoint(o_.ckpt_path, *m_.model, m_.optimizer, step_, run_meta_);
     }
     saved_step_ = step_;
-    if (p_.writes_files()) write_loss_svg(o_.out_dir + "/loss.svg", train_curve_, val_curve_);
+    if (p_.writes_files()) write_loss_svg(o_.out_dir + "/loss.svg", train_curve_, val_curve_, throughput_curve_);
   }
 
   // The last validation (unless this step has one) and checkpoint, and the summary line.
@@ -403,6 +420,24 @@ class TrainingRun {
  private:
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  int64_t tokens_per_step() const { return o_.batch * o_.seq_len * o_.accum; }
+
+  // Seconds this process has spent blocked waiting for collectives: communication that
+  // computation did not hide.
+  static double comm_wait_s() {
+    double ms = 0;
+    for (const auto& [op, stats] : distributed::comm_wait_stats()) ms += stats.wait_ms;
+    return ms / 1000;
+  }
+
+  // The resident set size, from /proc/self/statm (0 where there is none).
+  static int64_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    int64_t pages = 0, resident = 0;
+    if (!(statm >> pages >> resident)) return 0;
+    return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
   }
 
   // --profile: the trace of every rank, and rank 0's table of it on stdout.
@@ -441,6 +476,8 @@ class TrainingRun {
       if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > last_step) continue;
       kept += line + "\n";
       if (j.contains("loss")) train_curve_.push_back({j["step"], j["loss"]});
+      if (j.contains("step_s"))
+        throughput_curve_.push_back({j["step"], static_cast<double>(tokens_per_step()) / j["step_s"].get<double>()});
       if (j.contains("val_loss")) val_curve_.push_back({j["step"], j["val_loss"]});
     }
     write_file_atomically(metrics_path, kept, "train");
@@ -451,7 +488,7 @@ class TrainingRun {
   const RunData& data_;
   RunModel& m_;
   const io::Metadata run_meta_;
-  std::vector<MetricPoint> train_curve_, val_curve_;
+  std::vector<MetricPoint> train_curve_, val_curve_, throughput_curve_;
   std::ofstream metrics_;
   int64_t start_step_ = 0, step_ = 0, saved_step_ = -1, tokens_done_ = 0, profile_first_ = 0;
   std::optional<profiler::Profile> profile_;

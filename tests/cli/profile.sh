@@ -2,6 +2,7 @@
 # ember train --profile: the trace and its table, `ember profile` reading the trace back to the
 # same rows, and under --fsdp (2 ranks) each rank's trace with the all-gathers and
 # reduce-scatters on the communication lanes, overlapping backward compute on the main lane.
+# Every run's metrics carry memory and time telemetry, and loss.svg a throughput panel.
 set -euo pipefail
 ember="$1"
 ember_run="$2"
@@ -51,4 +52,20 @@ for e in events:
 assert flows and all(sorted(p) == ["f", "s", "t"] for p in flows.values()), flows
 PY
 done
+# Telemetry: memory, RSS and the step's time split into compute and exposed communication.
+python3 - "$work/single/metrics.jsonl" "$work/fsdp/metrics.jsonl" <<'PY'
+import json, sys
+for path in sys.argv[1:]:
+    steps = [json.loads(line) for line in open(path) if '"loss"' in line]
+    assert len(steps) == 4, path
+    for s in steps:
+        assert 0 < s["allocated_bytes"] <= s["peak_allocated_bytes"] < s["rss_bytes"], s
+        assert s["exposed_comm_s"] >= 0 and s["compute_s"] > 0, s
+        assert abs(s["compute_s"] + s["exposed_comm_s"] - s["step_s"]) < 1e-9, s
+    if "single" in path:
+        assert all(s["exposed_comm_s"] == 0 for s in steps), "communication without --fsdp"
+PY
+python3 -c "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])" "$work/single/loss.svg"
+grep -q ">tokens/s</text>" "$work/single/loss.svg"
+[[ $(grep -c "<polyline" "$work/single/loss.svg") -eq 3 ]]
 echo "train --profile: passed"
