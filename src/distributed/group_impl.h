@@ -16,6 +16,7 @@
 
 #include "distributed/store.h"
 #include "ember/distributed/process_group.h"
+#include "ember/profiler.h"
 #include "ember/tensor.h"
 
 namespace ember::distributed {
@@ -46,6 +47,14 @@ struct WorkState {
 };
 
 }  // namespace detail
+
+// A collective's issue (suffix " issue", flow phase 's'), run on the worker thread ("", 't') and
+// wait (" wait", 'f') as profiler events with its group, sequence number and bytes, joined by
+// the work's flow. Does nothing unless the profiler records.
+void begin_collective_event(profiler::RecordFunction& record, const detail::WorkState& work, const char* suffix,
+                            char flow_phase);
+// A flow id unique in this process.
+uint64_t next_flow_id();
 
 // A thread running queued operations one at a time, in order. Stopping lets it finish
 // what is queued.

@@ -12,7 +12,6 @@
 #include "distributed/group_impl.h"
 #include "distributed/monitor.h"
 #include "distributed/flight_recorder.h"
-#include "ember/profiler.h"
 
 namespace ember::distributed {
 namespace {
@@ -161,29 +160,6 @@ void reset_comm_wait_stats() {
   std::lock_guard<std::mutex> lock(g_wait_stats_mutex);
   g_wait_stats.clear();
 }
-
-namespace {
-
-// A collective's issue, run and wait as profiler events joined by one flow (issue -> wait).
-void begin_collective_event(profiler::RecordFunction& record, const detail::WorkState& work, const char* suffix,
-                            char flow_phase) {
-  record.begin(work.op + suffix, profiler::Category::Collective);
-  if (!record.active()) return;
-  profiler::Event& e = *record.event();
-  e.group = work.group;
-  e.sequence = static_cast<int64_t>(work.seq);
-  // The worker thread clears the tensors when it is done: only the issue and the run read them.
-  if (flow_phase != 'f')
-    for (const Tensor& t : work.tensors) e.bytes += static_cast<int64_t>(t.nbytes());
-  if (work.flow_id) {
-    e.flow_id = work.flow_id;
-    e.flow_phase = flow_phase;
-  }
-}
-
-std::atomic<uint64_t> g_next_flow_id{1};
-
-}  // namespace
 
 bool Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
   if (!state_) return true;
@@ -345,7 +321,7 @@ std::shared_ptr<detail::WorkState> ProcessGroup::Impl::issue(const OpDescription
   std::lock_guard<std::mutex> lock(issue_mutex_);
   work->seq = ++next_seq_;
   if (profiler::is_enabled()) {
-    work->flow_id = g_next_flow_id.fetch_add(1, std::memory_order_relaxed);
+    work->flow_id = next_flow_id();
     begin_collective_event(record, *work, " issue", 's');
   }
   work->run = [this, body = std::move(body), timeout = work->timeout, tag = static_cast<uint32_t>(work->seq)] {
