@@ -174,7 +174,7 @@ TrainOptions parse_options(const std::vector<std::string>& argv) {
   if (!o.fsdp && args.has("comm-timeout")) throw UsageError{"--comm-timeout needs --fsdp"};
   o.comm_timeout_s = args.get_double("comm-timeout", 1800);
   o.profile_steps = args.get_int("profile", 0);
-  if (o.profile_steps < 0) throw UsageError{"--profile must be positive, got " + std::to_string(o.profile_steps)};
+  if (o.profile_steps < 0) throw UsageError{"--profile must not be negative, got " + std::to_string(o.profile_steps)};
   if (o.comm_timeout_s <= 0) throw UsageError{"--comm-timeout must be positive, got " + args.get("comm-timeout", "")};
   return o;
 }

@@ -23,6 +23,13 @@ diff <(rows "$work/train.txt") <(rows "$work/table.txt")
 grep -q "^ProfilerStep#2  *1 " "$work/all.txt"
 grep -q "^ProfilerStep#3  *1 " "$work/all.txt"
 ! grep -q "^ProfilerStep#1 " "$work/all.txt"
+# The memory track's peak is the allocator's over the profiled steps (2 and 3), as metrics.jsonl has it.
+python3 - "$work/single/trace.json" "$work/single/metrics.jsonl" <<'PY'
+import json, sys
+track = max(e["args"]["allocated_bytes"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "C")
+steps = {s["step"]: s for s in map(json.loads, open(sys.argv[2])) if "loss" in s}
+assert track == max(steps[2]["peak_allocated_bytes"], steps[3]["peak_allocated_bytes"]), track
+PY
 if "$ember" profile "$work/missing.json" 2> "$work/error.txt"; then exit 1; fi
 grep -q "profiler.load_chrome_trace" "$work/error.txt"
 
