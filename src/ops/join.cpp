@@ -50,6 +50,7 @@ void record_cat(const std::vector<Tensor>& tensors, int64_t dim, const Tensor& o
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
   const char* op = lower ? "tril" : "triu";
   EMBER_CHECK(x.defined(), op, "called on an undefined tensor");
+  EMBER_RECORD_OP(op, x);
   EMBER_CHECK(x.dim() >= 2, op, "input must have at least 2 dimensions, got shape ", x.sizes());
   Tensor input = x.detach().contiguous();
   Tensor out = core::make_tensor(x.sizes(), x.scalar_type());
