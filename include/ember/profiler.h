@@ -146,7 +146,8 @@ void export_chrome_trace(const Trace& trace, const std::string& path);
 // Reads a trace written by export_chrome_trace (for `ember profile TRACE.json`).
 Trace load_chrome_trace(const std::string& path);
 // Rows: name, calls, self and total time, their % of the profiled time, FLOP/s where known,
-// allocated bytes. sort_by: "self", "total", "calls", "flops" or "memory"; limit <= 0: all rows.
+// bytes allocated (self: less the nested events'; not net of frees). sort_by: "self", "total",
+// "calls", "flops" or "memory" (self bytes); limit <= 0: all rows.
 std::string table(const Trace& trace, std::string_view sort_by = "self", int limit = 20);
 
 }  // namespace ember::profiler

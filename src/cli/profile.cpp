@@ -10,8 +10,15 @@
 namespace ember::cli {
 
 int run_profile(const std::vector<std::string>& argv) {
+  const char* usage =
+      "usage: ember profile TRACE.json [--sort self|total|calls|flops|memory] [--limit N]\n"
+      "  prints the table of a trace written by `ember train --profile` (limit 0: every row)\n";
+  if (asks_for_help(argv)) {
+    std::cout << usage;
+    return 0;
+  }
   if (argv.empty() || argv[0].empty() || argv[0][0] == '-') {
-    std::cerr << "usage: ember profile TRACE.json [--sort self|total|calls|flops|memory] [--limit N]\n";
+    std::cerr << usage;
     return 2;
   }
   const std::string path = argv[0];

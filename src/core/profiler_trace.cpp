@@ -44,20 +44,28 @@ json event_args(const Event& e) {
 
 struct Row {
   std::string name;
-  int64_t calls = 0, self_ns = 0, total_ns = 0, allocated = 0;
+  int64_t calls = 0, self_ns = 0, total_ns = 0, allocated = 0, self_allocated = 0;
   double flops = 0;
 };
 
-// Self time is an event's duration less that of the events nested directly in it on its lane.
-std::vector<int64_t> self_times(const std::vector<Event>& events) {
-  std::vector<int64_t> self(events.size());
+// An event's self figures: its duration and bytes less those of the events nested directly in
+// it on its lane.
+struct SelfFigures {
+  int64_t ns = 0, bytes = 0;
+};
+
+std::vector<SelfFigures> self_figures(const std::vector<Event>& events) {
+  std::vector<SelfFigures> self(events.size());
   std::vector<size_t> open;
   for (size_t i = 0; i < events.size(); ++i) {
     const Event& e = events[i];
-    self[i] = e.end_ns - e.start_ns;
+    self[i] = {e.end_ns - e.start_ns, e.allocated_bytes};
     while (!open.empty() && (events[open.back()].tid != e.tid || events[open.back()].end_ns <= e.start_ns))
       open.pop_back();
-    if (!open.empty()) self[open.back()] -= e.end_ns - e.start_ns;
+    if (!open.empty()) {
+      self[open.back()].ns -= e.end_ns - e.start_ns;
+      self[open.back()].bytes -= e.allocated_bytes;
+    }
     open.push_back(i);
   }
   return self;
@@ -152,14 +160,15 @@ std::string table(const Trace& trace, std::string_view sort_by, int limit) {
   EMBER_CHECK(sort_by == "self" || sort_by == "total" || sort_by == "calls" || sort_by == "flops" ||
                   sort_by == "memory",
               "profiler.table", "sort_by '", sort_by, "': expected self, total, calls, flops or memory");
-  const std::vector<int64_t> self = self_times(trace.events);
+  const std::vector<SelfFigures> self = self_figures(trace.events);
   std::map<std::string, Row> by_name;
   for (size_t i = 0; i < trace.events.size(); ++i) {
     const Event& e = trace.events[i];
     Row& row = by_name[e.name];
     row.name = e.name;
     row.calls += 1;
-    row.self_ns += self[i];
+    row.self_ns += self[i].ns;
+    row.self_allocated += self[i].bytes;
     row.total_ns += e.end_ns - e.start_ns;
     row.allocated += e.allocated_bytes;
     row.flops += e.flops;
@@ -170,7 +179,7 @@ std::string table(const Trace& trace, std::string_view sort_by, int limit) {
     if (sort_by == "total") return static_cast<double>(r.total_ns);
     if (sort_by == "calls") return static_cast<double>(r.calls);
     if (sort_by == "flops") return r.flops;
-    if (sort_by == "memory") return static_cast<double>(r.allocated);
+    if (sort_by == "memory") return static_cast<double>(r.self_allocated);
     return static_cast<double>(r.self_ns);
   };
   std::stable_sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) { return key(a) > key(b); });
@@ -180,16 +189,17 @@ std::string table(const Trace& trace, std::string_view sort_by, int limit) {
   for (size_t i = 0; i < shown; ++i) width = std::max(width, std::min<size_t>(rows[i].name.size(), 60));
   std::ostringstream out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-*s %8s %11s %7s %11s %7s %10s %10s\n", static_cast<int>(width), "Name", "Calls",
-                "Self ms", "Self %", "Total ms", "Total %", "GFLOP/s", "Alloc");
-  out << line << std::string(width + 80, '-') << "\n";
+  std::snprintf(line, sizeof line, "%-*s %8s %11s %7s %11s %7s %10s %11s %11s\n", static_cast<int>(width), "Name",
+                "Calls", "Self ms", "Self %", "Total ms", "Total %", "GFLOP/s", "Self alloc", "Total alloc");
+  out << line << std::string(width + 92, '-') << "\n";
   for (size_t i = 0; i < shown; ++i) {
     const Row& r = rows[i];
     char flops[32] = "";
     if (r.flops > 0 && r.total_ns > 0) std::snprintf(flops, sizeof flops, "%.1f", r.flops / static_cast<double>(r.total_ns));
-    std::snprintf(line, sizeof line, "%-*.*s %8lld %11.3f %6.1f%% %11.3f %6.1f%% %10s %10s\n", static_cast<int>(width),
-                  static_cast<int>(width), r.name.c_str(), static_cast<long long>(r.calls), r.self_ns / 1e6,
-                  100.0 * r.self_ns / profiled, r.total_ns / 1e6, 100.0 * r.total_ns / profiled, flops,
+    std::snprintf(line, sizeof line, "%-*.*s %8lld %11.3f %6.1f%% %11.3f %6.1f%% %10s %11s %11s\n",
+                  static_cast<int>(width), static_cast<int>(width), r.name.c_str(), static_cast<long long>(r.calls),
+                  r.self_ns / 1e6, 100.0 * r.self_ns / profiled, r.total_ns / 1e6, 100.0 * r.total_ns / profiled, flops,
+                  r.self_allocated ? format_bytes(r.self_allocated).c_str() : "",
                   r.allocated ? format_bytes(r.allocated).c_str() : "");
     out << line;
   }
@@ -202,7 +212,7 @@ std::string table(const Trace& trace, std::string_view sort_by, int limit) {
     if (!first || e.start_ns < first->start_ns) first = &e;
   int64_t covered = 0;
   for (size_t i = 0; i < trace.events.size(); ++i)
-    if (first && trace.events[i].tid == first->tid && shown_names.count(trace.events[i].name)) covered += self[i];
+    if (first && trace.events[i].tid == first->tid && shown_names.count(trace.events[i].name)) covered += self[i].ns;
   int64_t peak = 0;
   for (const MemorySample& m : trace.memory) peak = std::max(peak, m.allocated_bytes);
   out << "Profiled time: " << trace.duration_ns / 1e6 << " ms; " << trace.events.size() << " events on "

@@ -11,7 +11,7 @@ flags=("${tiny_model[@]}" --batch-size 6 --max-steps 4 --eval-every 10 --eval-ba
 
 "$ember" train --out "$work/single" "${flags[@]}" --profile 2 2>/dev/null > "$work/train.txt"
 grep -q "^profile of 2 step(s), trace in $work/single/trace.json$" "$work/train.txt"
-grep -q "^Name  *Calls  *Self ms  *Self %  *Total ms  *Total %  *GFLOP/s  *Alloc$" "$work/train.txt"
+grep -q "^Name  *Calls  *Self ms  *Self %  *Total ms  *Total %  *GFLOP/s  *Self alloc  *Total alloc$" "$work/train.txt"
 grep -q "^The rows shown account for .* of the profiled time on lane 'main'.$" "$work/train.txt"
 # The table's rows (name and calls) again from the saved trace.
 rows() { awk '/^Name /{on=1; getline; next} /^Profiled time/{on=0} on {print $1, $2}' "$1"; }
@@ -32,6 +32,11 @@ assert track == max(steps[2]["peak_allocated_bytes"], steps[3]["peak_allocated_b
 PY
 if "$ember" profile "$work/missing.json" 2> "$work/error.txt"; then exit 1; fi
 grep -q "profiler.load_chrome_trace" "$work/error.txt"
+echo '{"events": []}' > "$work/not_a_trace.json"
+if "$ember" profile "$work/not_a_trace.json" 2> "$work/error.txt"; then exit 1; fi
+grep -q "is not a Chrome trace" "$work/error.txt"
+if "$ember" profile "$work/single/trace.json" --sort speed 2> "$work/error.txt"; then exit 1; fi
+grep -q "\[profiler.table\] sort_by 'speed'" "$work/error.txt"
 
 "$ember_run" --nproc 2 "$ember" train --fsdp --out "$work/fsdp" "${flags[@]}" --profile 2 2>/dev/null >/dev/null
 for rank in 0 1; do

@@ -222,6 +222,17 @@ TEST(Profiler, MemoryTrackPeakEqualsTheAllocatorsPeak) {
   const Event& first_mm = *std::find_if(trace.events.begin(), trace.events.end(),
                                         [](const Event& e) { return e.name == "mm"; });
   EXPECT_EQ(first_mm.allocated_bytes, 4 * 16 * 4);
+  // The first linear: mm's output and the bias add's, both [4, 16] float32, and none of its own.
+  const Event& first_linear = *std::find_if(trace.events.begin(), trace.events.end(),
+                                            [](const Event& e) { return e.name == "linear"; });
+  EXPECT_EQ(first_linear.allocated_bytes, 2 * 4 * 16 * 4);
+  const std::string table = profiler::table(trace, "memory", 0);
+  const size_t row = table.find("\nlinear ");
+  ASSERT_NE(row, std::string::npos) << table;
+  const std::string linear_row = table.substr(row + 1, table.find('\n', row + 1) - row - 1);
+  // Self alloc empty (all in mm and add); total 512 B and the second linear's 2 x [4, 3] float32.
+  const std::string columns = std::string(11, ' ') + " " + std::string(6, ' ') + "608 B";
+  EXPECT_EQ(linear_row.substr(linear_row.size() - columns.size()), columns) << linear_row;
 }
 
 TEST(Profiler, OffRecordsNothingAndTableSortsRows) {
