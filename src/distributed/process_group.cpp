@@ -386,6 +386,8 @@ void ProcessGroup::Impl::execute(const std::shared_ptr<detail::WorkState>& work_
     std::lock_guard<std::mutex> lock(work.mutex);
     work.tensors.clear();
   }
+  // Ended before the waiter wakes: a profile it stops next still holds the run.
+  if (record.active()) record.end();
   if (failure) {
     fail(work, *failure);
     return;
