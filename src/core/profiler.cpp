@@ -47,10 +47,15 @@ Registry& registry() {
   return *instance;
 }
 
+// Set once the thread's ThreadState is destroyed: tensors freed by later thread-local
+// destructors must not bring it back. Trivially destructible, so it outlives the state.
+thread_local bool t_exiting = false;
+
 struct ThreadState {
   std::shared_ptr<ThreadBuffer> buffer;
   int64_t allocated = 0;            // bytes this thread allocated while memory was profiled
   std::vector<const Event*> open;   // events begun and not ended, for with_stack
+  ~ThreadState() { t_exiting = true; }
 };
 
 ThreadState& thread_state() {
@@ -79,7 +84,7 @@ int64_t now_ns() { return steady_ns() - registry().start_ns.load(std::memory_ord
 namespace detail {
 
 void record_memory(int64_t allocated_bytes, int64_t delta) {
-  if (!(state() & detail::kMemory)) return;
+  if (!(state() & detail::kMemory) || t_exiting) return;
   ThreadState& ts = thread_state();
   if (delta > 0) ts.allocated += delta;
   std::lock_guard lock(ts.buffer->mutex);
@@ -109,7 +114,7 @@ uint32_t current_thread_id() { return thread_state().buffer->tid; }
 
 void RecordFunction::begin(std::string_view name, Category category) {
   const uint32_t s = detail::state();
-  if (!(s & detail::kRecording)) return;
+  if (!(s & detail::kRecording) || t_exiting) return;
   ThreadState& ts = thread_state();
   event_ = std::make_unique<Event>();
   event_->name = name;
