@@ -20,8 +20,8 @@ struct Series {
 
 // One chart: axes with ticks, the series as polylines and their labels, in the band of the
 // image that starts `offset` pixels down and is `height` tall.
-void draw_panel(std::ostringstream& svg, double offset, double height, double max_step, const std::vector<Series>& series,
-                const std::string& y_label) {
+void draw_panel(std::ostringstream& svg, double offset, double height, double max_step,
+                const std::vector<Series>& series, const std::string& y_label) {
   const double width = 720, left = 70, right = 20, top = 30, bottom = 55;
   double lo = INFINITY, hi = -INFINITY;
   for (const Series& s : series)
@@ -73,7 +73,8 @@ void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& tra
       << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
   draw_panel(svg, 0, loss_height, max_step, {{&train, "#1f77b4", "train"}, {&val, "#d62728", "validation"}},
              "loss (nats per token)");
-  draw_panel(svg, loss_height, throughput_height, max_step, {{&tokens_per_s, "#2ca02c", "tokens/s"}}, "tokens per second");
+  draw_panel(svg, loss_height, throughput_height, max_step, {{&tokens_per_s, "#2ca02c", "tokens/s"}},
+             "tokens per second");
   svg << "</svg>\n";
   std::ofstream(path) << svg.str();
 }

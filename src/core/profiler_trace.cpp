@@ -195,7 +195,8 @@ std::string table(const Trace& trace, std::string_view sort_by, int limit) {
   for (size_t i = 0; i < shown; ++i) {
     const Row& r = rows[i];
     char flops[32] = "";
-    if (r.flops > 0 && r.total_ns > 0) std::snprintf(flops, sizeof flops, "%.1f", r.flops / static_cast<double>(r.total_ns));
+    if (r.flops > 0 && r.total_ns > 0)
+      std::snprintf(flops, sizeof flops, "%.1f", r.flops / static_cast<double>(r.total_ns));
     std::snprintf(line, sizeof line, "%-*.*s %8lld %11.3f %6.1f%% %11.3f %6.1f%% %10s %11s %11s\n",
                   static_cast<int>(width), static_cast<int>(width), r.name.c_str(), static_cast<long long>(r.calls),
                   r.self_ns / 1e6, 100.0 * r.self_ns / profiled, r.total_ns / 1e6, 100.0 * r.total_ns / profiled, flops,

@@ -15,7 +15,8 @@ inline std::vector<std::string> trace_event_schema_errors(const nlohmann::json& 
   std::vector<std::string> errors;
   if (!document.is_object() || !document.contains("traceEvents") || !document["traceEvents"].is_array())
     return {"the document is not an object with a traceEvents array"};
-  if (document.contains("displayTimeUnit") && document["displayTimeUnit"] != "ms" && document["displayTimeUnit"] != "ns")
+  const nlohmann::json unit = document.value("displayTimeUnit", nlohmann::json("ms"));
+  if (unit != "ms" && unit != "ns")
     errors.push_back("displayTimeUnit is neither ms nor ns");
   struct Slice {
     double begin, end;
