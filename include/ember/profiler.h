@@ -64,7 +64,7 @@ struct Trace {
 
 namespace detail {
 // Bit 0: recording; bit 1: memory too. One relaxed load keeps the cost of an off profiler to a
-// load and a branch at every instrumented site.
+// load and a branch at every instrumented site (Note [Profiler buffers] in src/core/profiler.cpp).
 inline constexpr uint32_t kRecording = 1, kMemory = 2;
 extern std::atomic<uint32_t> g_state;
 inline uint32_t state() { return g_state.load(std::memory_order_relaxed); }
