@@ -6,6 +6,7 @@
 #include "ember/functions.h"
 #include "ember/memory.h"
 #include "ember/parallel.h"
+#include "ember/profiler.h"
 #include "ember/random.h"
 #include "ember/scalar.h"
 #include "ember/tensor.h"

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "autograd/function.h"
+#include "core/record_op.h"
 #include "ember/functions.h"
 
 namespace ember::autograd {
@@ -126,6 +127,11 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       if (any) {
         for (size_t k = 0; k < grads.size(); ++k) {
           if (!grads[k].defined()) grads[k] = zeros(node->outputs[k].sizes, node->outputs[k].dtype);
+        }
+        profiler::RecordFunction record;
+        if (profiler::is_enabled()) {
+          record.begin(node->name(), profiler::Category::Backward);
+          if (record.record_shapes()) core::describe_inputs(*record.event(), grads);
         }
         outputs = node->apply(std::move(grads));
         if (!keep_graph) node->release_variables();

@@ -17,6 +17,7 @@ int run_train(const std::vector<std::string>& args);     // src/cli/train.cpp
 int run_generate(const std::vector<std::string>& args);  // src/cli/generate.cpp
 int run_fr_trace(const std::vector<std::string>& args);  // src/cli/fr_trace.cpp
 int run_tune(const std::vector<std::string>& args);      // src/cli/tune.cpp
+int run_profile(const std::vector<std::string>& args);   // src/cli/profile.cpp
 }  // namespace ember::cli
 
 namespace {
@@ -31,6 +32,7 @@ const char* kUsage =
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
     "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"
     "  tune [FLAGS]                     autotune the GEMM backends for a model's products (ember tune --help)\n"
+    "  profile TRACE.json [FLAGS]       the table of a trace from ember train --profile (--sort, --limit)\n"
     "  fr-trace DIR                     name the ranks a hung collective waits for (flight-recorder dumps)\n"
     "  help                             show this message\n";
 
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     if (command == "generate") return ember::cli::run_generate(rest);
     if (command == "info") return ember::cli::run_info(rest);
     if (command == "tune") return ember::cli::run_tune(rest);
+    if (command == "profile") return ember::cli::run_profile(rest);
     if (command == "fr-trace") return ember::cli::run_fr_trace(rest);
     std::cerr << "ember: unknown command '" << command << "'\n" << kUsage;
     return 2;

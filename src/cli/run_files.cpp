@@ -10,12 +10,22 @@
 
 namespace ember::cli {
 
-void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& train, const std::vector<MetricPoint>& val) {
-  const double width = 720, height = 420, left = 70, right = 20, top = 30, bottom = 55;
-  double max_step = 1, lo = INFINITY, hi = -INFINITY;
-  for (const auto* series : {&train, &val})
-    for (const auto& p : *series) {
-      max_step = std::max(max_step, static_cast<double>(p.step));
+namespace {
+
+struct Series {
+  const std::vector<MetricPoint>* points;
+  const char* color;
+  const char* label;
+};
+
+// One chart: axes with ticks, the series as polylines and their labels, in the band of the
+// image that starts `offset` pixels down and is `height` tall.
+void draw_panel(std::ostringstream& svg, double offset, double height, double max_step,
+                const std::vector<Series>& series, const std::string& y_label) {
+  const double width = 720, left = 70, right = 20, top = 30, bottom = 55;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const Series& s : series)
+    for (const auto& p : *s.points) {
       lo = std::min(lo, p.value);
       hi = std::max(hi, p.value);
     }
@@ -24,32 +34,48 @@ void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& tra
     hi = lo + 1;
   }
   auto x = [&](double step) { return left + (width - left - right) * step / max_step; };
-  auto y = [&](double v) { return top + (height - top - bottom) * (1 - (v - lo) / (hi - lo)); };
-  std::ostringstream svg;
-  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height
-      << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
-  svg << "<line x1='" << left << "' y1='" << height - bottom << "' x2='" << width - right << "' y2='" << height - bottom
-      << "' stroke='black'/>\n<line x1='" << left << "' y1='" << top << "' x2='" << left << "' y2='" << height - bottom
+  auto y = [&](double v) { return offset + top + (height - top - bottom) * (1 - (v - lo) / (hi - lo)); };
+  const double axis_y = offset + height - bottom;
+  svg << "<line x1='" << left << "' y1='" << axis_y << "' x2='" << width - right << "' y2='" << axis_y
+      << "' stroke='black'/>\n<line x1='" << left << "' y1='" << offset + top << "' x2='" << left << "' y2='" << axis_y
       << "' stroke='black'/>\n";
   for (int i = 0; i <= 4; ++i) {
     const double v = lo + (hi - lo) * i / 4, s = max_step * i / 4;
-    svg << "<text x='" << left - 8 << "' y='" << y(v) + 4 << "' text-anchor='end'>" << std::round(v * 100) / 100
-        << "</text>\n<text x='" << x(s) << "' y='" << height - bottom + 18 << "' text-anchor='middle'>"
-        << static_cast<int64_t>(s) << "</text>\n";
+    const double shown = std::abs(hi) >= 1000 ? std::round(v) : std::round(v * 100) / 100;
+    svg << "<text x='" << left - 8 << "' y='" << y(v) + 4 << "' text-anchor='end'>" << shown << "</text>\n<text x='"
+        << x(s) << "' y='" << axis_y + 18 << "' text-anchor='middle'>" << static_cast<int64_t>(s) << "</text>\n";
   }
-  svg << "<text x='" << (left + width - right) / 2 << "' y='" << height - 12 << "' text-anchor='middle'>step</text>\n"
-      << "<text transform='translate(18," << (top + height - bottom) / 2
-      << ") rotate(-90)' text-anchor='middle'>loss (nats per token)</text>\n";
-  auto polyline = [&](const std::vector<MetricPoint>& series, const char* color) {
-    if (series.empty()) return;
-    svg << "<polyline fill='none' stroke='" << color << "' stroke-width='1.5' points='";
-    for (const auto& p : series) svg << x(static_cast<double>(p.step)) << ',' << y(p.value) << ' ';
-    svg << "'/>\n";
-  };
-  polyline(train, "#1f77b4");
-  polyline(val, "#d62728");
-  svg << "<text x='" << width - right - 150 << "' y='" << top << "' fill='#1f77b4'>train</text>\n"
-      << "<text x='" << width - right - 80 << "' y='" << top << "' fill='#d62728'>validation</text>\n</svg>\n";
+  svg << "<text x='" << (left + width - right) / 2 << "' y='" << offset + height - 12
+      << "' text-anchor='middle'>step</text>\n<text transform='translate(18," << offset + (top + height - bottom) / 2
+      << ") rotate(-90)' text-anchor='middle'>" << y_label << "</text>\n";
+  double label_x = width - right - 70.0 * static_cast<double>(series.size());
+  for (const Series& s : series) {
+    if (!s.points->empty()) {
+      svg << "<polyline fill='none' stroke='" << s.color << "' stroke-width='1.5' points='";
+      for (const auto& p : *s.points) svg << x(static_cast<double>(p.step)) << ',' << y(p.value) << ' ';
+      svg << "'/>\n";
+    }
+    svg << "<text x='" << label_x << "' y='" << offset + top << "' fill='" << s.color << "'>" << s.label << "</text>\n";
+    label_x += 70;
+  }
+}
+
+}  // namespace
+
+void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& train, const std::vector<MetricPoint>& val,
+                    const std::vector<MetricPoint>& tokens_per_s) {
+  const double loss_height = 420, throughput_height = 260;
+  double max_step = 1;
+  for (const auto* series : {&train, &val, &tokens_per_s})
+    for (const auto& p : *series) max_step = std::max(max_step, static_cast<double>(p.step));
+  std::ostringstream svg;
+  svg << "<svg xmlns='http://www.w3.org/2000/svg' width='720' height='" << loss_height + throughput_height
+      << "' font-family='sans-serif' font-size='12'>\n<rect width='100%' height='100%' fill='white'/>\n";
+  draw_panel(svg, 0, loss_height, max_step, {{&train, "#1f77b4", "train"}, {&val, "#d62728", "validation"}},
+             "loss (nats per token)");
+  draw_panel(svg, loss_height, throughput_height, max_step, {{&tokens_per_s, "#2ca02c", "tokens/s"}},
+             "tokens per second");
+  svg << "</svg>\n";
   std::ofstream(path) << svg.str();
 }
 

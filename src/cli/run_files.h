@@ -15,8 +15,10 @@ struct MetricPoint {
   double value;
 };
 
-// Writes an SVG line chart of train and validation loss with labelled axes.
-void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& train, const std::vector<MetricPoint>& val);
+// Writes an SVG of two line charts with labelled axes: train and validation loss, and below
+// them the training throughput (tokens per second of each step).
+void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& train, const std::vector<MetricPoint>& val,
+                    const std::vector<MetricPoint>& tokens_per_s);
 
 // What a run's checkpoint carries besides model, optimizer, step and RNG (which
 // io::save_checkpoint stores): the model config, the tokenizer and the run's settings.

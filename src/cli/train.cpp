@@ -62,13 +62,16 @@ const char* kTrainHelp =
     "                       --resume works at another rank count\n"
     "  --comm-timeout SECONDS  with --fsdp: timeout of every collective; a peer that is gone or\n"
     "                       stuck past it fails the step with a CommError naming it (default 1800)\n"
+    "  --profile STEPS      profile STEPS training steps (after the first, which warms caches up):\n"
+    "                       writes DIR/trace.json (trace_rank<R>.json per rank with --fsdp) for\n"
+    "                       chrome://tracing or Perfetto, and prints the table of its events\n"
     "  --config FILE.json   flags as a JSON object (command-line flags win)\n";
 
 const std::set<std::string> kFlags = {
     "data", "tokenizer", "val-every", "dim", "layers", "heads", "kv-heads", "hidden", "seq-len", "window",
     "batch-size", "accum", "lr", "min-lr", "warmup", "weight-decay", "clip", "label-smoothing", "z-loss", "dtype",
     "max-steps", "max-time", "stop-at", "eval-every", "eval-batches", "ckpt-every", "out", "seed", "threads",
-    "comm-timeout"};
+    "comm-timeout", "profile"};
 
 std::string format_seconds(double s) {
   const int64_t t = static_cast<int64_t>(s);
@@ -110,7 +113,7 @@ struct TrainOptions {
   std::string out_dir, ckpt_path, sharded_dir, data_path, tokenizer, dtype;
   bool fsdp = false, resume = false, auto_resume = false;
   int64_t batch = 0, seq_len = 0, accum = 0, max_steps = 0, stop_at = 0, warmup = 0;
-  int64_t eval_every = 0, eval_batches = 0, ckpt_every = 0, val_every = 0;
+  int64_t eval_every = 0, eval_batches = 0, ckpt_every = 0, val_every = 0, profile_steps = 0;
   uint64_t seed = 0;
   double lr = 0, min_lr = 0, max_time = 0, clip = 0, weight_decay = 0, comm_timeout_s = 0;
   models::LossOptions loss_options;
@@ -170,6 +173,8 @@ TrainOptions parse_options(const std::vector<std::string>& argv) {
     if (args.has(flag)) *field = args.get_int(flag, 0);
   if (!o.fsdp && args.has("comm-timeout")) throw UsageError{"--comm-timeout needs --fsdp"};
   o.comm_timeout_s = args.get_double("comm-timeout", 1800);
+  o.profile_steps = args.get_int("profile", 0);
+  if (o.profile_steps < 0) throw UsageError{"--profile must not be negative, got " + std::to_string(o.profile_steps)};
   if (o.comm_timeout_s <= 0) throw UsageError{"--comm-timeout must be positive, got " + args.get("comm-timeout", "")};
   return o;
 }
@@ -285,6 +290,9 @@ class TrainingRun {
     }
     start_step_ = step_;
     saved_step_ = p_.resuming() ? step_ : -1;
+    // The first step tunes GEMMs and fills the allocator's cache: skip it when there are more.
+    const int64_t remaining = std::min(o_.stop_at, o_.max_steps) - step_;
+    profile_first_ = step_ + (remaining > o_.profile_steps ? 1 : 0);
     std::filesystem::create_directories(o_.out_dir);
     const std::string metrics_path = o_.out_dir + "/metrics.jsonl";
     if (p_.resuming() && p_.writes_files()) keep_metrics_until(metrics_path, step_);
@@ -304,6 +312,13 @@ class TrainingRun {
   nlohmann::json train_one_step() {
     const double step_lr = train::learning_rate(step_, o_.warmup, o_.max_steps, o_.lr, o_.min_lr);
     for (auto& group : m_.optimizer.param_groups()) group.options().set_lr(step_lr);
+    if (o_.profile_steps > 0 && step_ == profile_first_)
+      profile_.emplace(profiler::ProfilerOptions{.record_shapes = true, .profile_memory = true});
+    std::optional<profiler::Range> step_range;
+    if (profile_) step_range.emplace("ProfilerStep#" + std::to_string(step_ + 1));
+    reset_peak_memory_stats();
+    const double waited_before = comm_wait_s();
+    const auto step_start = std::chrono::steady_clock::now();
     const train::StepResult result = train::train_step(
         m_.model, m_.optimizer, o_.accum,
         [&](int64_t micro) {
@@ -311,12 +326,28 @@ class TrainingRun {
                                             static_cast<uint64_t>(step_ * o_.accum + micro)));
         },
         o_.clip, o_.loss_options, m_.sharded ? &*m_.sharded : nullptr);
+    const double step_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    const double exposed_comm_s = comm_wait_s() - waited_before;
     ++step_;
-    tokens_done_ += o_.batch * o_.seq_len * o_.accum;
+    step_range.reset();
+    if (profile_ && step_ == profile_first_ + o_.profile_steps) write_profile();
+    tokens_done_ += tokens_per_step();
     const double secs = elapsed();
     train_curve_.push_back({step_, result.loss});
-    return {{"step", step_}, {"loss", result.loss}, {"lr", step_lr}, {"grad_norm", result.grad_norm},
-            {"tokens_per_s", static_cast<double>(tokens_done_) / secs}, {"elapsed_s", secs}};
+    throughput_curve_.push_back({step_, static_cast<double>(tokens_per_step()) / step_s});
+    const MemoryStats memory = memory_stats();
+    return {{"step", step_},
+            {"loss", result.loss},
+            {"lr", step_lr},
+            {"grad_norm", result.grad_norm},
+            {"tokens_per_s", static_cast<double>(tokens_done_) / secs},
+            {"elapsed_s", secs},
+            {"step_s", step_s},
+            {"compute_s", step_s - exposed_comm_s},
+            {"exposed_comm_s", exposed_comm_s},
+            {"allocated_bytes", memory.allocated_bytes},
+            {"peak_allocated_bytes", memory.peak_allocated_bytes},
+            {"rss_bytes", resident_bytes()}};
   }
 
   bool evaluation_due() const { return step_ % o_.eval_every == 0 || step_ == o_.max_steps; }
@@ -371,12 +402,13 @@ class TrainingRun {
       io::save_checkpoint(o_.ckpt_path, *m_.model, m_.optimizer, step_, run_meta_);
     }
     saved_step_ = step_;
-    if (p_.writes_files()) write_loss_svg(o_.out_dir + "/loss.svg", train_curve_, val_curve_);
+    if (p_.writes_files()) write_loss_svg(o_.out_dir + "/loss.svg", train_curve_, val_curve_, throughput_curve_);
   }
 
   // The last validation (unless this step has one) and checkpoint, and the summary line.
   void finish() {
     if (tty_) std::cerr << "\n";
+    if (profile_) write_profile();  // the run ended inside the profiled steps
     if (val_curve_.empty() || val_curve_.back().step != step_)
       metrics_ << nlohmann::json({{"step", step_}, {"val_loss", evaluate()}}).dump() << "\n";
     checkpoint();
@@ -388,6 +420,37 @@ class TrainingRun {
  private:
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  int64_t tokens_per_step() const { return o_.batch * o_.seq_len * o_.accum; }
+
+  // Seconds this process has spent blocked waiting for collectives: communication that
+  // computation did not hide.
+  static double comm_wait_s() {
+    double ms = 0;
+    for (const auto& [op, stats] : distributed::comm_wait_stats()) ms += stats.wait_ms;
+    return ms / 1000;
+  }
+
+  // The resident set size, from /proc/self/statm (0 where there is none).
+  static int64_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    int64_t pages = 0, resident = 0;
+    if (!(statm >> pages >> resident)) return 0;
+    return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+  }
+
+  // --profile: the trace of every rank, and rank 0's table of it on stdout.
+  void write_profile() {
+    const std::string path =
+        o_.out_dir + (o_.fsdp ? "/trace_rank" + std::to_string(p_.rank) + ".json" : std::string("/trace.json"));
+    profile_->export_chrome_trace(path);
+    if (p_.writes_files()) {
+      if (tty_) std::cerr << "\n";
+      std::cout << "profile of " << step_ - profile_first_ << " step(s), trace in " << path << "\n"
+                << profile_->table("self", 20) << std::flush;
+    }
+    profile_.reset();
   }
 
   std::string checkpoint_path() const {
@@ -413,6 +476,8 @@ class TrainingRun {
       if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > last_step) continue;
       kept += line + "\n";
       if (j.contains("loss")) train_curve_.push_back({j["step"], j["loss"]});
+      if (j.contains("step_s"))
+        throughput_curve_.push_back({j["step"], static_cast<double>(tokens_per_step()) / j["step_s"].get<double>()});
       if (j.contains("val_loss")) val_curve_.push_back({j["step"], j["val_loss"]});
     }
     write_file_atomically(metrics_path, kept, "train");
@@ -423,9 +488,10 @@ class TrainingRun {
   const RunData& data_;
   RunModel& m_;
   const io::Metadata run_meta_;
-  std::vector<MetricPoint> train_curve_, val_curve_;
+  std::vector<MetricPoint> train_curve_, val_curve_, throughput_curve_;
   std::ofstream metrics_;
-  int64_t start_step_ = 0, step_ = 0, saved_step_ = -1, tokens_done_ = 0;
+  int64_t start_step_ = 0, step_ = 0, saved_step_ = -1, tokens_done_ = 0, profile_first_ = 0;
+  std::optional<profiler::Profile> profile_;
   double last_val_ = NAN;
   bool tty_ = false;
   std::chrono::steady_clock::time_point start_;

@@ -10,6 +10,7 @@
 
 #include "ember/error.h"
 #include "ember/memory.h"
+#include "ember/profiler.h"
 
 namespace ember {
 namespace {
@@ -87,12 +88,16 @@ void* allocate_bytes(size_t nbytes) {
   while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
   }
   g_count.fetch_add(1, std::memory_order_relaxed);
+  if (profiler::detail::state() & profiler::detail::kMemory)
+    profiler::detail::record_memory(now, static_cast<int64_t>(nbytes));
   return data;
 }
 
 void free_bytes(void* data, size_t nbytes) {
   if (!data) return;
-  g_allocated.fetch_sub(static_cast<int64_t>(nbytes));
+  const int64_t now = g_allocated.fetch_sub(static_cast<int64_t>(nbytes)) - static_cast<int64_t>(nbytes);
+  if (profiler::detail::state() & profiler::detail::kMemory)
+    profiler::detail::record_memory(now, -static_cast<int64_t>(nbytes));
   const size_t rounded = rounded_size(nbytes);
   if (rounded >= kLargeBlock && cache().give(data, rounded)) return;
   std::free(data);

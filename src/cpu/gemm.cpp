@@ -11,6 +11,7 @@
 #include "cpu/gemm_backend.h"
 #include "cpu/parallel.h"
 #include "ember/error.h"
+#include "ember/profiler.h"
 
 namespace ember::cpu {
 namespace {
@@ -111,6 +112,28 @@ void gemm_run(GemmBackend backend, const GemmArgs& args) {
   }
 }
 
+namespace {
+
+// One product on the profiler's timeline: its backend, shape ("[m, k] x [k, n]") and FLOPs.
+// The event covers the choice too: a product's first run may autotune.
+void run_recorded(const GemmArgs& args) {
+  profiler::RecordFunction record("gemm", profiler::Category::Gemm);
+  const GemmBackend backend = choose_gemm_backend(args);
+  if (record.active()) {
+    profiler::Event& e = *record.event();
+    e.backend = gemm_backend_name(backend);
+    e.flops = 2.0 * static_cast<double>(args.m) * static_cast<double>(args.n) * static_cast<double>(args.k);
+    if (record.record_shapes()) {
+      e.input_shapes = "[" + std::to_string(args.m) + ", " + std::to_string(args.k) + "] x [" + std::to_string(args.k) +
+                       ", " + std::to_string(args.n) + "]";
+      e.input_dtypes = dtype_name(args.dtype);
+    }
+  }
+  gemm_run(backend, args);
+}
+
+}  // namespace
+
 const GemmBackendReport& gemm_backend_report(GemmBackend backend) {
   static const GemmBackendReport reports[] = {openblas_report(), onednn_report(), ember_gemm_report()};
   return reports[static_cast<int>(backend)];
@@ -168,8 +191,7 @@ void gemm(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
       default: return scale_c<Half>(m, n, beta, c, ldc);
     }
   }
-  const GemmArgs args{dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
-  gemm_run(choose_gemm_backend(args), args);
+  run_recorded(GemmArgs{dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 
 void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
@@ -178,8 +200,7 @@ void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, i
   EMBER_CHECK(dtype != kFloat64, "gemm_float32_out", "float64 operands");
   if (m == 0 || n == 0) return;
   if (k == 0 || alpha == 0.0) return scale_c<float>(m, n, beta, c, ldc);
-  const GemmArgs args{dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype != kFloat32};
-  gemm_run(choose_gemm_backend(args), args);
+  run_recorded(GemmArgs{dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype != kFloat32});
 }
 
 void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "ember/profiler.h"
+
 namespace ember::cpu {
 namespace {
 
@@ -36,9 +38,14 @@ struct Job {
   std::exception_ptr error;
   std::mutex error_mutex;
 
-  void run_chunks() {
+  // A worker's share of the job is one pool task on its lane; the caller's share is already
+  // inside the op that called parallel_for.
+  void run_chunks(bool on_worker) {
     t_in_parallel = true;
-    for (int64_t c; (c = next.fetch_add(1)) < chunks;) {
+    profiler::RecordFunction task;
+    if (on_worker && profiler::is_enabled()) task.begin("pool_task", profiler::Category::PoolTask);
+    int64_t ran = 0;
+    for (int64_t c; (c = next.fetch_add(1)) < chunks; ++ran) {
       if (!failed.load(std::memory_order_relaxed)) {
         int64_t lo = begin + c * grain;
         int64_t hi = std::min(end, lo + grain);
@@ -52,6 +59,7 @@ struct Job {
       }
       done.fetch_add(1, std::memory_order_acq_rel);
     }
+    if (task.active() && ran == 0) task.cancel();
     t_in_parallel = false;
   }
 };
@@ -67,7 +75,11 @@ class ThreadPool {
     stop_workers();
     threads_ = std::max(1, threads);
     stopping_ = false;
-    for (int i = 0; i + 1 < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+    for (int i = 0; i + 1 < threads_; ++i)
+      workers_.emplace_back([this, i] {
+        profiler::set_thread_name("pool worker " + std::to_string(i + 1));
+        worker_loop();
+      });
   }
 
   void run(Job& job) {
@@ -79,7 +91,7 @@ class ThreadPool {
       wake = sleeping_ > 0;
     }
     if (wake) wake_.notify_all();
-    job.run_chunks();
+    job.run_chunks(false);
     // Wait for chunks still running on workers, then detach the job from the pool.
     while (job.done.load(std::memory_order_acquire) < job.chunks) std::this_thread::yield();
     spin_until([this] { return active_.load(std::memory_order_acquire) == 0; });
@@ -130,7 +142,7 @@ class ThreadPool {
       Job* job = job_;
       active_.fetch_add(1, std::memory_order_acq_rel);
       lock.unlock();
-      job->run_chunks();
+      job->run_chunks(true);
       lock.lock();
       if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) idle_.notify_all();
     }

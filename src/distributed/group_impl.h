@@ -16,6 +16,7 @@
 
 #include "distributed/store.h"
 #include "ember/distributed/process_group.h"
+#include "ember/profiler.h"
 #include "ember/tensor.h"
 
 namespace ember::distributed {
@@ -34,6 +35,7 @@ struct WorkState {
   std::function<void()> run;
   std::vector<Tensor> tensors;  // kept alive until the operation completes
   uint64_t record_id = 0;       // flight-recorder entry
+  uint64_t flow_id = 0;         // the profiler's flow from issue to run to wait; 0 when not profiled
 
   std::mutex mutex;
   std::condition_variable done;
@@ -46,11 +48,20 @@ struct WorkState {
 
 }  // namespace detail
 
+// A collective's issue (suffix " issue", flow phase 's'), run on the worker thread ("", 't') and
+// wait (" wait", 'f') as profiler events with its group, sequence number and bytes, joined by
+// the work's flow. Does nothing unless the profiler records.
+void begin_collective_event(profiler::RecordFunction& record, const detail::WorkState& work, const char* suffix,
+                            char flow_phase);
+// A flow id unique in this process.
+uint64_t next_flow_id();
+
 // A thread running queued operations one at a time, in order. Stopping lets it finish
 // what is queued.
 class OrderedWorker {
  public:
-  explicit OrderedWorker(std::function<void(const std::shared_ptr<detail::WorkState>&)> execute);
+  // `lane` names the thread's lane in profiler traces.
+  OrderedWorker(std::string lane, std::function<void(const std::shared_ptr<detail::WorkState>&)> execute);
   ~OrderedWorker();
   void push(std::shared_ptr<detail::WorkState> work);
 

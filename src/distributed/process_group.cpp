@@ -163,6 +163,8 @@ void reset_comm_wait_stats() {
 
 bool Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
   if (!state_) return true;
+  profiler::RecordFunction record;
+  if (profiler::is_enabled() && state_->flow_id) begin_collective_event(record, *state_, " wait", 'f');
   std::unique_lock<std::mutex> lock(state_->mutex);
   if (!state_->completed) {
     BlockedWait blocked(state_->op);
@@ -183,8 +185,11 @@ bool Work::wait(std::optional<std::chrono::milliseconds> timeout) const {
 
 // ---- OrderedWorker -----------------------------------------------------------------------
 
-OrderedWorker::OrderedWorker(std::function<void(const std::shared_ptr<detail::WorkState>&)> execute)
-    : execute_(std::move(execute)), thread_([this] { loop(); }) {}
+OrderedWorker::OrderedWorker(std::string lane, std::function<void(const std::shared_ptr<detail::WorkState>&)> execute)
+    : execute_(std::move(execute)), thread_([this, lane = std::move(lane)] {
+        profiler::set_thread_name(lane);
+        loop();
+      }) {}
 
 OrderedWorker::~OrderedWorker() {
   {
@@ -279,10 +284,10 @@ void ProcessGroup::Impl::connect(const std::shared_ptr<Store>& world_store, cons
                         ", listening on " + hostname + "): " + e.what(),
                     name, "rendezvous", 0, missing);
   }
-  collectives_ =
-      std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
-  point_to_point_ =
-      std::make_unique<OrderedWorker>([this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+  collectives_ = std::make_unique<OrderedWorker>(
+      "comm group " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
+  point_to_point_ = std::make_unique<OrderedWorker>(
+      "p2p group " + name, [this](const std::shared_ptr<detail::WorkState>& work) { execute(work); });
 }
 
 void ProcessGroup::Impl::shutdown() {
@@ -312,8 +317,13 @@ std::shared_ptr<detail::WorkState> ProcessGroup::Impl::issue(const OpDescription
                                                              std::function<void(const Execution&)> body) {
   auto work = make_work(description, false, timeout);
   work->tensors = std::move(tensors);
+  profiler::RecordFunction record;
   std::lock_guard<std::mutex> lock(issue_mutex_);
   work->seq = ++next_seq_;
+  if (profiler::is_enabled()) {
+    work->flow_id = next_flow_id();
+    begin_collective_event(record, *work, " issue", 's');
+  }
   work->run = [this, body = std::move(body), timeout = work->timeout, tag = static_cast<uint32_t>(work->seq)] {
     body(Execution{context_, timeout, tag});
   };
@@ -355,6 +365,8 @@ void ProcessGroup::Impl::execute(const std::shared_ptr<detail::WorkState>& work_
   }
   if (!work.point_to_point) last_started = work.seq;
   recorder.started(work.record_id);
+  profiler::RecordFunction record;
+  if (profiler::is_enabled()) begin_collective_event(record, work, "", 't');
   {
     std::lock_guard<std::mutex> lock(abort_mutex_);
     running_.push_back(work_ptr);
@@ -374,6 +386,8 @@ void ProcessGroup::Impl::execute(const std::shared_ptr<detail::WorkState>& work_
     std::lock_guard<std::mutex> lock(work.mutex);
     work.tensors.clear();
   }
+  // Ended before the waiter wakes: a profile it stops next still holds the run.
+  if (record.active()) record.end();
   if (failure) {
     fail(work, *failure);
     return;

@@ -8,6 +8,7 @@
 #include "nn/rms_norm.h"
 
 #include "autograd/function.h"
+#include "core/record_op.h"
 #include "core/tensor_impl.h"
 #include "cpu/rms_norm.h"
 #include "ember/autograd.h"
@@ -15,6 +16,7 @@
 namespace ember::nn::detail {
 
 Tensor fused_rms_norm(const Tensor& input, const Tensor& weight, int64_t width, double eps) {
+  EMBER_RECORD_OP("rms_norm", input, weight);
   const ScalarType dtype = input.scalar_type();
   const ScalarType acc = dtype == kFloat64 ? kFloat64 : kFloat32;
   const int64_t rows = width > 0 ? input.numel() / width : 0;

@@ -2,6 +2,7 @@
 // rotation by the opposite angle, recorded through the same function, so gradients of any
 // order work.
 #include "autograd/function.h"
+#include "core/record_op.h"
 #include "core/tensor_impl.h"
 #include "cpu/rotary_embedding.h"
 #include "ember/autograd.h"
@@ -38,6 +39,7 @@ Tensor rotate(const Tensor& x, const autograd::SavedTensor& cos, const autograd:
 
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   EMBER_CHECK(x.defined() && cos.defined() && sin.defined(), kOp, "called with an undefined tensor");
+  EMBER_RECORD_OP(kOp, x, cos, sin);
   EMBER_CHECK(x.is_floating_point() && cos.is_floating_point() && sin.is_floating_point(), kOp,
               "expected floating-point x, cos and sin, got ", dtype_name(x.scalar_type()), ", ",
               dtype_name(cos.scalar_type()), " and ", dtype_name(sin.scalar_type()));

@@ -4,6 +4,7 @@
 #include "cpu/swiglu.h"
 
 #include "autograd/function.h"
+#include "core/record_op.h"
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
 #include "ember/nn/functional.h"
@@ -13,6 +14,7 @@ namespace ember::nn::functional {
 Tensor swiglu(const Tensor& a, const Tensor& b) {
   constexpr const char* kOp = "swiglu";
   EMBER_CHECK(a.defined() && b.defined(), kOp, "called with an undefined tensor");
+  EMBER_RECORD_OP(kOp, a, b);
   EMBER_CHECK(a.sizes() == b.sizes(), kOp, "a of shape ", a.sizes(), " and b of shape ", b.sizes(),
               " must have the same shape");
   EMBER_CHECK(a.is_floating_point() && b.is_floating_point(), kOp, "expected floating-point inputs, got ",

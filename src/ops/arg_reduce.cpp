@@ -14,6 +14,7 @@ using autograd::SavedTensor;
 std::tuple<Tensor, Tensor> arg_extreme(bool is_max, const Tensor& x, std::optional<int64_t> dim, bool keepdim,
                                        bool want_values, const char* name) {
   EMBER_CHECK(x.defined(), name, "called on an undefined tensor");
+  EMBER_RECORD_OP(name, x);
   if (dim) {
     const int64_t d = core::wrap_dim(*dim, x.dim(), name);
     EMBER_CHECK(x.dim() == 0 || x.size(d) > 0, name, "expected reduction dim ", d,

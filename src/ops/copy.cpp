@@ -5,6 +5,7 @@ namespace ember {
 
 Tensor Tensor::clone() const {
   EMBER_CHECK(defined(), "clone", "called on an undefined tensor");
+  EMBER_RECORD_OP("clone", *this);
   Tensor out = core::make_tensor(sizes(), scalar_type());
   ops::copy_into(out, *this);
   autograd::record("CloneBackward", {*this}, {out},
@@ -20,6 +21,7 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
   EMBER_CHECK(defined(), "to", "called on an undefined tensor");
   if (dtype == scalar_type() && !copy) return *this;
+  EMBER_RECORD_OP("to", *this);
   Tensor out = core::make_tensor(sizes(), dtype);
   ops::copy_into(out, *this);
   if (ember::is_floating_point(dtype)) {
@@ -34,6 +36,7 @@ Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
 
 Tensor& Tensor::copy_(const Tensor& src, bool) const {
   EMBER_CHECK(defined() && src.defined(), "copy_", "called with an undefined tensor");
+  EMBER_RECORD_OP("copy_", *this, src);
   auto shape = ops::broadcast_shapes(sizes(), src.sizes(), "copy_");
   EMBER_CHECK(shape == sizes(), "copy_", "source of shape ", src.sizes(), " cannot be broadcast to ", sizes());
   autograd::check_inplace(*this, "copy_", {src});
@@ -57,6 +60,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool) const {
 
 Tensor& Tensor::fill_(const Scalar& value) const {
   EMBER_CHECK(defined(), "fill_", "called on an undefined tensor");
+  EMBER_RECORD_OP("fill_", *this);
   autograd::check_inplace(*this, "fill_");
   ops::copy_into(*this, ops::scalar_to_tensor(value, scalar_type()));
   storage().bump_version();

@@ -122,6 +122,7 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
   const char* name = binary_name(op);
   EMBER_CHECK(a.defined() && b.defined(), name, "called with an undefined tensor");
+  EMBER_RECORD_OP(name, a, b);
   ScalarType dtype = compute_dtype(op, ops::result_type(a, b));
   EMBER_CHECK(dtype != kBool || op == BinaryOp::Maximum || op == BinaryOp::Minimum, name,
               "not supported for bool tensors; use logical_and/logical_or");
@@ -267,6 +268,7 @@ Tensor unary_derivative(UnaryOp op, const Tensor& x, const Tensor& y, const cpu:
 }
 
 Tensor unary_op(UnaryOp op, const Tensor& x, const cpu::ElementwiseParams& params = {}) {
+  EMBER_RECORD_OP(unary_name(op), x);
   Tensor out = unary_kernel_call(op, x, params);
   if (autograd::should_record({x})) {
     SavedTensor sx(x), so(out, true);
@@ -328,6 +330,7 @@ const char* compare_name(CompareOp op) {
 Tensor compare_op(CompareOp op, const Tensor& a, const Tensor& b) {
   const char* name = compare_name(op);
   EMBER_CHECK(a.defined() && b.defined(), name, "called with an undefined tensor");
+  EMBER_RECORD_OP(name, a, b);
   ScalarType dtype = ops::result_type(a, b);
   auto shape = ops::broadcast_shapes(a.sizes(), b.sizes(), name);
   Tensor out = core::make_tensor(shape, kBool);

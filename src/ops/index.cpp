@@ -113,6 +113,7 @@ void record_scatter(const Tensor& self, int64_t dim, const Tensor& index, const 
 Tensor scatter_op(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, ScatterMode mode,
                   const char* op) {
   EMBER_CHECK(self.defined() && src.defined(), op, "called with an undefined tensor");
+  EMBER_RECORD_OP(op, self, index, src);
   Tensor out = self.detach().clone();
   scatter_into(out, dim, index, src, mode, op);
   record_scatter(self, dim, index, src, mode, out);
@@ -175,6 +176,7 @@ void check_padding_idx(int64_t padding_idx, int64_t num_weights, const char* op)
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   const char* op = "gather";
   EMBER_CHECK(defined(), op, "called on an undefined tensor");
+  EMBER_RECORD_OP(op, *this, index);
   dim = core::wrap_dim(dim, this->dim(), op);
   Tensor index64 = int64_index(index, op);
   Tensor self_view = kernel_view(*this), index_view = kernel_view(index64);
@@ -227,6 +229,7 @@ Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
   const char* op = "index_select";
   EMBER_CHECK(defined(), op, "called on an undefined tensor");
+  EMBER_RECORD_OP(op, *this, index);
   dim = core::wrap_dim(dim, this->dim(), op);
   Tensor index64 = int64_index(index, op);
   check_vector_index(index, op);
@@ -251,6 +254,7 @@ Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
 Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) const {
   const char* op = "index_add";
   EMBER_CHECK(defined() && source.defined(), op, "called with an undefined tensor");
+  EMBER_RECORD_OP(op, *this, index, source);
   dim = core::wrap_dim(dim, this->dim(), op);
   Tensor out = detach().clone();
   index_add_into(out, dim, index, source, alpha, op);
@@ -287,6 +291,7 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& sourc
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx) {
   const char* op = "embedding";
   EMBER_CHECK(weight.defined(), op, "weight is an undefined tensor");
+  EMBER_RECORD_OP(op, weight, indices);
   EMBER_CHECK(weight.dim() == 2, op, "weight must be 2-D [num_embeddings, embedding_dim], got shape ", weight.sizes());
   const int64_t num_weights = weight.size(0);
   check_padding_idx(padding_idx, num_weights, op);

@@ -50,6 +50,7 @@ void record_cat(const std::vector<Tensor>& tensors, int64_t dim, const Tensor& o
 Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
   const char* op = lower ? "tril" : "triu";
   EMBER_CHECK(x.defined(), op, "called on an undefined tensor");
+  EMBER_RECORD_OP(op, x);
   EMBER_CHECK(x.dim() >= 2, op, "input must have at least 2 dimensions, got shape ", x.sizes());
   Tensor input = x.detach().contiguous();
   Tensor out = core::make_tensor(x.sizes(), x.scalar_type());
@@ -69,6 +70,8 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
+  profiler::RecordFunction record("cat", profiler::Category::Op);
+  if (record.record_shapes()) core::describe_inputs(*record.event(), tensors);
   const Tensor* reference = nullptr;
   ScalarType dtype = kBool;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -100,6 +103,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "stack", "expected a non-empty list of tensors");
+  profiler::RecordFunction record("stack", profiler::Category::Op);
+  if (record.record_shapes()) core::describe_inputs(*record.event(), tensors);
   EMBER_CHECK(tensors[0].defined(), "stack", "tensor 0 in the list is undefined");
   dim = core::wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> parts;

@@ -78,6 +78,7 @@ void record_matmul(const char* name, const Tensor& a, const Tensor& b, const Ten
 }  // namespace
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  EMBER_RECORD_OP("mm", a, b);
   EMBER_CHECK(a.dim() == 2 && b.dim() == 2, "mm", "expected 2-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D");
   check_matmul_dtype(a, b, "mm");
   EMBER_CHECK(a.size(1) == b.size(0), "mm", "shapes ", a.sizes(), " and ", b.sizes(), " cannot be multiplied (",
@@ -88,6 +89,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  EMBER_RECORD_OP("bmm", a, b);
   EMBER_CHECK(a.dim() == 3 && b.dim() == 3, "bmm", "expected 3-D tensors, got ", a.dim(), "-D and ", b.dim(), "-D");
   check_matmul_dtype(a, b, "bmm");
   EMBER_CHECK(a.size(0) == b.size(0) && a.size(2) == b.size(1), "bmm", "shapes ", a.sizes(), " and ", b.sizes(),
@@ -100,6 +102,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.defined() && b.defined(), "matmul", "called with an undefined tensor");
+  EMBER_RECORD_OP("matmul", a, b);
   EMBER_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul", "both arguments need at least 1 dimension, got ", a.dim(),
               "-D and ", b.dim(), "-D");
   check_matmul_dtype(a, b, "matmul");
@@ -148,6 +151,7 @@ Tensor Tensor::mm(const Tensor& other) const { return ember::mm(*this, other); }
 Tensor Tensor::bmm(const Tensor& other) const { return ember::bmm(*this, other); }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  EMBER_RECORD_OP("linear", x, weight, bias);
   EMBER_CHECK(weight.dim() == 2, "linear", "weight must be 2-D [out_features, in_features], got shape ", weight.sizes());
   EMBER_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input shape ", x.sizes(),
               " does not match weight shape ", weight.sizes(), " (in_features ", weight.size(1), ")");
@@ -161,6 +165,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  EMBER_RECORD_OP("addmm", self, mat1, mat2);
   EMBER_CHECK(self.scalar_type() == mat1.scalar_type(), "addmm", "expected self to have the dtype of mat1 (",
               dtype_name(mat1.scalar_type()), "), got ", dtype_name(self.scalar_type()));
   Tensor product = mm(mat1, mat2);

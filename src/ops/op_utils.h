@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autograd/function.h"
+#include "core/record_op.h"
 #include "core/tensor_impl.h"
 #include "cpu/elementwise_ops.h"
 #include "ember/functions.h"
@@ -42,6 +43,8 @@ void copy_into(const Tensor& dst, const Tensor& src);
 template <typename OutOfPlace, typename Direct>
 Tensor& inplace(const Tensor& self, const char* op, const std::vector<Tensor>& others, OutOfPlace out_of_place,
                 Direct direct) {
+  profiler::RecordFunction record;  // named "add_" for add: the string is built only while profiling
+  if (profiler::is_enabled()) record.begin(std::string(op) + "_", profiler::Category::Op);
   autograd::check_inplace(self, op, others);
   std::vector<Tensor> all = others;
   all.push_back(self);

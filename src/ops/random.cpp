@@ -20,6 +20,7 @@ std::pair<uint64_t, uint64_t> reserve(int64_t n) {
 // Generates into a fresh contiguous tensor of t's shape and dtype, then copies into t.
 template <typename F>
 Tensor& generate_into(const Tensor& t, const char* op, F fill) {
+  EMBER_RECORD_OP(op, t);
   autograd::check_inplace(t, op);
   if (t.is_contiguous()) {
     fill(t);
@@ -110,6 +111,7 @@ Tensor randperm(int64_t n, const TensorOptions& options) {
 }
 
 Tensor bernoulli(const Tensor& probabilities) {
+  EMBER_RECORD_OP("bernoulli", probabilities);
   Tensor p = probabilities.to(kFloat64).contiguous();
   const double* pp = p.data_ptr<double>();
   for (int64_t i = 0; i < p.numel(); ++i)
@@ -129,6 +131,7 @@ Tensor bernoulli(const Tensor& like, double p) {
 Tensor dropout(const Tensor& x, double p, bool train) {
   EMBER_CHECK(p >= 0 && p <= 1, "dropout", "probability has to be between 0 and 1, but got ", p);
   if (!train || p == 0) return x;
+  EMBER_RECORD_OP("dropout", x);
   if (p == 1) return x * zeros_like(x);
   Tensor mask = bernoulli(x.detach(), 1 - p).div_(1 - p);
   return x * mask;

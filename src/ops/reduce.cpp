@@ -186,6 +186,7 @@ Tensor values_to_tensor(const std::vector<ReduceValue>& values, bool floating, c
 Tensor reduce(ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType out_dtype, const char* name,
               std::optional<ScalarType> compute_dtype = std::nullopt) {
   EMBER_CHECK(x.defined(), name, "called on an undefined tensor");
+  EMBER_RECORD_OP(name, x);
   Tensor input = compute_dtype ? x.to(*compute_dtype) : x;
   ops::ReduceLayout L = ops::reduce_layout(input, dims, keepdim, name);
   if (op == ReduceOp::Max || op == ReduceOp::Min) {

@@ -45,6 +45,7 @@ Tensor var_backward(const Tensor& grad, const Tensor& x, const std::vector<int64
 }
 
 Tensor var_impl(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
+  EMBER_RECORD_OP("var", x);
   ops::ReduceLayout L = floating_layout(x, dims, keepdim, "var");
   Tensor out = variance_float64(L, unbiased).to(x.scalar_type());
   if (autograd::should_record({x})) {
@@ -61,6 +62,7 @@ Tensor var_impl(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) 
 }
 
 Tensor std_impl(const Tensor& x, IntArrayRef dims, bool unbiased, bool keepdim) {
+  EMBER_RECORD_OP("std", x);
   ops::ReduceLayout L = floating_layout(x, dims, keepdim, "std");
   Tensor out = variance_float64(L, unbiased).sqrt().to(x.scalar_type());
   if (autograd::should_record({x})) {
@@ -113,6 +115,7 @@ Tensor norm_backward(const Tensor& grad, const Tensor& x, const Tensor& norm, co
 }
 
 Tensor norm_impl(const Tensor& x, const Scalar& p_scalar, IntArrayRef dims, bool keepdim) {
+  EMBER_RECORD_OP("norm", x);
   ops::ReduceLayout L = floating_layout(x, dims, keepdim, "norm");
   const double p = p_scalar.toDouble();
   EMBER_CHECK(!std::isnan(p), "norm", "the order p must not be nan");
@@ -139,6 +142,7 @@ Tensor norm_impl(const Tensor& x, const Scalar& p_scalar, IntArrayRef dims, bool
 // all -inf slice gives -inf (and a +inf gives +inf) instead of nan.
 Tensor logsumexp_impl(const Tensor& x, IntArrayRef dims, bool keepdim) {
   EMBER_CHECK(x.defined(), "logsumexp", "called on an undefined tensor");
+  EMBER_RECORD_OP("logsumexp", x);
   const ScalarType out_dtype = x.is_floating_point() ? x.scalar_type() : kFloat32;
   const ScalarType work_dtype = out_dtype == kFloat64 ? kFloat64 : kFloat32;
   ops::ReduceLayout L = ops::reduce_layout(x.detach(), dims, keepdim, "logsumexp");

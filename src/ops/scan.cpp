@@ -16,6 +16,7 @@ ScalarType scan_dtype(const Tensor& x, std::optional<ScalarType> dtype) {
 
 // Inclusive scan of x.to(dtype) along `dim`, from the end when `reverse`.
 Tensor scan_values(ScanOp op, const Tensor& x, int64_t dim, ScalarType dtype, bool reverse, const char* name) {
+  EMBER_RECORD_OP(name, x);
   EMBER_CHECK(dtype != kBool, name, "does not support dtype bool; pass an integer or floating dtype");
   NoGradGuard guard;
   const Tensor input = x.to(dtype);

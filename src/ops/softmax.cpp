@@ -18,6 +18,7 @@ Tensor softmax_backward(const Tensor& g, const Tensor& y, int64_t dim, bool log)
 Tensor softmax_impl(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype, bool log) {
   const char* name = log ? "log_softmax" : "softmax";
   EMBER_CHECK(x.defined(), name, "called on an undefined tensor");
+  EMBER_RECORD_OP(name, x);
   const Tensor input = dtype ? x.to(*dtype) : x;
   EMBER_CHECK(input.is_floating_point(), name, "not implemented for dtype ", dtype_name(input.scalar_type()),
               "; pass a floating dtype");

@@ -34,6 +34,7 @@ void record_selection(const char* name, const Tensor& x, int64_t dim, const Tens
 
 std::tuple<Tensor, Tensor> sort_impl(const Tensor& x, int64_t dim, bool descending) {
   EMBER_CHECK(x.defined(), "sort", "called on an undefined tensor");
+  EMBER_RECORD_OP("sort", x);
   dim = core::wrap_dim(dim, x.dim(), "sort");
   Tensor input = x.detach().contiguous();
   Tensor values = core::make_tensor(x.sizes(), x.scalar_type());
@@ -58,6 +59,7 @@ Tensor Tensor::argsort(bool, int64_t dim, bool descending) const {
 
 std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
   EMBER_CHECK(defined(), "topk", "called on an undefined tensor");
+  EMBER_RECORD_OP("topk", *this);
   dim = core::wrap_dim(dim, this->dim(), "topk");
   const cpu::RowLayout rows = row_layout(*this, dim);
   EMBER_CHECK(k >= 0 && k <= rows.n, "topk", "k ", k, " is out of range [0, ", rows.n, "] for dimension ", dim,

@@ -8,9 +8,11 @@ namespace {
 
 using core::wrap_dim;
 
-// Makes a view of `self` with the given geometry and records `backward` for it.
+// Makes a view of `self` with the given geometry and records `backward` for it; `op` names the
+// view on the profiler's timeline.
 Tensor make_view_of(const Tensor& self, std::vector<int64_t> sizes, std::vector<int64_t> strides, int64_t offset,
-                    const char* name, autograd::BackwardFunction backward) {
+                    const char* op, const char* name, autograd::BackwardFunction backward) {
+  EMBER_RECORD_OP(op, self);
   Tensor out = core::make_view(self.storage(), std::move(sizes), std::move(strides), offset, self.scalar_type());
   TensorImpl* impl = self.unsafeGetTensorImpl();
   out.unsafeGetTensorImpl()->view_base = impl->view_base ? impl->view_base : self.impl();
@@ -82,7 +84,7 @@ Tensor Tensor::view(IntArrayRef shape) const {
   auto strides = view_strides(*this, sizes);
   EMBER_CHECK(strides.has_value(), "view", "view size ", sizes, " is not compatible with input tensor's size ",
               this->sizes(), " and stride ", this->strides(), "; use reshape() instead");
-  return make_view_of(*this, sizes, *strides, storage_offset(), "ViewBackward", reshape_back(this->sizes()));
+  return make_view_of(*this, sizes, *strides, storage_offset(), "view", "ViewBackward", reshape_back(this->sizes()));
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
@@ -126,7 +128,7 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     st[i] = stride(d);
     inverse[d] = i;
   }
-  return make_view_of(*this, sz, st, storage_offset(), "PermuteBackward",
+  return make_view_of(*this, sz, st, storage_offset(), "permute", "PermuteBackward",
                       [inverse](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> {
                         return {g[0].permute(inverse)};
                       });
@@ -164,7 +166,7 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   const int64_t offset = storage_offset() + start * stride(d);
   std::vector<int64_t> in_sizes = sizes();
   ScalarType dtype = scalar_type();
-  return make_view_of(*this, sz, st, offset, "SliceBackward",
+  return make_view_of(*this, sz, st, offset, "slice", "SliceBackward",
                       [in_sizes, dtype, d, start, end, step](std::vector<Tensor>& g, const std::vector<bool>&)
                           -> std::vector<Tensor> {
                         Tensor grad = zeros(in_sizes, dtype);
@@ -197,7 +199,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   st.erase(st.begin() + d);
   std::vector<int64_t> in_sizes = sizes();
   ScalarType dtype = scalar_type();
-  return make_view_of(*this, sz, st, storage_offset() + index * stride(d), "SelectBackward",
+  return make_view_of(*this, sz, st, storage_offset() + index * stride(d), "select", "SelectBackward",
                       [in_sizes, dtype, d, index](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> {
                         Tensor grad = zeros(in_sizes, dtype);
                         ops::copy_into(grad.select(d, index), g[0]);
@@ -213,18 +215,20 @@ Tensor Tensor::squeeze() const {
       st.push_back(stride(d));
     }
   }
-  return make_view_of(*this, sz, st, storage_offset(), "SqueezeBackward", reshape_back(sizes()));
+  return make_view_of(*this, sz, st, storage_offset(), "squeeze", "SqueezeBackward", reshape_back(sizes()));
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
   if (dim() == 0) return *this;
   d = wrap_dim(d, dim(), "squeeze");
-  if (size(d) != 1) return make_view_of(*this, sizes(), strides(), storage_offset(), "SqueezeBackward", reshape_back(sizes()));
+  if (size(d) != 1)
+    return make_view_of(*this, sizes(), strides(), storage_offset(), "squeeze", "SqueezeBackward",
+                        reshape_back(sizes()));
   auto sz = sizes();
   auto st = strides();
   sz.erase(sz.begin() + d);
   st.erase(st.begin() + d);
-  return make_view_of(*this, sz, st, storage_offset(), "SqueezeBackward", reshape_back(sizes()));
+  return make_view_of(*this, sz, st, storage_offset(), "squeeze", "SqueezeBackward", reshape_back(sizes()));
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -234,7 +238,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t new_stride = d < dim() ? size(d) * stride(d) : 1;
   sz.insert(sz.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);
-  return make_view_of(*this, sz, st, storage_offset(), "UnsqueezeBackward", reshape_back(sizes()));
+  return make_view_of(*this, sz, st, storage_offset(), "unsqueeze", "UnsqueezeBackward", reshape_back(sizes()));
 }
 
 Tensor Tensor::expand(IntArrayRef shape) const {
@@ -259,7 +263,7 @@ Tensor Tensor::expand(IntArrayRef shape) const {
     st[i] = have == want ? stride(i - lead) : 0;
   }
   std::vector<int64_t> in_sizes = sizes();
-  return make_view_of(*this, sz, st, storage_offset(), "ExpandBackward",
+  return make_view_of(*this, sz, st, storage_offset(), "expand", "ExpandBackward",
                       [in_sizes](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> {
                         return {autograd::sum_to(g[0], in_sizes)};
                       });
@@ -285,7 +289,7 @@ Tensor Tensor::as_strided(IntArrayRef shape, IntArrayRef new_strides, std::optio
   // accumulating where the strided view reads one element several times.
   Tensor self_view = *this;
   std::vector<int64_t> out_sizes = shape.vec(), out_strides = new_strides.vec();
-  return make_view_of(*this, shape.vec(), new_strides.vec(), offset, "AsStridedBackward",
+  return make_view_of(*this, shape.vec(), new_strides.vec(), offset, "as_strided", "AsStridedBackward",
                       [in_sizes = sizes(), in_strides = strides(), in_offset = storage_offset(), out_sizes,
                        out_strides, offset, dtype = scalar_type()](std::vector<Tensor>& g, const std::vector<bool>&)
                           -> std::vector<Tensor> {

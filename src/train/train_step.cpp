@@ -2,6 +2,7 @@
 #include "train/train_step.h"
 
 #include <cmath>
+#include <optional>
 
 #include "ember/ember.h"
 
@@ -48,13 +49,18 @@ StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum
                       const std::function<data::Batch(int64_t)>& batch_of, double clip,
                       const models::LossOptions& loss_options, const ShardedTraining* sharded) {
   StepResult result;
-  optimizer.zero_grad();
+  {
+    profiler::Range range("zero_grad");
+    optimizer.zero_grad();
+  }
   Tensor loss_over_ranks;
   distributed::Work loss_averaged;
   for (int64_t micro = 0; micro < accum; ++micro) {
     const bool last = micro == accum - 1;
     if (sharded) sharded->root.set_requires_gradient_sync(last);
+    std::optional<profiler::Range> range(std::in_place, "data");
     data::Batch b = batch_of(micro);
+    range.emplace("forward");
     // Through the holder: FSDP's hooks gather the root's parameters around it.
     Tensor loss = model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, loss_options) /
                   static_cast<double>(accum);
@@ -64,15 +70,19 @@ StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum
       loss_over_ranks = full({}, result.loss, kFloat64);
       loss_averaged = distributed::all_reduce(loss_over_ranks, distributed::ReduceOp::AVG, {.async_op = true});
     }
+    range.emplace("backward");
     loss.backward();
   }
   if (sharded) {
     loss_averaged.wait();
     result.loss = loss_over_ranks.item<double>();
   }
-  if (clip > 0)
+  if (clip > 0) {
+    profiler::Range range("clip_grad_norm_");
     result.grad_norm = sharded ? distributed::fsdp::clip_grad_norm_(model->parameters(), clip)
                                : nn::utils::clip_grad_norm_(model->parameters(), clip);
+  }
+  profiler::Range range("optimizer.step");
   optimizer.step();
   return result;
 }

@@ -13,8 +13,11 @@ source "$(dirname "$0")/common.sh"
 flags=("${tiny_model[@]}" --batch-size 4 --max-steps 40 --eval-every 20 --eval-batches 2 --ckpt-every 5 --threads 1
        --fsdp --auto-resume --comm-timeout 5)
 fail() { echo "train --fsdp restart: $*"; exit 1; }
-# metrics.jsonl without the timings, which differ between runs.
-metrics() { sed -E 's/"elapsed_s":[^,}]*,//; s/,"tokens_per_s":[^,}]*//' "$1/metrics.jsonl"; }
+# metrics.jsonl without the timings and the process's memory telemetry, which differ between runs.
+metrics() {
+  sed -E 's/"(elapsed_s|step_s|compute_s|exposed_comm_s|allocated_bytes|peak_allocated_bytes|rss_bytes)":[^,}]*,//g
+          s/,"tokens_per_s":[^,}]*//' "$1/metrics.jsonl"
+}
 # Fails unless run directory $2 ends with the checkpoint and metrics of $1.
 same_run() {
   [[ $(ls "$2/checkpoints") == step_40 ]] || fail "$2/checkpoints holds $(ls "$2/checkpoints" | xargs)"

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -70,6 +71,38 @@ TEST_F(OneRank, WaitOnACompletedOperationCountsNoBlockedTime) {
   while (!work.is_completed()) std::this_thread::yield();
   EXPECT_TRUE(work.wait());
   EXPECT_TRUE(comm_wait_stats().empty());
+}
+
+TEST_F(OneRank, ProfilerRecordsCollectivesOnTheCommunicationLane) {
+  Tensor t = tensor({1.0f, 2.0f, 3.0f});
+  profiler::Profile p;
+  all_reduce(t, ReduceOp::SUM, {.async_op = true}).wait();
+  const profiler::Trace& trace = p.trace();
+  std::map<uint32_t, std::string> lanes;
+  for (const auto& lane : trace.threads) lanes[lane.tid] = lane.name;
+  std::map<std::string, const profiler::Event*> by_name;
+  for (const auto& e : trace.events) {
+    EXPECT_EQ(e.category, profiler::Category::Collective) << e.name;
+    EXPECT_TRUE(by_name.emplace(e.name, &e).second) << "twice: " << e.name;
+  }
+  ASSERT_EQ(by_name.size(), 3u);
+  const profiler::Event &issue = *by_name.at("all_reduce issue"), &run = *by_name.at("all_reduce"),
+                        &wait = *by_name.at("all_reduce wait");
+  EXPECT_EQ(issue.tid, profiler::current_thread_id());
+  EXPECT_EQ(wait.tid, profiler::current_thread_id());
+  EXPECT_EQ(lanes.at(run.tid), "comm group 0");
+  for (const profiler::Event* e : {&issue, &run, &wait}) {
+    EXPECT_EQ(e->group, "0");
+    EXPECT_EQ(e->sequence, issue.sequence);
+    EXPECT_EQ(e->flow_id, issue.flow_id);
+  }
+  EXPECT_GT(issue.flow_id, 0u);
+  EXPECT_EQ(issue.flow_phase, 's');
+  EXPECT_EQ(run.flow_phase, 't');
+  EXPECT_EQ(wait.flow_phase, 'f');
+  EXPECT_EQ(issue.bytes, 12);
+  EXPECT_EQ(run.bytes, 12);
+  EXPECT_LE(issue.start_ns, run.start_ns);
 }
 
 TEST_F(OneRank, ArgumentsAreChecked) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "core/record_op.h"
 #include "cpu/attention/flex_attention.h"
 #include "nn/attention/flex_problem.h"
 
@@ -82,6 +83,7 @@ namespace detail {
 FlexAttentionOutput flex_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const std::shared_ptr<const TileMod>& score_mod, const BlockMask* block_mask,
                                    const FlexAttentionOptions& options) {
+  EMBER_RECORD_OP("flex_attention", query, key, value);
   FlexInputs in = validate_inputs("flex_attention", query, key, value, block_mask, options.enable_gqa);
   in.score_mod = score_mod;
   in.scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(3))));

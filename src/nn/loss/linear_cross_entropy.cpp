@@ -33,6 +33,7 @@
 #include <ostream>
 
 #include "autograd/function.h"
+#include "core/record_op.h"
 #include "cpu/linear_cross_entropy.h"
 #include "ember/functions.h"
 #include "ember/nn/init.h"
@@ -248,6 +249,7 @@ Wanted wanted_from(const std::vector<bool>& needs) { return {needs[0], needs[1],
 
 Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Tensor& target,
                             const LinearCrossEntropyFuncOptions& options) {
+  EMBER_RECORD_OP("linear_cross_entropy", input, weight, target);
   const Problem p = prepare(input, weight, target, options);
   const ScalarType dtype = input.scalar_type();
   const Tensor& bias = options.bias();

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/record_op.h"
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
 
@@ -149,6 +150,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options) {
   const char* op = "cross_entropy";
+  EMBER_RECORD_OP(op, input, target);
   const double eps = options.label_smoothing();
   EMBER_CHECK(eps >= 0 && eps <= 1, op, "label_smoothing must be within [0, 1], got ", eps);
   if (input.sizes() == target.sizes() && is_floating_point(target.scalar_type()))
