@@ -152,11 +152,10 @@ Tensor outer(const Tensor& a, const Tensor& b);
 // Inputs are [N, C, *spatial] (or unbatched [C, *spatial]); one-value lists expand to every
 // spatial dim. float32 and float64; first-order gradients only (create_graph=true throws).
 // Convolution over weight.dim() - 2 spatial dims (1-3), weight [out, in / groups, *kernel],
-// bias [out] or undefined. As at::convolution without transposed/output_padding; ember adds
-// padding_after, the zero padding at the end of each dim (default: equal to padding), for
-// 'same' padding with even kernels.
+// bias [out] or undefined; zero padding on both sides of each dim. As at::convolution without
+// transposed/output_padding (ConvTranspose is not built yet).
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
-                   IntArrayRef padding, IntArrayRef dilation, int64_t groups, IntArrayRef padding_after = {});
+                   IntArrayRef padding, IntArrayRef dilation, int64_t groups);
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
               IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,

@@ -18,14 +18,12 @@ std::vector<int64_t> per_dim(IntArrayRef values, int64_t spatial, const char* op
 
 // Checks every argument and fills the kernel's shape (spatial dims right-aligned in 3).
 cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride_arg,
-                          IntArrayRef padding_arg, IntArrayRef dilation_arg, int64_t groups,
-                          IntArrayRef padding_after_arg, const char* op) {
+                          IntArrayRef padding_arg, IntArrayRef dilation_arg, int64_t groups, const char* op) {
   const int64_t spatial = weight.dim() - 2;
   EMBER_CHECK(x.dim() == spatial + 2, op, "expected a ", spatial + 2, "-d input for a ", spatial + 2,
               "-d weight ", weight.sizes(), ", got input ", x.sizes());
   const auto stride = per_dim(stride_arg, spatial, op, "stride");
   const auto padding = per_dim(padding_arg, spatial, op, "padding");
-  const auto padding_after = padding_after_arg.empty() ? padding : per_dim(padding_after_arg, spatial, op, "padding");
   const auto dilation = per_dim(dilation_arg, spatial, op, "dilation");
   EMBER_CHECK(groups > 0, op, "groups must be positive, got ", groups);
   const int64_t in_channels = x.size(1), out_channels = weight.size(0);
@@ -53,10 +51,10 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& b
     const int64_t k = 3 - spatial + d;
     EMBER_CHECK(stride[d] > 0, op, "stride must be positive, got ", IntArrayRef(stride));
     EMBER_CHECK(dilation[d] > 0, op, "dilation must be positive, got ", IntArrayRef(dilation));
-    EMBER_CHECK(padding[d] >= 0 && padding_after[d] >= 0, op, "negative padding is not supported, got ",
+    EMBER_CHECK(padding[d] >= 0, op, "negative padding is not supported, got ",
                 IntArrayRef(padding));
     const int64_t in = x.size(2 + d), kernel = weight.size(2 + d);
-    const int64_t padded = in + padding[d] + padding_after[d], reach = dilation[d] * (kernel - 1) + 1;
+    const int64_t padded = in + 2 * padding[d], reach = dilation[d] * (kernel - 1) + 1;
     EMBER_CHECK(reach <= padded, op, "kernel size ", kernel, " (dilated: ", reach,
                 ") can't be greater than the padded input size ", padded, " in spatial dim ", d, " (input ",
                 x.sizes(), ", padding ", IntArrayRef(padding), ")");
@@ -71,17 +69,15 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& b
 }
 
 Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
-                        IntArrayRef padding, IntArrayRef dilation, int64_t groups, IntArrayRef padding_after,
-                        const char* op) {
+                        IntArrayRef padding, IntArrayRef dilation, int64_t groups, const char* op) {
   EMBER_CHECK(input.defined() && weight.defined(), op, "called with an undefined input or weight");
   EMBER_CHECK(weight.dim() >= 3 && weight.dim() <= 5, op, "expected a 3-d, 4-d or 5-d weight, got ",
               weight.sizes());
   // Unbatched input [C, *spatial] runs as a batch of one.
   if (input.dim() == weight.dim() - 1)
-    return convolution_impl(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, padding_after, op)
+    return convolution_impl(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, op)
         .squeeze(0);
-  const cpu::ConvShape s =
-      conv_shape(input, weight, bias, stride, padding, dilation, groups, padding_after, op);
+  const cpu::ConvShape s = conv_shape(input, weight, bias, stride, padding, dilation, groups, op);
   const ScalarType dtype = input.scalar_type();
   const Tensor x = input.detach().contiguous(), w = weight.detach().contiguous();
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
@@ -130,14 +126,14 @@ Tensor conv_of_rank(int64_t rank, const char* op, const Tensor& input, const Ten
   EMBER_CHECK(weight.defined() && weight.dim() == rank + 2, op, "expected a ", rank + 2,
               "-d weight [out_channels, in_channels / groups, *kernel], got ",
               weight.defined() ? weight.sizes() : std::vector<int64_t>{});
-  return convolution_impl(input, weight, bias, stride, padding, dilation, groups, {}, op);
+  return convolution_impl(input, weight, bias, stride, padding, dilation, groups, op);
 }
 
 }  // namespace
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
-                   IntArrayRef padding, IntArrayRef dilation, int64_t groups, IntArrayRef padding_after) {
-  return convolution_impl(input, weight, bias, stride, padding, dilation, groups, padding_after, "convolution");
+                   IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  return convolution_impl(input, weight, bias, stride, padding, dilation, groups, "convolution");
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,

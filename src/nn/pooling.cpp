@@ -1,0 +1,34 @@
+// F::max_pool2d, avg_pool2d and the adaptive forms: options onto ember's pooling ops.
+#include "ember/functions.h"
+#include "ember/nn/functional.h"
+
+namespace ember::nn::functional {
+
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options) {
+  return std::get<0>(max_pool2d_with_indices(input, options));
+}
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options) {
+  return ember::max_pool2d_with_indices(input, options.kernel_size(), options.stride(), options.padding(),
+                                        options.dilation(), options.ceil_mode());
+}
+
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options) {
+  return ember::avg_pool2d(input, options.kernel_size(), options.stride(), options.padding(), options.ceil_mode(),
+                           options.count_include_pad(), options.divisor_override());
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options) {
+  return ember::adaptive_avg_pool2d(input, options.output_size());
+}
+
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options) {
+  return std::get<0>(adaptive_max_pool2d_with_indices(input, options));
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool2dFuncOptions& options) {
+  return ember::adaptive_max_pool2d(input, options.output_size());
+}
+
+}  // namespace ember::nn::functional
