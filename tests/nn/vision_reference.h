@@ -11,6 +11,8 @@
 
 namespace ember::nntest {
 
+using testutil::all_equal;
+
 // One convolution's arguments for 1-3 spatial dims; mode is zeros, reflect, replicate or circular.
 struct ConvArgs {
   std::vector<int64_t> stride, before, after, dilation;
