@@ -52,10 +52,12 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     mean = running_mean.to(input.scalar_type());
     var = running_var.to(input.scalar_type());
   }
-  Tensor out = (input - mean.view(shape)) * (var + options.eps()).rsqrt().view(shape);
-  if (options.weight().defined()) out = out * options.weight().view(shape);
-  if (options.bias().defined()) out = out + options.bias().view(shape);
-  return out;
+  // One scale and shift per channel, so the full-size work is a multiply and an add.
+  Tensor scale = (var + options.eps()).rsqrt();
+  if (options.weight().defined()) scale = scale * options.weight();
+  Tensor shift = -mean * scale;
+  if (options.bias().defined()) shift = shift + options.bias();
+  return input * scale.view(shape) + shift.view(shape);
 }
 
 }  // namespace ember::nn::functional
