@@ -139,43 +139,102 @@ auto batched(const Tensor& input, int64_t rank, Fn fn) {
   }
 }
 
+std::tuple<Tensor, Tensor> max_pool_nd(int64_t rank, const char* op, const Tensor& input, IntArrayRef kernel_size,
+                                       IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return batched(input, rank, [&](const Tensor& x) {
+    check_input(x, rank, op);
+    return max_pool(x, sliding(x, rank, kernel_size, stride, padding, dilation, ceil_mode, true, op), rank);
+  });
+}
+
+Tensor avg_pool_nd(int64_t rank, const char* op, const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                   IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                   std::optional<int64_t> divisor_override) {
+  EMBER_CHECK(!divisor_override || *divisor_override != 0, op, "divisor_override must be non-zero");
+  return batched(input, rank, [&](const Tensor& x) {
+    check_input(x, rank, op);
+    return avg_pool(x, sliding(x, rank, kernel_size, stride, padding, 1, ceil_mode, count_include_pad, op), rank,
+                    divisor_override.value_or(0));
+  });
+}
+
+Tensor adaptive_avg_pool_nd(int64_t rank, const char* op, const Tensor& input, IntArrayRef output_size) {
+  return batched(input, rank, [&](const Tensor& x) {
+    check_input(x, rank, op);
+    return avg_pool(x, adaptive(x, rank, output_size, op), rank, 0);
+  });
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool_nd(int64_t rank, const char* op, const Tensor& input,
+                                                IntArrayRef output_size) {
+  return batched(input, rank, [&](const Tensor& x) {
+    check_input(x, rank, op);
+    return max_pool(x, adaptive(x, rank, output_size, op), rank);
+  });
+}
+
 }  // namespace
+
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return max_pool_nd(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode);
+}
+Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode) {
+  return std::get<0>(max_pool_nd(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode));
+}
+Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  bool ceil_mode, bool count_include_pad) {
+  return avg_pool_nd(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     std::nullopt);
+}
+Tensor adaptive_avg_pool1d(const Tensor& input, IntArrayRef output_size) {
+  return adaptive_avg_pool_nd(1, "adaptive_avg_pool1d", input, output_size);
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef output_size) {
+  return adaptive_max_pool_nd(1, "adaptive_max_pool1d", input, output_size);
+}
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return batched(input, 2, [&](const Tensor& x) {
-    check_input(x, 2, "max_pool2d");
-    return max_pool(x, sliding(x, 2, kernel_size, stride, padding, dilation, ceil_mode, true, "max_pool2d"), 2);
-  });
+  return max_pool_nd(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
 }
-
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode));
+  return std::get<0>(max_pool_nd(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode));
 }
-
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
-  EMBER_CHECK(!divisor_override || *divisor_override != 0, "avg_pool2d", "divisor_override must be non-zero");
-  return batched(input, 2, [&](const Tensor& x) {
-    check_input(x, 2, "avg_pool2d");
-    return avg_pool(x, sliding(x, 2, kernel_size, stride, padding, 1, ceil_mode, count_include_pad, "avg_pool2d"),
-                    2, divisor_override.value_or(0));
-  });
+                  bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  return avg_pool_nd(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override);
 }
-
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
-  return batched(input, 2, [&](const Tensor& x) {
-    check_input(x, 2, "adaptive_avg_pool2d");
-    return avg_pool(x, adaptive(x, 2, output_size, "adaptive_avg_pool2d"), 2, 0);
-  });
+  return adaptive_avg_pool_nd(2, "adaptive_avg_pool2d", input, output_size);
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
+  return adaptive_max_pool_nd(2, "adaptive_max_pool2d", input, output_size);
 }
 
-std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
-  return batched(input, 2, [&](const Tensor& x) {
-    check_input(x, 2, "adaptive_max_pool2d");
-    return max_pool(x, adaptive(x, 2, output_size, "adaptive_max_pool2d"), 2);
-  });
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return max_pool_nd(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode);
+}
+Tensor max_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  IntArrayRef dilation, bool ceil_mode) {
+  return std::get<0>(max_pool_nd(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode));
+}
+Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                  bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  return avg_pool_nd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override);
+}
+Tensor adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size) {
+  return adaptive_avg_pool_nd(3, "adaptive_avg_pool3d", input, output_size);
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size) {
+  return adaptive_max_pool_nd(3, "adaptive_max_pool3d", input, output_size);
 }
 
 }  // namespace ember

@@ -89,6 +89,52 @@ TEST(AdaptivePool2d, UnevenWindows) {
             (std::vector<int64_t>{3, 2, 2}));
 }
 
+TEST(Pooling, OneAndThreeSpatialDims) {
+  const Tensor x1 = uniform({2, 3, 11}, 40);
+  auto ref = pool_reference(x1, {sliding_ref(11, 3, 2, 1, 2, true, true)}, true);
+  nn::MaxPool1d max1(nn::MaxPool1dOptions(3).stride(2).padding(1).dilation(2).ceil_mode(true));
+  auto [y1, i1] = max1->forward_with_indices(x1);
+  EXPECT_EQ(y1.sizes(), ref.sizes);
+  EXPECT_TRUE(all_close(y1, ref.out));
+  EXPECT_TRUE(all_equal(i1, ref.indices));
+  ref = pool_reference(x1, {sliding_ref(11, 4, 3, 2, 1, true, false)}, false);
+  nn::AvgPool1d avg1(nn::AvgPool1dOptions(4).stride(3).padding(2).ceil_mode(true).count_include_pad(false));
+  EXPECT_TRUE(all_close(avg1(x1), ref.out));
+  EXPECT_TRUE(all_close(F::adaptive_avg_pool1d(x1, F::AdaptiveAvgPool1dFuncOptions(4)),
+                        pool_reference(x1, {adaptive_ref(11, 4)}, false).out));
+  EXPECT_TRUE(all_equal(std::get<1>(F::adaptive_max_pool1d_with_indices(x1, F::AdaptiveMaxPool1dFuncOptions(4))),
+                        pool_reference(x1, {adaptive_ref(11, 4)}, true).indices));
+
+  const Tensor x3 = uniform({2, 2, 5, 6, 4}, 41).transpose(3, 4);
+  ref = pool_reference(x3, {sliding_ref(5, 2, 2, 1, 1, false, true), sliding_ref(4, 3, 1, 1, 1, false, true),
+                            sliding_ref(6, 2, 3, 0, 2, false, true)},
+                       true);
+  const auto max3 = F::MaxPool3dFuncOptions({2, 3, 2}).stride({2, 1, 3}).padding({1, 1, 0}).dilation({1, 1, 2});
+  auto [y3, i3] = F::max_pool3d_with_indices(x3, max3);
+  EXPECT_EQ(y3.sizes(), ref.sizes);
+  EXPECT_TRUE(all_close(y3, ref.out));
+  EXPECT_TRUE(all_equal(i3, ref.indices));
+  const auto avg3 = F::AvgPool3dFuncOptions(2).stride({1, 2, 2}).padding(1).divisor_override(3);
+  ref = pool_reference(x3, {sliding_ref(5, 2, 1, 1, 1, false, true), sliding_ref(4, 2, 2, 1, 1, false, true),
+                            sliding_ref(6, 2, 2, 1, 1, false, true)},
+                       false, 3);
+  nn::AvgPool3d avg_module(avg3);
+  EXPECT_TRUE(all_close(avg_module(x3), ref.out));
+  nn::AdaptiveAvgPool3d adaptive_avg(nn::AdaptiveAvgPool3dOptions({2, 3, 4}));
+  nn::AdaptiveMaxPool3d adaptive_max(nn::AdaptiveMaxPool3dOptions({3, 3, 5}));
+  EXPECT_TRUE(all_close(adaptive_avg(x3),
+                        pool_reference(x3, {adaptive_ref(5, 2), adaptive_ref(4, 3), adaptive_ref(6, 4)}, false).out));
+  EXPECT_TRUE(all_close(adaptive_max(x3),
+                        pool_reference(x3, {adaptive_ref(5, 3), adaptive_ref(4, 3), adaptive_ref(6, 5)}, true).out));
+  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& t) {
+              return ember::cat({F::max_pool3d(t[0], max3).flatten(), avg_module(t[0]).flatten(),
+                                 adaptive_avg(t[0]).flatten(), adaptive_max(t[0]).flatten(), max1(t[1]).flatten(),
+                                 avg1(t[1]).flatten()});
+            }, {leaf(x3), leaf(x1)}),
+            "");
+  EXPECT_TRUE(throws_error([&] { F::max_pool3d(x1, F::MaxPool3dFuncOptions(2)); }, {"[max_pool3d]", "4-d or 5-d"}));
+}
+
 TEST(Pooling, InvalidArgumentsNameTheArgument) {
   const Tensor x = uniform({2, 3, 5, 5}, 30);
   EXPECT_TRUE(throws_error([&] { F::max_pool2d(x, F::MaxPool2dFuncOptions(3).padding(2)); },

@@ -113,42 +113,61 @@ inline PoolDimRef adaptive_ref(int64_t in, int64_t out) {
   return r;
 }
 
-// Pools x [N, C, H, W] (2-d) over windows h and w: max (with flat argmax indices) or average.
+// Pools x [N, C, *spatial] (1-3 spatial dims, one PoolDimRef each): max (with flat argmax
+// indices within the plane) or average.
 struct PoolResult {
   std::vector<double> out, indices;
   std::vector<int64_t> sizes;
 };
+inline PoolResult pool_reference(const Tensor& x, std::vector<PoolDimRef> dims, bool max, double divisor_override = 0) {
+  const auto xv = values(x);
+  const int64_t rank = x.dim() - 2;
+  int64_t in[3] = {1, 1, 1};
+  for (int64_t d = 0; d < rank; ++d) in[3 - rank + d] = x.size(2 + d);
+  // Missing leading dims: one window of one position.
+  PoolDimRef unit;
+  unit.start = {0};
+  unit.count = {1};
+  unit.divisor = {1};
+  while (dims.size() < 3) dims.insert(dims.begin(), unit);
+  PoolResult r;
+  r.sizes = {x.size(0), x.size(1)};
+  for (int64_t d = 3 - rank; d < 3; ++d) r.sizes.push_back(static_cast<int64_t>(dims[d].start.size()));
+  const int64_t plane = in[0] * in[1] * in[2];
+  for (int64_t p = 0; p < x.size(0) * x.size(1); ++p)
+    for (size_t a = 0; a < dims[0].start.size(); ++a)
+      for (size_t b = 0; b < dims[1].start.size(); ++b)
+        for (size_t c = 0; c < dims[2].start.size(); ++c) {
+          double best = -std::numeric_limits<double>::infinity(), sum = 0;
+          int64_t best_at = -1;
+          for (int64_t i = 0; i < dims[0].count[a]; ++i)
+            for (int64_t j = 0; j < dims[1].count[b]; ++j)
+              for (int64_t k = 0; k < dims[2].count[c]; ++k) {
+                const int64_t i0 = dims[0].start[a] + i * dims[0].step, i1 = dims[1].start[b] + j * dims[1].step;
+                const int64_t i2 = dims[2].start[c] + k * dims[2].step;
+                if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) continue;
+                const int64_t at = (i0 * in[1] + i1) * in[2] + i2;
+                const double v = xv[p * plane + at];
+                sum += v;
+                if (best_at < 0 || v > best) {
+                  best = v;
+                  best_at = at;
+                }
+              }
+          if (max) {
+            r.out.push_back(best);
+            r.indices.push_back(static_cast<double>(best_at));
+          } else {
+            const double divisor = dims[0].divisor[a] * dims[1].divisor[b] * dims[2].divisor[c];
+            r.out.push_back(sum / (divisor_override != 0 ? divisor_override : divisor));
+          }
+        }
+  return r;
+}
+
 inline PoolResult pool2d_reference(const Tensor& x, const PoolDimRef& h, const PoolDimRef& w, bool max,
                                    double divisor_override = 0) {
-  const auto xv = values(x);
-  const int64_t N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
-  const int64_t OH = static_cast<int64_t>(h.start.size()), OW = static_cast<int64_t>(w.start.size());
-  PoolResult r;
-  r.sizes = {N, C, OH, OW};
-  for (int64_t plane = 0; plane < N * C; ++plane)
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double best = -std::numeric_limits<double>::infinity(), sum = 0;
-        int64_t best_at = -1;
-        for (int64_t i = 0; i < h.count[oh]; ++i)
-          for (int64_t j = 0; j < w.count[ow]; ++j) {
-            const int64_t ih = h.start[oh] + i * h.step, iw = w.start[ow] + j * w.step;
-            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-            const double v = xv[(plane * H + ih) * W + iw];
-            sum += v;
-            if (best_at < 0 || v > best) {
-              best = v;
-              best_at = ih * W + iw;
-            }
-          }
-        if (max) {
-          r.out.push_back(best);
-          r.indices.push_back(static_cast<double>(best_at));
-        } else {
-          r.out.push_back(sum / (divisor_override != 0 ? divisor_override : h.divisor[oh] * w.divisor[ow]));
-        }
-      }
-  return r;
+  return pool_reference(x, {h, w}, max, divisor_override);
 }
 
 }  // namespace ember::nntest

@@ -39,6 +39,14 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions
 // Pads the trailing dims by options.pad() (before, after pairs from the last dim backwards);
 // kReflect needs pads < the dim's size, kCircular pads <= it. Differentiable (index_select).
 Tensor pad(const Tensor& input, const PadFuncOptions& options);
+// Pooling over 1, 2 or 3 spatial dims (avg_pool1d ignores divisor_override).
+Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options);
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const MaxPool1dFuncOptions& options);
+Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& options);
+Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptions& options);
+Tensor adaptive_max_pool1d(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool1dFuncOptions& options);
 Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options);
 Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
@@ -46,6 +54,13 @@ Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptio
 Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options);
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
                                                             const AdaptiveMaxPool2dFuncOptions& options);
+Tensor max_pool3d(const Tensor& input, const MaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, const MaxPool3dFuncOptions& options);
+Tensor avg_pool3d(const Tensor& input, const AvgPool3dFuncOptions& options);
+Tensor adaptive_avg_pool3d(const Tensor& input, const AdaptiveAvgPool3dFuncOptions& options);
+Tensor adaptive_max_pool3d(const Tensor& input, const AdaptiveMaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool3dFuncOptions& options);
 // Normalises each channel (dim 1) of input [N, C, *]: with the batch's mean and biased
 // variance when training (then running_mean/running_var, if defined, move by momentum, the
 // variance unbiased; momentum unset is not allowed here), else with the running stats.

@@ -92,8 +92,12 @@ struct MaxPoolOptions {
   EMBER_ARG(ExpandingArray<D>, dilation) = 1;
   EMBER_ARG(bool, ceil_mode) = false;
 };
+using MaxPool1dOptions = MaxPoolOptions<1>;
 using MaxPool2dOptions = MaxPoolOptions<2>;
+using MaxPool3dOptions = MaxPoolOptions<3>;
+using MaxPool1dFuncOptions = MaxPoolOptions<1>;
 using MaxPool2dFuncOptions = MaxPoolOptions<2>;
+using MaxPool3dFuncOptions = MaxPoolOptions<3>;
 
 template <size_t D>
 struct AvgPoolOptions {
@@ -105,18 +109,31 @@ struct AvgPoolOptions {
   EMBER_ARG(bool, count_include_pad) = true;
   EMBER_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
 };
+// divisor_override is ignored by 1-d pooling, as PyTorch's avg_pool1d has none.
+using AvgPool1dOptions = AvgPoolOptions<1>;
 using AvgPool2dOptions = AvgPoolOptions<2>;
+using AvgPool3dOptions = AvgPoolOptions<3>;
+using AvgPool1dFuncOptions = AvgPoolOptions<1>;
 using AvgPool2dFuncOptions = AvgPoolOptions<2>;
+using AvgPool3dFuncOptions = AvgPoolOptions<3>;
 
 template <size_t D>
 struct AdaptivePoolOptions {
   AdaptivePoolOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}  // NOLINT
   EMBER_ARG(ExpandingArray<D>, output_size);
 };
+using AdaptiveAvgPool1dOptions = AdaptivePoolOptions<1>;
 using AdaptiveAvgPool2dOptions = AdaptivePoolOptions<2>;
+using AdaptiveAvgPool3dOptions = AdaptivePoolOptions<3>;
+using AdaptiveMaxPool1dOptions = AdaptivePoolOptions<1>;
 using AdaptiveMaxPool2dOptions = AdaptivePoolOptions<2>;
+using AdaptiveMaxPool3dOptions = AdaptivePoolOptions<3>;
+using AdaptiveAvgPool1dFuncOptions = AdaptivePoolOptions<1>;
 using AdaptiveAvgPool2dFuncOptions = AdaptivePoolOptions<2>;
+using AdaptiveAvgPool3dFuncOptions = AdaptivePoolOptions<3>;
+using AdaptiveMaxPool1dFuncOptions = AdaptivePoolOptions<1>;
 using AdaptiveMaxPool2dFuncOptions = AdaptivePoolOptions<2>;
+using AdaptiveMaxPool3dFuncOptions = AdaptivePoolOptions<3>;
 
 // ---- batch norm -------------------------------------------------------------------------------
 
@@ -139,14 +156,22 @@ struct BatchNormFuncOptions {
 };
 
 namespace functional {
+using nn::AdaptiveAvgPool1dFuncOptions;
 using nn::AdaptiveAvgPool2dFuncOptions;
+using nn::AdaptiveAvgPool3dFuncOptions;
+using nn::AdaptiveMaxPool1dFuncOptions;
 using nn::AdaptiveMaxPool2dFuncOptions;
+using nn::AdaptiveMaxPool3dFuncOptions;
+using nn::AvgPool1dFuncOptions;
 using nn::AvgPool2dFuncOptions;
+using nn::AvgPool3dFuncOptions;
 using nn::BatchNormFuncOptions;
 using nn::Conv1dFuncOptions;
 using nn::Conv2dFuncOptions;
 using nn::Conv3dFuncOptions;
+using nn::MaxPool1dFuncOptions;
 using nn::MaxPool2dFuncOptions;
+using nn::MaxPool3dFuncOptions;
 using nn::PadFuncOptions;
 }  // namespace functional
 
