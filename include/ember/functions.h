@@ -150,7 +150,8 @@ Tensor outer(const Tensor& a, const Tensor& b);
 
 // ---- convolution and pooling ---------------------------------------------------------------
 // Inputs are [N, C, *spatial] (or unbatched [C, *spatial]); one-value lists expand to every
-// spatial dim. float32 and float64; first-order gradients only (create_graph=true throws).
+// spatial dim. float32 and float64; float16/bfloat16 compute on float32 copies and round
+// once. First-order gradients only (create_graph=true throws).
 // Convolution over weight.dim() - 2 spatial dims (1-3), weight [out, in / groups, *kernel],
 // bias [out] or undefined; zero padding on both sides of each dim. As at::convolution without
 // transposed/output_padding (ConvTranspose is not built yet).

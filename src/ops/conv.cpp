@@ -34,8 +34,8 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& b
               in_channels, " channels");
   EMBER_CHECK(x.scalar_type() == weight.scalar_type(), op, "input (", dtype_name(x.scalar_type()),
               ") and weight (", dtype_name(weight.scalar_type()), ") must have the same dtype");
-  EMBER_CHECK(x.scalar_type() == kFloat32 || x.scalar_type() == kFloat64, op, "not implemented for dtype ",
-              dtype_name(x.scalar_type()), "; use float32 or float64");
+  EMBER_CHECK(x.is_floating_point(), op, "not implemented for dtype ", dtype_name(x.scalar_type()),
+              "; use a floating-point dtype");
   if (bias.defined()) {
     EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, op, "expected bias of shape [", out_channels,
                 "], got ", bias.sizes());
@@ -78,6 +78,12 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor&
     return convolution_impl(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, op)
         .squeeze(0);
   const cpu::ConvShape s = conv_shape(input, weight, bias, stride, padding, dilation, groups, op);
+  // float16/bfloat16 run on float32 copies (float32 accumulation, one rounding at the end).
+  if (input.scalar_type() == kBFloat16 || input.scalar_type() == kFloat16) {
+    return convolution_impl(input.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias,
+                            stride, padding, dilation, groups, op)
+        .to(input.scalar_type());
+  }
   const ScalarType dtype = input.scalar_type();
   const Tensor x = input.detach().contiguous(), w = weight.detach().contiguous();
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();

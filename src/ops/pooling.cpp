@@ -24,8 +24,8 @@ void check_input(const Tensor& x, int64_t rank, const char* op) {
               "-d (batched) input, got ", x.sizes());
   for (int64_t d = 1; d < x.dim(); ++d)
     EMBER_CHECK(x.size(d) > 0, op, "expected an input with non-zero channel and spatial sizes, got ", x.sizes());
-  EMBER_CHECK(x.scalar_type() == kFloat32 || x.scalar_type() == kFloat64, op, "not implemented for dtype ",
-              dtype_name(x.scalar_type()), "; use float32 or float64");
+  EMBER_CHECK(x.is_floating_point(), op, "not implemented for dtype ", dtype_name(x.scalar_type()),
+              "; use a floating-point dtype");
 }
 
 // PyTorch's pooling_output_shape: the last window must start inside the input or its left padding.
@@ -126,16 +126,23 @@ Tensor avg_pool(const Tensor& input, const Windows& w, int64_t rank, int64_t div
   return out;
 }
 
-// Runs fn on a batched input: an unbatched [C, *spatial] one gains a batch of one and loses it after.
+// Runs fn on a batched input in a type the kernels compute in: an unbatched [C, *spatial]
+// one gains a batch of one and loses it after; float16/bfloat16 run on float32 copies.
 template <typename Fn>
 auto batched(const Tensor& input, int64_t rank, Fn fn) {
   const bool unbatched = input.defined() && input.dim() == rank + 1;
-  auto result = fn(unbatched ? input.unsqueeze(0) : input);
+  const bool reduced = input.defined() && (input.scalar_type() == kBFloat16 || input.scalar_type() == kFloat16);
+  const Tensor x = unbatched ? input.unsqueeze(0) : input;
+  auto result = fn(reduced ? x.to(kFloat32) : x);
+  auto restore = [&](const Tensor& t) {
+    const Tensor back = reduced ? t.to(input.scalar_type()) : t;
+    return unbatched ? back.squeeze(0) : back;
+  };
   if constexpr (std::is_same_v<decltype(result), Tensor>) {
-    return unbatched ? result.squeeze(0) : result;
+    return restore(result);
   } else {
-    if (unbatched) return std::tuple<Tensor, Tensor>{std::get<0>(result).squeeze(0), std::get<1>(result).squeeze(0)};
-    return result;
+    const Tensor& indices = std::get<1>(result);
+    return std::tuple<Tensor, Tensor>{restore(std::get<0>(result)), unbatched ? indices.squeeze(0) : indices};
   }
 }
 

@@ -94,6 +94,21 @@ TEST(Conv2d, Float32MatchesFloat64Reference) {
   EXPECT_TRUE(all_close(y, expected, {1e-5, 1e-5}));
 }
 
+TEST(Conv2d, ReducedPrecisionComputesInFloat32) {
+  for (ScalarType dtype : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor x = uniform({2, 4, 6, 5}, 33, -1, 1, dtype).requires_grad_(true);
+    const Tensor w = uniform({6, 2, 3, 3}, 34, -1, 1, dtype), b = uniform({6}, 35, -1, 1, dtype);
+    std::vector<int64_t> sizes;
+    const auto expected = conv_reference(x, w, b, {{1, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, sizes);
+    const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride({1, 2}).padding(1).groups(2));
+    EXPECT_EQ(y.scalar_type(), dtype);
+    EXPECT_TRUE(all_close(y, expected));
+    y.sum().backward();
+    EXPECT_EQ(x.grad().scalar_type(), dtype);
+  }
+}
+
 TEST(Conv2d, GradcheckOfEveryOption) {
   const Tensor x = uniform({2, 4, 5, 6}, 40), w = uniform({4, 2, 3, 2}, 41), b = uniform({4}, 42);
   auto check = [&](const Tensor& input, const Tensor& weight, F::Conv2dFuncOptions options) {

@@ -38,6 +38,19 @@ TEST(MaxPool2d, MatchesDirectWindowsWithIndices) {
   EXPECT_TRUE(all_close(pool(xt.to(kFloat32)), ref.out));
 }
 
+TEST(Pooling, ReducedPrecisionComputesInFloat32) {
+  const Tensor x = uniform({2, 3, 7, 6}, 5, -1, 1, kBFloat16);
+  const auto max = pool2d_reference(x, sliding_ref(7, 3, 2, 1, 1, false, true), sliding_ref(6, 3, 2, 1, 1, false, true), true);
+  auto [y, indices] = ember::max_pool2d_with_indices(x, 3, 2, 1);
+  EXPECT_EQ(y.scalar_type(), kBFloat16);
+  EXPECT_TRUE(all_equal(y, max.out));
+  EXPECT_TRUE(all_equal(indices, max.indices));
+  const Tensor h = x.to(kFloat16);
+  const Tensor avg = ember::adaptive_avg_pool2d(h, {3, 4});
+  EXPECT_EQ(avg.scalar_type(), kFloat16);
+  EXPECT_TRUE(all_close(avg, pool2d_reference(h, adaptive_ref(7, 3), adaptive_ref(6, 4), false).out));
+}
+
 TEST(MaxPool2d, NanWinsAsInPyTorch) {
   Tensor x = uniform({1, 1, 2, 2}, 4);
   x = ember::cat({x.flatten().slice(0, 0, 2), ember::full({1}, std::nan(""), kFloat64), x.flatten().slice(0, 3, 4)})
