@@ -244,6 +244,26 @@ TEST(Conv2d, InvalidArgumentsNameTheArgument) {
   EXPECT_TRUE(throws_error([&] { nn::Conv2dOptions(4, 6, {3, 3, 3}); }, {"[ExpandingArray]", "expected 2 values, got 3"}));
 }
 
+TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
+  const int previous = get_num_threads();
+  const Tensor x = uniform({3, 24, 19, 17}, 95, -1, 1, kFloat32), w = uniform({32, 12, 3, 3}, 96, -1, 1, kFloat32);
+  // Output, grad input and grad weight of a grouped strided conv followed by both poolings.
+  auto run = [&] {
+    const Tensor xl = x.clone().requires_grad_(true), wl = w.clone().requires_grad_(true);
+    const Tensor y = F::conv2d(xl, wl, F::Conv2dFuncOptions().padding(1).stride({1, 2}).groups(2));
+    const Tensor z = ember::max_pool2d(y, 3, 2, 1) + ember::avg_pool2d(y, 3, 2, 1);
+    (z * z).sum().backward();
+    return std::vector<std::vector<double>>{values(z), values(xl.grad()), values(wl.grad())};
+  };
+  set_num_threads(1);
+  const auto reference = run();
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(run(), reference) << threads << " threads";
+  }
+  set_num_threads(previous);
+}
+
 TEST(Conv2d, BackwardOfBackwardIsRefused) {
   const Tensor x = leaf(uniform({1, 2, 4, 4}, 90)), w = leaf(uniform({2, 2, 3, 3}, 91));
   const Tensor y = F::conv2d(x, w).sum();
