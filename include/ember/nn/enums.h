@@ -30,4 +30,23 @@ inline constexpr Nonlinearity kReLU = Nonlinearity::ReLU;
 inline constexpr Nonlinearity kLeakyReLU = Nonlinearity::LeakyReLU;
 inline constexpr Nonlinearity kSELU = Nonlinearity::SELU;
 
+// Padding kinds of the vision layers, as libtorch's tag types: a variant of them is an
+// option (Conv2dOptions(...).padding(ember::kSame).padding_mode(ember::kReflect)).
+namespace enumtype {
+struct kZeros {};
+struct kConstant {};
+struct kReflect {};
+struct kReplicate {};
+struct kCircular {};
+struct kSame {};
+struct kValid {};
+}  // namespace enumtype
+inline constexpr enumtype::kZeros kZeros{};
+inline constexpr enumtype::kConstant kConstant{};
+inline constexpr enumtype::kReflect kReflect{};
+inline constexpr enumtype::kReplicate kReplicate{};
+inline constexpr enumtype::kCircular kCircular{};
+inline constexpr enumtype::kSame kSame{};
+inline constexpr enumtype::kValid kValid{};
+
 }  // namespace ember

@@ -1,6 +1,8 @@
 // ember::nn::functional: the stateless forms of the layers and losses, as
 // torch::nn::functional (namespace alias F in user code: namespace F = ember::nn::functional).
 #pragma once
+#include <tuple>
+
 #include "ember/nn/options.h"
 #include "ember/tensor.h"
 
@@ -27,6 +29,44 @@ Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
 // order.
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
+
+// ---- vision (input [N, C, *spatial] or unbatched [C, *spatial]) --------------------------------
+// Convolutions as ember::conv1d/2d/3d, with padding kSame / kValid too; kSame with an even
+// kernel pads one more at the end, as PyTorch.
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options = {});
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
+Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options = {});
+// Pads the trailing dims by options.pad() (before, after pairs from the last dim backwards);
+// kReflect needs pads < the dim's size, kCircular pads <= it. Differentiable (index_select).
+Tensor pad(const Tensor& input, const PadFuncOptions& options);
+// Pooling over 1, 2 or 3 spatial dims (avg_pool1d ignores divisor_override).
+Tensor max_pool1d(const Tensor& input, const MaxPool1dFuncOptions& options);
+std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, const MaxPool1dFuncOptions& options);
+Tensor avg_pool1d(const Tensor& input, const AvgPool1dFuncOptions& options);
+Tensor adaptive_avg_pool1d(const Tensor& input, const AdaptiveAvgPool1dFuncOptions& options);
+Tensor adaptive_max_pool1d(const Tensor& input, const AdaptiveMaxPool1dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool1dFuncOptions& options);
+Tensor max_pool2d(const Tensor& input, const MaxPool2dFuncOptions& options);
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const MaxPool2dFuncOptions& options);
+Tensor avg_pool2d(const Tensor& input, const AvgPool2dFuncOptions& options);
+Tensor adaptive_avg_pool2d(const Tensor& input, const AdaptiveAvgPool2dFuncOptions& options);
+Tensor adaptive_max_pool2d(const Tensor& input, const AdaptiveMaxPool2dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool2dFuncOptions& options);
+Tensor max_pool3d(const Tensor& input, const MaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, const MaxPool3dFuncOptions& options);
+Tensor avg_pool3d(const Tensor& input, const AvgPool3dFuncOptions& options);
+Tensor adaptive_avg_pool3d(const Tensor& input, const AdaptiveAvgPool3dFuncOptions& options);
+Tensor adaptive_max_pool3d(const Tensor& input, const AdaptiveMaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& input,
+                                                            const AdaptiveMaxPool3dFuncOptions& options);
+// Normalises each channel (dim 1) of input [N, C, *]: with the batch's mean and biased
+// variance when training (then running_mean/running_var, if defined, move by momentum, the
+// variance unbiased; momentum unset is not allowed here), else with the running stats.
+// Then * weight + bias [C]. Composed of ordinary ops: gradients of any order.
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& options = {});
 
 // ---- activations -----------------------------------------------------------------------------
 Tensor relu(const Tensor& input);

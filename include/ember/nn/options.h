@@ -10,6 +10,7 @@
 
 #include "ember/arg.h"
 #include "ember/nn/enums.h"
+#include "ember/nn/options/vision.h"
 #include "ember/tensor.h"
 
 namespace ember::nn {

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""PyTorch peer of `ember bench conv`: nn.Conv2d (no bias, padding kernel // 2),
+nn.BatchNorm2d (training) and nn.MaxPool2d(3, 2, 1) forward + backward (of the output's
+sum) on [batch, in, size, size], median of --reps runs after one warm-up. Prints one JSON
+row per --case, in order. Needs PyTorch; not part of the tests.
+
+  python3 bench/peers/conv_torch.py --case conv,64,64,3,56 [--case bn,64,64,0,56 ...] [--batch 8]
+"""
+import argparse
+import json
+import os
+import time
+
+import torch
+
+
+def module_of(kind, c_in, c_out, kernel):
+    if kind == "conv":
+        return torch.nn.Conv2d(c_in, c_out, kernel, padding=kernel // 2, bias=False)
+    if kind == "bn":
+        return torch.nn.BatchNorm2d(c_in)
+    return torch.nn.MaxPool2d(3, stride=2, padding=1)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--case", action="append", required=True, help="kind,in,out,kernel,size")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    for case in args.case:
+        kind, c_in, c_out, kernel, size = case.split(",")
+        c_in, c_out, kernel, size = int(c_in), int(c_out), int(kernel), int(size)
+        torch.manual_seed(0)
+        module = module_of(kind, c_in, c_out, kernel)
+        x = torch.randn(args.batch, c_in, size, size).requires_grad_()
+
+        def step():
+            x.grad = None
+            module.zero_grad()
+            module(x).sum().backward()
+
+        step()
+        times = []
+        for _ in range(args.reps):
+            begin = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - begin)
+        print(json.dumps({"case": case, "torch": torch.__version__, "ms": 1000 * sorted(times)[len(times) // 2]}),
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

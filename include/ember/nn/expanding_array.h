@@ -1,0 +1,37 @@
+// ExpandingArray<D>: D values given as one (repeated), a braced list or a vector, as
+// libtorch's torch::ExpandingArray (kernel sizes, strides and paddings of vision layers).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <vector>
+
+#include "ember/error.h"
+#include "ember/tensor_options.h"
+
+namespace ember {
+
+template <size_t D, typename T = int64_t>
+class ExpandingArray {
+ public:
+  ExpandingArray(T single) { values_.fill(single); }  // NOLINT
+  ExpandingArray(std::initializer_list<T> list) : ExpandingArray(std::vector<T>(list)) {}  // NOLINT
+  ExpandingArray(const std::vector<T>& values) {  // NOLINT
+    EMBER_CHECK(values.size() == D, "ExpandingArray", "expected ", D, " values, got ", values.size());
+    for (size_t i = 0; i < D; ++i) values_[i] = values[i];
+  }
+  ExpandingArray(const std::array<T, D>& values) : values_(values) {}  // NOLINT
+
+  std::array<T, D>& operator*() { return values_; }
+  const std::array<T, D>& operator*() const { return values_; }
+  std::array<T, D>* operator->() { return &values_; }
+  const std::array<T, D>* operator->() const { return &values_; }
+  T operator[](size_t i) const { return values_[i]; }
+  size_t size() const { return D; }
+  operator IntArrayRef() const { return IntArrayRef(values_.data(), D); }  // NOLINT
+
+ private:
+  std::array<T, D> values_;
+};
+
+}  // namespace ember

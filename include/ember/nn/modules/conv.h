@@ -1,0 +1,54 @@
+// Conv1d, Conv2d and Conv3d: one implementation over the number of spatial dims.
+#pragma once
+#include "ember/nn/module.h"
+#include "ember/nn/options.h"
+
+namespace ember::nn {
+
+// weight [out, in / groups, *kernel] ~ kaiming_uniform(a=sqrt(5)); bias [out] ~
+// U(+-1/sqrt(fan_in)), fan_in = in / groups * prod(kernel), as PyTorch. A padding_mode other
+// than kZeros pads the input with F::pad first, then convolves without padding.
+template <size_t D>
+class ConvNdImpl : public Module {
+ public:
+  explicit ConvNdImpl(const ConvOptions<D>& options);
+
+  // input [N, in, *spatial] (or [in, *spatial]) -> [N, out, *spatial_out].
+  Tensor forward(const Tensor& input);
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+
+  ConvOptions<D> options;
+  Tensor weight;
+  Tensor bias;  // undefined when options.bias() is false
+};
+
+class Conv1dImpl : public ConvNdImpl<1> {
+ public:
+  using ConvNdImpl<1>::ConvNdImpl;
+  Conv1dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<1> kernel_size)
+      : ConvNdImpl(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+};
+EMBER_MODULE(Conv1d);
+
+class Conv2dImpl : public ConvNdImpl<2> {
+ public:
+  using ConvNdImpl<2>::ConvNdImpl;
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
+      : ConvNdImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+};
+EMBER_MODULE(Conv2d);
+
+class Conv3dImpl : public ConvNdImpl<3> {
+ public:
+  using ConvNdImpl<3>::ConvNdImpl;
+  Conv3dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<3> kernel_size)
+      : ConvNdImpl(Conv3dOptions(in_channels, out_channels, kernel_size)) {}
+};
+EMBER_MODULE(Conv3d);
+
+extern template class ConvNdImpl<1>;
+extern template class ConvNdImpl<2>;
+extern template class ConvNdImpl<3>;
+
+}  // namespace ember::nn

@@ -1,0 +1,178 @@
+// Options of the vision layers (convolution, padding, pooling, batch norm), as libtorch's
+// torch::nn::Conv2dOptions, PadFuncOptions, MaxPool2dOptions, BatchNormOptions, ...
+// Where ember differs: ConvOptions has no transposed/output_padding (ConvTranspose is not
+// built yet), and adaptive pooling sizes are plain ExpandingArrays (no "None" entries).
+#pragma once
+#include <optional>
+#include <variant>
+#include <vector>
+
+#include "ember/arg.h"
+#include "ember/nn/enums.h"
+#include "ember/nn/expanding_array.h"
+#include "ember/tensor.h"
+
+namespace ember::nn {
+
+// ---- convolution ------------------------------------------------------------------------------
+
+// The padding of a convolution: per-dim values, kValid (none) or kSame (output size = input
+// size; stride 1 only; PyTorch puts the odd extra one on the right for even kernels).
+template <size_t D>
+using ConvPadding = std::variant<ExpandingArray<D>, enumtype::kValid, enumtype::kSame>;
+using ConvPaddingMode = std::variant<enumtype::kZeros, enumtype::kReflect, enumtype::kReplicate, enumtype::kCircular>;
+
+// The padding setter shared by the module and functional options: .padding(1),
+// .padding({1, 2}) or .padding(ember::kSame).
+template <size_t D, typename Self>
+class ConvPaddingArg {
+ public:
+  Self& padding(ExpandingArray<D> values) { return set(values); }
+  Self& padding(enumtype::kValid) { return set(enumtype::kValid{}); }
+  Self& padding(enumtype::kSame) { return set(enumtype::kSame{}); }
+  const ConvPadding<D>& padding() const { return padding_; }
+
+ private:
+  Self& set(ConvPadding<D> value) {
+    padding_ = std::move(value);
+    return static_cast<Self&>(*this);
+  }
+  ConvPadding<D> padding_ = ExpandingArray<D>(0);
+};
+
+template <size_t D>
+struct ConvOptions : ConvPaddingArg<D, ConvOptions<D>> {
+  ConvOptions(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  EMBER_ARG(int64_t, in_channels);
+  EMBER_ARG(int64_t, out_channels);
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride) = 1;
+  EMBER_ARG(ExpandingArray<D>, dilation) = 1;
+  EMBER_ARG(int64_t, groups) = 1;
+  EMBER_ARG(bool, bias) = true;
+  EMBER_ARG(ConvPaddingMode, padding_mode) = enumtype::kZeros{};
+};
+using Conv1dOptions = ConvOptions<1>;
+using Conv2dOptions = ConvOptions<2>;
+using Conv3dOptions = ConvOptions<3>;
+
+template <size_t D>
+struct ConvFuncOptions : ConvPaddingArg<D, ConvFuncOptions<D>> {
+  EMBER_ARG(Tensor, bias) = {};
+  EMBER_ARG(ExpandingArray<D>, stride) = 1;
+  EMBER_ARG(ExpandingArray<D>, dilation) = 1;
+  EMBER_ARG(int64_t, groups) = 1;
+};
+using Conv1dFuncOptions = ConvFuncOptions<1>;
+using Conv2dFuncOptions = ConvFuncOptions<2>;
+using Conv3dFuncOptions = ConvFuncOptions<3>;
+
+// ---- padding ----------------------------------------------------------------------------------
+
+using PadMode = std::variant<enumtype::kConstant, enumtype::kReflect, enumtype::kReplicate, enumtype::kCircular>;
+
+// pad: (before, after) pairs from the last dim backwards, as F.pad; negative values crop.
+struct PadFuncOptions {
+  PadFuncOptions(std::vector<int64_t> pad) : pad_(std::move(pad)) {}  // NOLINT
+  EMBER_ARG(std::vector<int64_t>, pad);
+  EMBER_ARG(PadMode, mode) = enumtype::kConstant{};
+  EMBER_ARG(double, value) = 0;
+};
+
+// ---- pooling ----------------------------------------------------------------------------------
+
+// stride defaults to kernel_size.
+template <size_t D>
+struct MaxPoolOptions {
+  MaxPoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride);
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
+  EMBER_ARG(ExpandingArray<D>, dilation) = 1;
+  EMBER_ARG(bool, ceil_mode) = false;
+};
+using MaxPool1dOptions = MaxPoolOptions<1>;
+using MaxPool2dOptions = MaxPoolOptions<2>;
+using MaxPool3dOptions = MaxPoolOptions<3>;
+using MaxPool1dFuncOptions = MaxPoolOptions<1>;
+using MaxPool2dFuncOptions = MaxPoolOptions<2>;
+using MaxPool3dFuncOptions = MaxPoolOptions<3>;
+
+template <size_t D>
+struct AvgPoolOptions {
+  AvgPoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride);
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
+  EMBER_ARG(bool, ceil_mode) = false;
+  EMBER_ARG(bool, count_include_pad) = true;
+  EMBER_ARG(std::optional<int64_t>, divisor_override) = std::nullopt;
+};
+// divisor_override is ignored by 1-d pooling, as PyTorch's avg_pool1d has none.
+using AvgPool1dOptions = AvgPoolOptions<1>;
+using AvgPool2dOptions = AvgPoolOptions<2>;
+using AvgPool3dOptions = AvgPoolOptions<3>;
+using AvgPool1dFuncOptions = AvgPoolOptions<1>;
+using AvgPool2dFuncOptions = AvgPoolOptions<2>;
+using AvgPool3dFuncOptions = AvgPoolOptions<3>;
+
+template <size_t D>
+struct AdaptivePoolOptions {
+  AdaptivePoolOptions(ExpandingArray<D> output_size) : output_size_(output_size) {}  // NOLINT
+  EMBER_ARG(ExpandingArray<D>, output_size);
+};
+using AdaptiveAvgPool1dOptions = AdaptivePoolOptions<1>;
+using AdaptiveAvgPool2dOptions = AdaptivePoolOptions<2>;
+using AdaptiveAvgPool3dOptions = AdaptivePoolOptions<3>;
+using AdaptiveMaxPool1dOptions = AdaptivePoolOptions<1>;
+using AdaptiveMaxPool2dOptions = AdaptivePoolOptions<2>;
+using AdaptiveMaxPool3dOptions = AdaptivePoolOptions<3>;
+using AdaptiveAvgPool1dFuncOptions = AdaptivePoolOptions<1>;
+using AdaptiveAvgPool2dFuncOptions = AdaptivePoolOptions<2>;
+using AdaptiveAvgPool3dFuncOptions = AdaptivePoolOptions<3>;
+using AdaptiveMaxPool1dFuncOptions = AdaptivePoolOptions<1>;
+using AdaptiveMaxPool2dFuncOptions = AdaptivePoolOptions<2>;
+using AdaptiveMaxPool3dFuncOptions = AdaptivePoolOptions<3>;
+
+// ---- batch norm -------------------------------------------------------------------------------
+
+// momentum unset: running stats are the cumulative average over num_batches_tracked.
+struct BatchNormOptions {
+  BatchNormOptions(int64_t num_features) : num_features_(num_features) {}  // NOLINT
+  EMBER_ARG(int64_t, num_features);
+  EMBER_ARG(double, eps) = 1e-5;
+  EMBER_ARG(std::optional<double>, momentum) = 0.1;
+  EMBER_ARG(bool, affine) = true;
+  EMBER_ARG(bool, track_running_stats) = true;
+};
+
+struct BatchNormFuncOptions {
+  EMBER_ARG(Tensor, weight) = {};
+  EMBER_ARG(Tensor, bias) = {};
+  EMBER_ARG(bool, training) = false;
+  EMBER_ARG(std::optional<double>, momentum) = 0.1;
+  EMBER_ARG(double, eps) = 1e-5;
+};
+
+namespace functional {
+using nn::AdaptiveAvgPool1dFuncOptions;
+using nn::AdaptiveAvgPool2dFuncOptions;
+using nn::AdaptiveAvgPool3dFuncOptions;
+using nn::AdaptiveMaxPool1dFuncOptions;
+using nn::AdaptiveMaxPool2dFuncOptions;
+using nn::AdaptiveMaxPool3dFuncOptions;
+using nn::AvgPool1dFuncOptions;
+using nn::AvgPool2dFuncOptions;
+using nn::AvgPool3dFuncOptions;
+using nn::BatchNormFuncOptions;
+using nn::Conv1dFuncOptions;
+using nn::Conv2dFuncOptions;
+using nn::Conv3dFuncOptions;
+using nn::MaxPool1dFuncOptions;
+using nn::MaxPool2dFuncOptions;
+using nn::MaxPool3dFuncOptions;
+using nn::PadFuncOptions;
+}  // namespace functional
+
+}  // namespace ember::nn

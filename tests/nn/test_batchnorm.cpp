@@ -1,0 +1,124 @@
+// BatchNorm1d/2d/3d and F::batch_norm: the formula written here per channel, running stats
+// (momentum and cumulative), eval mode, gradcheck, state_dict names and argument errors.
+#include "vision_reference.h"
+
+namespace ember::nntest {
+namespace {
+
+namespace nn = ember::nn;
+namespace F = ember::nn::functional;
+
+// Per-channel mean and biased variance of x [N, C, *].
+struct ChannelStats {
+  std::vector<double> mean, var;
+};
+ChannelStats channel_stats(const Tensor& x) {
+  const auto v = values(x);
+  const int64_t C = x.size(1), inner = x.numel() / (x.size(0) * C);
+  ChannelStats s{std::vector<double>(C, 0.0), std::vector<double>(C, 0.0)};
+  const double count = static_cast<double>(x.size(0) * inner);
+  for (size_t i = 0; i < v.size(); ++i) s.mean[(i / inner) % C] += v[i] / count;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double d = v[i] - s.mean[(i / inner) % C];
+    s.var[(i / inner) % C] += d * d / count;
+  }
+  return s;
+}
+
+// (x - mean_c) / sqrt(var_c + eps) * w_c + b_c.
+std::vector<double> normalized(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& var,
+                               const std::vector<double>& w, const std::vector<double>& b, double eps) {
+  const auto v = values(x);
+  const int64_t C = x.size(1), inner = x.numel() / std::max<int64_t>(1, x.size(0) * C);
+  std::vector<double> out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const size_t c = (i / inner) % C;
+    out.push_back((v[i] - mean[c]) / std::sqrt(var[c] + eps) * w[c] + b[c]);
+  }
+  return out;
+}
+
+TEST(BatchNorm2d, TrainingUsesBatchStatsAndMovesRunningStats) {
+  nn::BatchNorm2d bn(nn::BatchNormOptions(3).momentum(0.2).eps(1e-3));
+  bn->to(kFloat64);
+  {
+    NoGradGuard no_grad;
+    bn->weight.copy_(uniform({3}, 1));
+    bn->bias.copy_(uniform({3}, 2));
+  }
+  const Tensor x = uniform({4, 3, 5, 2}, 3, -2, 3).permute({0, 1, 3, 2});
+  const auto s = channel_stats(x);
+  EXPECT_TRUE(all_close(bn(x), normalized(x, s.mean, s.var, values(bn->weight), values(bn->bias), 1e-3)));
+  std::vector<double> mean, var;
+  for (int c = 0; c < 3; ++c) {
+    mean.push_back(0.2 * s.mean[c]);
+    var.push_back(0.8 + 0.2 * s.var[c] * 40.0 / 39.0);  // the running variance is unbiased
+  }
+  EXPECT_TRUE(all_close(bn->running_mean, mean));
+  EXPECT_TRUE(all_close(bn->running_var, var));
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  // Evaluation normalises with the running stats and leaves them alone.
+  bn->eval();
+  const Tensor x2 = uniform({2, 3, 3, 3}, 4);
+  EXPECT_TRUE(all_close(bn(x2), normalized(x2, mean, var, values(bn->weight), values(bn->bias), 1e-3)));
+  EXPECT_TRUE(all_close(bn->running_mean, mean));
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
+  // An empty batch is fine in evaluation.
+  EXPECT_EQ(bn(zeros({0, 3, 2, 2}, kFloat64)).sizes(), (std::vector<int64_t>{0, 3, 2, 2}));
+}
+
+TEST(BatchNorm2d, CumulativeAverageWithoutMomentumAndNoRunningStats) {
+  nn::BatchNorm2d bn(nn::BatchNormOptions(2).momentum(std::nullopt).affine(false));
+  bn->to(kFloat64);
+  EXPECT_FALSE(bn->weight.defined());
+  const Tensor a = uniform({2, 2, 3, 3}, 10), b = uniform({3, 2, 2, 2}, 11, 0, 4);
+  bn(a);
+  bn(b);
+  const auto sa = channel_stats(a), sb = channel_stats(b);
+  EXPECT_TRUE(all_close(bn->running_mean, {(sa.mean[0] + sb.mean[0]) / 2, (sa.mean[1] + sb.mean[1]) / 2}));
+  EXPECT_TRUE(all_close(bn->running_var, {(sa.var[0] * 18 / 17 + sb.var[0] * 12 / 11) / 2,
+                                          (sa.var[1] * 18 / 17 + sb.var[1] * 12 / 11) / 2}));
+  nn::BatchNorm2d untracked(nn::BatchNormOptions(2).track_running_stats(false));
+  untracked->to(kFloat64);
+  untracked->eval();
+  EXPECT_TRUE(untracked->named_buffers().is_empty());
+  EXPECT_TRUE(all_close(untracked(b), normalized(b, sb.mean, sb.var, {1, 1}, {0, 0}, 1e-5)));
+}
+
+TEST(BatchNorm, GradcheckAndOtherRanks) {
+  const Tensor x = uniform({3, 2, 3, 2}, 20), w = uniform({2}, 21), b = uniform({2}, 22);
+  EXPECT_EQ(gradcheck([](const std::vector<Tensor>& t) {
+              return F::batch_norm(t[0], Tensor(), Tensor(),
+                                   F::BatchNormFuncOptions().weight(t[1]).bias(t[2]).training(true));
+            }, {leaf(x.transpose(2, 3)), leaf(w), leaf(b)}),
+            "");
+  const Tensor mean = uniform({2}, 23), var = uniform({2}, 24, 0.5, 2);
+  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& t) {
+              return F::batch_norm(t[0], mean, var, F::BatchNormFuncOptions().weight(t[1]).bias(t[2]));
+            }, {leaf(x), leaf(w), leaf(b)}),
+            "");
+  nn::BatchNorm1d bn1(nn::BatchNormOptions(4));
+  const Tensor x1 = uniform({5, 4}, 25, -1, 1, kFloat32);
+  const auto s1 = channel_stats(x1);
+  EXPECT_TRUE(all_close(bn1(x1), normalized(x1, s1.mean, s1.var, {1, 1, 1, 1}, {0, 0, 0, 0}, 1e-5), {1e-5, 1e-5}));
+  nn::BatchNorm3d bn3(nn::BatchNormOptions(2));
+  EXPECT_EQ(bn3(uniform({2, 2, 2, 3, 2}, 26, -1, 1, kFloat32)).sizes(), (std::vector<int64_t>{2, 2, 2, 3, 2}));
+  EXPECT_EQ(bn3->named_buffers().keys(),
+            (std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"}));
+  EXPECT_EQ(bn3->named_parameters().keys(), (std::vector<std::string>{"weight", "bias"}));
+}
+
+TEST(BatchNorm, InvalidArgumentsNameTheArgument) {
+  nn::BatchNorm2d bn(nn::BatchNormOptions(3));
+  EXPECT_TRUE(throws_error([&] { bn(zeros({2, 3, 4})); }, {"[BatchNorm2d]", "4-d", "[2, 3, 4]"}));
+  EXPECT_TRUE(throws_error([&] { bn(zeros({2, 4, 2, 2})); }, {"[BatchNorm2d]", "3 channels", "[2, 4, 2, 2]"}));
+  EXPECT_TRUE(throws_error([&] { bn(zeros({1, 3, 1, 1})); }, {"[batch_norm]", "more than 1 value per channel"}));
+  EXPECT_TRUE(throws_error([&] { nn::BatchNorm2d(nn::BatchNormOptions(0)); }, {"[BatchNorm2d]", "num_features"}));
+  EXPECT_TRUE(throws_error([&] { F::batch_norm(zeros({2, 3}), zeros({2}), ones({3})); },
+                           {"[batch_norm]", "running_mean", "[3]", "[2]"}));
+  EXPECT_TRUE(throws_error([&] { F::batch_norm(zeros({2, 3}), Tensor(), Tensor()); },
+                           {"[batch_norm]", "evaluation mode"}));
+}
+
+}  // namespace
+}  // namespace ember::nntest

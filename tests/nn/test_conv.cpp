@@ -1,0 +1,275 @@
+// Conv1d/2d/3d and F::pad: forward against a direct float64 convolution, gradients by
+// gradcheck, every padding option and mode, odd layouts, and the argument errors.
+#include "vision_reference.h"
+
+namespace ember::nntest {
+namespace {
+
+namespace nn = ember::nn;
+namespace F = ember::nn::functional;
+
+// Runs F::conv2d with the module-free options and compares with the reference.
+::testing::AssertionResult conv2d_matches(const Tensor& x, const Tensor& w, const Tensor& b,
+                                          const F::Conv2dFuncOptions& options, const ConvArgs& args) {
+  std::vector<int64_t> sizes;
+  const auto expected = conv_reference(x, w, b, args, sizes);
+  F::Conv2dFuncOptions o = options;
+  o.bias(b);
+  const Tensor y = F::conv2d(x, w, o);
+  if (y.sizes() != sizes) return ::testing::AssertionFailure() << "shape " << IntArrayRef(y.sizes())
+                                                               << ", expected " << IntArrayRef(sizes);
+  return all_close(y, expected);
+}
+
+TEST(Conv2d, ForwardMatchesDirectConvolution) {
+  const Tensor x = uniform({2, 4, 7, 6}, 1), b = uniform({6}, 3);
+  const Tensor w = uniform({6, 4, 3, 3}, 2), w_groups = uniform({6, 2, 3, 2}, 4);
+  EXPECT_TRUE(conv2d_matches(x, w, b, F::Conv2dFuncOptions().padding(1), {{1, 1}, {1, 1}, {1, 1}, {1, 1}}));
+  EXPECT_TRUE(conv2d_matches(x, w, Tensor(), F::Conv2dFuncOptions(), {{1, 1}, {0, 0}, {0, 0}, {1, 1}}));
+  // Stride, dilation, per-dim padding and groups together, with a non-square kernel.
+  EXPECT_TRUE(conv2d_matches(x, w_groups, b,
+                             F::Conv2dFuncOptions().stride({2, 1}).padding({2, 1}).dilation({2, 3}).groups(2),
+                             {{2, 1}, {2, 1}, {2, 1}, {2, 3}, 2}));
+  // Depthwise: groups == channels.
+  EXPECT_TRUE(conv2d_matches(x, uniform({8, 1, 3, 3}, 5), Tensor(), F::Conv2dFuncOptions().groups(4).stride(3),
+                             {{3, 3}, {0, 0}, {0, 0}, {1, 1}, 4}));
+  // 1x1 kernels take the im2col-free path, with and without groups.
+  EXPECT_TRUE(conv2d_matches(x, uniform({6, 4, 1, 1}, 6), b, F::Conv2dFuncOptions(), {{1, 1}, {0, 0}, {0, 0}, {1, 1}}));
+  EXPECT_TRUE(conv2d_matches(x, uniform({6, 2, 1, 1}, 7), b, F::Conv2dFuncOptions().groups(2),
+                             {{1, 1}, {0, 0}, {0, 0}, {1, 1}, 2}));
+  // A 1x1 kernel with stride or padding reads through im2col.
+  EXPECT_TRUE(conv2d_matches(x, uniform({6, 4, 1, 1}, 8), b, F::Conv2dFuncOptions().stride(2).padding(1),
+                             {{2, 2}, {1, 1}, {1, 1}, {1, 1}}));
+}
+
+TEST(Conv2d, SameAndValidPadding) {
+  const Tensor x = uniform({2, 3, 6, 7}, 10), b = uniform({4}, 11);
+  // Odd kernels pad evenly; even kernels put the extra one after, as PyTorch.
+  EXPECT_TRUE(conv2d_matches(x, uniform({4, 3, 3, 5}, 12), b, F::Conv2dFuncOptions().padding(kSame),
+                             {{1, 1}, {1, 2}, {1, 2}, {1, 1}}));
+  EXPECT_TRUE(conv2d_matches(x, uniform({4, 3, 4, 2}, 13), b, F::Conv2dFuncOptions().padding(kSame),
+                             {{1, 1}, {1, 0}, {2, 1}, {1, 1}}));
+  // Dilation 2 with an even kernel: 2 * (4 - 1) = 6 in all, 3 and 3; (2 - 1) * 3 = 3: 1 and 2.
+  EXPECT_TRUE(conv2d_matches(x, uniform({4, 3, 4, 2}, 14), b, F::Conv2dFuncOptions().padding(kSame).dilation({2, 3}),
+                             {{1, 1}, {3, 1}, {3, 2}, {2, 3}}));
+  const Tensor y = F::conv2d(x, uniform({4, 3, 4, 2}, 13), F::Conv2dFuncOptions().padding(kSame));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 4, 6, 7}));
+  EXPECT_TRUE(conv2d_matches(x, uniform({4, 3, 3, 3}, 15), b, F::Conv2dFuncOptions().padding(kValid),
+                             {{1, 1}, {0, 0}, {0, 0}, {1, 1}}));
+}
+
+TEST(Conv2d, NonContiguousUnbatchedAndEmptyInputs) {
+  const Tensor w = uniform({5, 3, 2, 3}, 20), b = uniform({5}, 21);
+  const ConvArgs args{{1, 2}, {1, 1}, {1, 1}, {1, 1}};
+  const auto options = F::Conv2dFuncOptions().stride({1, 2}).padding(1);
+  // A channels-last layout viewed as NCHW, and a slice with strides in every dim.
+  const Tensor permuted = uniform({2, 6, 5, 3}, 22).permute({0, 3, 1, 2});
+  EXPECT_FALSE(permuted.is_contiguous());
+  EXPECT_TRUE(conv2d_matches(permuted, w, b, options, args));
+  const Tensor sliced = uniform({3, 6, 9, 8}, 23).slice(1, 0, 6, 2).slice(2, 1, 8).slice(3, 0, 8, 2);
+  EXPECT_TRUE(conv2d_matches(sliced, w, b, options, args));
+  EXPECT_TRUE(conv2d_matches(sliced, w.transpose(2, 3).contiguous().transpose(2, 3), b, options, args));
+  // Unbatched [C, H, W] gives [O, H', W'].
+  const Tensor single = uniform({3, 5, 6}, 24);
+  std::vector<int64_t> sizes;
+  const Tensor y = F::conv2d(single, w, F::Conv2dFuncOptions(options).bias(b));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{5, 6, 3}));
+  EXPECT_TRUE(all_close(y, conv_reference(single.unsqueeze(0), w, b, args, sizes)));
+  // An empty batch gives an empty output, and empty gradients.
+  const Tensor empty_x = zeros({0, 3, 5, 6}, kFloat64).requires_grad_(true), wl = leaf(w);
+  const Tensor out = F::conv2d(empty_x, wl, options);
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{0, 5, 6, 3}));
+  out.sum().backward();
+  EXPECT_EQ(empty_x.grad().sizes(), empty_x.sizes());
+  EXPECT_TRUE(all_close(wl.grad(), std::vector<double>(static_cast<size_t>(w.numel()), 0.0)));
+}
+
+TEST(Conv2d, Float32MatchesFloat64Reference) {
+  const Tensor x = uniform({2, 8, 9, 9}, 30, -1, 1, kFloat32), w = uniform({16, 4, 3, 3}, 31, -1, 1, kFloat32);
+  const Tensor b = uniform({16}, 32, -1, 1, kFloat32);
+  std::vector<int64_t> sizes;
+  const auto expected = conv_reference(x, w, b, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, sizes);
+  const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride(2).padding(1).groups(2));
+  EXPECT_EQ(y.scalar_type(), kFloat32);
+  EXPECT_TRUE(all_close(y, expected, {1e-5, 1e-5}));
+}
+
+TEST(Conv2d, ReducedPrecisionComputesInFloat32) {
+  for (ScalarType dtype : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor x = uniform({2, 4, 6, 5}, 33, -1, 1, dtype).requires_grad_(true);
+    const Tensor w = uniform({6, 2, 3, 3}, 34, -1, 1, dtype), b = uniform({6}, 35, -1, 1, dtype);
+    std::vector<int64_t> sizes;
+    const auto expected = conv_reference(x, w, b, {{1, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, sizes);
+    const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride({1, 2}).padding(1).groups(2));
+    EXPECT_EQ(y.scalar_type(), dtype);
+    EXPECT_TRUE(all_close(y, expected));
+    y.sum().backward();
+    EXPECT_EQ(x.grad().scalar_type(), dtype);
+  }
+}
+
+TEST(Conv2d, GradcheckOfEveryOption) {
+  const Tensor x = uniform({2, 4, 5, 6}, 40), w = uniform({4, 2, 3, 2}, 41), b = uniform({4}, 42);
+  auto check = [&](const Tensor& input, const Tensor& weight, F::Conv2dFuncOptions options) {
+    return gradcheck(
+        [options](const std::vector<Tensor>& t) { return F::conv2d(t[0], t[1], F::Conv2dFuncOptions(options).bias(t[2])); },
+        {leaf(input), leaf(weight), leaf(b)});
+  };
+  EXPECT_EQ(check(x, w, F::Conv2dFuncOptions().stride({2, 1}).padding({1, 2}).dilation({1, 2}).groups(2)), "");
+  EXPECT_EQ(check(x, w, F::Conv2dFuncOptions().padding(kSame).groups(2)), "");
+  EXPECT_EQ(check(x, uniform({4, 4, 1, 1}, 43), F::Conv2dFuncOptions()), "");
+  EXPECT_EQ(check(x.permute({0, 1, 3, 2}), uniform({4, 4, 2, 2}, 44), F::Conv2dFuncOptions().stride(2)), "");
+}
+
+TEST(Conv2d, ModulePaddingModesMatchReferenceAndGradcheck) {
+  const Tensor x = uniform({2, 2, 5, 6}, 50);
+  for (const std::string mode : {"zeros", "reflect", "replicate", "circular"}) {
+    SCOPED_TRACE(mode);
+    auto options = nn::Conv2dOptions(2, 4, {3, 2}).padding({1, 2}).stride({2, 1}).dilation({1, 2});
+    if (mode == "reflect") options.padding_mode(kReflect);
+    if (mode == "replicate") options.padding_mode(kReplicate);
+    if (mode == "circular") options.padding_mode(kCircular);
+    nn::Conv2d conv(options);
+    conv->to(kFloat64);
+    std::vector<int64_t> sizes;
+    const auto expected = conv_reference(x, conv->weight, conv->bias, {{2, 1}, {1, 2}, {1, 2}, {1, 2}, 1, mode}, sizes);
+    const Tensor y = conv(x);
+    EXPECT_EQ(y.sizes(), sizes);
+    EXPECT_TRUE(all_close(y, expected));
+    EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& t) { return conv(t[0]); }, {leaf(x)}), "");
+  }
+  // kSame with an even kernel in a padding mode pads asymmetrically too.
+  nn::Conv2d same(nn::Conv2dOptions(2, 3, 4).padding(kSame).padding_mode(kReflect));
+  same->to(kFloat64);
+  std::vector<int64_t> sizes;
+  const auto expected = conv_reference(x, same->weight, same->bias, {{1, 1}, {1, 1}, {2, 2}, {1, 1}, 1, "reflect"}, sizes);
+  EXPECT_TRUE(all_close(same(x), expected));
+}
+
+TEST(Conv2d, ModuleParametersAndInitialisation) {
+  manual_seed(0);
+  nn::Conv2d conv(nn::Conv2dOptions(8, 16, 3).groups(2));
+  EXPECT_EQ(conv->weight.sizes(), (std::vector<int64_t>{16, 4, 3, 3}));
+  EXPECT_EQ(conv->bias.sizes(), (std::vector<int64_t>{16}));
+  const auto names = conv->named_parameters().keys();
+  EXPECT_EQ(names, (std::vector<std::string>{"weight", "bias"}));
+  // kaiming_uniform(a=sqrt(5)) and the bias both give U(+-1/sqrt(fan_in)), fan_in = 4 * 9.
+  const double bound = 1 / std::sqrt(36.0);
+  for (double v : values(conv->weight)) EXPECT_LE(std::abs(v), bound);
+  for (double v : values(conv->bias)) EXPECT_LE(std::abs(v), bound);
+  nn::Conv2d no_bias(nn::Conv2dOptions(3, 4, {1, 2}).bias(false));
+  EXPECT_FALSE(no_bias->bias.defined());
+  EXPECT_EQ(no_bias->named_parameters().size(), 1u);
+  EXPECT_EQ(no_bias(uniform({1, 3, 4, 4}, 1, -1, 1, kFloat32)).sizes(), (std::vector<int64_t>{1, 4, 4, 3}));
+}
+
+TEST(Conv1dAnd3d, ShareTheImplementation) {
+  const Tensor x1 = uniform({2, 4, 9}, 60), w1 = uniform({6, 2, 3}, 61), b1 = uniform({6}, 62);
+  std::vector<int64_t> sizes;
+  auto expected = conv_reference(x1, w1, b1, {{2}, {2}, {2}, {2}, 2}, sizes);
+  Tensor y = F::conv1d(x1, w1, F::Conv1dFuncOptions().bias(b1).stride(2).padding(2).dilation(2).groups(2));
+  EXPECT_EQ(y.sizes(), sizes);
+  EXPECT_TRUE(all_close(y, expected));
+  EXPECT_EQ(gradcheck([](const std::vector<Tensor>& t) {
+              return F::conv1d(t[0], t[1], F::Conv1dFuncOptions().bias(t[2]).padding(kSame).dilation(3));
+            }, {leaf(x1), leaf(uniform({3, 4, 2}, 63)), leaf(uniform({3}, 64))}),
+            "");
+  const Tensor x3 = uniform({2, 2, 4, 5, 3}, 65), w3 = uniform({3, 2, 2, 3, 2}, 66), b3 = uniform({3}, 67);
+  expected = conv_reference(x3, w3, b3, {{1, 2, 1}, {1, 0, 1}, {1, 0, 1}, {2, 1, 1}}, sizes);
+  y = ember::conv3d(x3, w3, b3, {1, 2, 1}, {1, 0, 1}, {2, 1, 1});
+  EXPECT_EQ(y.sizes(), sizes);
+  EXPECT_TRUE(all_close(y, expected));
+  EXPECT_EQ(gradcheck([](const std::vector<Tensor>& t) { return ember::conv3d(t[0], t[1], t[2], 2, 1); },
+                      {leaf(x3), leaf(w3), leaf(b3)}),
+            "");
+  nn::Conv3d conv3(nn::Conv3dOptions(2, 4, {1, 2, 3}).padding_mode(kCircular).padding(1));
+  EXPECT_EQ(conv3(x3.to(kFloat32)).sizes(), (std::vector<int64_t>{2, 4, 6, 6, 3}));
+  nn::Conv1d conv1(nn::Conv1dOptions(4, 2, 3).padding_mode(kReplicate).padding(kSame));
+  EXPECT_EQ(conv1(x1.to(kFloat32)).sizes(), (std::vector<int64_t>{2, 2, 9}));
+}
+
+TEST(Pad, ModesAndCropping) {
+  const Tensor x = uniform({2, 3, 4}, 70);
+  const auto v = values(x);
+  const Tensor y = F::pad(x, F::PadFuncOptions({2, 1, -1, 1}).mode(kReflect));
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 3, 7}));
+  std::vector<double> expected;
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t r = 1; r < 4; ++r)  // dim 1 cropped by 1 before, padded by 1 after
+      for (int64_t c = -2; c < 5; ++c)
+        expected.push_back(v[(a * 3 + padded_source(r, 3, "reflect")) * 4 + padded_source(c, 4, "reflect")]);
+  EXPECT_TRUE(all_close(y, expected));
+  const Tensor c = F::pad(x, F::PadFuncOptions({1, 2}).value(7.5));
+  EXPECT_EQ(values(c)[0], 7.5);
+  EXPECT_EQ(values(c)[1], v[0]);
+  EXPECT_EQ(values(c)[6], 7.5);
+  EXPECT_EQ(gradcheck([](const std::vector<Tensor>& t) {
+              return F::pad(t[0], F::PadFuncOptions({3, 2, 1, 3}).mode(kCircular));
+            }, {leaf(x)}),
+            "");
+  EXPECT_TRUE(throws_error([&] { F::pad(x, F::PadFuncOptions({4, 0}).mode(kReflect)); },
+                           {"[pad]", "reflect padding (4, 0)", "size 4"}));
+  EXPECT_TRUE(throws_error([&] { F::pad(x, F::PadFuncOptions({1})); }, {"[pad]", "even number"}));
+  EXPECT_TRUE(throws_error([&] { F::pad(x, F::PadFuncOptions({1, 1}).mode(kReplicate).value(2)); },
+                           {"[pad]", "value", "replicate"}));
+}
+
+TEST(Conv2d, InvalidArgumentsNameTheArgument) {
+  const Tensor x = uniform({2, 4, 5, 5}, 80), w = uniform({6, 4, 3, 3}, 81);
+  EXPECT_TRUE(throws_error([&] { F::conv2d(uniform({2, 3, 5, 5}, 82), w); },
+                           {"[conv2d]", "4 channels", "got 3 channels"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x, uniform({6, 3, 3, 3}, 83), F::Conv2dFuncOptions().groups(4)); },
+                           {"[conv2d]", "groups (4)", "out_channels (6)"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x, uniform({6, 4, 6, 3}, 84)); },
+                           {"[conv2d]", "kernel size 6", "padded input size 5"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x, w, F::Conv2dFuncOptions().dilation(3)); },
+                           {"[conv2d]", "dilated: 7", "padded input size 5"}));
+  EXPECT_TRUE(throws_error([&] { ember::conv2d(x, w, {}, 1, -1); }, {"[conv2d]", "negative padding", "-1"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x, w, F::Conv2dFuncOptions().padding(kSame).stride(2)); },
+                           {"[conv2d]", "padding='same'", "strided", "stride [2, 2]"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x, w, F::Conv2dFuncOptions().stride(0)); },
+                           {"[conv2d]", "stride must be positive", "[0, 0]"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x, uniform({6, 4, 3}, 85)); }, {"[conv2d]", "4-d weight", "[6, 4, 3]"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x, w, F::Conv2dFuncOptions().bias(uniform({5}, 86))); },
+                           {"[conv2d]", "bias of shape [6]", "[5]"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(x.to(kInt64), w.to(kInt64)); }, {"[conv2d]", "int64"}));
+  EXPECT_TRUE(throws_error([&] { F::conv2d(uniform({4, 5}, 87), w); }, {"[conv2d]", "4-d input", "[4, 5]"}));
+  EXPECT_TRUE(throws_error([&] { nn::Conv2d(nn::Conv2dOptions(4, 6, 3).groups(3)); },
+                           {"[Conv2d]", "in_channels (4)", "groups (3)"}));
+  EXPECT_TRUE(throws_error([&] { nn::Conv2d(nn::Conv2dOptions(4, 6, 3).padding(kSame).stride({1, 2})); },
+                           {"[Conv2d]", "padding='same'", "stride [1, 2]"}));
+  EXPECT_TRUE(throws_error([&] { nn::Conv2d(nn::Conv2dOptions(4, 6, 3).padding(-1)); },
+                           {"[Conv2d]", "negative padding", "[-1, -1]"}));
+  EXPECT_TRUE(throws_error([&] { nn::Conv2dOptions(4, 6, {3, 3, 3}); }, {"[ExpandingArray]", "expected 2 values, got 3"}));
+}
+
+TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
+  const int previous = get_num_threads();
+  const Tensor x = uniform({3, 24, 19, 17}, 95, -1, 1, kFloat32), w = uniform({32, 12, 3, 3}, 96, -1, 1, kFloat32);
+  // Output, grad input and grad weight of a grouped strided conv followed by both poolings.
+  auto run = [&] {
+    const Tensor xl = x.clone().requires_grad_(true), wl = w.clone().requires_grad_(true);
+    const Tensor y = F::conv2d(xl, wl, F::Conv2dFuncOptions().padding(1).stride({1, 2}).groups(2));
+    const Tensor z = ember::max_pool2d(y, 3, 2, 1) + ember::avg_pool2d(y, 3, 2, 1);
+    (z * z).sum().backward();
+    return std::vector<std::vector<double>>{values(z), values(xl.grad()), values(wl.grad())};
+  };
+  set_num_threads(1);
+  const auto reference = run();
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(run(), reference) << threads << " threads";
+  }
+  set_num_threads(previous);
+}
+
+TEST(Conv2d, BackwardOfBackwardIsRefused) {
+  const Tensor x = leaf(uniform({1, 2, 4, 4}, 90)), w = leaf(uniform({2, 2, 3, 3}, 91));
+  const Tensor y = F::conv2d(x, w).sum();
+  EXPECT_TRUE(throws_error([&] { ember::autograd::grad({y}, {x}, {}, true, true); },
+                           {"conv2d", "double backward"}));
+}
+
+}  // namespace
+}  // namespace ember::nntest
