@@ -204,26 +204,27 @@ struct Table {
   // wins over this process's own measurement.
   const AutotuneEntry& add(AutotuneEntry entry) {
     load();
-    if (path.empty()) return entries.emplace(entry.key, std::move(entry)).first->second;
-    try {
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-      FileLock lock(path);
-      if (::access(path.c_str(), F_OK) == 0) {
-        try {
-          for (auto& [key, stored] : parse_table(read_file(path, "gemm autotune"))) entries.insert_or_assign(key, stored);
-        } catch (const std::exception&) {
-          // A corrupt file was reported when loaded; it is replaced below.
+    const std::string key = entry.key;
+    if (!path.empty()) {
+      try {
+        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+        FileLock lock(path);
+        if (::access(path.c_str(), F_OK) == 0) {
+          try {
+            for (auto& [stored_key, stored] : parse_table(read_file(path, "gemm autotune")))
+              entries.insert_or_assign(stored_key, stored);
+          } catch (const std::exception&) {
+            // A corrupt file was reported when loaded; it is replaced below.
+          }
         }
+        entries.try_emplace(key, std::move(entry));
+        write_file_atomically(path, document().dump(1), "gemm autotune");
+      } catch (const std::exception& e) {
+        warn_once("cannot write the GEMM autotune table " + path + " (" + e.what() + "); tuning results stay in memory");
       }
-      const std::string key = entry.key;
-      entries.emplace(key, std::move(entry));
-      write_file_atomically(path, document().dump(1), "gemm autotune");
-      return entries.at(key);
-    } catch (const std::exception& e) {
-      warn_once("cannot write the GEMM autotune table " + path + " (" + e.what() + "); tuning results stay in memory");
-      const std::string key = entry.key;
-      return entries.emplace(key, std::move(entry)).first->second;
     }
+    entries.try_emplace(key, std::move(entry));  // no-op when the key is there (entry then unused)
+    return entries.at(key);
   }
 
  private:
