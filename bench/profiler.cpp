@@ -7,15 +7,10 @@
 
 #include "bench.h"
 #include "ember/ember.h"
-#include "train/train_step.h"
+#include "gpt_step.h"
 
 namespace ember::bench {
 namespace {
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // Nanoseconds one RecordFunction costs with the profiler off, less the loop's own cost.
 double off_site_ns() {
@@ -39,23 +34,9 @@ double off_site_ns() {
 }
 
 nlohmann::json run(const Options& options) {
-  const int64_t batch = 16, seq_len = 128;
   const int warmup_steps = 3, rounds = options.quick ? 6 : 20;
-  auto tokenizer = data::make_tokenizer("byte", "");
-  const data::SplitStreams streams =
-      data::tokenize_split(data::split_documents(data::read_corpus(data::default_corpus_path())), *tokenizer);
-  manual_seed(1337);
-  models::GPT model{models::GPTConfig{}};
-  optim::AdamW optimizer = train::make_optimizer(model, 2e-3, 0.1);
-  int64_t index = 0;
-  auto step = [&] {
-    const auto start = std::chrono::steady_clock::now();
-    train::train_step(
-        model, optimizer, 1,
-        [&](int64_t) { return data::sample_batch(streams.train, batch, seq_len, 1, static_cast<uint64_t>(index++)); },
-        1.0, {});
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
+  GptStep gpt(kFloat32);
+  auto step = [&] { return gpt.run(); };
   for (int i = 0; i < warmup_steps; ++i) step();
   std::vector<double> off_ms, on_ms, collect_ms, events;
   for (int round = 0; round < rounds; ++round) {

@@ -4,12 +4,10 @@
 // python3), bench/peers/gpt_torch.py trains the same model with PyTorch, eager and
 // torch.compile'd (bf16 rows: under bf16 autocast), between the two halves of ember's own
 // steps, and the rows carry its figures and ember's ratios to them.
-#include <algorithm>
-#include <chrono>
 #include <map>
 
 #include "bench.h"
-#include "train/train_step.h"
+#include "gpt_step.h"
 #include "ember/ember.h"
 
 namespace ember::bench {
@@ -33,32 +31,20 @@ std::map<std::string, double> torch_tokens_per_s(const std::string& python, Scal
 }
 
 nlohmann::json run(const Options& options) {
-  const int64_t batch = 16, seq_len = 128;
+  const int64_t batch = GptStep::kBatch, seq_len = GptStep::kSeqLen;
   const int warmup_steps = 3, steps = options.quick ? 6 : 30;
-  auto tokenizer = data::make_tokenizer("byte", "");
-  const data::SplitStreams streams =
-      data::tokenize_split(data::split_documents(data::read_corpus(data::default_corpus_path())), *tokenizer);
   const std::string python = torch_python();
   if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
   nlohmann::json results = nlohmann::json::array();
   double torch_eager_f32 = 0;
   for (ScalarType dtype : {kFloat32, kBFloat16}) {
-    manual_seed(1337);
-    models::GPTConfig config;
-    models::GPT model(config);
-    model->set_compute_dtype(dtype);
-    optim::AdamW optimizer = train::make_optimizer(model, 2e-3, 0.1);
-    int64_t index = 0;
+    GptStep gpt(dtype);
+    const models::GPTConfig& config = gpt.config();
     std::vector<double> step_ms;
     auto run_steps = [&](int count, bool timed) {
       for (int i = 0; i < count; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        train::train_step(
-            model, optimizer, 1,
-            [&](int64_t) { return data::sample_batch(streams.train, batch, seq_len, 1, static_cast<uint64_t>(index++)); },
-            1.0, {});
-        if (timed)
-          step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        const double ms = gpt.run();
+        if (timed) step_ms.push_back(ms);
       }
     };
     run_steps(warmup_steps, false);
@@ -66,9 +52,7 @@ nlohmann::json run(const Options& options) {
     const std::map<std::string, double> torch =
         python.empty() ? std::map<std::string, double>{} : torch_tokens_per_s(python, dtype, options.quick ? 6 : 20);
     run_steps(steps - steps / 2, true);
-    // Median step time: robust to the odd slow step on a shared machine.
-    std::sort(step_ms.begin(), step_ms.end());
-    const double median_ms = step_ms[step_ms.size() / 2];
+    const double median_ms = median(step_ms);
     const double tokens_per_s = static_cast<double>(batch * seq_len) / median_ms * 1e3;
     nlohmann::json r = {{"name", row_name(config, batch, seq_len, dtype)},
                         {"step_ms", median_ms},
