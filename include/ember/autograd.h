@@ -98,8 +98,8 @@ struct Node {
   // Hooks of the tensors this node's outputs are (the leaf, for an AccumulateGrad), by output
   // number; they run on the gradient before retain_grad, capture and apply(), as in PyTorch.
   std::vector<std::pair<uint32_t, std::shared_ptr<GradHookList>>> tensor_pre_hooks;
-  // Recorded only in anomaly mode: the forward op that made this node and where its inputs
-  // came from ("div(sub, leaf)"); named by the engine's anomaly errors.
+  // Recorded only in anomaly mode: the forward op that made this node and the ops that made
+  // its inputs ("div(sub(leaf, constant), leaf)"); named by the engine's anomaly errors.
   std::string anomaly_trace;
 
   bool should_compute_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].is_valid(); }

@@ -42,18 +42,30 @@ std::string forward_op_name(const std::string& node_name) {
   return out;
 }
 
+namespace {
+
+// How the value reaching `edge` was made, `depth` producers deep: "sub(leaf, constant)".
+std::string describe_producer(const Edge& edge, int depth) {
+  if (!edge.is_valid()) return "constant";
+  const Node& node = *edge.function;
+  if (node.name() == "AccumulateGrad") return "leaf";
+  std::string out = forward_op_name(node.name());
+  if (depth == 0 || node.next_edges.empty()) return out;
+  out += "(";
+  for (size_t i = 0; i < node.next_edges.size(); ++i)
+    out += (i ? ", " : "") + describe_producer(node.next_edges[i], depth - 1);
+  return out + ")";
+}
+
+}  // namespace
+
 std::string anomaly_trace(const std::string& forward_op, const std::vector<Tensor>& inputs) {
+  // Three levels of producers: enough to place the op in the forward, bounded in length.
+  constexpr int kDepth = 2;
   std::string out = forward_op + "(";
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
     if (i) out += ", ";
-    if (!t.defined()) {
-      out += "undefined";
-    } else if (t.grad_fn()) {
-      out += forward_op_name(t.grad_fn()->name());
-    } else {
-      out += t.requires_grad() ? "leaf" : "constant";
-    }
+    out += inputs[i].defined() ? describe_producer(gradient_edge(inputs[i]), kDepth) : "undefined";
   }
   return out + ")";
 }

@@ -185,7 +185,16 @@ TEST(Anomaly, SqrtOfANegativeNamesTheForwardOp) {
   Tensor loss = (x - 0.0).sqrt().sum();
   EXPECT_TRUE(throws_error([&] { loss.backward(); },
                            {"[backward]", "Function 'sqrt' returned nan values in its 0th output",
-                            "forward op sqrt(sub)"}));
+                            "forward op sqrt(sub(leaf, constant))"}));
+}
+
+TEST(Anomaly, TheTraceNamesTheProducersThreeLevelsDeep) {
+  Tensor a = leaf({1.0}), b = leaf({2.0});
+  autograd::DetectAnomalyGuard detect;
+  Tensor shallow = (a * b - 5.0).sqrt().sum();  // sqrt of -3
+  EXPECT_TRUE(throws_error([&] { shallow.backward(); }, {"forward op sqrt(sub(mul(leaf, leaf), constant))"}));
+  Tensor deep = (a * b).log().exp().neg().sqrt().sum();  // sqrt of -2: the trace stops after three producers
+  EXPECT_TRUE(throws_error([&] { deep.backward(); }, {"forward op sqrt(neg(exp(log)))"}));
 }
 
 TEST(Anomaly, ZeroOverZeroNamesDivAndItsInputs) {
@@ -240,7 +249,7 @@ TEST(Anomaly, AnErrorInBackwardNamesTheForwardOp) {
   Tensor loss = (ThrowingBackward::apply(x * 2)).sum();
   EXPECT_TRUE(throws_error([&] { loss.backward(); },
                            {"[my_backward] cannot differentiate here", "ThrowingBackward", "forward op",
-                            "ThrowingBackward(mul)"}));
+                            "ThrowingBackward(mul(leaf, constant))"}));
 }
 
 }  // namespace
