@@ -176,6 +176,28 @@ TEST(InferenceModeTest, InferenceTensorsInAutogradOutsideInferenceMode) {
   EXPECT_TRUE(all_close(weights.grad(), {5, 6}));
 }
 
+// Saves both inputs for backward.
+struct SavesInputs : public autograd::Function<SavesInputs> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& a, const Tensor& b) {
+    ctx->save_for_backward({a, b});
+    return a + b;
+  }
+  static autograd::variable_list backward(autograd::AutogradContext*, autograd::variable_list g) { return {g[0], g[0]}; }
+};
+
+TEST(InferenceModeTest, ACustomFunctionCannotSaveAnInferenceTensor) {
+  Tensor weights = leaf({1.0});
+  Tensor features;
+  {
+    InferenceMode guard;
+    features = ones({1}, kFloat64);
+    // Inside inference mode nothing records, so nothing is saved.
+    EXPECT_FALSE(SavesInputs::apply(weights, features).requires_grad());
+  }
+  EXPECT_TRUE(throws_error([&] { SavesInputs::apply(weights, features); },
+                           {"inference tensors cannot be saved for backward"}));
+}
+
 // ---- anomaly detection -----------------------------------------------------------------------------
 
 TEST(Anomaly, SqrtOfANegativeNamesTheForwardOp) {

@@ -15,9 +15,11 @@
 // gradient per output and returns one per forward argument (undefined for arguments that
 // are not tensors or need none). Tensor, std::optional<Tensor> and std::vector<Tensor>
 // arguments are the Function's inputs in the graph; the rest are passed through.
-// Where ember differs: needs_input_grad takes a list of input indices (libtorch: IndexRange);
-// no forward-mode AD (jvp); an input marked dirty must not be a view of a tensor that
-// requires grad (ember has no CopySlices).
+// Where ember differs: needs_input_grad takes a list of input indices (libtorch: IndexRange)
+// and is true for every input that requires grad (libtorch also asks whether the running
+// backward needs it, e.g. autograd::grad for other inputs); no forward-mode AD (jvp); an
+// input marked dirty must not be a view of a tensor that requires grad (ember has no
+// CopySlices); mark_dirty on a tensor that is not an input is an error (libtorch warns).
 #pragma once
 #include <initializer_list>
 #include <memory>
