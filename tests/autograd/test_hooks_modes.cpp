@@ -159,9 +159,11 @@ TEST(InferenceModeTest, InferenceTensorsInAutogradOutsideInferenceMode) {
   }
   // mul saves its inputs for backward: an inference tensor cannot be saved (PyTorch's rule).
   EXPECT_TRUE(throws_error([&] { (void)(weights * features); }, {"inference tensors cannot be saved for backward"}));
-  // cat saves nothing: allowed, and the gradient flows to the normal tensor.
-  cat({weights, features}).sum().backward();
+  // add, sub and cat save nothing: allowed, and the gradient flows to the normal tensor.
+  (weights + features - features).sum().backward();
   EXPECT_TRUE(all_close(weights.grad(), {1, 1}));
+  cat({weights, features}).sum().backward();
+  EXPECT_TRUE(all_close(weights.grad(), {2, 2}));
   // In-place updates and requires_grad are refused outside inference mode, fine inside.
   EXPECT_TRUE(throws_error([&] { features.add_(1); }, {"[add]", "inference tensor", "outside InferenceMode"}));
   EXPECT_TRUE(throws_error([&] { features.requires_grad_(); }, {"[requires_grad_]", "inference tensor"}));
@@ -173,7 +175,7 @@ TEST(InferenceModeTest, InferenceTensorsInAutogradOutsideInferenceMode) {
   // A clone is a normal tensor that autograd may use.
   Tensor normal = features.clone();
   (weights * normal).sum().backward();
-  EXPECT_TRUE(all_close(weights.grad(), {5, 6}));
+  EXPECT_TRUE(all_close(weights.grad(), {6, 7}));
 }
 
 // Saves both inputs for backward.
