@@ -57,7 +57,8 @@ double cubic_interpolate(double x1, double f1, double g1, double x2, double f2, 
   return (xmin_bound + xmax_bound) / 2;
 }
 
-using ObjectiveFunction = std::function<std::tuple<double, Tensor>(const std::vector<Tensor>& x, double t, const Tensor& d)>;
+using ObjectiveFunction =
+    std::function<std::tuple<double, Tensor>(const std::vector<Tensor>& x, double t, const Tensor& d)>;
 
 struct LineSearchResult {
   double loss;
@@ -251,8 +252,9 @@ void LBFGSParamState::load(const std::string& prefix, const OptimizerStateDict& 
   n_iter(static_cast<int64_t>(detail::require_scalar(in.scalars, prefix + "n_iter", op)));
   t(detail::require_scalar(in.scalars, prefix + "t", op));
   prev_loss(detail::require_scalar(in.scalars, prefix + "prev_loss", op));
-  for (auto [name, field] : {std::pair<const char*, Tensor*>{"d", &d()}, std::pair<const char*, Tensor*>{"H_diag", &H_diag()},
-                             std::pair<const char*, Tensor*>{"prev_flat_grad", &prev_flat_grad()}}) {
+  using Field = std::pair<const char*, Tensor*>;
+  for (auto [name, field] :
+       {Field{"d", &d()}, Field{"H_diag", &H_diag()}, Field{"prev_flat_grad", &prev_flat_grad()}}) {
     if (in.tensors.count(prefix + name)) *field = load_flat(in, prefix + name, dtype);
   }
   old_dirs(load_deque(in, prefix + "old_dirs", dtype));
@@ -273,8 +275,8 @@ void LBFGSParamState::load(const std::string& prefix, const OptimizerStateDict& 
 
 LBFGS::LBFGS(std::vector<OptimizerParamGroup> param_groups, LBFGSOptions defaults)
     : Optimizer(std::move(param_groups), std::make_unique<LBFGSOptions>(defaults)) {
-  EMBER_CHECK(param_groups_.size() == 1, "LBFGS", "LBFGS doesn't support per-parameter options (parameter groups), got ",
-              param_groups_.size(), " groups");
+  EMBER_CHECK(param_groups_.size() == 1, "LBFGS",
+              "LBFGS doesn't support per-parameter options (parameter groups), got ", param_groups_.size(), " groups");
   EMBER_CHECK(!param_groups_[0].params().empty(), "LBFGS", "got an empty parameter list");
   if (!defaults.max_eval()) {
     const int64_t max_eval = defaults.max_iter() * 5 / 4;

@@ -51,7 +51,8 @@ Vec axpy(const Vec& x, double a, const Vec& y) {  // x + a * y
 
 // ---- the reference: torch/optim/lbfgs.py over doubles -------------------------------------------
 
-double cubic_min(double x1, double f1, double g1, double x2, double f2, double g2, std::optional<std::pair<double, double>> bounds = {}) {
+double cubic_min(double x1, double f1, double g1, double x2, double f2, double g2,
+                 std::optional<std::pair<double, double>> bounds = {}) {
   const double lo = bounds ? bounds->first : std::min(x1, x2), hi = bounds ? bounds->second : std::max(x1, x2);
   const double d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2);
   const double d2_square = d1 * d1 - g1 * g2;
