@@ -125,6 +125,9 @@ Edge gradient_edge(const Tensor& t) {
 void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr) {
   AutogradMeta& meta = t.unsafeGetTensorImpl()->autograd_meta();
   meta.requires_grad = true;
+  // Hooks registered so far stay with the old node: they see the gradient of the value
+  // before an in-place change; later ones go to the new node (PyTorch's rule).
+  if (meta.grad_fn != node) meta.hooks = nullptr;
   meta.grad_fn = node;
   meta.output_nr = output_nr;
   if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);

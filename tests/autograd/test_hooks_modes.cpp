@@ -108,6 +108,21 @@ TEST(TensorHook, RemoveHook) {
   EXPECT_TRUE(throws_error([&] { x.remove_hook(7); }, {"[remove_hook]", "position 7"}));
 }
 
+TEST(TensorHook, HooksBeforeAnInPlaceChangeSeeTheOldValuesGradient) {
+  Tensor x = leaf({1.0, 2.0});
+  Tensor y = x * 2;
+  std::vector<std::string> seen;
+  y.register_hook([&](const Tensor& g) {
+    seen.push_back("old " + std::to_string(values(g)[0]));
+    return g * 10;
+  });
+  y.mul_(3);
+  y.register_hook([&](const Tensor& g) { seen.push_back("new " + std::to_string(values(g)[0])); });
+  y.sum().backward();
+  EXPECT_EQ(seen, (std::vector<std::string>{"new 1.000000", "old 3.000000"}));
+  EXPECT_TRUE(all_close(x.grad(), {60, 60}));
+}
+
 TEST(TensorHook, Errors) {
   Tensor plain = ones({2}, kFloat64);
   EXPECT_TRUE(throws_error([&] { plain.register_hook([](const Tensor& g) { return g; }); },
