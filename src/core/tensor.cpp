@@ -61,6 +61,7 @@ Tensor make_tensor(IntArrayRef sizes, ScalarType dtype) {
   impl->strides = contiguous_strides(impl->sizes);
   impl->numel = numel;
   impl->dtype = dtype;
+  impl->is_inference = InferenceMode::is_enabled();
   return Tensor(std::move(impl));
 }
 
@@ -73,6 +74,7 @@ Tensor make_view(const Storage& storage, std::vector<int64_t> sizes, std::vector
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->dtype = dtype;
+  impl->is_inference = InferenceMode::is_enabled();
   return Tensor(std::move(impl));
 }
 
@@ -181,6 +183,9 @@ Tensor& Tensor::requires_grad_(bool requires_grad) const {
               "you can only change requires_grad flags of leaf variables");
   EMBER_CHECK(!requires_grad || is_floating_point(), "requires_grad_",
               "only tensors of floating point dtype can require gradients, got ", dtype_name(scalar_type()));
+  EMBER_CHECK(!requires_grad || !impl_->is_inference || InferenceMode::is_enabled(), "requires_grad_",
+              "setting requires_grad=True on an inference tensor (shape ", sizes(),
+              ") outside InferenceMode is not allowed; clone() it first");
   impl_->autograd_meta().requires_grad = requires_grad;
   return const_cast<Tensor&>(*this);  // a handle: const like libtorch, data mutable
 }
@@ -221,6 +226,8 @@ void Tensor::retain_grad() {
   meta.grad_fn->retained.emplace_back(meta.output_nr, impl_);
 }
 
+bool Tensor::is_inference() const { return impl_ && impl_->is_inference; }
+
 bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
 
 RemovableHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
@@ -252,6 +259,7 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
 Tensor Tensor::detach() const {
   check_defined(*this, "detach");
   Tensor out = core::make_view(impl_->storage, impl_->sizes, impl_->strides, impl_->offset, impl_->dtype);
+  out.impl_->is_inference = impl_->is_inference;
   return out;
 }
 
