@@ -15,3 +15,5 @@
 #include "ember/nn.h"
 #include "ember/optim.h"
 #include "ember/distributed.h"
+#include "ember/data.h"
+#include "ember/serialize.h"

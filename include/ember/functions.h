@@ -43,6 +43,11 @@ Tensor tensor(std::initializer_list<bool> values, const TensorOptions& options =
 Tensor tensor(const std::vector<double>& values, const TensorOptions& options = kFloat32);
 Tensor tensor(const std::vector<float>& values, const TensorOptions& options = kFloat32);
 Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& options = kInt64);
+// A 0-dim tensor of one value, as torch::tensor(2.5) (float32) or torch::tensor(7, kLong).
+Tensor tensor(double value, const TensorOptions& options = kFloat32);
+Tensor tensor(int64_t value, const TensorOptions& options = kInt64);
+Tensor tensor(int value, const TensorOptions& options = kInt64);
+Tensor tensor(bool value, const TensorOptions& options = kBool);
 // Borrowed memory: the tensor does not own `data`; `deleter` (if any) runs when the last
 // view of it dies. Copy with .clone() to own it.
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options = {});
@@ -132,6 +137,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 // Gradient of embedding for weight: sums grad rows by index (padding_idx rows stay zero).
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights, int64_t padding_idx = -1);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// x.reshape(shape), as the free torch::reshape.
+Tensor reshape(const Tensor& x, IntArrayRef shape);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);

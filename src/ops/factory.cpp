@@ -1,6 +1,7 @@
 // Tensor factories.
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "ops/op_utils.h"
 
@@ -24,11 +25,13 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
   return o.has_dtype() ? o : o.dtype(t.scalar_type());
 }
 
-// `values` are stored as `storage` (their C++ type), then converted to the options' dtype.
+// `values` are stored as `storage` (their C++ type), then converted to the options' dtype: a
+// 1-dim tensor of n values, or `sizes` when given (one value with sizes {} is 0-dim).
 template <typename T>
-Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage) {
+Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage,
+                   std::optional<std::vector<int64_t>> sizes = std::nullopt) {
   check_device_available(options.device(), "tensor");
-  Tensor t = core::make_tensor({static_cast<int64_t>(n)}, storage);
+  Tensor t = core::make_tensor(sizes.value_or(std::vector<int64_t>{static_cast<int64_t>(n)}), storage);
   std::copy(values, values + n, static_cast<T*>(t.data_ptr()));
   return finish(t.to(options.dtype()), options);
 }
@@ -150,6 +153,10 @@ Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) { return fr
 Tensor tensor(const std::vector<double>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kFloat64); }
 Tensor tensor(const std::vector<float>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kFloat32); }
 Tensor tensor(const std::vector<int64_t>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kInt64); }
+Tensor tensor(double value, const TensorOptions& o) { return from_values(&value, 1, o, kFloat64, std::vector<int64_t>{}); }
+Tensor tensor(int64_t value, const TensorOptions& o) { return from_values(&value, 1, o, kInt64, std::vector<int64_t>{}); }
+Tensor tensor(int value, const TensorOptions& o) { return tensor(static_cast<int64_t>(value), o); }
+Tensor tensor(bool value, const TensorOptions& o) { return from_values(&value, 1, o, kBool, std::vector<int64_t>{}); }
 
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options) {
   return from_blob(data, sizes, core::contiguous_strides(sizes.vec()), options);

@@ -94,6 +94,8 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
   return contiguous().view(sizes);
 }
 
+Tensor reshape(const Tensor& x, IntArrayRef shape) { return x.reshape(shape); }
+
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   if (dim() == 0) return reshape({1});
   start_dim = wrap_dim(start_dim, dim(), "flatten");

@@ -29,6 +29,9 @@ Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
 // order.
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
+// Zeroes whole channels: input [N, C, H, W] (or unbatched [C, H, W]) times a mask
+// [N, C, 1, 1] of 0 (probability p) or 1 / (1 - p) in training; the identity otherwise.
+Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {});
 
 // ---- vision (input [N, C, *spatial] or unbatched [C, *spatial]) --------------------------------
 // Convolutions as ember::conv1d/2d/3d, with padding kSame / kValid too; kSame with an even
@@ -91,6 +94,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options = {});
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& options = {});
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& options = {});
+// d = |input - target|: 0.5 d^2 / beta where d < beta, else d - 0.5 beta (beta default 1;
+// beta 0 is l1_loss).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options = {});
 // Numerically stable sigmoid + binary cross-entropy:
 // loss = weight * ((1 - t) * x + (1 + (pos_weight - 1) * t) * softplus(-x)).
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
@@ -100,3 +106,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {});
 
 }  // namespace ember::nn::functional
+
+namespace ember {
+// The free forms of libtorch's torch::nll_loss / torch::smooth_l1_loss (ATen's argument order).
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight = {}, Reduction reduction = kMean,
+                int64_t ignore_index = -100);
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = kMean, double beta = 1.0);
+}  // namespace ember

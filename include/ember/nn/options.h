@@ -78,6 +78,9 @@ struct DropoutFuncOptions {
   EMBER_ARG(double, p) = 0.5;
   EMBER_ARG(bool, training) = true;
 };
+// Dropout2d takes Dropout's options, as in libtorch (no `inplace` here).
+using Dropout2dOptions = DropoutOptions;
+using Dropout2dFuncOptions = DropoutFuncOptions;
 
 // ---- activations ---------------------------------------------------------------------------
 
@@ -156,6 +159,14 @@ struct MSELossOptions {
 };
 using MSELossFuncOptions = MSELossOptions;
 
+struct SmoothL1LossOptions {
+  SmoothL1LossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
+  EMBER_ARG(Reduction, reduction);
+  // Where the loss turns from quadratic to linear; 0 makes it l1_loss.
+  EMBER_ARG(std::optional<double>, beta) = std::nullopt;
+};
+using SmoothL1LossFuncOptions = SmoothL1LossOptions;
+
 struct L1LossOptions {
   L1LossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
   EMBER_ARG(Reduction, reduction);
@@ -184,6 +195,7 @@ using KLDivFuncOptions = KLDivLossOptions;
 namespace functional {
 using nn::BinaryCrossEntropyWithLogitsFuncOptions;
 using nn::CrossEntropyFuncOptions;
+using nn::Dropout2dFuncOptions;
 using nn::DropoutFuncOptions;
 using nn::EmbeddingFuncOptions;
 using nn::GELUFuncOptions;
@@ -194,6 +206,7 @@ using nn::LogSoftmaxFuncOptions;
 using nn::MSELossFuncOptions;
 using nn::NLLLossFuncOptions;
 using nn::RMSNormFuncOptions;
+using nn::SmoothL1LossFuncOptions;
 using nn::SoftmaxFuncOptions;
 }  // namespace functional
 

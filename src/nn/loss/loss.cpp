@@ -176,6 +176,15 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
   return reduce((input - target).abs(), options.reduction(), "l1_loss");
 }
 
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options) {
+  const double beta = options.beta().value_or(1.0);
+  EMBER_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
+  Tensor distance = (input - target).abs();
+  if (beta == 0) return reduce(distance, options.reduction(), "smooth_l1_loss");
+  return reduce(where(distance < beta, distance.square() * (0.5 / beta), distance - 0.5 * beta), options.reduction(),
+                "smooth_l1_loss");
+}
+
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BinaryCrossEntropyWithLogitsFuncOptions& options) {
   const char* op = "binary_cross_entropy_with_logits";
@@ -204,3 +213,17 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
 }
 
 }  // namespace ember::nn::functional
+
+namespace ember {
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
+                int64_t ignore_index) {
+  return nn::functional::nll_loss(
+      input, target, nn::NLLLossOptions().weight(weight).reduction(reduction).ignore_index(ignore_index));
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  return nn::functional::smooth_l1_loss(input, target, nn::SmoothL1LossOptions(reduction).beta(beta));
+}
+
+}  // namespace ember

@@ -16,6 +16,17 @@ class DropoutImpl : public Module {
 };
 EMBER_MODULE(Dropout);
 
+// Zeroes whole channels of [N, C, H, W] (or [C, H, W]) with probability p, scaling the rest
+// by 1/(1-p), in training mode (F::dropout2d); the identity in eval mode.
+class Dropout2dImpl : public Module {
+ public:
+  explicit Dropout2dImpl(const Dropout2dOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  Dropout2dOptions options;
+};
+EMBER_MODULE(Dropout2d);
+
 class ReLUImpl : public Module {
  public:
   Tensor forward(const Tensor& input);
