@@ -1,4 +1,5 @@
-// convolution, conv1d/2d/3d: argument checks and shapes here, im2col + GEMM in cpu/conv.
+// convolution, conv1d/2d/3d and conv_transpose1d/2d/3d: argument checks and shapes here,
+// im2col + GEMM in cpu/conv.
 #include "cpu/conv.h"
 #include "ops/op_utils.h"
 
@@ -14,6 +15,21 @@ std::vector<int64_t> per_dim(IntArrayRef values, int64_t spatial, const char* op
   std::vector<int64_t> out(static_cast<size_t>(spatial));
   for (int64_t d = 0; d < spatial; ++d) out[d] = values[values.size() == 1 ? 0 : static_cast<size_t>(d)];
   return out;
+}
+
+// Input, weight and bias [out_channels] share one floating dtype.
+void check_operand_dtypes(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t out_channels,
+                          const char* op) {
+  EMBER_CHECK(x.scalar_type() == weight.scalar_type(), op, "input (", dtype_name(x.scalar_type()),
+              ") and weight (", dtype_name(weight.scalar_type()), ") must have the same dtype");
+  EMBER_CHECK(x.is_floating_point(), op, "not implemented for dtype ", dtype_name(x.scalar_type()),
+              "; use a floating-point dtype");
+  if (bias.defined()) {
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, op, "expected bias of shape [", out_channels,
+                "], got ", bias.sizes());
+    EMBER_CHECK(bias.scalar_type() == x.scalar_type(), op, "bias (", dtype_name(bias.scalar_type()),
+                ") must have the input's dtype ", dtype_name(x.scalar_type()));
+  }
 }
 
 // Checks every argument and fills the kernel's shape (spatial dims right-aligned in 3).
@@ -32,16 +48,7 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& b
   EMBER_CHECK(weight.size(1) * groups == in_channels, op, "expected input ", x.sizes(), " to have ",
               weight.size(1) * groups, " channels (weight ", weight.sizes(), ", groups ", groups, "), got ",
               in_channels, " channels");
-  EMBER_CHECK(x.scalar_type() == weight.scalar_type(), op, "input (", dtype_name(x.scalar_type()),
-              ") and weight (", dtype_name(weight.scalar_type()), ") must have the same dtype");
-  EMBER_CHECK(x.is_floating_point(), op, "not implemented for dtype ", dtype_name(x.scalar_type()),
-              "; use a floating-point dtype");
-  if (bias.defined()) {
-    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, op, "expected bias of shape [", out_channels,
-                "], got ", bias.sizes());
-    EMBER_CHECK(bias.scalar_type() == x.scalar_type(), op, "bias (", dtype_name(bias.scalar_type()),
-                ") must have the input's dtype ", dtype_name(x.scalar_type()));
-  }
+  check_operand_dtypes(x, weight, bias, out_channels, op);
   cpu::ConvShape s;
   s.batch = x.size(0);
   s.in_channels = in_channels;
@@ -135,6 +142,113 @@ Tensor conv_of_rank(int64_t rank, const char* op, const Tensor& input, const Ten
   return convolution_impl(input, weight, bias, stride, padding, dilation, groups, op);
 }
 
+// Note [Transposed convolution as a convolution's adjoint]
+// With C the convolution whose input has the transposed output's shape (channels out, size
+// out_T) and whose output has the transposed input's shape (channels in, size in_T), sharing
+// stride, padding, dilation, groups and the weight [in, out / groups, *kernel],
+// conv_transpose(x, w) is C's input gradient at grad_out = x. So the forward is
+// conv_backward_input, the input gradient is C itself (conv_forward), and the weight gradient
+// is C's weight gradient with C's input = grad and grad_out = x.
+
+// The convolution C of the Note (spatial dims right-aligned in 3), after every argument check.
+cpu::ConvShape adjoint_shape(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride_arg,
+                             IntArrayRef padding_arg, IntArrayRef output_padding_arg, int64_t groups,
+                             IntArrayRef dilation_arg, const char* op) {
+  const int64_t spatial = weight.dim() - 2;
+  EMBER_CHECK(x.dim() == spatial + 2, op, "expected a ", spatial + 2, "-d input for a ", spatial + 2, "-d weight ",
+              weight.sizes(), ", got input ", x.sizes());
+  const auto stride = per_dim(stride_arg, spatial, op, "stride");
+  const auto padding = per_dim(padding_arg, spatial, op, "padding");
+  const auto output_padding = per_dim(output_padding_arg, spatial, op, "output_padding");
+  const auto dilation = per_dim(dilation_arg, spatial, op, "dilation");
+  EMBER_CHECK(groups > 0, op, "groups must be positive, got ", groups);
+  const int64_t in_channels = weight.size(0), out_channels = weight.size(1) * groups;
+  EMBER_CHECK(in_channels % groups == 0, op, "groups (", groups, ") must divide the weight's in_channels (",
+              in_channels, ") of weight ", weight.sizes());
+  EMBER_CHECK(x.size(1) == in_channels, op, "expected input ", x.sizes(), " to have ", in_channels,
+              " channels (weight ", weight.sizes(), "), got ", x.size(1), " channels");
+  check_operand_dtypes(x, weight, bias, out_channels, op);
+  cpu::ConvShape s;
+  s.batch = x.size(0);
+  s.in_channels = out_channels;
+  s.out_channels = in_channels;
+  s.groups = groups;
+  for (int64_t d = 0; d < spatial; ++d) {
+    const int64_t k = 3 - spatial + d;
+    EMBER_CHECK(stride[d] > 0, op, "stride must be positive, got ", IntArrayRef(stride));
+    EMBER_CHECK(dilation[d] > 0, op, "dilation must be positive, got ", IntArrayRef(dilation));
+    EMBER_CHECK(padding[d] >= 0, op, "padding must not be negative, got ", IntArrayRef(padding));
+    EMBER_CHECK(output_padding[d] >= 0 && (output_padding[d] < stride[d] || output_padding[d] < dilation[d]), op,
+                "output_padding must be smaller than either stride or dilation, got output_padding ",
+                IntArrayRef(output_padding), ", stride ", IntArrayRef(stride), ", dilation ", IntArrayRef(dilation));
+    const int64_t in = x.size(2 + d), kernel = weight.size(2 + d);
+    const int64_t out = (in - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel - 1) + output_padding[d] + 1;
+    EMBER_CHECK(out > 0, op, "the output size ", out, " of spatial dim ", d, " is too small (input ", x.sizes(),
+                ", weight ", weight.sizes(), ", padding ", IntArrayRef(padding), ")");
+    s.in[k] = out;
+    s.out[k] = in;
+    s.kernel[k] = kernel;
+    s.stride[k] = stride[d];
+    s.pad[k] = padding[d];
+    s.dilation[k] = dilation[d];
+  }
+  return s;
+}
+
+Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                           IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation,
+                           int64_t rank, const char* op) {
+  EMBER_CHECK(input.defined() && weight.defined(), op, "called with an undefined input or weight");
+  EMBER_CHECK(weight.dim() == rank + 2, op, "expected a ", rank + 2, "-d weight [in_channels, out_channels / groups, ",
+              "*kernel], got ", weight.sizes());
+  if (input.dim() == rank + 1)  // unbatched [C, *spatial]
+    return conv_transpose_impl(input.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation,
+                               rank, op)
+        .squeeze(0);
+  const cpu::ConvShape s =
+      adjoint_shape(input, weight, bias, stride, padding, output_padding, groups, dilation, op);
+  if (input.scalar_type() == kBFloat16 || input.scalar_type() == kFloat16) {
+    return conv_transpose_impl(input.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias,
+                               stride, padding, output_padding, groups, dilation, rank, op)
+        .to(input.scalar_type());
+  }
+  const ScalarType dtype = input.scalar_type();
+  const Tensor x = input.detach().contiguous(), w = weight.detach().contiguous();
+  std::vector<int64_t> out_sizes = {s.batch, s.in_channels};
+  for (int64_t d = 3 - rank; d < 3; ++d) out_sizes.push_back(s.in[d]);
+  Tensor out = core::make_tensor(out_sizes, dtype);
+  Tensor scratch = core::make_tensor({s.scratch_elements()}, dtype);
+  cpu::conv_backward_input(dtype, s, x.data_ptr(), w.data_ptr(), out.data_ptr(), scratch.data_ptr());
+  if (autograd::should_record({input, weight})) {
+    SavedTensor saved_x(x), saved_w(w);
+    const std::string name = op;
+    autograd::record("ConvTransposeBackward", {input, weight}, {out},
+                     [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
+                       EMBER_CHECK(!is_grad_enabled(), name.c_str(),
+                                   "double backward (create_graph=true) is not supported");
+                       const Tensor g = grads[0].to(dtype).contiguous();
+                       const Tensor xs = saved_x.get(), ws = saved_w.get();
+                       Tensor work = core::make_tensor({s.scratch_elements()}, dtype);
+                       std::vector<Tensor> result(2);
+                       if (needs[0]) {
+                         result[0] = core::make_tensor(xs.sizes(), dtype);
+                         cpu::conv_forward(dtype, s, g.data_ptr(), ws.data_ptr(), nullptr, result[0].data_ptr(),
+                                           work.data_ptr());
+                       }
+                       if (needs[1]) {
+                         result[1] = core::make_tensor(ws.sizes(), dtype);
+                         cpu::conv_backward_weight(dtype, s, g.data_ptr(), xs.data_ptr(), result[1].data_ptr(),
+                                                   work.data_ptr());
+                       }
+                       return result;
+                     });
+  }
+  if (!bias.defined()) return out;
+  std::vector<int64_t> bias_shape(static_cast<size_t>(out.dim()), 1);
+  bias_shape[1] = s.in_channels;
+  return out + bias.view(bias_shape);
+}
+
 }  // namespace
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
@@ -153,6 +267,22 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
   return conv_of_rank(3, "conv3d", input, weight, bias, stride, padding, dilation, groups);
+}
+
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  return conv_transpose_impl(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                             "conv_transpose1d");
+}
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  return conv_transpose_impl(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                             "conv_transpose2d");
+}
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  return conv_transpose_impl(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                             "conv_transpose3d");
 }
 
 }  // namespace ember

@@ -10,6 +10,11 @@
 
 #include "ember/arg.h"
 #include "ember/nn/enums.h"
+#include "ember/nn/options/activation.h"
+#include "ember/nn/options/loss.h"
+#include "ember/nn/options/normalization.h"
+#include "ember/nn/options/transformer.h"
+#include "ember/nn/options/upsampling.h"
 #include "ember/nn/options/vision.h"
 #include "ember/tensor.h"
 
