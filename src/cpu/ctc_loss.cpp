@@ -127,8 +127,8 @@ void forward_all(const CTCProblem& p, void* nll, void* log_alpha) {
 }
 
 template <typename T>
-void backward_all(const CTCProblem& p, const void* grad_nll, const void* nll, const void* log_alpha,
-                  bool zero_infinity, void* grad) {
+void backward_all(const CTCProblem& p, const void* grad_nll, const void* nll, const void* log_alpha, bool zero_infinity,
+                  void* grad) {
   parallel_for(0, p.batch, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b)
       backward_sequence(Sequence<T>(p, b), static_cast<const T*>(grad_nll)[b], static_cast<const T*>(nll)[b],
@@ -139,14 +139,18 @@ void backward_all(const CTCProblem& p, const void* grad_nll, const void* nll, co
 }  // namespace
 
 void ctc_loss_forward(const CTCProblem& problem, void* nll, void* log_alpha) {
-  if (problem.dtype == kFloat64) forward_all<double>(problem, nll, log_alpha);
-  else forward_all<float>(problem, nll, log_alpha);
+  if (problem.dtype == kFloat64)
+    forward_all<double>(problem, nll, log_alpha);
+  else
+    forward_all<float>(problem, nll, log_alpha);
 }
 
 void ctc_loss_backward(const CTCProblem& problem, const void* grad_nll, const void* nll, const void* log_alpha,
                        bool zero_infinity, void* grad_log_probs) {
-  if (problem.dtype == kFloat64) backward_all<double>(problem, grad_nll, nll, log_alpha, zero_infinity, grad_log_probs);
-  else backward_all<float>(problem, grad_nll, nll, log_alpha, zero_infinity, grad_log_probs);
+  if (problem.dtype == kFloat64)
+    backward_all<double>(problem, grad_nll, nll, log_alpha, zero_infinity, grad_log_probs);
+  else
+    backward_all<float>(problem, grad_nll, nll, log_alpha, zero_infinity, grad_log_probs);
 }
 
 }  // namespace ember::cpu

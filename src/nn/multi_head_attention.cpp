@@ -24,9 +24,12 @@ TransformerActivation::TransformerActivation(std::function<Tensor(const Tensor&)
 
 Tensor TransformerActivation::operator()(const Tensor& x) const {
   switch (kind_) {
-    case Kind::ReLU: return ember::relu(x);
-    case Kind::GELU: return ember::gelu(x);
-    case Kind::Function: break;
+    case Kind::ReLU:
+      return ember::relu(x);
+    case Kind::GELU:
+      return ember::gelu(x);
+    case Kind::Function:
+      break;
   }
   return function_(x);
 }
@@ -88,9 +91,9 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query_in, 
   EMBER_CHECK(heads > 0 && embed_dim % heads == 0, kOp, "embed_dim (", embed_dim, ") must be divisible by num_heads (",
               heads, ")");
   const int64_t head_dim = embed_dim / heads;
-  EMBER_CHECK(key.size(1) == bsz && value.size(1) == bsz && key.size(0) == value.size(0), kOp,
-              "key ", key.sizes(), " and value ", value.sizes(), " must match each other's length and the query's ",
-              "batch (query ", query.sizes(), ")");
+  EMBER_CHECK(key.size(1) == bsz && value.size(1) == bsz && key.size(0) == value.size(0), kOp, "key ", key.sizes(),
+              " and value ", value.sizes(), " must match each other's length and the query's ", "batch (query ",
+              query.sizes(), ")");
   key_padding_mask = additive_mask(key_padding_mask, dtype, "key_padding_mask");
   Tensor attn_mask = additive_mask(options.attn_mask(), dtype, "attn_mask");
 
@@ -142,8 +145,8 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query_in, 
   q = q.reshape({tgt_len, bsz * heads, head_dim}).transpose(0, 1);
   auto heads_first = [&](const Tensor& t, const Tensor& fixed, const char* what) {
     if (!fixed.defined()) return t.reshape({t.size(0), bsz * heads, head_dim}).transpose(0, 1);
-    EMBER_CHECK(fixed.dim() == 3 && fixed.size(0) == bsz * heads && fixed.size(2) == head_dim, kOp, what,
-                " must be [", bsz * heads, ", S, ", head_dim, "], got ", fixed.sizes());
+    EMBER_CHECK(fixed.dim() == 3 && fixed.size(0) == bsz * heads && fixed.size(2) == head_dim, kOp, what, " must be [",
+                bsz * heads, ", S, ", head_dim, "], got ", fixed.sizes());
     return fixed;
   };
   k = heads_first(k, options.static_k(), "static_k");
@@ -159,8 +162,8 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query_in, 
     EMBER_CHECK(key_padding_mask.dim() == 2 && key_padding_mask.size(0) == bsz && key_padding_mask.size(1) == src_len,
                 kOp, "key_padding_mask must be [", bsz, ", ", src_len, "] (batch, source length), got ",
                 key_padding_mask.sizes());
-    Tensor per_head = key_padding_mask.view({bsz, 1, 1, src_len}).expand({bsz, heads, 1, src_len})
-                          .reshape({bsz * heads, 1, src_len});
+    Tensor per_head =
+        key_padding_mask.view({bsz, 1, 1, src_len}).expand({bsz, heads, 1, src_len}).reshape({bsz * heads, 1, src_len});
     attn_mask = attn_mask.defined() ? attn_mask + per_head : per_head;
   }
   const double dropout_p = options.training() ? options.dropout_p() : 0.0;
@@ -178,13 +181,16 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query_in, 
   } else {
     Tensor mask4;
     if (attn_mask.defined())
-      mask4 = attn_mask.size(0) == 1 ? attn_mask.unsqueeze(0) : attn_mask.view({bsz, heads, tgt_len, src_len});
+      // [1 or N * H, L or 1 (key padding alone), S] -> [1 or N, H, L or 1, S].
+      mask4 =
+          attn_mask.size(0) == 1 ? attn_mask.unsqueeze(0) : attn_mask.view({bsz, heads, attn_mask.size(1), src_len});
     Tensor heads_out = attention::scaled_dot_product_attention(
         q.reshape({bsz, heads, tgt_len, head_dim}), k.reshape({bsz, heads, src_len, head_dim}),
         v.reshape({bsz, heads, src_len, head_dim}), mask4, dropout_p);
     output = heads_out.permute({2, 0, 1, 3}).reshape({tgt_len * bsz, embed_dim});
   }
-  output = ember::linear(output, options.out_proj_weight(), options.out_proj_bias()).view({tgt_len, bsz, -1});
+  output = ember::linear(output, options.out_proj_weight(), options.out_proj_bias())
+               .view({tgt_len, bsz, options.out_proj_weight().size(0)});
   if (!batched) output = output.squeeze(1);
   return {output, weights};
 }

@@ -17,13 +17,20 @@ InterpolateMode::InterpolateMode(Nonlinearity linear) : kind_(Kind::Linear) {
 
 const char* InterpolateMode::name() const {
   switch (kind_) {
-    case Kind::Nearest: return "nearest";
-    case Kind::NearestExact: return "nearest-exact";
-    case Kind::Linear: return "linear";
-    case Kind::Bilinear: return "bilinear";
-    case Kind::Bicubic: return "bicubic";
-    case Kind::Trilinear: return "trilinear";
-    case Kind::Area: return "area";
+    case Kind::Nearest:
+      return "nearest";
+    case Kind::NearestExact:
+      return "nearest-exact";
+    case Kind::Linear:
+      return "linear";
+    case Kind::Bilinear:
+      return "bilinear";
+    case Kind::Bicubic:
+      return "bicubic";
+    case Kind::Trilinear:
+      return "trilinear";
+    case Kind::Area:
+      return "area";
   }
   return "unknown";
 }
@@ -47,8 +54,8 @@ std::vector<int64_t> nearest_indices(int64_t in, int64_t out, std::optional<doub
   for (int64_t o = 0; o < out; ++o) {
     if (exact) {
       // (o + 0.5) is a double in PyTorch's formula; floorf rounds the product to float.
-      index[o] = std::min(static_cast<int64_t>(std::floor(static_cast<float>((static_cast<double>(o) + 0.5) * s))),
-                          in - 1);
+      index[o] =
+          std::min(static_cast<int64_t>(std::floor(static_cast<float>((static_cast<double>(o) + 0.5) * s))), in - 1);
     } else if (out == in) {
       index[o] = o;
     } else if (out == 2 * in) {
@@ -100,11 +107,15 @@ Tensor along(const std::vector<double>& weights, int64_t dim, int64_t dims, Scal
 
 int64_t mode_dims(Kind kind) {
   switch (kind) {
-    case Kind::Linear: return 1;
+    case Kind::Linear:
+      return 1;
     case Kind::Bilinear:
-    case Kind::Bicubic: return 2;
-    case Kind::Trilinear: return 3;
-    default: return 0;  // any
+    case Kind::Bicubic:
+      return 2;
+    case Kind::Trilinear:
+      return 3;
+    default:
+      return 0;  // any
   }
 }
 
@@ -125,11 +136,13 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
   const bool linear = kind == Kind::Linear || kind == Kind::Bilinear || kind == Kind::Trilinear;
   EMBER_CHECK(linear || !options.align_corners().has_value(), op,
               "align_corners can only be set with the interpolating modes linear, bilinear, bicubic and trilinear, "
-              "not with mode '", mode.name(), "'");
+              "not with mode '",
+              mode.name(), "'");
   const auto& size = options.size();
   const auto& scale_factor = options.scale_factor();
-  EMBER_CHECK(size.has_value() != scale_factor.has_value(), op,
-              size ? "only one of size or scale_factor should be defined" : "either size or scale_factor should be defined");
+  EMBER_CHECK(
+      size.has_value() != scale_factor.has_value(), op,
+      size ? "only one of size or scale_factor should be defined" : "either size or scale_factor should be defined");
   if (size) {
     EMBER_CHECK(static_cast<int64_t>(size->size()) == spatial, op, "size ", IntArrayRef(*size),
                 " must have one value per spatial dim (", spatial, ") of input ", input.sizes());
@@ -140,10 +153,10 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
   std::vector<int64_t> out_sizes;
   for (int64_t i = 0; i < spatial; ++i) {
     const int64_t in = input.size(2 + i);
-    const int64_t out = size ? (*size)[i] : static_cast<int64_t>(std::floor(static_cast<double>(in) * (*scale_factor)[i]));
+    const int64_t out =
+        size ? (*size)[i] : static_cast<int64_t>(std::floor(static_cast<double>(in) * (*scale_factor)[i]));
     EMBER_CHECK(in > 0 && out > 0, op, "input and output sizes should be greater than 0, got input ", input.sizes(),
-                " and output spatial size ", out, " at spatial dim ", i,
-                scale_factor ? " (from scale_factor)" : "");
+                " and output spatial size ", out, " at spatial dim ", i, scale_factor ? " (from scale_factor)" : "");
     out_sizes.push_back(out);
   }
   if (kind == Kind::Area) {

@@ -79,7 +79,8 @@ TEST(Activations, ForwardAndGradientMatchPyTorchFormulas) {
         expected.push_back(c.value(xs[i]));
         expected_grad.push_back(gs[i] * c.derivative(xs[i]));
       }
-      const testutil::Tolerance tol = dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-6};
+      const testutil::Tolerance tol =
+          dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-6};
       EXPECT_EQ(y.scalar_type(), dtype);
       EXPECT_TRUE(all_close(y, expected, tol));
       EXPECT_TRUE(all_close(x.grad(), expected_grad, tol));
@@ -191,13 +192,13 @@ TEST(Activations, ModulesUseTheirOptions) {
   EXPECT_TRUE(all_close(nn::ELU()(x), {std::expm1(-2), std::expm1(-0.5), 0.5, 3, 7}));
   EXPECT_TRUE(all_close(nn::ReLU6()(x), {0, 0, 0.5, 3, 6}));
   EXPECT_TRUE(all_close(nn::Hardtanh()(x), {-1, -0.5, 0.5, 1, 1}));
-  EXPECT_TRUE(all_close(nn::Softplus(nn::SoftplusOptions().threshold(5))(x),
-                        {std::log1p(std::exp(-2)), std::log1p(std::exp(-0.5)), std::log1p(std::exp(0.5)),
-                         std::log1p(std::exp(3)), 7}));
-  EXPECT_TRUE(all_close(nn::Mish()(x), {-2 * std::tanh(std::log1p(std::exp(-2))),
-                                         -0.5 * std::tanh(std::log1p(std::exp(-0.5))),
-                                         0.5 * std::tanh(std::log1p(std::exp(0.5))), 3 * std::tanh(std::log1p(std::exp(3))),
-                                         7 * std::tanh(std::log1p(std::exp(7)))}));
+  EXPECT_TRUE(all_close(
+      nn::Softplus(nn::SoftplusOptions().threshold(5))(x),
+      {std::log1p(std::exp(-2)), std::log1p(std::exp(-0.5)), std::log1p(std::exp(0.5)), std::log1p(std::exp(3)), 7}));
+  EXPECT_TRUE(
+      all_close(nn::Mish()(x), {-2 * std::tanh(std::log1p(std::exp(-2))), -0.5 * std::tanh(std::log1p(std::exp(-0.5))),
+                                0.5 * std::tanh(std::log1p(std::exp(0.5))), 3 * std::tanh(std::log1p(std::exp(3))),
+                                7 * std::tanh(std::log1p(std::exp(7)))}));
   std::ostringstream printed;
   printed << *nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.5));
   EXPECT_EQ(printed.str(), "LeakyReLU(negative_slope=0.5)");
@@ -217,7 +218,8 @@ TEST(Activations, InplaceWritesIntoTheInput) {
 TEST(Activations, ArgumentErrors) {
   EXPECT_TRUE(throws_error([] { F::hardtanh(zeros({2}), F::HardtanhFuncOptions().min_val(1).max_val(1)); },
                            {"hardtanh", "max_val (1)", "min_val (1)"}));
-  EXPECT_TRUE(throws_error([] { nn::Hardtanh(nn::HardtanhOptions().min_val(2)); }, {"Hardtanh", "max_val", "min_val (2)"}));
+  EXPECT_TRUE(
+      throws_error([] { nn::Hardtanh(nn::HardtanhOptions().min_val(2)); }, {"Hardtanh", "max_val", "min_val (2)"}));
   EXPECT_TRUE(throws_error([] { F::leaky_relu(zeros({2}, kInt64)); }, {"leaky_relu", "floating", "int64"}));
   EXPECT_TRUE(throws_error([] { F::prelu(zeros({2, 3}), zeros({3, 1})); }, {"prelu", "weight", "[3, 1]"}));
 }

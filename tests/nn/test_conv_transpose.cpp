@@ -29,8 +29,7 @@ TransposeReference transpose_reference(const Tensor& x, const Tensor& w, const T
                                        const Tensor& g = {}) {
   const int64_t rank = x.dim() - 2, N = x.size(0), Cin = x.size(1), G = a.groups;
   const int64_t cout_g = w.size(1), Cout = cout_g * G, cin_g = Cin / G;
-  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1},
-          p[3] = {0, 0, 0};
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, out[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, p[3] = {0, 0, 0};
   TransposeReference r;
   r.out_sizes = {N, Cout};
   for (int64_t i = 0; i < rank; ++i) {
@@ -83,9 +82,12 @@ TransposeReference transpose_reference(const Tensor& x, const Tensor& w, const T
 
 Tensor transpose_call(const Tensor& x, const Tensor& w, const Tensor& b, const TransposeArgs& a) {
   switch (x.dim() - 2) {
-    case 1: return ember::conv_transpose1d(x, w, b, a.stride, a.padding, a.output_padding, a.groups, a.dilation);
-    case 2: return ember::conv_transpose2d(x, w, b, a.stride, a.padding, a.output_padding, a.groups, a.dilation);
-    default: return ember::conv_transpose3d(x, w, b, a.stride, a.padding, a.output_padding, a.groups, a.dilation);
+    case 1:
+      return ember::conv_transpose1d(x, w, b, a.stride, a.padding, a.output_padding, a.groups, a.dilation);
+    case 2:
+      return ember::conv_transpose2d(x, w, b, a.stride, a.padding, a.output_padding, a.groups, a.dilation);
+    default:
+      return ember::conv_transpose3d(x, w, b, a.stride, a.padding, a.output_padding, a.groups, a.dilation);
   }
 }
 
@@ -97,9 +99,9 @@ struct Case {
 std::vector<Case> cases() {
   return {
       {{2, 4, 5}, {4, 3, 3}, {{2}, {1}, {1}, {1}, 1}},
-      {{1, 4, 6}, {4, 1, 2}, {{3}, {0}, {2}, {2}, 2}},                       // groups, dilation, output_padding
+      {{1, 4, 6}, {4, 1, 2}, {{3}, {0}, {2}, {2}, 2}},  // groups, dilation, output_padding
       {{2, 3, 4, 3}, {3, 2, 3, 2}, {{2, 1}, {1, 0}, {1, 0}, {1, 2}, 1}},
-      {{1, 6, 3, 4}, {6, 2, 2, 3}, {{1, 2}, {0, 1}, {0, 1}, {2, 1}, 3}},     // groups 3
+      {{1, 6, 3, 4}, {6, 2, 2, 3}, {{1, 2}, {0, 1}, {0, 1}, {2, 1}, 3}},  // groups 3
       {{1, 2, 2, 3, 2}, {2, 2, 2, 2, 3}, {{2, 1, 2}, {0, 1, 1}, {1, 0, 0}, {1, 1, 1}, 2}},
   };
 }
@@ -118,7 +120,8 @@ TEST(ConvTranspose, MatchesTheDirectScatterForwardAndBackward) {
       Tensor g = uniform(y.sizes(), 4, -1, 1, dtype);
       y.backward(g);
       const TransposeReference r = transpose_reference(x, w, b, c.args, g);
-      const testutil::Tolerance tol = dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-5};
+      const testutil::Tolerance tol =
+          dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-5};
       EXPECT_EQ(y.sizes(), r.out_sizes);
       EXPECT_TRUE(all_close(y, r.y, tol));
       EXPECT_TRUE(all_close(x.grad(), r.grad_x, tol));
@@ -127,7 +130,8 @@ TEST(ConvTranspose, MatchesTheDirectScatterForwardAndBackward) {
     }
     Tensor x = leaf(uniform(c.x, 5)), w = leaf(uniform(c.w, 6)), b = leaf(uniform({c.w[1] * c.args.groups}, 7));
     EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) { return transpose_call(in[0], in[1], in[2], c.args); },
-                        {x, w, b}), "");
+                        {x, w, b}),
+              "");
   }
 }
 
@@ -145,8 +149,11 @@ TEST(ConvTranspose, FunctionalModulesOutputSizeAndUnbatched) {
   EXPECT_EQ(sized.sizes(), (std::vector<int64_t>{2, 6, 6, 9}));
   EXPECT_TRUE(all_close(sized, transpose_reference(x, up->weight, up->bias, padded).y));
   EXPECT_EQ(up->forward(x, std::vector<int64_t>{2, 6, 5, 8}).sizes(), (std::vector<int64_t>{2, 6, 5, 8}));
-  EXPECT_TRUE(throws_error([&] { up->forward(x, std::vector<int64_t>{7, 8}); },
-                           {"ConvTranspose2d", "output_size", "[7, 8]", "[5, 8]", "[6, 9]"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        up->forward(x, std::vector<int64_t>{7, 8});
+      },
+      {"ConvTranspose2d", "output_size", "[7, 8]", "[5, 8]", "[6, 9]"}));
   // F:: form, unbatched input and an empty batch.
   Tensor w = uniform({3, 2, 3}, 9), v = uniform({3, 7}, 10);
   auto options = F::ConvTranspose1dFuncOptions().stride(2).output_padding(1);
@@ -163,19 +170,29 @@ TEST(ConvTranspose, ArgumentErrors) {
   Tensor x = zeros({1, 4, 5, 5}), w = zeros({4, 2, 3, 3});
   EXPECT_TRUE(throws_error([&] { ember::conv_transpose2d(x, w, {}, 2, 0, 2); },
                            {"conv_transpose2d", "output_padding", "smaller than either stride or dilation"}));
-  EXPECT_TRUE(throws_error([&] { ember::conv_transpose2d(zeros({1, 3, 5, 5}), w); },
-                           {"conv_transpose2d", "4 channels", "got 3"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ember::conv_transpose2d(zeros({1, 3, 5, 5}), w);
+      },
+      {"conv_transpose2d", "4 channels", "got 3"}));
   EXPECT_TRUE(throws_error([&] { ember::conv_transpose2d(x, w, {}, 1, 0, 0, 3); },
                            {"conv_transpose2d", "groups (3)", "in_channels (4)"}));
   EXPECT_TRUE(throws_error([&] { ember::conv_transpose2d(x, w, zeros({3})); }, {"conv_transpose2d", "bias", "[2]"}));
-  EXPECT_TRUE(throws_error([&] { ember::conv_transpose2d(x, w, {}, 1, 4); }, {"conv_transpose2d", "output size", "too small"}));
-  EXPECT_TRUE(throws_error([&] { ember::conv_transpose2d(x, w, {}, {1, 1, 1}); }, {"conv_transpose2d", "stride", "1 or 2"}));
+  EXPECT_TRUE(
+      throws_error([&] { ember::conv_transpose2d(x, w, {}, 1, 4); }, {"conv_transpose2d", "output size", "too small"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ember::conv_transpose2d(x, w, {}, {1, 1, 1});
+      },
+      {"conv_transpose2d", "stride", "1 or 2"}));
   EXPECT_TRUE(throws_error([&] { ember::conv_transpose1d(x, w); }, {"conv_transpose1d", "3-d weight"}));
-  EXPECT_TRUE(throws_error([&] { ember::conv_transpose2d(x, w, {}, 0); }, {"conv_transpose2d", "stride must be positive"}));
+  EXPECT_TRUE(
+      throws_error([&] { ember::conv_transpose2d(x, w, {}, 0); }, {"conv_transpose2d", "stride must be positive"}));
   EXPECT_TRUE(throws_error([] { nn::ConvTranspose2d(nn::ConvTranspose2dOptions(4, 3, 3).groups(2)); },
                            {"ConvTranspose2d", "out_channels (3)", "groups (2)"}));
-  EXPECT_TRUE(throws_error([] { nn::ConvTranspose1d(nn::ConvTranspose1dOptions(2, 2, 3).padding_mode(ember::kReflect)); },
-                           {"ConvTranspose1d", "padding_mode"}));
+  EXPECT_TRUE(
+      throws_error([] { nn::ConvTranspose1d(nn::ConvTranspose1dOptions(2, 2, 3).padding_mode(ember::kReflect)); },
+                   {"ConvTranspose1d", "padding_mode"}));
 }
 
 }  // namespace

@@ -54,26 +54,38 @@ TEST(GroupNorm, MatchesFormulaWithGroupsAndAffine) {
       norm->bias.copy_(uniform({6}, 2));
     }
     Tensor x = uniform({2, 6, 5, 3}, 3, -2, 3, dtype).transpose(2, 3);  // non-contiguous [2, 6, 3, 5]
-    const testutil::Tolerance tol = dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-5};
+    const testutil::Tolerance tol =
+        dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-5};
     EXPECT_TRUE(all_close(norm(x), group_norm_reference(x, 3, values(norm->weight), values(norm->bias), 1e-3), tol));
   }
   Tensor x = uniform({2, 4, 3}, 4, -1, 2);
   EXPECT_TRUE(all_close(F::group_norm(x, F::GroupNormFuncOptions(1)),
                         group_norm_reference(x, 1, std::vector<double>(4, 1), std::vector<double>(4, 0), 1e-5)));
-  EXPECT_EQ(gradcheck([](const std::vector<Tensor>& in) {
-              return F::group_norm(in[0], F::GroupNormFuncOptions(2).weight(in[1]).bias(in[2]).eps(1e-2));
-            }, {leaf(uniform({2, 4, 3}, 5)), leaf(uniform({4}, 6)), leaf(uniform({4}, 7))}), "");
+  EXPECT_EQ(gradcheck(
+                [](const std::vector<Tensor>& in) {
+                  return F::group_norm(in[0], F::GroupNormFuncOptions(2).weight(in[1]).bias(in[2]).eps(1e-2));
+                },
+                {leaf(uniform({2, 4, 3}, 5)), leaf(uniform({4}, 6)), leaf(uniform({4}, 7))}),
+            "");
   EXPECT_EQ(F::group_norm(empty({0, 4, 3}), F::GroupNormFuncOptions(2)).sizes(), (std::vector<int64_t>{0, 4, 3}));
   nn::GroupNorm plain(nn::GroupNormOptions(2, 4).affine(false));
   EXPECT_EQ(plain->named_parameters().size(), 0u);
   EXPECT_EQ(nn::GroupNorm(nn::GroupNormOptions(2, 4))->named_parameters().keys(),
             (std::vector<std::string>{"weight", "bias"}));
-  EXPECT_TRUE(throws_error([] { nn::GroupNorm(nn::GroupNormOptions(3, 4)); }, {"GroupNorm", "num_channels (4)", "num_groups (3)"}));
-  EXPECT_TRUE(throws_error([] { F::group_norm(zeros({2, 6, 3}), F::GroupNormFuncOptions(4)); },
-                           {"group_norm", "divisible by num_groups", "[2, 6, 3]", "num_groups=4"}));
-  EXPECT_TRUE(throws_error([] { F::group_norm(zeros({6}), F::GroupNormFuncOptions(2)); }, {"group_norm", "[N, C, *]", "[6]"}));
-  EXPECT_TRUE(throws_error([] { F::group_norm(zeros({2, 4, 3}), F::GroupNormFuncOptions(2).weight(zeros({3}))); },
-                           {"group_norm", "weight", "[4]", "[3]"}));
+  EXPECT_TRUE(throws_error([] { nn::GroupNorm(nn::GroupNormOptions(3, 4)); },
+                           {"GroupNorm", "num_channels (4)", "num_groups (3)"}));
+  EXPECT_TRUE(throws_error(
+      [] {
+        F::group_norm(zeros({2, 6, 3}), F::GroupNormFuncOptions(4));
+      },
+      {"group_norm", "divisible by num_groups", "[2, 6, 3]", "num_groups=4"}));
+  EXPECT_TRUE(
+      throws_error([] { F::group_norm(zeros({6}), F::GroupNormFuncOptions(2)); }, {"group_norm", "[N, C, *]", "[6]"}));
+  EXPECT_TRUE(throws_error(
+      [] {
+        F::group_norm(zeros({2, 4, 3}), F::GroupNormFuncOptions(2).weight(zeros({3})));
+      },
+      {"group_norm", "weight", "[4]", "[3]"}));
 }
 
 TEST(InstanceNorm, NormalisesEachPlaneAndTracksRunningStats) {
@@ -87,7 +99,8 @@ TEST(InstanceNorm, NormalisesEachPlaneAndTracksRunningStats) {
       norm->bias.copy_(uniform({3}, 9));
     }
     Tensor x = uniform({2, 3, 4, 5}, 10, -1, 3, dtype).permute({0, 1, 3, 2});  // [2, 3, 5, 4]
-    const testutil::Tolerance tol = dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-5};
+    const testutil::Tolerance tol =
+        dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-5};
     // Instance norm is group norm with one group per channel.
     EXPECT_TRUE(all_close(norm(x), group_norm_reference(x, 3, values(norm->weight), values(norm->bias), 1e-5), tol));
     const auto s = group_stats(x, 3);
@@ -121,14 +134,29 @@ TEST(InstanceNorm, NormalisesEachPlaneAndTracksRunningStats) {
   EXPECT_EQ(tracked->named_buffers().keys(),
             (std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"}));
   EXPECT_EQ(tracked(empty({0, 2, 2, 2, 2})).sizes(), (std::vector<int64_t>{0, 2, 2, 2, 2}));
-  EXPECT_EQ(gradcheck([](const std::vector<Tensor>& in) {
-              return F::instance_norm(in[0], F::InstanceNormFuncOptions().weight(in[1]).bias(in[2]).eps(1e-2));
-            }, {leaf(uniform({2, 3, 4}, 12)), leaf(uniform({3}, 13)), leaf(uniform({3}, 14))}), "");
-  EXPECT_TRUE(throws_error([&] { plain(zeros({2, 3, 4, 4})); }, {"InstanceNorm1d", "2-d (unbatched) or 3-d", "[2, 3, 4, 4]"}));
-  EXPECT_TRUE(throws_error([] { F::instance_norm(zeros({2, 3, 1})); }, {"instance_norm", "more than 1 position", "[2, 3, 1]"}));
-  EXPECT_TRUE(throws_error([] { F::instance_norm(zeros({2, 3, 4}), F::InstanceNormFuncOptions().use_input_stats(false)); },
-                           {"instance_norm", "running_mean", "use_input_stats"}));
-  EXPECT_TRUE(throws_error([] { nn::InstanceNorm2d(nn::InstanceNormOptions(0)); }, {"InstanceNorm2d", "num_features", "0"}));
+  EXPECT_EQ(gradcheck(
+                [](const std::vector<Tensor>& in) {
+                  return F::instance_norm(in[0], F::InstanceNormFuncOptions().weight(in[1]).bias(in[2]).eps(1e-2));
+                },
+                {leaf(uniform({2, 3, 4}, 12)), leaf(uniform({3}, 13)), leaf(uniform({3}, 14))}),
+            "");
+  EXPECT_TRUE(throws_error(
+      [&] {
+        plain(zeros({2, 3, 4, 4}));
+      },
+      {"InstanceNorm1d", "2-d (unbatched) or 3-d", "[2, 3, 4, 4]"}));
+  EXPECT_TRUE(throws_error(
+      [] {
+        F::instance_norm(zeros({2, 3, 1}));
+      },
+      {"instance_norm", "more than 1 position", "[2, 3, 1]"}));
+  EXPECT_TRUE(throws_error(
+      [] {
+        F::instance_norm(zeros({2, 3, 4}), F::InstanceNormFuncOptions().use_input_stats(false));
+      },
+      {"instance_norm", "running_mean", "use_input_stats"}));
+  EXPECT_TRUE(
+      throws_error([] { nn::InstanceNorm2d(nn::InstanceNormOptions(0)); }, {"InstanceNorm2d", "num_features", "0"}));
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ TEST(Interpolate, Nearest1d2d3dWithSizeOrScaleFactor) {
       in[3 - spatial + i] = x.size(2 + i);
       out[3 - spatial + i] = y.size(2 + i);
       if (c.factor) factor[3 - spatial + i] = (*c.factor)[i];
-      EXPECT_EQ(out[3 - spatial + i], c.size ? (*c.size)[i] : static_cast<int64_t>(std::floor(x.size(2 + i) * (*c.factor)[i])));
+      EXPECT_EQ(out[3 - spatial + i],
+                c.size ? (*c.size)[i] : static_cast<int64_t>(std::floor(x.size(2 + i) * (*c.factor)[i])));
     }
     const auto xs = values(x);
     std::vector<double> expected;
@@ -100,8 +101,10 @@ TEST(Interpolate, BilinearMatchesTheTwoDimensionalFormula) {
       Tensor x = wave({2, 3, 5, 4}).transpose(2, 3);  // non-contiguous [2, 3, 4, 5]
       auto options = F::InterpolateFuncOptions().mode(ember::kBilinear).align_corners(align_corners);
       const double fh = by_factor ? 1.6 : 0, fw = by_factor ? 0.7 : 0;
-      if (by_factor) options.scale_factor(std::vector<double>{fh, fw});
-      else options.size(std::vector<int64_t>{7, 3});
+      if (by_factor)
+        options.scale_factor(std::vector<double>{fh, fw});
+      else
+        options.size(std::vector<int64_t>{7, 3});
       for (ScalarType dtype : {kFloat64, kFloat32}) {
         Tensor y = F::interpolate(x.to(dtype), options);
         const int64_t H = 4, W = 5, OH = y.size(2), OW = y.size(3);
@@ -112,15 +115,17 @@ TEST(Interpolate, BilinearMatchesTheTwoDimensionalFormula) {
         for (int64_t p = 0; p < 6; ++p)
           for (int64_t oh = 0; oh < OH; ++oh)
             for (int64_t ow = 0; ow < OW; ++ow) {
-              const Tap h = linear_source(oh, H, OH, align_corners, fh), w = linear_source(ow, W, OW, align_corners, fw);
+              const Tap h = linear_source(oh, H, OH, align_corners, fh),
+                        w = linear_source(ow, W, OW, align_corners, fw);
               auto at = [&](int64_t r, int64_t c) { return xs[(p * H + r) * W + c]; };
               expected.push_back((1 - h.l1) * ((1 - w.l1) * at(h.i0, w.i0) + w.l1 * at(h.i0, w.i1)) +
                                  h.l1 * ((1 - w.l1) * at(h.i1, w.i0) + w.l1 * at(h.i1, w.i1)));
             }
-        EXPECT_TRUE(all_close(y, expected, dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12}
-                                                             : testutil::Tolerance{1e-5, 1e-6}));
+        EXPECT_TRUE(all_close(y, expected,
+                              dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-6}));
       }
-      EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) { return F::interpolate(in[0], options); }, {leaf(x)}), "");
+      EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) { return F::interpolate(in[0], options); }, {leaf(x)}),
+                "");
     }
   }
 }
@@ -138,7 +143,8 @@ TEST(Interpolate, LinearAndTrilinear) {
   EXPECT_TRUE(all_close(y, expected));
 
   Tensor v = wave({1, 2, 3, 2, 4});
-  auto options = F::InterpolateFuncOptions().size(std::vector<int64_t>{4, 3, 3}).mode(ember::kTrilinear).align_corners(true);
+  auto options =
+      F::InterpolateFuncOptions().size(std::vector<int64_t>{4, 3, 3}).mode(ember::kTrilinear).align_corners(true);
   Tensor z = F::interpolate(v, options);
   const auto vs = values(v);
   std::vector<double> expected3;
@@ -162,27 +168,50 @@ TEST(Interpolate, LinearAndTrilinear) {
 TEST(Interpolate, SpotValuesFromPyTorch) {
   // torch.nn.functional.interpolate on x[i] = sin(0.37 i + 0.1) (PyTorch 2.15, float64).
   Tensor x = wave({1, 1, 3, 4});
-  Tensor bilinear = F::interpolate(x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{1.5, 1.5})
-                                          .mode(ember::kBilinear).align_corners(false));
+  Tensor bilinear = F::interpolate(x, F::InterpolateFuncOptions()
+                                          .scale_factor(std::vector<double>{1.5, 1.5})
+                                          .mode(ember::kBilinear)
+                                          .align_corners(false));
   EXPECT_EQ(bilinear.sizes(), (std::vector<int64_t>{1, 1, 4, 6}));
   EXPECT_NEAR(bilinear[0][0][1][2].item<double>(), 0.6988420471596498, 1e-12);
   EXPECT_NEAR(bilinear[0][0][3][5].item<double>(), -0.6409984647774799, 1e-12);
-  Tensor nearest_exact = F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 7})
-                                               .mode(ember::kNearestExact));
+  Tensor nearest_exact =
+      F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 7}).mode(ember::kNearestExact));
   EXPECT_NEAR(nearest_exact[0][0][1][3].item<double>(), -0.6118578909427193, 1e-12);
+}
+
+TEST(Interpolate, NearestGradientSumsTheCopies) {
+  // Each input position receives the gradients of the outputs that copied it.
+  Tensor x = leaf(wave({1, 2, 3}));
+  Tensor y = F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{7}));
+  Tensor g = uniform({1, 2, 7}, 60);
+  y.backward(g);
+  const auto gs = values(g);
+  std::vector<double> expected(6, 0.0);
+  for (int64_t p = 0; p < 2; ++p)
+    for (int64_t o = 0; o < 7; ++o) expected[p * 3 + nearest_source(o, 3, 7, 0)] += gs[p * 7 + o];
+  EXPECT_TRUE(all_close(x.grad(), expected));
+  EXPECT_EQ(gradcheck(
+                [](const std::vector<Tensor>& in) {
+                  return F::interpolate(in[0], F::InterpolateFuncOptions().scale_factor(std::vector<double>{1.5, 0.7}));
+                },
+                {leaf(wave({1, 2, 4, 5}))}),
+            "");
 }
 
 TEST(Interpolate, AreaEmptyBatchModuleAndErrors) {
   Tensor x = wave({1, 2, 4, 6});
-  EXPECT_TRUE(all_close(F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 3}).mode(ember::kArea)),
-                        values(ember::adaptive_avg_pool2d(x, {2, 3}))));
+  EXPECT_TRUE(
+      all_close(F::interpolate(x, F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 3}).mode(ember::kArea)),
+                values(ember::adaptive_avg_pool2d(x, {2, 3}))));
   EXPECT_EQ(F::interpolate(empty({0, 3, 4}), F::InterpolateFuncOptions().scale_factor(std::vector<double>{2})).sizes(),
             (std::vector<int64_t>{0, 3, 8}));
-  nn::Upsample up(nn::UpsampleOptions().scale_factor(std::vector<double>{2, 2}).mode(ember::kBilinear).align_corners(true));
+  nn::Upsample up(
+      nn::UpsampleOptions().scale_factor(std::vector<double>{2, 2}).mode(ember::kBilinear).align_corners(true));
   EXPECT_TRUE(all_close(up(x), values(F::interpolate(x, F::InterpolateFuncOptions()
-                                                             .scale_factor(std::vector<double>{2, 2})
-                                                             .mode(ember::kBilinear)
-                                                             .align_corners(true)))));
+                                                            .scale_factor(std::vector<double>{2, 2})
+                                                            .mode(ember::kBilinear)
+                                                            .align_corners(true)))));
   EXPECT_EQ(nn::Upsample(nn::UpsampleOptions().size(std::vector<int64_t>{3}))(wave({1, 1, 2})).sizes(),
             (std::vector<int64_t>{1, 1, 3}));
 
@@ -194,14 +223,20 @@ TEST(Interpolate, AreaEmptyBatchModuleAndErrors) {
       {"interpolate", "only one of size or scale_factor"});
   bad(F::InterpolateFuncOptions().size(std::vector<int64_t>{2}), {"interpolate", "size [2]", "2"});
   bad(F::InterpolateFuncOptions().scale_factor(std::vector<double>{2}), {"interpolate", "scale_factor", "1 values"});
-  bad(F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).mode(ember::kLinear), {"interpolate", "'linear'", "3-d"});
-  bad(F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).align_corners(true), {"interpolate", "align_corners", "'nearest'"});
+  bad(F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).mode(ember::kLinear),
+      {"interpolate", "'linear'", "3-d"});
+  bad(F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).align_corners(true),
+      {"interpolate", "align_corners", "'nearest'"});
   bad(F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 0}), {"interpolate", "greater than 0"});
-  bad(F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 0.1}), {"interpolate", "greater than 0", "scale_factor"});
+  bad(F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 0.1}),
+      {"interpolate", "greater than 0", "scale_factor"});
   bad(F::InterpolateFuncOptions().size(std::vector<int64_t>{2, 2}).mode(ember::kBicubic), {"interpolate", "bicubic"});
   EXPECT_TRUE(throws_error([] { F::InterpolateFuncOptions().mode(ember::kReLU); }, {"interpolate", "mode"}));
-  EXPECT_TRUE(throws_error([] { F::interpolate(zeros({2, 3}), F::InterpolateFuncOptions().size(std::vector<int64_t>{2})); },
-                           {"interpolate", "[2, 3]"}));
+  EXPECT_TRUE(throws_error(
+      [] {
+        F::interpolate(zeros({2, 3}), F::InterpolateFuncOptions().size(std::vector<int64_t>{2}));
+      },
+      {"interpolate", "[2, 3]"}));
   EXPECT_TRUE(throws_error([] { nn::Upsample(nn::UpsampleOptions().mode(ember::kArea)); }, {"Upsample", "'area'"}));
 }
 

@@ -122,11 +122,10 @@ TEST(MultiheadAttention, MatchesReferenceWithMasksAndKeyPadding) {
   auto [out, weights] = mha(query, key, value, padding, true, attn_mask);
   const auto am = values(attn_mask), pad = values(padding);
   auto chunk = [&](int64_t i) { return mha->in_proj_weight.narrow(0, i * E, E); };
-  const MhaReference r = mha_reference(query, key, value, H, chunk(0), chunk(1), chunk(2), mha->in_proj_bias,
-                                       mha->out_proj->weight, mha->out_proj->bias, {}, {}, false,
-                                       [&](int64_t n, int64_t, int64_t l, int64_t s) {
-                                         return am[l * S + s] + (pad[n * S + s] ? -kInf : 0.0);
-                                       });
+  const MhaReference r = mha_reference(
+      query, key, value, H, chunk(0), chunk(1), chunk(2), mha->in_proj_bias, mha->out_proj->weight, mha->out_proj->bias,
+      {}, {}, false,
+      [&](int64_t n, int64_t, int64_t l, int64_t s) { return am[l * S + s] + (pad[n * S + s] ? -kInf : 0.0); });
   EXPECT_TRUE(all_close(out, r.output));
   EXPECT_EQ(weights.sizes(), (std::vector<int64_t>{N, L, S}));
   EXPECT_TRUE(all_close(weights, head_average(r.weights, N, H, L, S)));
@@ -143,17 +142,16 @@ TEST(MultiheadAttention, MatchesReferenceWithMasksAndKeyPadding) {
     bool_mask.view({N * H * L, S})[row][row % S].fill_(false);
   }
   const auto bm = values(bool_mask);
-  const MhaReference rb = mha_reference(query, key, value, H, chunk(0), chunk(1), chunk(2), mha->in_proj_bias,
-                                        mha->out_proj->weight, mha->out_proj->bias, {}, {}, false,
-                                        [&](int64_t n, int64_t h, int64_t l, int64_t s) {
-                                          return bm[((n * H + h) * L + l) * S + s] ? -kInf : 0.0;
-                                        });
+  const MhaReference rb = mha_reference(
+      query, key, value, H, chunk(0), chunk(1), chunk(2), mha->in_proj_bias, mha->out_proj->weight, mha->out_proj->bias,
+      {}, {}, false,
+      [&](int64_t n, int64_t h, int64_t l, int64_t s) { return bm[((n * H + h) * L + l) * S + s] ? -kInf : 0.0; });
   EXPECT_TRUE(all_close(std::get<0>(mha(query, key, value, Tensor(), true, bool_mask)), rb.output));
   EXPECT_TRUE(all_close(std::get<0>(mha(query, key, value, Tensor(), false, bool_mask)), rb.output, {1e-10, 1e-10}));
   // float32 against the float64 reference.
   mha->to(kFloat32);
-  auto [out32, weights32] = mha(query.to(kFloat32), key.to(kFloat32), value.to(kFloat32), padding, true,
-                                attn_mask.to(kFloat32));
+  auto [out32, weights32] =
+      mha(query.to(kFloat32), key.to(kFloat32), value.to(kFloat32), padding, true, attn_mask.to(kFloat32));
   EXPECT_TRUE(all_close(out32, r.output, {1e-5, 1e-5}));
   EXPECT_TRUE(all_close(weights32, head_average(r.weights, N, H, L, S), {1e-5, 1e-6}));
 }
@@ -171,11 +169,10 @@ TEST(MultiheadAttention, KdimVdimBiasKvZeroAttnBatchFirstAndUnbatched) {
   Tensor padding = testutil::make({0, 1, 0, 0, 0, 1}, {N, S}, kBool);
   auto [out, weights] = mha(query, key, value, padding);
   const auto pad = values(padding);
-  const MhaReference r =
-      mha_reference(query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), H, mha->q_proj_weight,
-                    mha->k_proj_weight, mha->v_proj_weight, mha->in_proj_bias, mha->out_proj->weight,
-                    mha->out_proj->bias, mha->bias_k, mha->bias_v, true,
-                    [&](int64_t n, int64_t, int64_t, int64_t s) { return s < S && pad[n * S + s] ? -kInf : 0.0; });
+  const MhaReference r = mha_reference(
+      query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), H, mha->q_proj_weight, mha->k_proj_weight,
+      mha->v_proj_weight, mha->in_proj_bias, mha->out_proj->weight, mha->out_proj->bias, mha->bias_k, mha->bias_v, true,
+      [&](int64_t n, int64_t, int64_t, int64_t s) { return s < S && pad[n * S + s] ? -kInf : 0.0; });
   EXPECT_EQ(out.sizes(), (std::vector<int64_t>{N, L, 4}));
   EXPECT_TRUE(all_close(out.transpose(0, 1), r.output));
   EXPECT_TRUE(all_close(weights, head_average(r.weights, N, H, L, S + 2)));
@@ -184,35 +181,57 @@ TEST(MultiheadAttention, KdimVdimBiasKvZeroAttnBatchFirstAndUnbatched) {
   EXPECT_TRUE(all_close(single, values(out[1])));
   EXPECT_TRUE(all_close(single_weights, values(weights[1])));
 
-  EXPECT_EQ(gradcheck(
-                [&](const std::vector<Tensor>& in) {
-                  return std::get<0>(F::multi_head_attention_forward(
-                      in[0], in[1], in[2],
-                      F::MultiheadAttentionForwardFuncOptions(4, 2, {}, in[3], in[4], in[5], true, 0.0, in[6], {})
-                          .use_separate_proj_weight(true)
-                          .q_proj_weight(in[7])
-                          .k_proj_weight(in[8])
-                          .v_proj_weight(in[9])));
-                },
-                {leaf(uniform({L, N, 4}, 24)), leaf(uniform({S, N, 3}, 25)), leaf(uniform({S, N, 5}, 26)),
-                 leaf(uniform({12}, 27)), leaf(uniform({1, 1, 4}, 28)), leaf(uniform({1, 1, 4}, 29)),
-                 leaf(uniform({4, 4}, 30)), leaf(uniform({4, 4}, 31)), leaf(uniform({4, 3}, 32)),
-                 leaf(uniform({4, 5}, 33))}),
-            "");
+  EXPECT_EQ(
+      gradcheck(
+          [&](const std::vector<Tensor>& in) {
+            return std::get<0>(F::multi_head_attention_forward(
+                in[0], in[1], in[2],
+                F::MultiheadAttentionForwardFuncOptions(4, 2, {}, in[3], in[4], in[5], true, 0.0, in[6], {})
+                    .use_separate_proj_weight(true)
+                    .q_proj_weight(in[7])
+                    .k_proj_weight(in[8])
+                    .v_proj_weight(in[9])));
+          },
+          {leaf(uniform({L, N, 4}, 24)), leaf(uniform({S, N, 3}, 25)), leaf(uniform({S, N, 5}, 26)),
+           leaf(uniform({12}, 27)), leaf(uniform({1, 1, 4}, 28)), leaf(uniform({1, 1, 4}, 29)),
+           leaf(uniform({4, 4}, 30)), leaf(uniform({4, 4}, 31)), leaf(uniform({4, 3}, 32)), leaf(uniform({4, 5}, 33))}),
+      "");
+}
+
+TEST(MultiheadAttention, EmptyBatch) {
+  nn::MultiheadAttention mha(4, 2);
+  Tensor x = empty({3, 0, 4});
+  auto [out, weights] = mha(x, x, x);
+  EXPECT_EQ(out.sizes(), (std::vector<int64_t>{3, 0, 4}));
+  EXPECT_EQ(weights.sizes(), (std::vector<int64_t>{0, 3, 3}));
 }
 
 TEST(MultiheadAttention, ArgumentErrors) {
-  EXPECT_TRUE(throws_error([] { nn::MultiheadAttention(5, 2); }, {"MultiheadAttention", "embed_dim (5)", "num_heads (2)"}));
+  EXPECT_TRUE(
+      throws_error([] { nn::MultiheadAttention(5, 2); }, {"MultiheadAttention", "embed_dim (5)", "num_heads (2)"}));
   nn::MultiheadAttention mha(4, 2);
   Tensor x = zeros({3, 2, 4});
-  EXPECT_TRUE(throws_error([&] { mha(x, x, x, Tensor(), true, zeros({3, 5})); },
-                           {"multi_head_attention_forward", "attn_mask", "[3, 3]", "[3, 5]"}));
-  EXPECT_TRUE(throws_error([&] { mha(x, x, x, zeros({2, 4}, kBool)); },
-                           {"multi_head_attention_forward", "key_padding_mask", "[2, 3]", "[2, 4]"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        mha(x, x, x, Tensor(), true, zeros({3, 5}));
+      },
+      {"multi_head_attention_forward", "attn_mask", "[3, 3]", "[3, 5]"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        mha(x, x, x, zeros({2, 4}, kBool));
+      },
+      {"multi_head_attention_forward", "key_padding_mask", "[2, 3]", "[2, 4]"}));
   EXPECT_TRUE(throws_error([&] { mha(x, zeros({3, 2, 5}), x); }, {"multi_head_attention_forward", "embed_dim (4)"}));
-  EXPECT_TRUE(throws_error([&] { mha(zeros({3, 2, 6}), x, x); }, {"multi_head_attention_forward", "6", "embed_dim_to_check 4"}));
-  EXPECT_TRUE(throws_error([&] { mha(x, x, x, Tensor(), true, zeros({3, 3}, kInt64)); },
-                           {"multi_head_attention_forward", "attn_mask", "bool or floating", "int64"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        mha(zeros({3, 2, 6}), x, x);
+      },
+      {"multi_head_attention_forward", "6", "embed_dim_to_check 4"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        mha(x, x, x, Tensor(), true, zeros({3, 3}, kInt64));
+      },
+      {"multi_head_attention_forward", "attn_mask", "bool or floating", "int64"}));
 }
 
 // The encoder layer written out from MultiheadAttention, Linear and LayerNorm (eval: no dropout).
@@ -243,7 +262,8 @@ TEST(Transformer, EncoderLayerPostAndPreNormReluAndGelu) {
       layer->eval();
       Tensor src = uniform({3, 2, 4}, 41);
       Tensor mask = nn::TransformerImpl::generate_square_subsequent_mask(3).to(kFloat64);
-      EXPECT_TRUE(all_close(layer(src, mask), values(encoder_layer_reference(*layer, src, mask, gelu)), {1e-10, 1e-10}));
+      EXPECT_TRUE(
+          all_close(layer(src, mask), values(encoder_layer_reference(*layer, src, mask, gelu)), {1e-10, 1e-10}));
     }
   }
   nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(6).dropout(0));
@@ -252,15 +272,54 @@ TEST(Transformer, EncoderLayerPostAndPreNormReluAndGelu) {
   EXPECT_EQ(layer->named_parameters().size(), 12u);  // attn 4 + linear 4 + norms 4
 }
 
+// The decoder layer written out from its pieces (eval: no dropout).
+Tensor decoder_layer_reference(nn::TransformerDecoderLayerImpl& layer, const Tensor& tgt, const Tensor& memory,
+                               const Tensor& tgt_mask, const Tensor& memory_padding) {
+  auto sa = [&](const Tensor& x) { return std::get<0>(layer.self_attn(x, x, x, Tensor(), true, tgt_mask)); };
+  auto ca = [&](const Tensor& x) { return std::get<0>(layer.multihead_attn(x, memory, memory, memory_padding)); };
+  auto ff = [&](const Tensor& x) { return layer.linear2(ember::relu(layer.linear1(x))); };
+  if (layer.options.norm_first()) {
+    Tensor x = tgt + sa(layer.norm1(tgt));
+    x = x + ca(layer.norm2(x));
+    return x + ff(layer.norm3(x));
+  }
+  Tensor x = layer.norm1(tgt + sa(tgt));
+  x = layer.norm2(x + ca(x));
+  return layer.norm3(x + ff(x));
+}
+
+TEST(Transformer, DecoderLayerPostAndPreNorm) {
+  for (bool norm_first : {false, true}) {
+    SCOPED_TRACE(norm_first ? "pre-norm" : "post-norm");
+    nn::TransformerDecoderLayer layer(
+        nn::TransformerDecoderLayerOptions(4, 2).dim_feedforward(5).norm_first(norm_first).batch_first(true));
+    layer->to(kFloat64);
+    randomize(*layer, 70);
+    layer->eval();
+    Tensor tgt = uniform({2, 3, 4}, 71), memory = uniform({2, 5, 4}, 72);
+    Tensor tgt_mask = nn::TransformerImpl::generate_square_subsequent_mask(3).to(kFloat64);
+    Tensor padding = testutil::make({0, 0, 0, 1, 1, 0, 0, 0, 0, 0}, {2, 5}, kBool);
+    EXPECT_TRUE(all_close(layer(tgt, memory, tgt_mask, Tensor(), Tensor(), padding),
+                          values(decoder_layer_reference(*layer, tgt, memory, tgt_mask, padding)), {1e-10, 1e-10}));
+    EXPECT_EQ(layer->named_parameters().size(), 18u);
+  }
+  nn::TransformerDecoderLayer layer(nn::TransformerDecoderLayerOptions(4, 2).dim_feedforward(5).dropout(0));
+  layer->to(kFloat64);
+  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) { return layer(in[0], in[1]); },
+                      {leaf(uniform({3, 2, 4}, 73)), leaf(uniform({4, 2, 4}, 74))}),
+            "");
+}
+
 TEST(Transformer, StacksCopyTheLayerAndTransformerRuns) {
   nn::TransformerEncoderLayer prototype(nn::TransformerEncoderLayerOptions(4, 2).dim_feedforward(6));
-  nn::TransformerEncoder encoder(nn::TransformerEncoderOptions(prototype, 2).norm(nn::AnyModule(nn::LayerNorm(nn::LayerNormOptions({4})))));
+  nn::TransformerEncoder encoder(
+      nn::TransformerEncoderOptions(prototype, 2).norm(nn::AnyModule(nn::LayerNorm(nn::LayerNormOptions({4})))));
   const auto names = encoder->named_parameters().keys();
   EXPECT_EQ(names.front(), "layers.0.self_attn.in_proj_weight");
   EXPECT_EQ(names.back(), "norm.bias");
   // Copies start equal to the prototype and are independent tensors.
-  EXPECT_TRUE(all_close(encoder->named_parameters()["layers.1.linear1.weight"], values(prototype->linear1->weight),
-                        {0, 0}));
+  EXPECT_TRUE(
+      all_close(encoder->named_parameters()["layers.1.linear1.weight"], values(prototype->linear1->weight), {0, 0}));
   EXPECT_NE(encoder->named_parameters()["layers.0.linear1.weight"].data_ptr(),
             encoder->named_parameters()["layers.1.linear1.weight"].data_ptr());
   encoder->eval();

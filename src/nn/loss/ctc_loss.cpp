@@ -1,6 +1,8 @@
 // F::ctc_loss: argument checks as PyTorch's (aten/src/ATen/native/LossCTC.cpp), the kernels
 // of src/cpu/ctc_loss.h for the per-sequence losses and their gradient, then the reduction
 // (kMean: each loss over its target length, at least 1, then the mean) from ordinary ops.
+#include "cpu/ctc_loss.h"
+
 #include <algorithm>
 #include <limits>
 #include <memory>
@@ -8,7 +10,6 @@
 #include "autograd/function.h"
 #include "core/record_op.h"
 #include "core/tensor_impl.h"
-#include "cpu/ctc_loss.h"
 #include "ember/autograd.h"
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
@@ -55,7 +56,8 @@ Tensor ctc_sequence_losses(const Tensor& log_probs, const cpu::CTCProblem& probl
   autograd::SavedTensor saved_x(x), saved_nll(nll, true), saved_alpha(log_alpha);
   autograd::record("CtcLossBackward", {log_probs}, {nll},
                    [=](std::vector<Tensor>& grads, const std::vector<bool>&) -> std::vector<Tensor> {
-                     EMBER_CHECK(!is_grad_enabled(), "ctc_loss", "double backward (create_graph=true) is not supported");
+                     EMBER_CHECK(!is_grad_enabled(), "ctc_loss",
+                                 "double backward (create_graph=true) is not supported");
                      const Tensor g = grads[0].to(dtype).contiguous();
                      const Tensor lp = saved_x.get();
                      Tensor grad = core::make_tensor(lp.sizes(), dtype);
@@ -111,8 +113,9 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   } else {
     EMBER_CHECK(targets.dim() == 2 && targets.size(0) == N, op, "padded targets must be [N, S] with N = ", N,
                 ", got shape ", targets.sizes());
-    EMBER_CHECK(targets.size(1) >= max_target_length, op, "padded targets [N, S] need S >= max(target_lengths) = ",
-                max_target_length, ", got S = ", targets.size(1));
+    EMBER_CHECK(targets.size(1) >= max_target_length, op,
+                "padded targets [N, S] need S >= max(target_lengths) = ", max_target_length,
+                ", got S = ", targets.size(1));
     for (int64_t b = 0; b < N; ++b) offsets[b] = b * targets.size(1);
   }
   const int64_t* label_data = flat_targets.data_ptr<int64_t>();
@@ -139,8 +142,10 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
     losses = where(losses == std::numeric_limits<double>::infinity(), zeros({}, compute), losses);
   }
   switch (options.reduction()) {
-    case kNone: return losses.to(dtype);
-    case kSum: return losses.sum().to(dtype);
+    case kNone:
+      return losses.to(dtype);
+    case kSum:
+      return losses.sum().to(dtype);
     default: {
       Tensor divisors = tensor(std::vector<int64_t>(tg_lengths.begin(), tg_lengths.end())).clamp_min(1).to(compute);
       return (losses / divisors).mean().to(dtype);

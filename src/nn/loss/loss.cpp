@@ -238,8 +238,9 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options, double beta) {
-  EMBER_CHECK(!options.beta().has_value(), "smooth_l1_loss", "expected beta not to be set in options when given apart, ",
-              "but options.beta() is ", options.beta().value_or(0), " and beta is ", beta);
+  EMBER_CHECK(!options.beta().has_value(), "smooth_l1_loss",
+              "expected beta not to be set in options when given apart, but options.beta() is ",
+              options.beta().value_or(0), " and beta is ", beta);
   return smooth_l1_loss(input, target, SmoothL1LossFuncOptions(options).beta(beta));
 }
 
@@ -292,7 +293,8 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
   Tensor squared_norm2 = (input2 * input2).sum({target_dim}) + kEpsilon;
   Tensor cosine = dot / (squared_norm1 * squared_norm2).sqrt();
   Tensor zero = zeros_like(cosine);
-  Tensor loss = where(target == 1, 1 - cosine, zero) + where(target == -1, (cosine - options.margin()).clamp_min(0), zero);
+  Tensor loss =
+      where(target == 1, 1 - cosine, zero) + where(target == -1, (cosine - options.margin()).clamp_min(0), zero);
   return reduce(loss, options.reduction(), op);
 }
 

@@ -24,8 +24,8 @@ Tensor InstanceNormNdImpl<D>::forward(const Tensor& input) {
               "-d (unbatched) or ", D + 2, "-d input, got ", input.defined() ? input.sizes() : std::vector<int64_t>{});
   const bool unbatched = rank == static_cast<int64_t>(D) + 1;
   const Tensor batched = unbatched ? input.unsqueeze(0) : input;
-  EMBER_CHECK(!options.affine() || batched.size(1) == options.num_features(), name, "expected ",
-              options.num_features(), " channels (num_features), got input ", input.sizes());
+  EMBER_CHECK(!options.affine() || batched.size(1) == options.num_features(), name, "expected ", options.num_features(),
+              " channels (num_features), got input ", input.sizes());
   Tensor out = functional::instance_norm(batched, InstanceNormFuncOptions()
                                                       .running_mean(running_mean)
                                                       .running_var(running_var)

@@ -51,7 +51,8 @@ void RMSNormImpl::pretty_print(std::ostream& stream) const {
 
 GroupNormImpl::GroupNormImpl(const GroupNormOptions& options_) : options(options_) {
   EMBER_CHECK(options.num_groups() > 0 && options.num_channels() % options.num_groups() == 0, "GroupNorm",
-              "num_channels (", options.num_channels(), ") must be divisible by num_groups (", options.num_groups(), ")");
+              "num_channels (", options.num_channels(), ") must be divisible by num_groups (", options.num_groups(),
+              ")");
   if (options.affine()) {
     weight = register_parameter("weight", ember::empty({options.num_channels()}));
     bias = register_parameter("bias", ember::empty({options.num_channels()}));

@@ -86,8 +86,7 @@ Tensor feed_forward(const TransformerActivation& activation, Linear& linear1, Dr
 }
 
 void check_layer_options(const TransformerEncoderLayerOptions& options, const char* name) {
-  EMBER_CHECK(options.dim_feedforward() > 0, name, "dim_feedforward must be positive, got ",
-              options.dim_feedforward());
+  EMBER_CHECK(options.dim_feedforward() > 0, name, "dim_feedforward must be positive, got ", options.dim_feedforward());
 }
 
 // A copy of `prototype` with the same parameter and buffer values (libtorch's clone()).
@@ -107,8 +106,9 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncode
   check_layer_options(options, "TransformerEncoderLayer");
   const int64_t d = options.d_model();
   self_attn = register_module(
-      "self_attn", MultiheadAttention(
-                       MultiheadAttentionOptions(d, options.nhead()).dropout(options.dropout()).batch_first(options.batch_first())));
+      "self_attn",
+      MultiheadAttention(
+          MultiheadAttentionOptions(d, options.nhead()).dropout(options.dropout()).batch_first(options.batch_first())));
   linear1 = register_module("linear1", Linear(d, options.dim_feedforward()));
   dropout = register_module("dropout", Dropout(options.dropout()));
   linear2 = register_module("linear2", Linear(options.dim_feedforward(), d));
@@ -123,9 +123,7 @@ Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src
   auto self_attention = [&](const Tensor& x) {
     return dropout1(std::get<0>(self_attn(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask)));
   };
-  auto ff = [&](const Tensor& x) {
-    return dropout2(feed_forward(options.activation(), linear1, dropout, linear2, x));
-  };
+  auto ff = [&](const Tensor& x) { return dropout2(feed_forward(options.activation(), linear1, dropout, linear2, x)); };
   Tensor x = src;
   if (options.norm_first()) {
     x = x + self_attention(norm1(x));
@@ -165,9 +163,7 @@ Tensor TransformerDecoderLayerImpl::forward(const Tensor& tgt, const Tensor& mem
   auto cross_attention = [&](const Tensor& x) {
     return dropout2(std::get<0>(multihead_attn(x, memory, memory, memory_key_padding_mask, false, memory_mask)));
   };
-  auto ff = [&](const Tensor& x) {
-    return dropout3(feed_forward(options.activation(), linear1, dropout, linear2, x));
-  };
+  auto ff = [&](const Tensor& x) { return dropout3(feed_forward(options.activation(), linear1, dropout, linear2, x)); };
   Tensor x = tgt;
   if (options.norm_first()) {
     x = x + self_attention(norm1(x));
@@ -227,13 +223,13 @@ TransformerImpl::TransformerImpl(TransformerOptions options_) : options(std::mov
                            .norm_first(options.norm_first());
   auto final_norm = [&] { return LayerNorm(LayerNormOptions({options.d_model()}).eps(options.layer_norm_eps())); };
   encoder = register_module(
-      "encoder", TransformerEncoder(TransformerEncoderOptions(TransformerEncoderLayer(layer_options),
-                                                              options.num_encoder_layers())
-                                        .norm(AnyModule(final_norm()))));
+      "encoder",
+      TransformerEncoder(TransformerEncoderOptions(TransformerEncoderLayer(layer_options), options.num_encoder_layers())
+                             .norm(AnyModule(final_norm()))));
   decoder = register_module(
-      "decoder", TransformerDecoder(TransformerDecoderOptions(TransformerDecoderLayer(layer_options),
-                                                              options.num_decoder_layers())
-                                        .norm(AnyModule(final_norm()))));
+      "decoder",
+      TransformerDecoder(TransformerDecoderOptions(TransformerDecoderLayer(layer_options), options.num_decoder_layers())
+                             .norm(AnyModule(final_norm()))));
   for (Tensor& p : parameters())
     if (p.dim() > 1) init::xavier_uniform_(p);
 }

@@ -23,7 +23,8 @@ void UpsampleImpl::pretty_print(std::ostream& stream) const {
   stream << "Upsample(";
   if (options.scale_factor()) {
     stream << "scale_factor=[";
-    for (size_t i = 0; i < options.scale_factor()->size(); ++i) stream << (i ? ", " : "") << (*options.scale_factor())[i];
+    for (size_t i = 0; i < options.scale_factor()->size(); ++i)
+      stream << (i ? ", " : "") << (*options.scale_factor())[i];
     stream << "]";
   } else if (options.size()) {
     stream << "size=" << IntArrayRef(*options.size());

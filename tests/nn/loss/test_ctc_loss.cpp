@@ -112,7 +112,8 @@ TEST(CTCLoss, MatchesBruteForceSumOverAlignments) {
   const auto tg_lengths = target_lengths_of(p.targets);
   for (ScalarType dtype : {kFloat64, kFloat32}) {
     SCOPED_TRACE(dtype_name(dtype));
-    const testutil::Tolerance tol = dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-6};
+    const testutil::Tolerance tol =
+        dtype == kFloat64 ? testutil::Tolerance{1e-12, 1e-12} : testutil::Tolerance{1e-5, 1e-6};
     Tensor x = p.log_probs.to(dtype).clone().requires_grad_(true);
     Tensor losses = F::ctc_loss(x, padded_targets(p.targets, 3), lengths(p.input_lengths), lengths(tg_lengths),
                                 F::CTCLossFuncOptions().reduction(kNone));
@@ -148,8 +149,9 @@ TEST(CTCLoss, OtherBlankAndUnbatched) {
   const std::vector<int64_t> target = {0, 2};
   const BruteForce bf = brute_force(per_sequence(log_probs)[0], 4, target, /*blank=*/1);
   Tensor x = log_probs.squeeze(1).clone().requires_grad_(true);  // [T, C], unbatched
-  Tensor loss = F::ctc_loss(x, tensor(target), tensor(std::vector<int64_t>{4}).reshape({}),
-                            tensor(std::vector<int64_t>{2}).reshape({}), F::CTCLossFuncOptions().blank(1).reduction(kNone));
+  Tensor loss =
+      F::ctc_loss(x, tensor(target), tensor(std::vector<int64_t>{4}).reshape({}),
+                  tensor(std::vector<int64_t>{2}).reshape({}), F::CTCLossFuncOptions().blank(1).reduction(kNone));
   EXPECT_EQ(loss.dim(), 0);
   EXPECT_TRUE(all_close(loss, {bf.nll}));
   loss.backward();
@@ -166,8 +168,8 @@ TEST(CTCLoss, ImpossibleAlignmentsAndZeroInfinity) {
   EXPECT_TRUE(all_close(losses, {kInf, possible.nll, 0.0}));
 
   Tensor x = log_probs.clone().requires_grad_(true);
-  Tensor zeroed = F::ctc_loss(x, targets, in_lengths, tg_lengths,
-                              F::CTCLossFuncOptions().zero_infinity(true).reduction(kSum));
+  Tensor zeroed =
+      F::ctc_loss(x, targets, in_lengths, tg_lengths, F::CTCLossFuncOptions().zero_infinity(true).reduction(kSum));
   EXPECT_TRUE(all_close(zeroed, {possible.nll}));
   zeroed.backward();
   std::vector<double> expected_grad(27, 0.0);
@@ -176,12 +178,27 @@ TEST(CTCLoss, ImpossibleAlignmentsAndZeroInfinity) {
   EXPECT_TRUE(all_close(x.grad(), expected_grad));
 }
 
+TEST(CTCLoss, EmptyBatch) {
+  Tensor x = empty({4, 0, 3}, kFloat64).requires_grad_(true);
+  Tensor none = F::ctc_loss(x, empty({0, 2}, kInt64), empty({0}, kInt64), empty({0}, kInt64),
+                            F::CTCLossFuncOptions().reduction(kNone));
+  EXPECT_EQ(none.sizes(), (std::vector<int64_t>{0}));
+  Tensor sum = F::ctc_loss(x, empty({0, 2}, kInt64), empty({0}, kInt64), empty({0}, kInt64),
+                           F::CTCLossFuncOptions().reduction(kSum));
+  EXPECT_TRUE(all_close(sum, {0.0}));
+  sum.backward();
+  EXPECT_EQ(x.grad().sizes(), (std::vector<int64_t>{4, 0, 3}));
+}
+
 TEST(CTCLoss, GradcheckThroughLogSoftmax) {
   Tensor logits = leaf(uniform({4, 2, 3}, 7, -1, 1));
   Tensor targets = padded_targets({{1, 2}, {2}}, 2);
-  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) {
-              return F::ctc_loss(in[0].log_softmax(2), targets, lengths({4, 3}), lengths({2, 1}));
-            }, {logits}), "");
+  EXPECT_EQ(gradcheck(
+                [&](const std::vector<Tensor>& in) {
+                  return F::ctc_loss(in[0].log_softmax(2), targets, lengths({4, 3}), lengths({2, 1}));
+                },
+                {logits}),
+            "");
 }
 
 TEST(CTCLoss, ArgumentErrors) {
@@ -190,26 +207,61 @@ TEST(CTCLoss, ArgumentErrors) {
   auto ctc = [&](const Tensor& log_probs, const Tensor& t, const Tensor& il, const Tensor& tl, int64_t blank = 0) {
     return F::ctc_loss(log_probs, t, il, tl, F::CTCLossFuncOptions().blank(blank));
   };
-  EXPECT_TRUE(throws_error([&] { ctc(zeros({4, 3}).unsqueeze(0).unsqueeze(0), targets, lengths({4, 3}), lengths({2, 1})); },
-                           {"ctc_loss", "log_probs", "[1, 1, 4, 3]"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, targets, lengths({5, 3}), lengths({2, 1})); },
-                           {"ctc_loss", "input_lengths[0] = 5", "[0, 4]"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, targets, lengths({4}), lengths({2, 1})); }, {"ctc_loss", "input_lengths", "[1]"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, targets, lengths({4, 3}), lengths({3, 1})); },
-                           {"ctc_loss", "max(target_lengths) = 3", "S = 2"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, targets, lengths({4, 3}), lengths({2, -1})); },
-                           {"ctc_loss", "target_lengths[1] = -1"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, targets, lengths({4, 3}), lengths({2, 1}), 3); }, {"ctc_loss", "blank 3", "[0, 3)"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, padded_targets({{1, 5}, {2}}, 2), lengths({4, 3}), lengths({2, 1})); },
-                           {"ctc_loss", "target 5", "sequence 0"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, tensor(std::vector<int64_t>{1, 2}), lengths({4, 3}), lengths({2, 1})); },
-                           {"ctc_loss", "sum(target_lengths) = 3", "got 2"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, targets.to(kFloat32), lengths({4, 3}), lengths({2, 1})); },
-                           {"ctc_loss", "targets", "integer", "float32"}));
-  EXPECT_TRUE(throws_error([&] { ctc(lp, targets, lengths({4, 3}).to(kFloat64), lengths({2, 1})); },
-                           {"ctc_loss", "input_lengths", "integer"}));
-  EXPECT_TRUE(throws_error([&] { ember::ctc_loss(lp, targets, lengths({4, 3}), lengths({2, 1}), 0, 5); },
-                           {"ctc_loss", "reduction", "5"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(zeros({4, 3}).unsqueeze(0).unsqueeze(0), targets, lengths({4, 3}), lengths({2, 1}));
+      },
+      {"ctc_loss", "log_probs", "[1, 1, 4, 3]"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, targets, lengths({5, 3}), lengths({2, 1}));
+      },
+      {"ctc_loss", "input_lengths[0] = 5", "[0, 4]"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, targets, lengths({4}), lengths({2, 1}));
+      },
+      {"ctc_loss", "input_lengths", "[1]"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, targets, lengths({4, 3}), lengths({3, 1}));
+      },
+      {"ctc_loss", "max(target_lengths) = 3", "S = 2"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, targets, lengths({4, 3}), lengths({2, -1}));
+      },
+      {"ctc_loss", "target_lengths[1] = -1"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, targets, lengths({4, 3}), lengths({2, 1}), 3);
+      },
+      {"ctc_loss", "blank 3", "[0, 3)"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, padded_targets({{1, 5}, {2}}, 2), lengths({4, 3}), lengths({2, 1}));
+      },
+      {"ctc_loss", "target 5", "sequence 0"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, tensor(std::vector<int64_t>{1, 2}), lengths({4, 3}), lengths({2, 1}));
+      },
+      {"ctc_loss", "sum(target_lengths) = 3", "got 2"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, targets.to(kFloat32), lengths({4, 3}), lengths({2, 1}));
+      },
+      {"ctc_loss", "targets", "integer", "float32"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ctc(lp, targets, lengths({4, 3}).to(kFloat64), lengths({2, 1}));
+      },
+      {"ctc_loss", "input_lengths", "integer"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        ember::ctc_loss(lp, targets, lengths({4, 3}), lengths({2, 1}), 0, 5);
+      },
+      {"ctc_loss", "reduction", "5"}));
 }
 
 }  // namespace

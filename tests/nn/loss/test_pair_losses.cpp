@@ -33,28 +33,28 @@ struct PointwiseLoss {
 
 std::vector<PointwiseLoss> pointwise_losses() {
   auto smooth_l1 = [](double beta) {
-    return PointwiseLoss{
-        "smooth_l1",
-        [beta](const Tensor& x, const Tensor& y, Reduction r) {
-          return F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions(r).beta(beta));
-        },
-        [beta](double x, double y) {
-          const double z = std::abs(x - y);
-          return z < beta ? 0.5 * z * z / beta : z - 0.5 * beta;
-        },
-        [beta](double x, double y) {
-          const double d = x - y;
-          return d <= -beta ? -1.0 : d >= beta ? 1.0 : d / beta;
-        },
-        [beta](double x, double y) {
-          const double d = x - y;
-          return d <= -beta ? 1.0 : d >= beta ? -1.0 : -d / beta;
-        }};
+    return PointwiseLoss{"smooth_l1",
+                         [beta](const Tensor& x, const Tensor& y, Reduction r) {
+                           return F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions(r).beta(beta));
+                         },
+                         [beta](double x, double y) {
+                           const double z = std::abs(x - y);
+                           return z < beta ? 0.5 * z * z / beta : z - 0.5 * beta;
+                         },
+                         [beta](double x, double y) {
+                           const double d = x - y;
+                           return d <= -beta ? -1.0 : d >= beta ? 1.0 : d / beta;
+                         },
+                         [beta](double x, double y) {
+                           const double d = x - y;
+                           return d <= -beta ? 1.0 : d >= beta ? -1.0 : -d / beta;
+                         }};
   };
   return {
       smooth_l1(1.0),
       smooth_l1(0.3),
-      {"huber", [](const Tensor& x, const Tensor& y, Reduction r) {
+      {"huber",
+       [](const Tensor& x, const Tensor& y, Reduction r) {
          return F::huber_loss(x, y, F::HuberLossFuncOptions(r).delta(0.7));
        },
        [](double x, double y) {
@@ -69,7 +69,8 @@ std::vector<PointwiseLoss> pointwise_losses() {
          const double d = x - y;
          return d < -0.7 ? 0.7 : d > 0.7 ? -0.7 : -d;
        }},
-      {"bce", [](const Tensor& x, const Tensor& y, Reduction r) {
+      {"bce",
+       [](const Tensor& x, const Tensor& y, Reduction r) {
          return F::binary_cross_entropy(x, y, F::BinaryCrossEntropyFuncOptions().reduction(r));
        },
        [](double x, double y) {
@@ -127,24 +128,27 @@ TEST(PointwiseLosses, BCEWeightAndSaturation) {
   Tensor w = testutil::make({2.0, 0.5}, {2}, kFloat64);  // broadcast over the rows
   nn::BCELoss loss(nn::BCELossOptions().weight(w).reduction(kNone));
   // log(0) clamps to -100.
-  EXPECT_TRUE(all_close(loss(x, y), {2 * 100.0, 0.0, -2 * std::log(0.7),
-                                     -0.5 * (0.5 * std::log(0.8) + 0.5 * std::log(0.2))}));
+  EXPECT_TRUE(
+      all_close(loss(x, y), {2 * 100.0, 0.0, -2 * std::log(0.7), -0.5 * (0.5 * std::log(0.8) + 0.5 * std::log(0.2))}));
   EXPECT_EQ(loss->named_buffers().size(), 1u);
   EXPECT_TRUE(all_close(ember::binary_cross_entropy(x, y, w, 2), values(loss(x, y).sum())));
-  EXPECT_TRUE(all_close(ember::binary_cross_entropy(x, y, {}, ember::Reduction::Mean),
-                        values(F::binary_cross_entropy(x, y))));
-  EXPECT_TRUE(throws_error([&] { F::binary_cross_entropy(x + 0.5, y); }, {"binary_cross_entropy", "between 0 and 1", "1.5"}));
-  EXPECT_TRUE(throws_error([&] { F::binary_cross_entropy(x, y.reshape({4})); },
-                           {"binary_cross_entropy", "[4]", "[2, 2]"}));
-  EXPECT_TRUE(throws_error([&] { F::binary_cross_entropy(x, y, F::BinaryCrossEntropyFuncOptions().weight(zeros({3}))); },
-                           {"binary_cross_entropy", "weight", "[3]"}));
+  EXPECT_TRUE(
+      all_close(ember::binary_cross_entropy(x, y, {}, ember::Reduction::Mean), values(F::binary_cross_entropy(x, y))));
+  EXPECT_TRUE(
+      throws_error([&] { F::binary_cross_entropy(x + 0.5, y); }, {"binary_cross_entropy", "between 0 and 1", "1.5"}));
+  EXPECT_TRUE(
+      throws_error([&] { F::binary_cross_entropy(x, y.reshape({4})); }, {"binary_cross_entropy", "[4]", "[2, 2]"}));
+  EXPECT_TRUE(
+      throws_error([&] { F::binary_cross_entropy(x, y, F::BinaryCrossEntropyFuncOptions().weight(zeros({3}))); },
+                   {"binary_cross_entropy", "weight", "[3]"}));
 }
 
 TEST(PointwiseLosses, ModulesAndEmberForms) {
   Tensor x = uniform({4, 3}, 6, -2, 2), y = uniform({4, 3}, 7, -2, 2);
   EXPECT_TRUE(all_close(nn::SmoothL1Loss(nn::SmoothL1LossOptions(kSum).beta(0.5))(x, y),
                         values(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions(kSum), 0.5))));
-  EXPECT_TRUE(all_close(ember::smooth_l1_loss(x, y, 1, 0.5), values(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(0.5)))));
+  EXPECT_TRUE(all_close(ember::smooth_l1_loss(x, y, 1, 0.5),
+                        values(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(0.5)))));
   EXPECT_TRUE(all_close(ember::huber_loss(x, y, ember::Reduction::None, 2.0),
                         values(nn::HuberLoss(nn::HuberLossOptions(kNone).delta(2))(x, y))));
   EXPECT_TRUE(all_close(ember::mse_loss(x, y), values(nn::MSELoss()(x, y))));
@@ -155,13 +159,15 @@ TEST(PointwiseLosses, ModulesAndEmberForms) {
                            {"smooth_l1_loss", "beta", "-1"}));
   EXPECT_TRUE(throws_error([&] { F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(1), 2.0); },
                            {"smooth_l1_loss", "beta"}));
-  EXPECT_TRUE(throws_error([&] { F::huber_loss(x, y, F::HuberLossFuncOptions().delta(0)); }, {"huber_loss", "delta", "0"}));
+  EXPECT_TRUE(
+      throws_error([&] { F::huber_loss(x, y, F::HuberLossFuncOptions().delta(0)); }, {"huber_loss", "delta", "0"}));
   EXPECT_TRUE(throws_error([&] { ember::mse_loss(x, y, 3); }, {"mse_loss", "reduction", "3"}));
 }
 
 TEST(MarginRankingLoss, MatchesFormula) {
   for (ScalarType dtype : {kFloat64, kFloat32}) {
-    Tensor x1 = uniform({7}, 8, -1, 1, dtype).requires_grad_(true), x2 = uniform({7}, 9, -1, 1, dtype).requires_grad_(true);
+    Tensor x1 = uniform({7}, 8, -1, 1, dtype).requires_grad_(true),
+           x2 = uniform({7}, 9, -1, 1, dtype).requires_grad_(true);
     Tensor t = testutil::make({1, -1, 1, 1, -1, -1, 1}, {7}, dtype);
     Tensor out = F::margin_ranking_loss(x1, x2, t, F::MarginRankingLossFuncOptions().margin(0.3).reduction(kNone));
     out.sum().backward();
@@ -178,15 +184,22 @@ TEST(MarginRankingLoss, MatchesFormula) {
     EXPECT_TRUE(all_close(x2.grad(), grad2, tolerance_for(dtype)));
     EXPECT_TRUE(all_close(nn::MarginRankingLoss(nn::MarginRankingLossOptions().margin(0.3))(x1, x2, t),
                           reduced(expected, kMean), tolerance_for(dtype)));
-    EXPECT_TRUE(all_close(ember::margin_ranking_loss(x1, x2, t, 0.3, 2), reduced(expected, kSum), tolerance_for(dtype)));
+    EXPECT_TRUE(
+        all_close(ember::margin_ranking_loss(x1, x2, t, 0.3, 2), reduced(expected, kSum), tolerance_for(dtype)));
   }
   Tensor x1 = leaf(uniform({5}, 10)), x2 = leaf(uniform({5}, 11));
   Tensor t = testutil::make({1, -1, 1, -1, 1}, {5}, kFloat64);
-  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) {
-              return F::margin_ranking_loss(in[0], in[1], t, F::MarginRankingLossFuncOptions().margin(0.1));
-            }, {x1, x2}), "");
-  EXPECT_TRUE(throws_error([] { F::margin_ranking_loss(zeros({3}), zeros({3}), zeros({1, 3})); },
-                           {"margin_ranking_loss", "same number of dims", "[1, 3]"}));
+  EXPECT_EQ(gradcheck(
+                [&](const std::vector<Tensor>& in) {
+                  return F::margin_ranking_loss(in[0], in[1], t, F::MarginRankingLossFuncOptions().margin(0.1));
+                },
+                {x1, x2}),
+            "");
+  EXPECT_TRUE(throws_error(
+      [] {
+        F::margin_ranking_loss(zeros({3}), zeros({3}), zeros({1, 3}));
+      },
+      {"margin_ranking_loss", "same number of dims", "[1, 3]"}));
 }
 
 // ||a - b + eps||_p per row.
@@ -216,9 +229,13 @@ TEST(TripletMarginLoss, MatchesFormulaWithSwapAndNorms) {
       EXPECT_TRUE(all_close(F::triplet_margin_loss(a, pos, neg, options), expected));
       EXPECT_TRUE(all_close(F::triplet_margin_loss(a.to(kFloat32), pos.to(kFloat32), neg.to(kFloat32), options),
                             expected, {1e-5, 1e-6}));
-      EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) {
-                  return F::triplet_margin_loss(in[0], in[1], in[2], F::TripletMarginLossFuncOptions(options).reduction(kSum));
-                }, {leaf(a), leaf(pos), leaf(neg)}), "");
+      EXPECT_EQ(gradcheck(
+                    [&](const std::vector<Tensor>& in) {
+                      return F::triplet_margin_loss(in[0], in[1], in[2],
+                                                    F::TripletMarginLossFuncOptions(options).reduction(kSum));
+                    },
+                    {leaf(a), leaf(pos), leaf(neg)}),
+                "");
     }
   }
   nn::TripletMarginLoss module;  // margin 1, p 2, eps 1e-6, no swap, mean
@@ -251,17 +268,22 @@ TEST(CosineEmbeddingLoss, MatchesFormula) {
     expected.push_back(tv[r] == 1 ? 1 - cosine : std::max(cosine - 0.2, 0.0));
   }
   auto options = F::CosineEmbeddingLossFuncOptions().margin(0.2);
-  EXPECT_TRUE(all_close(F::cosine_embedding_loss(x1, x2, t, F::CosineEmbeddingLossFuncOptions(options).reduction(kNone)),
-                        expected));
+  EXPECT_TRUE(all_close(
+      F::cosine_embedding_loss(x1, x2, t, F::CosineEmbeddingLossFuncOptions(options).reduction(kNone)), expected));
   EXPECT_TRUE(all_close(nn::CosineEmbeddingLoss(options)(x1, x2, t), reduced(expected, kMean)));
   EXPECT_TRUE(all_close(ember::cosine_embedding_loss(x1.to(kFloat32), x2.to(kFloat32), t, 0.2, 2),
                         reduced(expected, kSum), {1e-5, 1e-6}));
-  EXPECT_TRUE(all_close(F::cosine_embedding_loss(x1[0], x2[0], t[0], F::CosineEmbeddingLossFuncOptions(options).reduction(kNone)),
-                        {expected[0]}));
+  EXPECT_TRUE(all_close(
+      F::cosine_embedding_loss(x1[0], x2[0], t[0], F::CosineEmbeddingLossFuncOptions(options).reduction(kNone)),
+      {expected[0]}));
   EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) { return F::cosine_embedding_loss(in[0], in[1], t, options); },
-                      {leaf(x1), leaf(x2)}), "");
-  EXPECT_TRUE(throws_error([&] { F::cosine_embedding_loss(x1, x2, t.reshape({5, 1})); },
-                           {"cosine_embedding_loss", "target", "[5, 1]"}));
+                      {leaf(x1), leaf(x2)}),
+            "");
+  EXPECT_TRUE(throws_error(
+      [&] {
+        F::cosine_embedding_loss(x1, x2, t.reshape({5, 1}));
+      },
+      {"cosine_embedding_loss", "target", "[5, 1]"}));
   EXPECT_TRUE(throws_error([&] { F::cosine_embedding_loss(x1[0], x2[0], t); },
                            {"cosine_embedding_loss", "1-dim target needs 2-dim inputs", "[3]"}));
 }

@@ -128,7 +128,9 @@ struct TransformerOptions {
   TransformerOptions() = default;
   TransformerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
   TransformerOptions(int64_t d_model, int64_t nhead, int64_t num_encoder_layers, int64_t num_decoder_layers)
-      : d_model_(d_model), nhead_(nhead), num_encoder_layers_(num_encoder_layers),
+      : d_model_(d_model),
+        nhead_(nhead),
+        num_encoder_layers_(num_encoder_layers),
         num_decoder_layers_(num_decoder_layers) {}
   EMBER_ARG(int64_t, d_model) = 512;
   EMBER_ARG(int64_t, nhead) = 8;

@@ -78,8 +78,8 @@ struct MultiheadAttentionForwardFuncOptions {
 // Tensor -> Tensor function.
 class TransformerActivation {
  public:
-  TransformerActivation(Nonlinearity relu);           // NOLINT: ember::kReLU only
-  TransformerActivation(enumtype::kGELU);             // NOLINT
+  TransformerActivation(Nonlinearity relu);                              // NOLINT: ember::kReLU only
+  TransformerActivation(enumtype::kGELU);                                // NOLINT
   TransformerActivation(std::function<Tensor(const Tensor&)> function);  // NOLINT
   Tensor operator()(const Tensor& x) const;
   const char* name() const;

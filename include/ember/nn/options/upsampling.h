@@ -17,12 +17,12 @@ namespace ember::nn {
 class InterpolateMode {
  public:
   enum class Kind { Nearest, NearestExact, Linear, Bilinear, Bicubic, Trilinear, Area };
-  InterpolateMode(enumtype::kNearest) : kind_(Kind::Nearest) {}                // NOLINT
-  InterpolateMode(enumtype::kNearestExact) : kind_(Kind::NearestExact) {}      // NOLINT
-  InterpolateMode(enumtype::kBilinear) : kind_(Kind::Bilinear) {}              // NOLINT
-  InterpolateMode(enumtype::kBicubic) : kind_(Kind::Bicubic) {}                // NOLINT
-  InterpolateMode(enumtype::kTrilinear) : kind_(Kind::Trilinear) {}            // NOLINT
-  InterpolateMode(enumtype::kArea) : kind_(Kind::Area) {}                      // NOLINT
+  InterpolateMode(enumtype::kNearest) : kind_(Kind::Nearest) {}            // NOLINT
+  InterpolateMode(enumtype::kNearestExact) : kind_(Kind::NearestExact) {}  // NOLINT
+  InterpolateMode(enumtype::kBilinear) : kind_(Kind::Bilinear) {}          // NOLINT
+  InterpolateMode(enumtype::kBicubic) : kind_(Kind::Bicubic) {}            // NOLINT
+  InterpolateMode(enumtype::kTrilinear) : kind_(Kind::Trilinear) {}        // NOLINT
+  InterpolateMode(enumtype::kArea) : kind_(Kind::Area) {}                  // NOLINT
   // ember::kLinear; any other Nonlinearity is an error.
   InterpolateMode(Nonlinearity linear);  // NOLINT
   Kind kind() const { return kind_; }
