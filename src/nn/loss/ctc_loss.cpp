@@ -124,6 +124,10 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
       const int64_t label = label_data[offsets[b] + i];
       EMBER_CHECK(label >= 0 && label < C, op, "target ", label, " of sequence ", b, " (position ", i,
                   ") is not a class index within [0, ", C, ")");
+      // PyTorch documents this as invalid but does not check it (its gradient then differs
+      // from the loss's derivative at the last step).
+      EMBER_CHECK(label != options.blank(), op, "target ", label, " of sequence ", b, " (position ", i,
+                  ") is the blank index; targets must not contain blank");
     }
   }
 

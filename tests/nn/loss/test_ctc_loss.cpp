@@ -244,6 +244,11 @@ TEST(CTCLoss, ArgumentErrors) {
       {"ctc_loss", "target 5", "sequence 0"}));
   EXPECT_TRUE(throws_error(
       [&] {
+        ctc(lp, padded_targets({{1, 2}, {0}}, 2), lengths({4, 3}), lengths({2, 1}));
+      },
+      {"ctc_loss", "target 0 of sequence 1", "blank"}));
+  EXPECT_TRUE(throws_error(
+      [&] {
         ctc(lp, tensor(std::vector<int64_t>{1, 2}), lengths({4, 3}), lengths({2, 1}));
       },
       {"ctc_loss", "sum(target_lengths) = 3", "got 2"}));
