@@ -161,6 +161,10 @@ TEST(ConvTranspose, FunctionalModulesOutputSizeAndUnbatched) {
                         transpose_reference(v.unsqueeze(0), w, {}, {{2}, {0}, {1}, {1}, 1}).y));
   EXPECT_EQ(F::conv_transpose1d(v, w, options).sizes(), (std::vector<int64_t>{2, 16}));
   EXPECT_EQ(F::conv_transpose1d(empty({0, 3, 7}, kFloat64), w, options).sizes(), (std::vector<int64_t>{0, 2, 16}));
+  // A channels-last layout (channels innermost in memory) reads the same values.
+  Tensor channels_last = x.permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  ASSERT_FALSE(channels_last.is_contiguous());
+  EXPECT_TRUE(all_close(up(channels_last), transpose_reference(x, up->weight, up->bias, args).y));
   nn::ConvTranspose3d cube(nn::ConvTranspose3dOptions(2, 2, 2).bias(false));
   EXPECT_EQ(cube->named_parameters().size(), 1u);
   EXPECT_EQ(cube(zeros({1, 2, 2, 2, 2})).sizes(), (std::vector<int64_t>{1, 2, 3, 3, 3}));

@@ -198,6 +198,29 @@ TEST(MultiheadAttention, KdimVdimBiasKvZeroAttnBatchFirstAndUnbatched) {
       "");
 }
 
+TEST(MultiheadAttention, StaticKeysAndValuesReplaceTheProjections) {
+  // static_k/static_v [N * H, S, head_dim] equal to the projected keys/values give the same result.
+  const int64_t L = 2, S = 3, N = 2, E = 4, H = 2;
+  Tensor query = uniform({L, N, E}, 80), key = uniform({S, N, E}, 81), value = uniform({S, N, E}, 82);
+  Tensor w = uniform({3 * E, E}, 83), b = uniform({3 * E}, 84), wo = uniform({E, E}, 85);
+  auto options = F::MultiheadAttentionForwardFuncOptions(E, H, w, b, {}, {}, false, 0.0, wo, {});
+  auto heads = [&](const Tensor& x, int64_t i) {
+    return ember::linear(x, w.narrow(0, i * E, E), b.narrow(0, i * E, E)).reshape({S, N * H, E / H}).transpose(0, 1);
+  };
+  auto [expected, expected_weights] = F::multi_head_attention_forward(query, key, value, options);
+  auto [out, weights] = F::multi_head_attention_forward(
+      query, key, value,
+      F::MultiheadAttentionForwardFuncOptions(options).static_k(heads(key, 1)).static_v(heads(value, 2)));
+  EXPECT_TRUE(all_close(out, values(expected)));
+  EXPECT_TRUE(all_close(weights, values(expected_weights)));
+  EXPECT_TRUE(throws_error(
+      [&] {
+        F::multi_head_attention_forward(query, key, value,
+                                        F::MultiheadAttentionForwardFuncOptions(options).static_k(zeros({3, S, 2})));
+      },
+      {"multi_head_attention_forward", "static_k", "[4, S, 2]", "[3, 3, 2]"}));
+}
+
 TEST(MultiheadAttention, EmptyBatch) {
   nn::MultiheadAttention mha(4, 2);
   Tensor x = empty({3, 0, 4});

@@ -203,4 +203,8 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
                              int64_t reduction = 1);
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, int64_t blank = 0, int64_t reduction = 1, bool zero_infinity = false);
+// The lengths as integer lists, as libtorch's IntArrayRef overload.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef input_lengths, IntArrayRef target_lengths,
+                int64_t blank = 0, int64_t reduction = 1, bool zero_infinity = false);
+
 }  // namespace ember

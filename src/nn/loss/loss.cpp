@@ -367,5 +367,14 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
                      F::CTCLossFuncOptions().blank(blank).zero_infinity(zero_infinity).reduction(
                          reduction_from_int(reduction, "ctc_loss")));
 }
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef input_lengths, IntArrayRef target_lengths,
+                int64_t blank, int64_t reduction, bool zero_infinity) {
+  // Unbatched inputs take one length each, as 0-dim tensors.
+  auto lengths = [&](IntArrayRef values) {
+    Tensor t = tensor(values.vec());
+    return log_probs.dim() == 2 && values.size() == 1 ? t.reshape({}) : t;
+  };
+  return ctc_loss(log_probs, targets, lengths(input_lengths), lengths(target_lengths), blank, reduction, zero_infinity);
+}
 
 }  // namespace ember

@@ -142,6 +142,8 @@ TEST(CTCLoss, MatchesBruteForceSumOverAlignments) {
   for (double v : expected_nll) sum += v;
   EXPECT_TRUE(all_close(ember::ctc_loss(p.log_probs, concatenated, lengths(p.input_lengths), lengths(tg_lengths), 0, 2),
                         {sum}));
+  // libtorch's overload with the lengths as integer lists.
+  EXPECT_TRUE(all_close(ember::ctc_loss(p.log_probs, concatenated, p.input_lengths, tg_lengths, 0, 2), {sum}));
 }
 
 TEST(CTCLoss, OtherBlankAndUnbatched) {
