@@ -161,7 +161,7 @@ Tensor outer(const Tensor& a, const Tensor& b);
 // once. First-order gradients only (create_graph=true throws).
 // Convolution over weight.dim() - 2 spatial dims (1-3), weight [out, in / groups, *kernel],
 // bias [out] or undefined; zero padding on both sides of each dim. As at::convolution without
-// transposed/output_padding (ConvTranspose is not built yet).
+// transposed/output_padding (the transposed convolutions are conv_transpose1d/2d/3d).
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                    IntArrayRef padding, IntArrayRef dilation, int64_t groups);
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
@@ -170,6 +170,20 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
               IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
               IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+// Transposed convolutions (the adjoint of conv1d/2d/3d with the same stride, padding,
+// dilation and groups), weight [in, out / groups, *kernel], bias [out]; output size per dim
+// (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1, with
+// output_padding < stride or < dilation. On the same kernels: the forward is a convolution's
+// input gradient (GEMM + col2im), see Note [Transposed convolution as a convolution's adjoint].
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
 // Pooling over 1, 2 or 3 spatial dims, as at:: (an empty stride means stride = kernel_size;
 // avg_pool1d has no divisor_override, as at::). The indices of the max forms are flat
 // positions within each input plane (h * W + w in 2-d).

@@ -10,6 +10,11 @@
 
 #include "ember/arg.h"
 #include "ember/nn/enums.h"
+#include "ember/nn/options/activation.h"
+#include "ember/nn/options/loss.h"
+#include "ember/nn/options/normalization.h"
+#include "ember/nn/options/transformer.h"
+#include "ember/nn/options/upsampling.h"
 #include "ember/nn/options/vision.h"
 #include "ember/tensor.h"
 
@@ -159,13 +164,6 @@ struct MSELossOptions {
 };
 using MSELossFuncOptions = MSELossOptions;
 
-struct SmoothL1LossOptions {
-  SmoothL1LossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
-  EMBER_ARG(Reduction, reduction);
-  // Where the loss turns from quadratic to linear; 0 makes it l1_loss.
-  EMBER_ARG(std::optional<double>, beta) = std::nullopt;
-};
-using SmoothL1LossFuncOptions = SmoothL1LossOptions;
 
 struct L1LossOptions {
   L1LossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
@@ -206,7 +204,6 @@ using nn::LogSoftmaxFuncOptions;
 using nn::MSELossFuncOptions;
 using nn::NLLLossFuncOptions;
 using nn::RMSNormFuncOptions;
-using nn::SmoothL1LossFuncOptions;
 using nn::SoftmaxFuncOptions;
 }  // namespace functional
 
