@@ -24,6 +24,10 @@
 // - Random ops draw from the default generator at replay: each replay reserves fresh Philox
 //   offsets exactly as the same ops run eagerly would, so replay equals eager from the same
 //   generator state (CUDA graphs advance the philox offset per replay the same way).
+// - Not capturable yet (they throw at capture, naming themselves): flex_attention and
+//   create_block_mask, the fused linear_cross_entropy, as_strided's backward, nn::init. For a
+//   decode step, GPT::decode_step (a tensor position over a fixed-size cache) replaces
+//   forward_cached, whose shapes grow with the cache.
 // - An index out of range at replay (embedding, index_select, gather) throws from replay()
 //   before writing that op's output; kernels that ran before it keep their results.
 //
@@ -37,6 +41,8 @@
 //      read static_loss. Do not call zero_grad between replays (the grads are static: a
 //      replaced .grad makes replay() throw). Adam/AdamW need capturable(true), which keeps
 //      the step count in a tensor that the replayed kernels advance; SGD needs nothing.
+//      Hyperparameters (lr, betas, weight decay) are read at capture and fixed in the graph:
+//      after a scheduler changes the lr, reset() and capture again.
 #pragma once
 #include <cstddef>
 #include <functional>

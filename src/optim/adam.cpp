@@ -83,10 +83,12 @@ void capturable_update(Tensor& param, AdamParamState& state, const Tensor& secon
 void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters& h) {
   Tensor grad = h.maximize ? -param.grad() : param.grad();
   const char* op = h.decoupled_weight_decay ? "AdamW::step" : "Adam::step";
+  // A capture would record the state's initial fill, and every replay would start it afresh.
+  const bool state_missing = !state.exp_avg().defined() || (h.capturable && !state.step_tensor().defined()) ||
+                             (h.amsgrad && !state.max_exp_avg_sq().defined());
+  EMBER_CHECK(!state_missing || !is_current_stream_capturing(), op, "the optimizer state of a parameter of shape ",
+              param.sizes(), " would be created inside the graph capture; run warm-up steps before capturing");
   if (!state.exp_avg().defined()) {
-    // A capture would record the zero fill, and every replay would start the moments afresh.
-    EMBER_CHECK(!is_current_stream_capturing(), op, "the optimizer state of a parameter of shape ", param.sizes(),
-                " would be created inside the graph capture; run warm-up steps before capturing");
     state.exp_avg(zeros_like(param));
     state.exp_avg_sq(zeros_like(param));
     if (h.amsgrad) state.max_exp_avg_sq(zeros_like(param));
