@@ -5,6 +5,7 @@
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/functions.h"
+#include "ember/graph.h"
 #include "ember/memory.h"
 #include "ember/parallel.h"
 #include "ember/profiler.h"

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "core/graph_capture.h"
 #include "ember/autograd/anomaly_mode.h"
 #include "ember/functions.h"
 
@@ -91,6 +92,7 @@ class AccumulateGrad : public Node {
       bool unique = g.impl().use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous() && !g.requires_grad();
       meta.grad = is_grad_enabled() ? g : (unique ? g : g.clone());
       if (!is_grad_enabled()) meta.grad = meta.grad.detach();
+      if (core::Capture* capture = core::active_capture()) core::note_grad_assigned(*capture, leaf_);
     } else if (is_grad_enabled()) {
       meta.grad = meta.grad + g;  // create_graph: keep the graph of the accumulated gradient
     } else {

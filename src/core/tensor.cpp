@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "autograd/function.h"
+#include "core/graph_capture.h"
 #include "core/tensor_impl.h"
 
 namespace ember {
@@ -112,13 +113,17 @@ size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * element_si
 bool Tensor::is_contiguous() const { return core::is_contiguous(sizes(), strides()); }
 bool Tensor::is_floating_point() const { return ember::is_floating_point(scalar_type()); }
 const Storage& Tensor::storage() const { check_defined(*this, "storage"); return impl_->storage; }
-void* Tensor::data_ptr() const { check_defined(*this, "data_ptr"); return impl_->data(); }
+void* Tensor::data_ptr() const {
+  check_defined(*this, "data_ptr");
+  if (core::Capture* capture = core::active_capture()) core::note_tensor_access(*capture, impl_);
+  return impl_->data();
+}
 
 template <typename T>
 T* Tensor::data_ptr() const {
   EMBER_CHECK(CppTypeToScalarType<T>::value == scalar_type(), "data_ptr", "expected dtype ",
               dtype_name(CppTypeToScalarType<T>::value), " but the tensor is ", dtype_name(scalar_type()));
-  return reinterpret_cast<T*>(impl_->data());
+  return reinterpret_cast<T*>(data_ptr());
 }
 
 namespace {
@@ -143,10 +148,11 @@ template <typename T>
 T Tensor::item() const {
   EMBER_CHECK(numel() == 1, "item", "a tensor with ", numel(), " elements (shape ", sizes(),
               ") cannot be converted to a scalar");
+  core::CaptureOpName name("item");
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    return T(read_as<float>(impl_->data(), scalar_type()));
+    return T(read_as<float>(static_cast<const char*>(data_ptr()), scalar_type()));
   } else {
-    return read_as<T>(impl_->data(), scalar_type());
+    return read_as<T>(static_cast<const char*>(data_ptr()), scalar_type());
   }
 }
 

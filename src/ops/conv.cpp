@@ -114,36 +114,44 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor&
   for (int64_t d = 3 - (weight.dim() - 2); d < 3; ++d) out_sizes.push_back(s.out[d]);
   Tensor out = core::make_tensor(out_sizes, dtype);
   Tensor scratch = core::make_tensor({s.scratch_elements()}, dtype);
-  cpu::conv_forward(dtype, s, x.data_ptr(), w.data_ptr(), b.defined() ? b.data_ptr() : nullptr, out.data_ptr(),
-                    scratch.data_ptr());
+  core::launch(op, [&] {
+    return [dtype, s, xp = x.data_ptr(), wp = w.data_ptr(), bp = b.defined() ? b.data_ptr() : nullptr,
+            o = out.data_ptr(), work = scratch.data_ptr()] { cpu::conv_forward(dtype, s, xp, wp, bp, o, work); };
+  });
   std::vector<Tensor> inputs = {input, weight};
   if (bias.defined()) inputs.push_back(bias);
   if (!autograd::should_record(inputs)) return out;
   SavedTensor saved_x(x), saved_w(w);
   const std::string name = op;
-  autograd::record(
-      "ConvolutionBackward", inputs, {out},
-      [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
-        EMBER_CHECK(!is_grad_enabled(), name.c_str(), "double backward (create_graph=true) is not supported");
-        const Tensor g = grads[0].to(dtype).contiguous();
-        const Tensor xs = saved_x.get(), ws = saved_w.get();
-        Tensor work = core::make_tensor({s.scratch_elements()}, dtype);
-        std::vector<Tensor> result(needs.size());
-        if (needs[0]) {
-          result[0] = core::make_tensor(xs.sizes(), dtype);
-          cpu::conv_backward_input(dtype, s, g.data_ptr(), ws.data_ptr(), result[0].data_ptr(), work.data_ptr());
-        }
-        if (needs[1]) {
-          result[1] = core::make_tensor(ws.sizes(), dtype);
-          cpu::conv_backward_weight(dtype, s, xs.data_ptr(), g.data_ptr(), result[1].data_ptr(), work.data_ptr());
-        }
-        if (needs.size() > 2 && needs[2]) {
-          std::vector<int64_t> dims = {0};
-          for (int64_t d = 2; d < g.dim(); ++d) dims.push_back(d);
-          result[2] = g.sum(dims);
-        }
-        return result;
-      });
+  autograd::record("ConvolutionBackward", inputs, {out},
+                   [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
+                     EMBER_CHECK(!is_grad_enabled(), name.c_str(),
+                                 "double backward (create_graph=true) is not supported");
+                     const Tensor g = grads[0].to(dtype).contiguous();
+                     const Tensor xs = saved_x.get(), ws = saved_w.get();
+                     Tensor work = core::make_tensor({s.scratch_elements()}, dtype);
+                     std::vector<Tensor> result(needs.size());
+                     if (needs[0]) {
+                       result[0] = core::make_tensor(xs.sizes(), dtype);
+                       core::launch("conv_backward_input", [&] {
+                         return [dtype, s, gp = g.data_ptr(), wp = ws.data_ptr(), o = result[0].data_ptr(),
+                                 scratch = work.data_ptr()] { cpu::conv_backward_input(dtype, s, gp, wp, o, scratch); };
+                       });
+                     }
+                     if (needs[1]) {
+                       result[1] = core::make_tensor(ws.sizes(), dtype);
+                       core::launch("conv_backward_weight", [&] {
+                         return [dtype, s, xp = xs.data_ptr(), gp = g.data_ptr(), o = result[1].data_ptr(),
+                                 scratch = work.data_ptr()] { cpu::conv_backward_weight(dtype, s, xp, gp, o, scratch); };
+                       });
+                     }
+                     if (needs.size() > 2 && needs[2]) {
+                       std::vector<int64_t> dims = {0};
+                       for (int64_t d = 2; d < g.dim(); ++d) dims.push_back(d);
+                       result[2] = g.sum(dims);
+                     }
+                     return result;
+                   });
   return out;
 }
 

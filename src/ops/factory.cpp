@@ -32,7 +32,11 @@ Tensor from_values(const T* values, size_t n, const TensorOptions& options, Scal
                    std::optional<std::vector<int64_t>> sizes = std::nullopt) {
   check_device_available(options.device(), "tensor");
   Tensor t = core::make_tensor(sizes.value_or(std::vector<int64_t>{static_cast<int64_t>(n)}), storage);
-  std::copy(values, values + n, static_cast<T*>(t.data_ptr()));
+  core::launch("tensor", [&] {
+    return [copied = std::vector<T>(values, values + n), out = static_cast<T*>(t.data_ptr())] {
+      std::copy(copied.begin(), copied.end(), out);
+    };
+  });
   return finish(t.to(options.dtype()), options);
 }
 
@@ -70,7 +74,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
   core::check_sizes(sizes, "zeros");
   Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32, "zeros"));
-  std::memset(t.data_ptr(), 0, t.nbytes());
+  core::launch("zeros", [&] { return [p = t.data_ptr(), n = t.nbytes()] { std::memset(p, 0, n); }; });
   return finish(t, options);
 }
 
@@ -92,11 +96,17 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
   Tensor values = core::make_tensor({n}, floating || is_floating_point(dtype) ? kFloat64 : kInt64);
   if (values.scalar_type() == kFloat64) {
-    double* p = values.data_ptr<double>();
-    for (int64_t i = 0; i < n; ++i) p[i] = s + st * static_cast<double>(i);
+    core::launch("arange", [&] {
+      return [p = values.data_ptr<double>(), n, s, st] {
+        for (int64_t i = 0; i < n; ++i) p[i] = s + st * static_cast<double>(i);
+      };
+    });
   } else {
-    int64_t* p = values.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) p[i] = start.toLong() + step.toLong() * i;
+    core::launch("arange", [&] {
+      return [p = values.data_ptr<int64_t>(), n, first = start.toLong(), delta = step.toLong()] {
+        for (int64_t i = 0; i < n; ++i) p[i] = first + delta * i;
+      };
+    });
   }
   return finish(values.to(dtype), options);
 }
@@ -104,13 +114,16 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options) {
   EMBER_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   Tensor values = core::make_tensor({steps}, kFloat64);
-  double* p = values.data_ptr<double>();
   const double s = start.toDouble(), e = end.toDouble();
   const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0;
   // Fill from both ends symmetrically, as PyTorch does, so the last value is exactly `end`;
   // a single step is `start`.
-  const int64_t half = steps / 2;
-  for (int64_t i = 0; i < steps; ++i) p[i] = i < half || steps == 1 ? s + step * i : e - step * (steps - 1 - i);
+  core::launch("linspace", [&] {
+    return [p = values.data_ptr<double>(), steps, s, e, step] {
+      const int64_t half = steps / 2;
+      for (int64_t i = 0; i < steps; ++i) p[i] = i < half || steps == 1 ? s + step * i : e - step * (steps - 1 - i);
+    };
+  });
   return finish(values.to(dtype_or(options, kFloat32, "linspace")), options);
 }
 

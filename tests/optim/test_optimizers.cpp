@@ -75,6 +75,7 @@ TEST(SGD, EveryOptionMatchesTheReference) {
 struct AdamConfig {
   double lr, beta1, beta2, eps, weight_decay;
   bool amsgrad, maximize, decoupled;
+  bool capturable = false;  // the step count in a tensor (ember/graph.h); same formulas
 };
 
 Params adam_reference(const AdamConfig& c) {
@@ -108,7 +109,8 @@ Params adam_reference(const AdamConfig& c) {
 std::string describe(const AdamConfig& c) {
   return "lr=" + std::to_string(c.lr) + " betas=(" + std::to_string(c.beta1) + ", " + std::to_string(c.beta2) +
          ") eps=" + std::to_string(c.eps) + " wd=" + std::to_string(c.weight_decay) + " amsgrad=" +
-         std::to_string(c.amsgrad) + " maximize=" + std::to_string(c.maximize);
+         std::to_string(c.amsgrad) + " maximize=" + std::to_string(c.maximize) +
+         " capturable=" + std::to_string(c.capturable);
 }
 
 TEST(Adam, EveryOptionMatchesTheReference) {
@@ -117,6 +119,7 @@ TEST(Adam, EveryOptionMatchesTheReference) {
       {0.01, 0.9, 0.999, 1e-3, 0, false, false, false},  {0.01, 0.9, 0.999, 1e-8, 0.1, false, false, false},
       {0.02, 0.9, 0.999, 1e-8, 0, true, false, false},   {0.01, 0.9, 0.999, 1e-8, 0, false, true, false},
       {0.03, 0.7, 0.95, 1e-6, 0.05, true, true, false},  {0.01, 0.5, 0.999, 1e-8, 0, false, false, false},
+      {0.01, 0.9, 0.999, 1e-8, 0.1, false, false, false, true}, {0.03, 0.7, 0.95, 1e-6, 0.05, true, true, false, true},
   };
   for (const auto& c : configs) {
     auto params = make_params();
@@ -125,7 +128,8 @@ TEST(Adam, EveryOptionMatchesTheReference) {
                                 .eps(c.eps)
                                 .weight_decay(c.weight_decay)
                                 .amsgrad(c.amsgrad)
-                                .maximize(c.maximize));
+                                .maximize(c.maximize)
+                                .capturable(c.capturable));
     for (int t = 0; t < kSteps; ++t) {
       set_gradients(params, t);
       opt.step();
@@ -138,7 +142,7 @@ TEST(AdamW, EveryOptionMatchesTheReference) {
   const std::vector<AdamConfig> configs = {
       {0.01, 0.9, 0.999, 1e-8, 1e-2, false, false, true},  {0.02, 0.9, 0.999, 1e-8, 0.3, false, false, true},
       {0.02, 0.8, 0.99, 1e-6, 0.1, true, false, true},     {0.01, 0.9, 0.999, 1e-8, 0.1, false, true, true},
-      {0.01, 0.9, 0.999, 1e-8, 0, false, false, true},
+      {0.01, 0.9, 0.999, 1e-8, 0, false, false, true},     {0.02, 0.8, 0.99, 1e-6, 0.1, true, false, true, true},
   };
   for (const auto& c : configs) {
     auto params = make_params();
@@ -147,7 +151,8 @@ TEST(AdamW, EveryOptionMatchesTheReference) {
                                  .eps(c.eps)
                                  .weight_decay(c.weight_decay)
                                  .amsgrad(c.amsgrad)
-                                 .maximize(c.maximize));
+                                 .maximize(c.maximize)
+                                 .capturable(c.capturable));
     for (int t = 0; t < kSteps; ++t) {
       set_gradients(params, t);
       opt.step();
@@ -265,6 +270,11 @@ TEST(OptimizerStateDict, SaveLoadContinueIsBitIdentical) {
         return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.02).weight_decay(0.1));
       },
       "AdamW");
+  expect_resume_is_bit_identical(
+      [](const std::vector<Tensor>& p) {
+        return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.02).weight_decay(0.1).capturable(true));
+      },
+      "AdamW capturable");
 }
 
 TEST(OptimizerStateDict, LayoutIsFlatNamesOfTensorsAndScalars) {
@@ -279,7 +289,8 @@ TEST(OptimizerStateDict, LayoutIsFlatNamesOfTensorsAndScalars) {
                                                    "state.0.max_exp_avg_sq", "state.1.exp_avg", "state.1.exp_avg_sq",
                                                    "state.1.max_exp_avg_sq"}));
   EXPECT_EQ(scalar_keys, (std::vector<std::string>{"param_groups.0.amsgrad", "param_groups.0.beta1",
-                                                   "param_groups.0.beta2", "param_groups.0.eps", "param_groups.0.lr",
+                                                   "param_groups.0.beta2", "param_groups.0.capturable",
+                                                   "param_groups.0.eps", "param_groups.0.lr",
                                                    "param_groups.0.maximize", "param_groups.0.weight_decay",
                                                    "state.0.step", "state.1.step"}));
   EXPECT_DOUBLE_EQ(dict.scalars["state.1.step"], 3);

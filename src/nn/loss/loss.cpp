@@ -5,6 +5,7 @@
 
 #include "core/record_op.h"
 #include "ember/functions.h"
+#include "ember/graph.h"
 #include "ember/nn/functional.h"
 #include "nn/activation.h"
 
@@ -72,7 +73,8 @@ FlatClassProblem flatten_class_problem(const Tensor& scores, const Tensor& targe
   p.ignored = p.target == ignore_index;
 
   Tensor bad = ((p.target < 0).logical_or(p.target >= classes)).logical_and(p.ignored.logical_not());
-  if (bad.any().item<bool>()) {
+  // A graph capture cannot read the targets; the gather of the picked scores checks them at replay.
+  if (!is_current_stream_capturing() && bad.any().item<bool>()) {
     const int64_t lowest = where(bad, p.target, classes).min().item<int64_t>();
     const int64_t offending = lowest < 0 ? lowest : where(bad, p.target, int64_t{-1}).max().item<int64_t>();
     EMBER_FAIL(op, "target ", offending, " is out of bounds for ", classes, " classes (ignore_index is ",
