@@ -3,6 +3,7 @@
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
+#include "ember/graph.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -67,6 +68,9 @@ std::unique_ptr<OptimizerParamState> RMSprop::make_param_state() const {
 }
 
 Tensor RMSprop::step(LossClosure closure) {
+  // Its step count lives on the host, where a replay would not advance it.
+  EMBER_CHECK(!is_current_stream_capturing(), "RMSprop::step",
+              "RMSprop cannot be captured in a graph (its step count is a host value); use Adam, AdamW or SGD");
   Tensor loss = run_closure(closure);
   NoGradGuard no_grad;
   for (auto& group : param_groups_) {

@@ -317,6 +317,21 @@ TEST(Graph, OptimizersRefuseStepsTheyCannotReplay) {
   optim::SGD momentum(layer->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   EXPECT_NE(error_of([&] { graph.capture([&] { momentum.step(); }); }).find("[SGD::step] the momentum buffer"),
             std::string::npos);
+
+  // Optimizers whose step count lives on the host refuse, even when warm.
+  optim::RMSprop rmsprop(layer->parameters(), optim::RMSpropOptions(1e-3));
+  optim::Adagrad adagrad(layer->parameters(), optim::AdagradOptions(1e-2).lr_decay(0.1));
+  rmsprop.step();
+  adagrad.step();
+  EXPECT_NE(error_of([&] { graph.capture([&] { rmsprop.step(); }); }).find("[RMSprop::step] RMSprop cannot be captured"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { graph.capture([&] { adagrad.step(); }); }).find("[Adagrad::step] Adagrad cannot be captured"),
+            std::string::npos);
+  optim::LBFGS lbfgs(layer->parameters(), optim::LBFGSOptions(1));
+  EXPECT_NE(error_of([&] {
+              graph.capture([&] { lbfgs.step([&] { return layer->forward(x).sum(); }); });
+            }).find("[LBFGS::step] LBFGS cannot be captured"),
+            std::string::npos);
 }
 
 TEST(Graph, IndicesOutOfRangeAtReplayAreErrors) {
