@@ -7,14 +7,18 @@
 # per program, Program.operators) and adds exactly those kernel objects: kernel `op` lives
 # in src/runtime/kernels/<op>.cpp. With -ffunction-sections and --gc-sections, a binary
 # keeps only the src/cpu code its ops reach.
-set(EMBER_RT_FLAGS -fno-exceptions -ffunction-sections -fdata-sections)
+set(EMBER_RT_FLAGS -fno-exceptions -fno-asynchronous-unwind-tables -ffunction-sections -fdata-sections)
+# Link options of the runtime's binaries: drop what no kernel reaches, no page padding
+# between segments.
+set(EMBER_RT_LINK_FLAGS -Wl,--gc-sections -Wl,-z,noseparate-code -Wl,--as-needed)
 
 file(GLOB EMBER_RT_CORE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/runtime/*.cpp)
 list(REMOVE_ITEM EMBER_RT_CORE_SOURCES ${PROJECT_SOURCE_DIR}/src/runtime/main.cpp)
 add_library(ember_rt_core OBJECT ${EMBER_RT_CORE_SOURCES})
 target_include_directories(ember_rt_core PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(ember_rt_core PUBLIC ember_program_schema)
-target_compile_options(ember_rt_core PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -fno-rtti -fvisibility=hidden
+# The loader and verifier are cold code: -Os keeps the core small (core_bytes).
+target_compile_options(ember_rt_core PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -Os -fno-rtti -fvisibility=hidden
   -fvisibility-inlines-hidden)
 target_compile_features(ember_rt_core PUBLIC cxx_std_20)
 
@@ -75,7 +79,7 @@ add_library(ember_rt_core_only SHARED)
 target_link_libraries(ember_rt_core_only PRIVATE ember_rt_core)
 ember_rt_kernels(ember_rt_core_only ${PROJECT_SOURCE_DIR}/src/runtime/kernels/none.ops)
 target_compile_options(ember_rt_core_only PRIVATE ${EMBER_RT_FLAGS})
-target_link_options(ember_rt_core_only PRIVATE -Wl,--gc-sections)
+target_link_options(ember_rt_core_only PRIVATE ${EMBER_RT_LINK_FLAGS})
 
 # What ember-rt links of the layers below the runtime: src/cpu (the kernels' kernels) and the
 # few core files src/cpu calls (allocator, the profiler's recorder, atomic files).
@@ -93,5 +97,5 @@ set_target_properties(ember_rt_cli PROPERTIES OUTPUT_NAME ember-rt RUNTIME_OUTPU
 target_compile_options(ember_rt_cli PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS})
 ember_rt_kernels(ember_rt_cli ${PROJECT_SOURCE_DIR}/src/runtime/kernels/gpt.ops)
 target_link_libraries(ember_rt_cli PRIVATE ember_rt_cpu)
-target_link_options(ember_rt_cli PRIVATE -Wl,--gc-sections -Wl,--as-needed)
+target_link_options(ember_rt_cli PRIVATE ${EMBER_RT_LINK_FLAGS})
 install(TARGETS ember_rt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

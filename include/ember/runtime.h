@@ -90,6 +90,10 @@ EMBER_RT_API EmberRtStatus ember_rt_load_buffer(const void* data, size_t size, E
 EMBER_RT_API size_t ember_rt_num_methods(const EmberRtProgram* program);
 EMBER_RT_API const char* ember_rt_method_name(const EmberRtProgram* program, size_t index);
 
+/* The value of the program's metadata entry `key` (strings the exporter wrote for tools,
+ * e.g. "tokenizer_kind"), or NULL when it has none. */
+EMBER_RT_API const char* ember_rt_metadata(const EmberRtProgram* program, const char* key);
+
 /* Finds a method by name ("forward", "prefill", "decode"); it lives as long as its program. */
 EMBER_RT_API EmberRtStatus ember_rt_method(EmberRtProgram* program, const char* name, EmberRtMethod** method);
 

@@ -86,6 +86,15 @@ const char* ember_rt_method_name(const EmberRtProgram* program, size_t index) {
   return reinterpret_cast<const Program*>(program)->methods[index].method->name()->c_str();
 }
 
+const char* ember_rt_metadata(const EmberRtProgram* program, const char* key) {
+  if (program == nullptr || key == nullptr) return nullptr;
+  const auto* entries = reinterpret_cast<const Program*>(program)->root->metadata();
+  if (entries == nullptr) return nullptr;
+  for (const ember::program::KeyValue* entry : *entries)
+    if (std::strcmp(entry->key()->c_str(), key) == 0) return entry->value() ? entry->value()->c_str() : "";
+  return nullptr;
+}
+
 EmberRtStatus ember_rt_method(EmberRtProgram* program, const char* name, EmberRtMethod** method) {
   if (program == nullptr || name == nullptr || method == nullptr)
     return invalid_argument("[method] %s", "null program, name or result pointer");

@@ -61,15 +61,16 @@ bool bind_inputs(Method& m, const EmberRtTensor* inputs, size_t num_inputs, Erro
   }
   for (uint32_t slot = 0; slot < num_inputs; ++slot) {
     const program::Value& v = *fm.values()->Get(fm.inputs()->Get(slot));
-    m.input_numel[slot] = 1;
     for (uint32_t d = 0; d < length(v.shape()); ++d) {
-      m.input_numel[slot] *= inputs[slot].sizes[d];  // bounded: the sizes match expressions checked at load
       const int64_t expected = evaluate(v.shape()->Get(d), m.symbols.data());
       if (inputs[slot].sizes[d] != expected)
         return error.fail(EMBER_RT_ERROR_INVALID_ARGUMENT,
                           "[run] method '%s': input %u has size %lld at dim %u, the method's shape gives %lld", name,
                           slot, static_cast<long long>(inputs[slot].sizes[d]), d, static_cast<long long>(expected));
     }
+    // The sizes are the shape's, whose element count the loader bounded at the symbols' bounds.
+    m.input_numel[slot] = 1;
+    for (uint32_t d = 0; d < length(v.shape()); ++d) m.input_numel[slot] *= inputs[slot].sizes[d];
   }
   return true;
 }
@@ -212,21 +213,21 @@ bool resolve_value(const Method& m, uint32_t index, TensorView* view, Error& err
     case Location::Input: base = static_cast<char*>(m.input_data[root->slot()]); break;
     default: base = static_cast<char*>(m.output_data[root->slot()]); break;
   }
+  if (root != &v && (root->location() == Location::Input || root->location() == Location::Output)) {
+    // A view into the caller's buffer: its extent is known once the sizes are bound (the
+    // loader proved every other view inside its base, and this one's bytes below 2^63).
+    int64_t last = offset;
+    for (int d = 0; d < view->dim; ++d) last += (view->sizes[d] - 1) * view->strides[d];
+    const int64_t root_numel =
+        root->location() == Location::Input ? m.input_numel[root->slot()] : m.output_numel[root->slot()];
+    if (view->numel() > 0 && last >= root_numel)
+      return error.fail(EMBER_RT_ERROR_INVALID_ARGUMENT,
+                        "[run] method '%s': view value %u reaches element %lld of %s %u, which has %lld at these sizes",
+                        fm.name()->c_str(), index, static_cast<long long>(last),
+                        root->location() == Location::Input ? "input" : "output", root->slot(),
+                        static_cast<long long>(root_numel));
+  }
   view->data = base + offset * element_size(v.dtype());
-  if (root == &v || (root->location() != Location::Input && root->location() != Location::Output)) return true;
-  // A view into the caller's buffer: its extent is known once the sizes are bound (the
-  // loader proved every other view inside its base).
-  const int64_t numel = view->numel();
-  int64_t last = offset;
-  for (int d = 0; d < view->dim; ++d) last += (view->sizes[d] - 1) * view->strides[d];
-  const int64_t root_numel =
-      root->location() == Location::Input ? m.input_numel[root->slot()] : m.output_numel[root->slot()];
-  if (numel > 0 && last >= root_numel)
-    return error.fail(EMBER_RT_ERROR_INVALID_ARGUMENT,
-                      "[run] method '%s': view value %u reaches element %lld of %s %u, which has %lld at these sizes",
-                      fm.name()->c_str(), index, static_cast<long long>(last),
-                      root->location() == Location::Input ? "input" : "output", root->slot(),
-                      static_cast<long long>(root_numel));
   return true;
 }
 

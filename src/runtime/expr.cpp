@@ -1,6 +1,7 @@
 #include "runtime/expr.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace ember::rt {
 
@@ -24,6 +25,7 @@ bool expr_range(const program::Expr* expr, const Interval* symbols, uint32_t num
   *range = Interval{expr->constant(), expr->constant()};
   const auto* terms = expr->terms();
   if (terms == nullptr) return true;
+  if (terms->size() > 0 && reinterpret_cast<uintptr_t>(terms->Data()) % alignof(program::Term) != 0) return false;
   for (const program::Term* term : *terms) {
     if (term->symbol() >= num_symbols) return false;
     Interval product;

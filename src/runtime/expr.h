@@ -14,8 +14,10 @@ struct Interval {
   int64_t hi = 0;
 };
 
-// The range of `expr` (null: 0) when symbol s ranges over symbols[s]. False on an overflow
-// or a symbol index >= num_symbols.
+// The range of `expr` (null: 0) when symbol s ranges over symbols[s]. False on an overflow,
+// a symbol index >= num_symbols or terms not aligned for their 8-byte fields (the FlatBuffers
+// verifier checks a vector's length field, not its structs' alignment; an empty one may sit
+// anywhere).
 bool expr_range(const program::Expr* expr, const Interval* symbols, uint32_t num_symbols, Interval* range);
 
 // The value of `expr` (null: 0) for symbol values `symbols` (indices checked at load).

@@ -32,11 +32,13 @@ struct TensorView {
   }
 };
 
-// An operand as the loader knows it: dtype, rank and its largest size in bytes.
+// An operand as the loader knows it: dtype, rank, its largest sizes at the symbols' bounds and
+// the bytes it spans there.
 struct OperandType {
   program::ScalarType dtype = program::ScalarType::Float32;
   int32_t dim = 0;
   int64_t max_bytes = 0;
+  int64_t max_sizes[kMaxDims] = {};
 };
 
 // Attribute lookup by name; null when the Call has none of that name.

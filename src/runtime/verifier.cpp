@@ -1,6 +1,7 @@
 // The loader's checks after the FlatBuffers verifier: every index, offset, size, dtype, shape
 // expression and arena range against its bounds, so that no run can read or write outside
 // the file's segments, the arena or the caller's buffers (Note [Program file layout]).
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -100,10 +101,12 @@ class MethodVerifier {
   }
 
  private:
-  template <typename... Args>
-  bool fail(const char* format, Args... args) {
+  bool fail(const char* format, ...) __attribute__((format(printf, 2, 3))) {
     char message[400];
-    std::snprintf(message, sizeof(message), format, args...);
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(message, sizeof(message), format, args);
+    va_end(args);
     return error_.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[load] method '%s': %s", name_, message);
   }
 
@@ -201,6 +204,7 @@ class MethodVerifier {
             return fail("value %u occupies arena bytes [%llu, %llu + %llu), past the arena of %llu bytes", i,
                         static_cast<unsigned long long>(v.arena_offset()), static_cast<unsigned long long>(v.arena_offset()),
                         static_cast<unsigned long long>(v.max_bytes()), static_cast<unsigned long long>(fm_.arena_bytes()));
+          if (end > arena_needed_) arena_needed_ = end;
           break;
         case Location::Constant: {
           if (v.segment() >= length(segments))
@@ -237,16 +241,19 @@ class MethodVerifier {
           const ValueInfo& root = m_.values[info.root];
           Interval offset;
           if (!view_offset_range(fm_, i, m_.symbol_bounds.data(), num_symbols_, &offset))
-            return fail("view value %u: its offset overflows at the symbols' bounds", i);
+            return fail("view value %u: its offset overflows at the symbols' bounds or is malformed", i);
           if (offset.lo < 0) return fail("view value %u starts %lld elements before its base", i,
                                          static_cast<long long>(offset.lo));
+          int64_t last = 0, last_byte = 0;
+          if (__builtin_add_overflow(offset.hi, extent.elements, &last) ||
+              __builtin_mul_overflow(last, element, &last_byte))
+            return fail("view value %u reaches past byte 2^63 of its base (offset up to %lld elements)", i,
+                        static_cast<long long>(offset.hi));
           if (root.location == Location::Input || root.location == Location::Output)
             break;  // checked against the caller's sizes when a run uses it (executor.cpp)
           const uint64_t reserved = value(info.root).max_bytes();
           const int64_t capacity = reserved > INT64_MAX ? INT64_MAX : static_cast<int64_t>(reserved);
-          int64_t last = 0;
-          if (extent.elements > 0 &&
-              (__builtin_add_overflow(offset.hi, extent.elements, &last) || last > capacity / element))
+          if (extent.elements > 0 && last > capacity / element)
             return fail("view value %u spans elements [%lld, %lld) of value %u, which holds %lld", i,
                         static_cast<long long>(offset.hi), static_cast<long long>(last), info.root,
                         static_cast<long long>(capacity / element));
@@ -261,6 +268,10 @@ class MethodVerifier {
 
   bool allocate_arena() {
     const uint64_t bytes = fm_.arena_bytes();
+    // The arena is what its values occupy: a larger one is not a plan, only memory to reserve.
+    if (bytes > (arena_needed_ + 63) / 64 * 64)
+      return fail("an arena of %llu bytes, its values occupy %llu", static_cast<unsigned long long>(bytes),
+                  static_cast<unsigned long long>(arena_needed_));
     if (bytes == 0) return true;
     if (bytes > (uint64_t{1} << 48))
       return error_.fail(EMBER_RT_ERROR_OUT_OF_MEMORY, "[load] method '%s': an arena of %llu bytes", name_,
@@ -293,8 +304,13 @@ class MethodVerifier {
       if (index >= num_values_)
         return fail("call of %s: %s %u is value %u of %u", op, is_input ? "input" : "output",
                     is_input ? k : k - num_inputs, index, num_values_);
-      types[k] = OperandType{value(index).dtype(), static_cast<int32_t>(length(value(index).shape())),
-                             m_.values[index].max_bytes};
+      const program::Value& v = value(index);
+      types[k] = OperandType{v.dtype(), static_cast<int32_t>(length(v.shape())), m_.values[index].max_bytes, {}};
+      for (int32_t d = 0; d < types[k].dim; ++d) {
+        Interval size;
+        expr_range(v.shape()->Get(d), m_.symbol_bounds.data(), num_symbols_, &size);  // checked with the value
+        types[k].max_sizes[d] = size.hi;
+      }
     }
     for (uint32_t k = 0; k < num_inputs; ++k) {
       const uint32_t index = call.inputs()->Get(k);
@@ -316,6 +332,15 @@ class MethodVerifier {
                           m_.values[m_.values[call.inputs()->Get(in_place)].root].location == Location::Constant))
       return fail("call of %s writes its input %d in place, which is missing or a constant", op, in_place);
     for (uint32_t o = 0; o < num_outputs; ++o) define(call.outputs()->Get(o));
+    // Expressions in attributes (a cache position) are evaluated by the kernel on every run.
+    if (const auto* attributes = call.attributes())
+      for (const program::Attribute* attribute : *attributes)
+        for (uint32_t e = 0; e < length(attribute->exprs()); ++e) {
+          Interval range;
+          if (!expr_range(attribute->exprs()->Get(e), m_.symbol_bounds.data(), num_symbols_, &range))
+            return fail("call of %s: attribute '%s' has an expression that overflows or is malformed", op,
+                        attribute->name()->c_str());
+        }
     int64_t scratch_bytes = 0;
     KernelSignature signature{op, std::span<const OperandType>(types, num_inputs),
                               std::span<const OperandType>(types + num_inputs, num_outputs), &call, &scratch_bytes};
@@ -333,7 +358,7 @@ class MethodVerifier {
   bool verify_loop(const program::Loop& loop, int depth) {
     Interval trips;
     if (!expr_range(loop.trip_count(), m_.symbol_bounds.data(), num_symbols_, &trips))
-      return fail("a loop's trip count overflows at the symbols' bounds");
+      return fail("a loop's trip count overflows at the symbols' bounds or is malformed");
     if (trips.lo < 0) return fail("a loop's trip count can be negative (%lld)", static_cast<long long>(trips.lo));
     const uint32_t index = loop.index_symbol();
     if (index >= num_symbols_) return fail("a loop's index is symbol %u of %u", index, num_symbols_);
@@ -392,6 +417,7 @@ class MethodVerifier {
   std::vector<uint8_t> loop_symbols_;
   size_t max_operands_ = 0;
   int64_t max_scratch_ = 0;
+  uint64_t arena_needed_ = 0;  // the end of the arena's last value
 };
 
 }  // namespace
@@ -402,10 +428,11 @@ const char* value_extent(const program::Value& value, const Interval* ranges, ui
   Interval sizes[kMaxDims], strides[kMaxDims];
   for (uint32_t d = 0; d < dims; ++d) {
     *bad_dim = static_cast<int>(d);
-    if (!expr_range(value.shape()->Get(d), ranges, num_symbols, &sizes[d])) return "an overflowing dim";
+    if (!expr_range(value.shape()->Get(d), ranges, num_symbols, &sizes[d])) return "an overflowing or malformed dim";
     if (sizes[d].lo < 0) return "a negative dim";
     if (value.strides() != nullptr) {
-      if (!expr_range(value.strides()->Get(d), ranges, num_symbols, &strides[d])) return "an overflowing stride";
+      if (!expr_range(value.strides()->Get(d), ranges, num_symbols, &strides[d]))
+        return "an overflowing or malformed stride";
       if (strides[d].lo < 0) return "a negative stride";
     }
   }

@@ -104,10 +104,15 @@ std::vector<unsigned char> build_program(const ProgramSpec& spec) {
     std::vector<Offset<fb::Segment>> segments;
     for (const SegmentSpec& s : spec.segment_table ? *spec.segment_table : table)
       segments.push_back(fb::CreateSegment(b, s.offset, s.size));
+    std::vector<Offset<fb::KeyValue>> metadata;
+    for (const auto& [key, value] : spec.metadata)
+      metadata.push_back(fb::CreateKeyValue(b, b.CreateString(key), b.CreateString(value)));
     auto operator_vector = b.CreateVector(operators);
     auto method_vector = b.CreateVector(methods);
     auto segment_vector = b.CreateVector(segments);
-    b.Finish(fb::CreateProgram(b, spec.version, operator_vector, method_vector, segment_vector), fb::ProgramIdentifier());
+    auto metadata_vector = b.CreateVector(metadata);
+    b.Finish(fb::CreateProgram(b, spec.version, operator_vector, method_vector, segment_vector, metadata_vector),
+             fb::ProgramIdentifier());
     uint64_t end = round_up(fb::kHeaderBytes + b.GetSize());
     uint64_t file_end = fb::kHeaderBytes + b.GetSize();
     for (size_t s = 0; s < spec.segments.size(); ++s) {

@@ -97,6 +97,7 @@ struct ProgramSpec {
   std::vector<MethodSpec> methods;
   std::vector<std::vector<unsigned char>> segments;  // laid out 64-byte aligned after the program
   std::optional<std::vector<SegmentSpec>> segment_table;  // replaces the computed table
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // The file's bytes: header, FlatBuffer, segments.

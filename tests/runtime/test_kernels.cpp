@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "ember/ember.h"
+#include "ember/nn/attention/flex_attention.h"
 #include "runtime_test_util.h"
 
 namespace ember::rt::testing {
@@ -237,6 +238,92 @@ TEST(RuntimeKernels, CopyIntoAnInputInPlaceCloneAndTo) {
   q.call("to", {q.view(xi, {7, 3}, {1, 7})}, {converted},
          {AttributeSpec{.name = "dtype", .kind = fb::AttributeKind::Int, .int_value = static_cast<int64_t>(kBFloat16)}});
   expect_bitwise_equal(q.run()[0], x.t().to(kBFloat16));
+}
+
+// Prefill (L = S) and decoding over a cache (q_offset = the cached length, keys a narrowed
+// view of the cache), with and without a sliding window, grouped-query heads.
+TEST(RuntimeKernels, FlexAttentionWithTheCausalMaskEqualsEager) {
+  namespace A = nn::attention;
+  manual_seed(12);
+  const int64_t B = 1, Hq = 4, Hkv = 2, E = 16, cache_len = 40;
+  struct Case {
+    int64_t L, offset, window;
+  };
+  for (const Case& c : {Case{37, 0, 0}, Case{37, 0, 6}, Case{1, 21, 0}, Case{3, 30, 8}, Case{1, 0, 0}}) {
+    const int64_t S = c.offset + c.L;
+    Tensor q = randn({B, Hq, c.L, E}), k_cache = randn({B, Hkv, cache_len, E}), v_cache = randn({B, Hkv, cache_len, E});
+    const int32_t offset = static_cast<int32_t>(c.offset), window = static_cast<int32_t>(c.window);
+    auto mask = [offset, window](auto, auto, auto qi, auto kv) {
+      return qi + offset >= kv && (window == 0 || qi + offset - kv < window);
+    };
+    A::BlockMask block_mask = A::create_block_mask(mask, 1, 1, c.L, S, A::BlockSize(16, 16));
+    Tensor expected = A::flex_attention(q, k_cache.narrow(2, 0, S), v_cache.narrow(2, 0, S), block_mask,
+                                        A::FlexAttentionOptions().set_enable_gqa(true))
+                          .output;
+    ProgramMaker p;
+    uint32_t qi = p.input(q), ki = p.input(k_cache), vi = p.input(v_cache), out = p.output({B, Hq, c.L, E});
+    const std::vector<int64_t> cache_strides = {Hkv * cache_len * E, cache_len * E, E, 1};
+    p.call("flex_attention", {qi, p.view(ki, {B, Hkv, S, E}, cache_strides), p.view(vi, {B, Hkv, S, E}, cache_strides)},
+           {out},
+           {AttributeSpec{.name = "mask", .kind = fb::AttributeKind::String, .string_value = "causal"},
+            AttributeSpec{.name = "q_offset", .kind = fb::AttributeKind::Int, .int_value = c.offset},
+            AttributeSpec{.name = "window", .kind = fb::AttributeKind::Int, .int_value = c.window},
+            AttributeSpec{.name = "block_q", .kind = fb::AttributeKind::Int, .int_value = 16},
+            AttributeSpec{.name = "block_kv", .kind = fb::AttributeKind::Int, .int_value = 16},
+            AttributeSpec{.name = "enable_gqa", .kind = fb::AttributeKind::Int, .int_value = 1}});
+    SCOPED_TRACE("L " + std::to_string(c.L) + " offset " + std::to_string(c.offset) + " window " +
+                 std::to_string(c.window));
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+}
+
+TEST(RuntimeKernels, UnaryOpsEqualEager) {
+  manual_seed(13);
+  Tensor x = randn({6, 50}).abs() + 0.1;  // rsqrt's domain
+  const std::vector<std::pair<std::string, Tensor>> cases = {{"rsqrt", rsqrt(x)}, {"neg", neg(x)},
+                                                             {"sigmoid", sigmoid(x)}, {"tanh", tanh(x)},
+                                                             {"exp", exp(x)}, {"silu", silu(x)}};
+  for (const auto& [op, expected] : cases) {
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output({6, 50});
+    p.call(op, {xi}, {out});
+    SCOPED_TRACE(op);
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+}
+
+// Strides, padding, dilation and groups, a bias, an input that is a view (copied first).
+TEST(RuntimeKernels, ConvolutionsEqualEager) {
+  manual_seed(14);
+  auto ints = [](std::vector<int64_t> values, const char* name) {
+    return AttributeSpec{.name = name, .kind = fb::AttributeKind::Ints, .ints = std::move(values)};
+  };
+  {
+    Tensor x = randn({2, 4, 9, 11}), w = randn({6, 2, 3, 2}), b = randn({6});
+    Tensor expected = conv2d(x, w, b, {2, 1}, {1, 0}, {1, 2}, 2);
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes());
+    p.call("conv2d", {xi, p.constant(w), p.constant(b)}, {out},
+           {ints({2, 1}, "stride"), ints({1, 0}, "padding"), ints({1, 2}, "dilation"),
+            AttributeSpec{.name = "groups", .kind = fb::AttributeKind::Int, .int_value = 2}});
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+  {
+    Tensor x = randn({3, 7, 2}), w = randn({5, 3, 3});  // x permuted [2, 3, 7] -> [2, 5, 7] with padding 1
+    Tensor expected = conv1d(x.permute({2, 0, 1}), w, {}, 1, 1);
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes());
+    p.call("conv1d", {p.view(xi, {2, 3, 7}, {1, 14, 2}), p.constant(w)}, {out}, {ints({1}, "padding")});
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+  {
+    Tensor x = randn({1, 2, 4, 5, 6}), w = randn({3, 2, 2, 2, 3});
+    Tensor expected = conv3d(x, w);
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes());
+    p.call("conv3d", {xi, p.constant(w)}, {out});
+    expect_bitwise_equal(p.run()[0], expected);
+  }
 }
 
 TEST(RuntimeKernels, CopyIntoAConstantIsRefusedAtLoad) {

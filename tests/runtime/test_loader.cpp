@@ -113,7 +113,7 @@ TEST(RuntimeLoader, RejectsANegativeDim) {
 TEST(RuntimeLoader, RejectsAnOverflowingDim) {
   ProgramSpec p = add_relu_program();
   method(p).values[2].shape = {sym(0, int64_t{1} << 62), lit(4)};  // 16 * 2^62
-  expect_invalid(p, "an overflowing dim at dim 0");
+  expect_invalid(p, "an overflowing or malformed dim at dim 0");
   p = add_relu_program();
   method(p).values[2].shape = lits({int64_t{1} << 40, int64_t{1} << 40});
   expect_invalid(p, "an element count past 2^63");
@@ -123,6 +123,30 @@ TEST(RuntimeLoader, RejectsAnOverflowingDim) {
   p = add_relu_program();
   method(p).values[2].strides = std::vector<ExprSpec>{lit(INT64_MAX / 2), lit(1)};
   expect_invalid(p, "an extent past 2^63");
+}
+
+TEST(RuntimeLoader, RejectsAttributeExpressionsNamingMissingSymbols) {
+  ProgramSpec p = add_relu_program();
+  method(p).instructions[0].call->attributes = {
+      AttributeSpec{.name = "alpha_expr", .kind = fb::AttributeKind::Exprs, .exprs = {sym(7)}}};
+  expect_invalid(p, "call of add: attribute 'alpha_expr' has an expression that overflows or is malformed");
+  method(p).instructions[0].call->attributes[0].exprs = {sym(0, INT64_MAX)};
+  expect_invalid(p, "attribute 'alpha_expr' has an expression that overflows or is malformed");
+}
+
+// The fuzzer's findings, kept as seeds in fuzz/program_seeds: a terabyte arena, a view 2^61
+// elements into an input (its byte offset overflowed), an Expr whose terms vector is not
+// 8-byte aligned (it passes the FlatBuffers verifier; reading it is undefined behaviour).
+TEST(RuntimeLoader, RejectsTheFuzzersFindings) {
+  for (const char* name : {"huge_arena.ember", "view_offset_overflow.ember", "misaligned_terms.ember"}) {
+    EmberRtProgram* program = nullptr;
+    EXPECT_EQ(ember_rt_load((std::string(EMBER_FUZZ_SEEDS_DIR) + "/" + name).c_str(), &program),
+              EMBER_RT_ERROR_INVALID_PROGRAM)
+        << name;
+    EXPECT_EQ(program, nullptr);
+    EXPECT_STRNE(ember_rt_last_error(), "") << name;
+    ember_rt_free(program);
+  }
 }
 
 TEST(RuntimeLoader, RejectsAnOperatorIndexPastTheTable) {
@@ -175,6 +199,16 @@ TEST(RuntimeLoader, RejectsAnArenaSmallerThanThePlan) {
   expect_invalid(p, "past the arena");
 }
 
+// A file that asks for more arena than its values occupy (the fuzzer's first finding: a
+// terabyte arena reserved at load).
+TEST(RuntimeLoader, RejectsAnArenaLargerThanItsValues) {
+  ProgramSpec p = add_relu_program();
+  method(p).arena_bytes = uint64_t{1} << 40;
+  expect_invalid(p, "an arena of 1099511627776 bytes, its values occupy 256");
+  method(p).arena_bytes = 256 + 64;
+  expect_invalid(p, "an arena of 320 bytes, its values occupy 256");
+}
+
 TEST(RuntimeLoader, RejectsViewsOutsideTheirBase) {
   ProgramSpec p = add_relu_program();
   // bias[2:6]: a view two elements into a 4-element constant.
@@ -190,6 +224,12 @@ TEST(RuntimeLoader, RejectsViewsOutsideTheirBase) {
   method(p).values[4].base = 1;
   method(p).values[4].dtype = fb::ScalarType::Int32;
   expect_invalid(p, "view value 4 is Int32, its base 1 is Float32");
+  // A view of an input 2^61 elements in (the fuzzer's second finding: its byte offset
+  // overflowed when a run computed its address).
+  method(p).values[4].dtype = fb::ScalarType::Float32;
+  method(p).values[4].base = 0;
+  method(p).values[4].view_offset = lit(int64_t{1} << 61);
+  expect_invalid(p, "view value 4 reaches past byte 2^63 of its base");
 }
 
 TEST(RuntimeLoader, RejectsWritesIntoConstantsAndInputs) {

@@ -1,4 +1,4 @@
-// clone: a contiguous copy of x (Tensor::clone: the cast loop, same dtype).
+// clone: a contiguous copy of x (Tensor::clone: the cast loop to x's own dtype).
 #include "runtime/kernels/support.h"
 
 namespace ember::rt::kernels {
@@ -6,8 +6,8 @@ namespace {
 
 bool run(const KernelCall& c, Error& error) {
   if (!same_sizes(c.inputs[0], c.outputs[0])) return fail(error, "clone", "input and output sizes differ");
-  return run_elementwise("clone", EMBER_KERNEL(cast_loop)(to_ember(c.inputs[0].dtype), to_ember(c.outputs[0].dtype)),
-                         {}, c.outputs[0], c.inputs, error);
+  return run_elementwise("clone", EMBER_KERNEL(copy_loop)(to_ember(c.outputs[0].dtype)), {}, c.outputs[0], c.inputs,
+                         error);
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
-// copy_: dst.copy_(src) in place (the KV cache append): src broadcast to dst and cast to its
-// dtype through the cast loop; a src that overlaps dst in another layout is copied first, as
-// ops::copy_into does.
+// copy_: dst.copy_(src) in place (the KV cache append): src broadcast to dst through the cast
+// loop of their one dtype (a converting copy_ is refused at load: the exporter writes `to`
+// first; the one-dtype lookup keeps the other 72 dtype pairs out of ember-rt); a src that
+// overlaps dst in another layout is copied first, as ops::copy_into does.
 #include "runtime/kernels/support.h"
 
 namespace ember::rt::kernels {
 namespace {
 
 bool check(const KernelSignature& s, Error& error) {
-  if (!check_operands(s, 2, 2, 0, error)) return false;
+  if (!check_operands(s, 2, 2, 0, error) || !check_same_dtype(s, error)) return false;
   *s.scratch_bytes = s.inputs[1].max_bytes;
   return true;
 }
@@ -37,8 +38,7 @@ bool run(const KernelCall& c, Error& error) {
       return false;
   }
   const TensorView inputs[1] = {src};
-  return run_elementwise("copy_", EMBER_KERNEL(cast_loop)(to_ember(src.dtype), to_ember(dst.dtype)), {}, dst, inputs,
-                         error);
+  return run_elementwise("copy_", EMBER_KERNEL(copy_loop)(to_ember(dst.dtype)), {}, dst, inputs, error);
 }
 
 }  // namespace

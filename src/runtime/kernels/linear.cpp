@@ -108,8 +108,7 @@ bool run(const KernelCall& c, Error& error) {
             std::max<int64_t>(n, 1));
   if (c.inputs.size() < 3) return true;
   const TensorView sum_inputs[2] = {out, c.inputs[2]};
-  return run_elementwise("linear", EMBER_KERNEL(binary_loop)(cpu::BinaryOp::Add, to_ember(out.dtype)), {}, out,
-                         sum_inputs, error);
+  return run_elementwise("linear", binary_loop<cpu::BinaryOp::Add>(out.dtype), {}, out, sum_inputs, error);
 }
 
 }  // namespace

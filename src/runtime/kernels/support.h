@@ -111,7 +111,8 @@ inline bool run_elementwise(const char* op, cpu::InnerLoop loop, const cpu::Elem
   return true;
 }
 
-// Copies `src` into contiguous memory at `dst` (through the cast loop, as Tensor::contiguous).
+// Copies `src` into contiguous memory at `dst` (the cast loop to its own dtype, as
+// Tensor::contiguous).
 inline bool make_contiguous(const char* op, const TensorView& src, void* dst, TensorView* out, Error& error) {
   *out = src;
   out->data = dst;
@@ -121,8 +122,7 @@ inline bool make_contiguous(const char* op, const TensorView& src, void* dst, Te
     stride *= src.sizes[d];
   }
   const TensorView inputs[1] = {src};
-  return run_elementwise(op, EMBER_KERNEL(cast_loop)(to_ember(src.dtype), to_ember(src.dtype)), {}, *out, inputs,
-                         error);
+  return run_elementwise(op, EMBER_KERNEL(copy_loop)(to_ember(src.dtype)), {}, *out, inputs, error);
 }
 
 // `view` itself when contiguous, else its contiguous copy in `scratch`.
@@ -157,12 +157,22 @@ inline bool check_binary(const KernelSignature& s, Error& error) {
   return true;
 }
 
+// binary_loop(kOp, dtype) through the lookup of that op alone (elementwise_ops.h).
+template <cpu::BinaryOp kOp>
+cpu::InnerLoop binary_loop(program::ScalarType dtype) {
+  static_assert(kOp == cpu::BinaryOp::Add || kOp == cpu::BinaryOp::Sub || kOp == cpu::BinaryOp::Mul ||
+                kOp == cpu::BinaryOp::Div);
+  if constexpr (kOp == cpu::BinaryOp::Add) return EMBER_KERNEL(add_loop)(to_ember(dtype));
+  else if constexpr (kOp == cpu::BinaryOp::Sub) return EMBER_KERNEL(sub_loop)(to_ember(dtype));
+  else if constexpr (kOp == cpu::BinaryOp::Mul) return EMBER_KERNEL(mul_loop)(to_ember(dtype));
+  else return EMBER_KERNEL(div_loop)(to_ember(dtype));
+}
+
 template <cpu::BinaryOp kOp>
 bool run_binary(const KernelCall& c, Error& error) {
   cpu::ElementwiseParams params;
   float_attribute(c.call, "alpha", 1.0, &params.alpha);
-  return run_elementwise(c.op, EMBER_KERNEL(binary_loop)(kOp, to_ember(c.outputs[0].dtype)), params, c.outputs[0],
-                         c.inputs, error);
+  return run_elementwise(c.op, binary_loop<kOp>(c.outputs[0].dtype), params, c.outputs[0], c.inputs, error);
 }
 
 // The unary family (relu, silu, exp, ...): out = f(x), same shape.
