@@ -41,7 +41,7 @@ TEST(SmoothL1Loss, MatchesFormulaForEachBetaAndReduction) {
   EXPECT_TRUE(all_close(ember::smooth_l1_loss(input, target, kSum, 0.0), {sum_of(values((input - target).abs()))}));
   EXPECT_TRUE(all_close(ember::smooth_l1_loss(input, target), {sum_of(smooth_l1_reference(a, b, 1.0)) / 15}));
   EXPECT_TRUE(throws_error([&] { ember::smooth_l1_loss(input, target, kMean, -1.0); },
-                           {"[smooth_l1_loss]", "beta must be non-negative, got -1"}));
+                           {"[smooth_l1_loss]", "beta must not be negative, got -1"}));
 }
 
 TEST(NLLLoss, FreeFormTakesATenArguments) {
