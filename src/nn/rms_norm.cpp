@@ -26,6 +26,7 @@ Tensor fused_rms_norm(const Tensor& input, const Tensor& weight, int64_t width, 
   Tensor rstd = core::make_tensor({rows}, acc);
   cpu::rms_norm_forward(dtype, x.data_ptr(), w.defined() ? w.data_ptr() : nullptr, out.data_ptr(), rstd.data_ptr(),
                         rows, width, eps);
+  ember_trace_op_.attr("normalized_shape", std::vector<int64_t>{width}).attr("eps", eps).result(out);
   std::vector<Tensor> inputs = {input};
   if (weight.defined()) inputs.push_back(weight);
   if (!autograd::should_record(inputs)) return out;

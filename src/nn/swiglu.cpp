@@ -23,6 +23,7 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
   const Tensor x = a.detach().to(dtype).contiguous(), y = b.detach().to(dtype).contiguous();
   Tensor out = core::make_tensor(a.sizes(), dtype);
   cpu::swiglu_forward(dtype, x.data_ptr(), y.data_ptr(), out.data_ptr(), out.numel());
+  ember_trace_op_.result(out);
   if (!autograd::should_record({a, b})) return out;
   const autograd::SavedTensor saved_a(x), saved_b(y);
   const ScalarType a_dtype = a.scalar_type(), b_dtype = b.scalar_type();

@@ -1,0 +1,90 @@
+// The op layer's export trace hook: while ember::export_program traces a forward, every op
+// entered through EMBER_RECORD_OP (src/core/record_op.h) reports to the thread's listener
+// (Note [Export trace]).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ember/storage.h"
+#include "ember/tensor.h"
+
+namespace ember::core {
+
+// Note [Export trace]
+// The trace shares the profiler's funnel: EMBER_RECORD_OP opens a TraceOp frame at each op's
+// shared entry point. Only the outermost frame records (an op's inner ops are its kernel);
+// an op with export support names its result (and attributes) through the frame before it
+// returns, and the listener records it. A frame that closes without a result is an op
+// without export support: the storages allocated inside it are handed to the listener,
+// which refuses the export if one of them ever reaches a recorded op, naming both ops.
+// Tensor::item() reports too, so a value read back into C++ control flow is caught.
+struct TraceAttribute {
+  enum class Kind { Int, Float, Ints, Floats, String };
+  std::string name;
+  Kind kind = Kind::Int;
+  int64_t int_value = 0;
+  double float_value = 0;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  std::string string_value;
+};
+
+struct TracedOp {
+  std::string name;
+  std::vector<Tensor> inputs;  // undefined optional inputs are left out
+  std::vector<Tensor> outputs;
+  std::vector<TraceAttribute> attributes;
+  bool in_place = false;  // writes inputs[0]; no outputs
+};
+
+class TraceListener {
+ public:
+  virtual ~TraceListener() = default;
+  // An op with export support; may throw ember::Error to refuse the export.
+  virtual void record(TracedOp op) = 0;
+  // An op without export support closed; `allocations` are the storages it made.
+  virtual void unsupported(const char* op, std::vector<Storage> allocations) noexcept = 0;
+  // Tensor::item() outside any op; may throw.
+  virtual void item(const Tensor& tensor) = 0;
+};
+
+// This thread's listener (null while no export traces).
+TraceListener* trace_listener();
+void set_trace_listener(TraceListener* listener);
+// Called by core::make_tensor: the outermost open frame keeps the storage.
+void trace_note_allocation(const Storage& storage);
+// Called by Tensor::item(): reports to the listener outside ops.
+void trace_note_item(const Tensor& tensor);
+
+class TraceOp {
+ public:
+  explicit TraceOp(const char* name);
+  ~TraceOp();
+  TraceOp(const TraceOp&) = delete;
+  TraceOp& operator=(const TraceOp&) = delete;
+
+  // True for the outermost op while a trace runs: only then are the calls below recorded.
+  bool active() const { return active_; }
+  void set_inputs(std::vector<Tensor> inputs);
+  TraceOp& attr(const char* name, int64_t value);
+  TraceOp& attr(const char* name, double value);
+  TraceOp& attr(const char* name, std::vector<int64_t> values);
+  TraceOp& attr(const char* name, std::string value);
+  // Records the op with its result (when active) and returns the result.
+  const Tensor& result(const Tensor& out);
+  void results(std::vector<Tensor> outs);
+  // Records the op as writing its first input in place.
+  void in_place();
+
+ private:
+  friend void trace_note_allocation(const Storage& storage);
+  void finish();
+  TraceAttribute& add_attribute(const char* name, TraceAttribute::Kind kind);
+
+  bool entered_ = false, active_ = false, recorded_ = false;
+  TracedOp op_;
+  std::vector<Storage> allocations_;
+};
+
+}  // namespace ember::core
