@@ -78,7 +78,7 @@ TracePoints choose_points(const std::vector<ExportOptions::Symbolic>& symbols, c
     const Dim& d = symbols[s].symbol;
     p.names.push_back(d.name);
     std::vector<int64_t> values;
-    for (int64_t v : {base[s] + 1, base[s] - 1, d.max, d.min, base[s] + 2, base[s] - 2})
+    for (int64_t v : {base[s] + 1, d.max, base[s] - 1, d.min, base[s] + 2, base[s] - 2})
       if (v >= d.min && v <= d.max && v != base[s] && std::find(values.begin(), values.end(), v) == values.end())
         values.push_back(v);
     EMBER_CHECK(values.size() >= 2, "export", "symbol ", d.name, " needs at least 3 values in [", d.min, ", ",

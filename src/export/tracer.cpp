@@ -80,8 +80,9 @@ uint32_t Tracer::value_of(const Tensor& t, const std::string& reader) {
   }
   const TracedValue& base = trace_.values[root->second.value];
   const int64_t offset = t.storage_offset() - base.offset;
-  if (t.sizes() == base.sizes && t.strides() == base.strides && offset == 0 && t.scalar_type() == base.dtype)
-    return root->second.value;
+  // The root's own tensor only: a view with the root's geometry at one size (a narrow to
+  // the full length) stays a view, so every traced size records the same values.
+  if (t.is_same(root->second.tensor)) return root->second.value;
   EMBER_CHECK(t.scalar_type() == base.dtype, "export", "op '", reader, "' (", place(),
               ") reads a tensor that reinterprets the memory of another as ", dtype_name(t.scalar_type()));
   auto key = std::make_tuple(root->second.value, t.sizes(), t.strides(), offset);
