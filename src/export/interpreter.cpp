@@ -162,6 +162,45 @@ const std::map<std::string, Kernel>& kernels() {
       }
       return std::vector<Tensor>{nn::attention::flex_attention(q, key, value, mask, options).output};
     };
+    k["conv1d"] = [](const std::vector<Tensor>& in, const Attributes& a) {
+      return std::vector<Tensor>{conv1d(in.at(0), in.at(1), input_or_undefined(in, 2), a.ints("stride"),
+                                        a.ints("padding"), a.ints("dilation"), a.integer("groups"))};
+    };
+    k["conv2d"] = [](const std::vector<Tensor>& in, const Attributes& a) {
+      return std::vector<Tensor>{conv2d(in.at(0), in.at(1), input_or_undefined(in, 2), a.ints("stride"),
+                                        a.ints("padding"), a.ints("dilation"), a.integer("groups"))};
+    };
+    k["conv3d"] = [](const std::vector<Tensor>& in, const Attributes& a) {
+      return std::vector<Tensor>{conv3d(in.at(0), in.at(1), input_or_undefined(in, 2), a.ints("stride"),
+                                        a.ints("padding"), a.ints("dilation"), a.integer("groups"))};
+    };
+    using MaxPool = std::tuple<Tensor, Tensor> (*)(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef,
+                                                   bool);
+    auto max_pool = [&](const char* name, MaxPool fn) {
+      k[name] = [fn](const std::vector<Tensor>& in, const Attributes& a) {
+        auto [out, indices] = fn(in.at(0), a.ints("kernel_size"), a.ints("stride"), a.ints("padding"),
+                                 a.ints("dilation"), a.integer("ceil_mode") != 0);
+        return a.integer("return_indices") ? std::vector<Tensor>{out, indices} : std::vector<Tensor>{out};
+      };
+    };
+    max_pool("max_pool1d", &max_pool1d_with_indices);
+    max_pool("max_pool2d", &max_pool2d_with_indices);
+    max_pool("max_pool3d", &max_pool3d_with_indices);
+    k["avg_pool1d"] = [](const std::vector<Tensor>& in, const Attributes& a) {
+      return std::vector<Tensor>{avg_pool1d(in.at(0), a.ints("kernel_size"), a.ints("stride"), a.ints("padding"),
+                                            a.integer("ceil_mode") != 0, a.integer("count_include_pad") != 0)};
+    };
+    using AvgPool = Tensor (*)(const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, bool, bool, std::optional<int64_t>);
+    auto avg_pool = [&](const char* name, AvgPool fn) {
+      k[name] = [fn](const std::vector<Tensor>& in, const Attributes& a) {
+        const int64_t divisor = a.integer("divisor_override");
+        return std::vector<Tensor>{fn(in.at(0), a.ints("kernel_size"), a.ints("stride"), a.ints("padding"),
+                                      a.integer("ceil_mode") != 0, a.integer("count_include_pad") != 0,
+                                      divisor ? std::optional<int64_t>(divisor) : std::nullopt)};
+      };
+    };
+    avg_pool("avg_pool2d", &avg_pool2d);
+    avg_pool("avg_pool3d", &avg_pool3d);
     return k;
   }();
   return table;
