@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ember/nn/module.h"
@@ -111,12 +112,46 @@ struct Call {
   bool operator==(const Call&) const = default;
 };
 
+struct Instruction;
+
+// Runs `body` trip_count times with symbol index_symbol (a LoopIndex) counting; after each
+// iteration carried_outputs[i] is copied into carried_inputs[i] (an RNN's state).
+struct Loop {
+  Expr trip_count;
+  uint32_t index_symbol = 0;
+  std::vector<Instruction> body;
+  std::vector<uint32_t> carried_inputs, carried_outputs;
+  bool operator==(const Loop&) const;
+};
+
+struct Instruction {
+  std::variant<Call, Loop> op;
+  bool operator==(const Instruction&) const = default;
+};
+
+inline bool Loop::operator==(const Loop&) const = default;
+
+// Calls fn(value) for every value an instruction reads or writes (a loop: its body's and its
+// carried values).
+template <typename Fn>
+void for_each_value(const Instruction& instruction, Fn&& fn) {
+  if (const auto* call = std::get_if<Call>(&instruction.op)) {
+    for (uint32_t v : call->inputs) fn(v);
+    for (uint32_t v : call->outputs) fn(v);
+    return;
+  }
+  const Loop& loop = std::get<Loop>(instruction.op);
+  for (const Instruction& i : loop.body) for_each_value(i, fn);
+  for (uint32_t v : loop.carried_inputs) fn(v);
+  for (uint32_t v : loop.carried_outputs) fn(v);
+}
+
 struct Method {
   std::string name;
   std::vector<Symbol> symbols;
   std::vector<Value> values;
   std::vector<uint32_t> inputs, outputs;
-  std::vector<Call> instructions;
+  std::vector<Instruction> instructions;
   uint64_t arena_bytes = 0;         // the static memory plan's arena, at the symbols' bounds
   uint64_t intermediate_bytes = 0;  // the sum of every Arena value's max_bytes (not in the file)
 };

@@ -110,4 +110,22 @@ void TraceOp::in_place() {
   finish();
 }
 
+TraceLoop::TraceLoop(int64_t trip_count) {
+  if (!state.listener || state.depth != 0) return;
+  listener_ = state.listener;
+  listener_->loop_begin(trip_count);
+}
+
+void TraceLoop::iteration(const std::vector<Tensor>& carried) {
+  if (listener_) listener_->loop_iteration(carried);
+}
+
+void TraceLoop::finish(const std::vector<Tensor>& carried, const std::vector<std::vector<Tensor>>& stacked) {
+  if (listener_) listener_->loop_end(carried, stacked);
+}
+
+TracePause::TracePause() : listener_(state.listener) { state.listener = nullptr; }
+
+TracePause::~TracePause() { state.listener = listener_; }
+
 }  // namespace ember::core

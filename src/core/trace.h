@@ -47,6 +47,11 @@ class TraceListener {
   virtual void unsupported(const char* op, std::vector<Storage> allocations) noexcept = 0;
   // Tensor::item() outside any op; may throw.
   virtual void item(const Tensor& tensor) = 0;
+  // A TraceLoop (below): its start, each iteration's start with the state it reads, and its
+  // end with the state left and the per-iteration results stacked after it. May throw.
+  virtual void loop_begin(int64_t trip_count) = 0;
+  virtual void loop_iteration(const std::vector<Tensor>& carried) = 0;
+  virtual void loop_end(const std::vector<Tensor>& carried, const std::vector<std::vector<Tensor>>& stacked) = 0;
 };
 
 // This thread's listener (null while no export traces).
@@ -56,6 +61,36 @@ void set_trace_listener(TraceListener* listener);
 void trace_note_allocation(const Storage& storage);
 // Called by Tensor::item(): reports to the listener outside ops.
 void trace_note_item(const Tensor& tensor);
+
+// Marks a loop over a size (an RNN's time steps) so that an export records its body once, as
+// a Loop instruction, instead of the unrolled iterations. Inert while no export traces.
+//   TraceLoop loop(steps);
+//   for (s ...) { loop.iteration(states); states = step(...); outputs[t] = states[0]; }
+//   loop.finish(states, {outputs});  // then stack(outputs) reads the loop's results
+class TraceLoop {
+ public:
+  explicit TraceLoop(int64_t trip_count);
+  // Starts the next iteration, which reads `carried` (the state the previous one left).
+  void iteration(const std::vector<Tensor>& carried);
+  // `carried`: the state the last iteration left; stacked[k][i]: result k of iteration i,
+  // in the order a later stack() takes them.
+  void finish(const std::vector<Tensor>& carried, const std::vector<std::vector<Tensor>>& stacked);
+
+ private:
+  TraceListener* listener_ = nullptr;
+};
+
+// While alive, this thread's ops are not traced (the listener's own work, e.g. a snapshot).
+class TracePause {
+ public:
+  TracePause();
+  ~TracePause();
+  TracePause(const TracePause&) = delete;
+  TracePause& operator=(const TracePause&) = delete;
+
+ private:
+  TraceListener* listener_;
+};
 
 class TraceOp {
  public:

@@ -9,6 +9,8 @@
 // its sizes in any other way is refused, naming the call. The fit is exact on the traced
 // points; the tests run the program against eager at further sizes inside the bounds.
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -36,8 +38,13 @@ int64_t Expr::upper_bound(const std::vector<int64_t>& min, const std::vector<int
 
 std::vector<std::string> Program::operators() const {
   std::set<std::string> ops;
-  for (const Method& m : methods)
-    for (const Call& c : m.instructions) ops.insert(c.op);
+  std::function<void(const std::vector<Instruction>&)> collect = [&](const std::vector<Instruction>& instructions) {
+    for (const Instruction& i : instructions) {
+      if (const auto* call = std::get_if<Call>(&i.op)) ops.insert(call->op);
+      else collect(std::get<Loop>(i.op).body);
+    }
+  };
+  for (const Method& m : methods) collect(m.instructions);
   return {ops.begin(), ops.end()};
 }
 
@@ -55,6 +62,7 @@ namespace {
 
 using export_detail::Trace;
 using export_detail::TracedCall;
+using export_detail::TracedLoop;
 using export_detail::TracedValue;
 using export_ir::Expr;
 
@@ -119,39 +127,61 @@ Expr fit(const TracePoints& p, Sample sample, const std::function<std::string()>
   return e;
 }
 
-std::string call_name(const std::vector<Trace>& traces, size_t c) {
-  return "call #" + std::to_string(c) + " '" + traces[0].calls[c].op + "'";
+// A list of calls in every trace: the top level, or a loop's body.
+using CallList = std::function<const std::vector<TracedCall>&(const Trace&)>;
+
+const std::vector<TracedCall>& top_level(const Trace& t) { return t.calls; }
+
+CallList body_of(CallList parent, size_t c) {
+  return [parent, c](const Trace& t) -> const std::vector<TracedCall>& { return parent(t)[c].loop->body; };
 }
 
-// Every trace records the same ops over the same values (Note [Export by fitting]).
-void check_same_graph(const std::vector<Trace>& traces, const TracePoints& p) {
-  const Trace& t0 = traces[0];
+std::string call_name(const std::vector<Trace>& traces, const CallList& calls, size_t c) {
+  const bool nested = &calls(traces[0]) != &traces[0].calls;
+  return std::string(nested ? "loop body " : "") + "call #" + std::to_string(c) + " '" + calls(traces[0])[c].op + "'";
+}
+
+// Every trace records the same calls over the same values (Note [Export by fitting]).
+void check_same_calls(const std::vector<Trace>& traces, const TracePoints& p, const CallList& calls) {
+  const auto& c0 = calls(traces[0]);
   for (size_t k = 1; k < traces.size(); ++k) {
-    const Trace& t = traces[k];
-    const size_t n = std::min(t0.calls.size(), t.calls.size());
+    const auto& ck = calls(traces[k]);
+    const size_t n = std::min(c0.size(), ck.size());
     for (size_t c = 0; c < n; ++c) {
-      const TracedCall &a = t0.calls[c], &b = t.calls[c];
+      const TracedCall &a = c0[c], &b = ck[c];
       bool same = a.op == b.op && a.inputs == b.inputs && a.outputs == b.outputs &&
-                  a.attributes.size() == b.attributes.size();
+                  a.attributes.size() == b.attributes.size() && !a.loop == !b.loop;
       for (size_t i = 0; same && i < a.attributes.size(); ++i) {
         const auto &x = a.attributes[i], &y = b.attributes[i];
         same = x.name == y.name && x.kind == y.kind && x.float_value == y.float_value && x.floats == y.floats &&
                x.string_value == y.string_value && x.ints.size() == y.ints.size();
       }
-      EMBER_CHECK(same, "export", "the forward records different ops at different sizes: call #", c, " is '", a.op,
-                  "' at ", p.describe(0), " but '", b.op, "' at ", p.describe(k),
+      if (same && a.loop)
+        same = a.loop->ordinal == b.loop->ordinal && a.loop->carried_inputs == b.loop->carried_inputs &&
+               a.loop->carried_outputs == b.loop->carried_outputs;
+      EMBER_CHECK(same, "export", "the forward records different ops at different sizes: ", call_name(traces, calls, c),
+                  " at ", p.describe(0), " but '", b.op, "' at ", p.describe(k),
                   (a.op == b.op ? " (with other inputs or attributes)" : ""));
     }
-    EMBER_CHECK(t0.calls.size() == t.calls.size(), "export",
-                "the forward records different ops at different sizes: ", t0.calls.size(), " calls at ",
-                p.describe(0), " but ", t.calls.size(), " at ", p.describe(k), " (the first extra: '",
-                (t0.calls.size() > n ? t0.calls[n].op : t.calls[n].op), "')");
+    EMBER_CHECK(c0.size() == ck.size(), "export", "the forward records different ops at different sizes: ", c0.size(),
+                " calls at ", p.describe(0), " but ", ck.size(), " at ", p.describe(k), " (the first extra: '",
+                (c0.size() > n ? c0[n].op : ck[n].op), "')");
+  }
+  for (size_t c = 0; c < c0.size(); ++c)
+    if (c0[c].loop) check_same_calls(traces, p, body_of(calls, c));
+}
+
+void check_same_graph(const std::vector<Trace>& traces, const TracePoints& p) {
+  check_same_calls(traces, p, top_level);
+  const Trace& t0 = traces[0];
+  for (size_t k = 1; k < traces.size(); ++k) {
+    const Trace& t = traces[k];
     EMBER_CHECK(t0.values.size() == t.values.size() && t0.outputs == t.outputs, "export",
                 "the forward reads different tensors at different sizes (", p.describe(0), " and ", p.describe(k), ")");
     for (size_t v = 0; v < t0.values.size(); ++v) {
       const TracedValue &a = t0.values[v], &b = t.values[v];
       EMBER_CHECK(a.kind == b.kind && a.dtype == b.dtype && a.sizes.size() == b.sizes.size() && a.slot == b.slot &&
-                      a.base == b.base && a.constant == b.constant,
+                      a.base == b.base && a.constant == b.constant && a.loop == b.loop,
                   "export", "value ", v, " differs in kind, dtype or rank between ", p.describe(0), " and ",
                   p.describe(k));
     }
@@ -205,7 +235,8 @@ struct MethodBuilder {
   std::vector<Trace> traces;
   TracePoints points;
   export_ir::Method method;
-  std::vector<std::string> value_names;
+  std::map<uint32_t, Expr> loop_trip_counts;  // by loop ordinal
+  std::map<uint32_t, uint32_t> loop_symbols;
 
   uint32_t constant_index(const std::string& name, const Tensor& data) {
     for (size_t i = 0; i < program.constants.size(); ++i)
@@ -223,7 +254,7 @@ struct MethodBuilder {
       case TracedValue::Kind::CallOutput:
         for (size_t c = 0; c < traces[0].calls.size(); ++c)
           for (uint32_t o : traces[0].calls[c].outputs)
-            if (o == v) return "the result of " + call_name(traces, c);
+            if (o == v) return "the result of " + call_name(traces, top_level, c);
     }
     return "value " + std::to_string(v);
   }
@@ -286,6 +317,14 @@ struct MethodBuilder {
               [&] { return describe_value(v) + ": stride"; });
           value.view_offset = fit(points, [&](size_t k) { return traces[k].values[v].offset; },
                                   [&] { return describe_value(v) + ": offset"; });
+          if (tv.loop) {
+            // Note [Export loops]: the offset steps with the loop's index.
+            const Expr step = fit(points, [&](size_t k) { return traces[k].values[v].offset_step; },
+                                  [&] { return describe_value(v) + ": offset step per iteration"; });
+            EMBER_CHECK(step.terms.empty(), "export", describe_value(v),
+                        ": its offset steps by a size that depends on the symbols in a loop");
+            if (step.constant != 0) value.view_offset.terms.push_back({loop_symbols.at(tv.loop - 1), step.constant});
+          }
           break;
       }
       if (tv.kind == TracedValue::Kind::Constant || tv.kind == TracedValue::Kind::Input) {
@@ -304,14 +343,14 @@ struct MethodBuilder {
     }
   }
 
-  export_ir::Attribute build_attribute(size_t c, size_t a) {
-    const auto& first = traces[0].calls[c].attributes[a];
+  export_ir::Attribute build_attribute(const CallList& calls, size_t c, size_t a) {
+    const auto& first = calls(traces[0])[c].attributes[a];
     export_ir::Attribute attr{.name = first.name};
-    auto what = [&] { return call_name(traces, c) + " attribute '" + first.name + "'"; };
+    auto what = [&] { return call_name(traces, calls, c) + " attribute '" + first.name + "'"; };
     using Kind = core::TraceAttribute::Kind;
     switch (first.kind) {
       case Kind::Int: {
-        Expr e = fit(points, [&](size_t k) { return traces[k].calls[c].attributes[a].int_value; }, what);
+        Expr e = fit(points, [&](size_t k) { return calls(traces[k])[c].attributes[a].int_value; }, what);
         if (e.terms.empty()) {
           attr.kind = export_ir::AttributeKind::Int;
           attr.int_value = e.constant;
@@ -324,7 +363,8 @@ struct MethodBuilder {
       case Kind::Ints: {
         auto exprs = fit_list(
             traces, points,
-            [c, a](const Trace& t) -> const std::vector<int64_t>& { return t.calls[c].attributes[a].ints; }, what);
+            [&calls, c, a](const Trace& t) -> const std::vector<int64_t>& { return calls(t)[c].attributes[a].ints; },
+            what);
         if (is_static(exprs)) {
           attr.kind = export_ir::AttributeKind::Ints;
           for (const Expr& e : exprs) attr.ints.push_back(e.constant);
@@ -350,13 +390,46 @@ struct MethodBuilder {
     return attr;
   }
 
-  void build_calls() {
-    const Trace& t0 = traces[0];
-    for (size_t c = 0; c < t0.calls.size(); ++c) {
-      export_ir::Call call{.op = t0.calls[c].op, .inputs = t0.calls[c].inputs, .outputs = t0.calls[c].outputs};
-      for (size_t a = 0; a < t0.calls[c].attributes.size(); ++a) call.attributes.push_back(build_attribute(c, a));
+  std::vector<export_ir::Instruction> build_instructions(const CallList& calls) {
+    std::vector<export_ir::Instruction> out;
+    const auto& c0 = calls(traces[0]);
+    for (size_t c = 0; c < c0.size(); ++c) {
+      if (c0[c].loop) {
+        const TracedLoop& loop = *c0[c].loop;
+        out.push_back({export_ir::Loop{.trip_count = loop_trip_counts.at(loop.ordinal),
+                                       .index_symbol = loop_symbols.at(loop.ordinal),
+                                       .body = build_instructions(body_of(calls, c)),
+                                       .carried_inputs = loop.carried_inputs,
+                                       .carried_outputs = loop.carried_outputs}});
+        continue;
+      }
+      export_ir::Call call{.op = c0[c].op, .inputs = c0[c].inputs, .outputs = c0[c].outputs};
+      for (size_t a = 0; a < c0[c].attributes.size(); ++a) call.attributes.push_back(build_attribute(calls, c, a));
       for (uint32_t o : call.outputs) method.values[o].name = call.op + "." + std::to_string(c);
-      method.instructions.push_back(std::move(call));
+      out.push_back({std::move(call)});
+    }
+    return out;
+  }
+
+  // A LoopIndex symbol per loop, bounded by the loop's trip count.
+  void build_loop_symbols() {
+    const auto& c0 = traces[0].calls;
+    for (size_t c = 0; c < c0.size(); ++c) {
+      if (!c0[c].loop) continue;
+      Expr trip = fit(points, [&](size_t k) { return traces[k].calls[c].loop->trip_count; },
+                      [&] { return call_name(traces, top_level, c) + " trip count"; });
+      std::vector<int64_t> min, max;
+      for (const auto& s : method.symbols) {
+        min.push_back(s.min);
+        max.push_back(s.max);
+      }
+      const uint32_t ordinal = c0[c].loop->ordinal;
+      loop_trip_counts[ordinal] = trip;
+      loop_symbols[ordinal] = static_cast<uint32_t>(method.symbols.size());
+      method.symbols.push_back({.name = "step" + std::to_string(ordinal),
+                                .source = export_ir::SymbolSource::LoopIndex,
+                                .min = 0,
+                                .max = trip.upper_bound(min, max) - 1});
     }
   }
 
@@ -385,7 +458,7 @@ struct MethodBuilder {
                             .slot = slot};
       method.values.push_back(std::move(copy));
       const uint32_t id = static_cast<uint32_t>(method.values.size() - 1);
-      method.instructions.push_back({.op = "clone", .inputs = {o}, .outputs = {id}});
+      method.instructions.push_back({export_ir::Call{.op = "clone", .inputs = {o}, .outputs = {id}}});
       method.outputs.push_back(id);
     }
   }
@@ -431,8 +504,9 @@ export_ir::Method export_method(export_ir::Program& program, const nn::Module& m
   check_same_graph(builder.traces, builder.points);
   builder.method.name = spec.name;
   builder.build_symbols();
+  builder.build_loop_symbols();
   builder.build_values();
-  builder.build_calls();
+  builder.method.instructions = builder.build_instructions(top_level);
   builder.build_inputs_outputs();
   export_detail::plan_memory(builder.method);
   return std::move(builder.method);

@@ -1,6 +1,7 @@
 // ExportedProgram::run: executes a method's instructions through ember's own ops, each result
 // copied into its place in the static memory plan's arena (so a wrong plan shows as wrong
 // outputs), views made over their base's memory.
+#include <functional>
 #include <map>
 
 #include "ember/autograd.h"
@@ -144,6 +145,10 @@ const std::map<std::string, Kernel>& kernels() {
     k["rotary_embedding"] = [](const std::vector<Tensor>& in, const Attributes&) {
       return std::vector<Tensor>{F::rotary_embedding(in.at(0), in.at(1), in.at(2))};
     };
+    k["cat"] = [](const std::vector<Tensor>& in, const Attributes& a) { return std::vector<Tensor>{cat(in, a.integer("dim"))}; };
+    k["stack"] = [](const std::vector<Tensor>& in, const Attributes& a) {
+      return std::vector<Tensor>{stack(in, a.integer("dim"))};
+    };
     k["swiglu"] = [](const std::vector<Tensor>& in, const Attributes&) {
       return std::vector<Tensor>{F::swiglu(in.at(0), in.at(1))};
     };
@@ -210,6 +215,10 @@ const std::map<std::string, Kernel>& kernels() {
 std::vector<int64_t> bind_symbols(const export_ir::Method& m, const std::vector<Tensor>& inputs) {
   std::vector<int64_t> symbols;
   for (const auto& s : m.symbols) {
+    if (s.source == export_ir::SymbolSource::LoopIndex) {
+      symbols.push_back(0);  // set by its loop
+      continue;
+    }
     const Tensor& t = inputs.at(s.input);
     int64_t v = 0;
     if (s.source == export_ir::SymbolSource::InputValue) {
@@ -241,7 +250,7 @@ std::vector<Tensor> ExportedProgram::run(const std::vector<Tensor>& inputs, cons
   const export_ir::Method& m = method(name);
   EMBER_CHECK(inputs.size() == m.inputs.size(), m.name.c_str(), "expects ", m.inputs.size(), " inputs, got ", inputs.size());
   for (const Tensor& t : inputs) EMBER_CHECK(t.defined(), m.name.c_str(), "an input is undefined");
-  const std::vector<int64_t> symbols = bind_symbols(m, inputs);
+  std::vector<int64_t> symbols = bind_symbols(m, inputs);
   NoGradGuard no_grad;
   Tensor arena = empty({static_cast<int64_t>(m.arena_bytes) + 64}, TensorOptions().dtype(kUInt8));
   std::vector<Tensor> values(m.values.size()), outputs(m.outputs.size());
@@ -272,14 +281,14 @@ std::vector<Tensor> ExportedProgram::run(const std::vector<Tensor>& inputs, cons
     return base.as_strided(evaluate(value.shape, symbols), evaluate(value.strides, symbols),
                            base.storage_offset() + value.view_offset.eval(symbols));
   };
-  for (const Call& call : m.instructions) {
+  auto call_op = [&](const Call& call) {
     auto kernel = kernels().find(call.op);
-    EMBER_CHECK(kernel != kernels().end(), m.name.c_str(), "op '", call.op.c_str(), "' has no kernel in the interpreter");
+    EMBER_CHECK(kernel != kernels().end(), m.name.c_str(), "op '", call.op, "' has no kernel in the interpreter");
     std::vector<Tensor> in;
     for (uint32_t v : call.inputs) in.push_back(read(v));
     std::vector<Tensor> results = kernel->second(in, Attributes(call, symbols));
-    EMBER_CHECK(results.size() == call.outputs.size(), call.op.c_str(), "gave ", results.size(), " results, the program expects ",
-                call.outputs.size());
+    EMBER_CHECK(results.size() == call.outputs.size(), call.op.c_str(), "gave ", results.size(),
+                " results, the program expects ", call.outputs.size());
     for (size_t i = 0; i < results.size(); ++i) {
       const Tensor& slot = values[call.outputs[i]];
       EMBER_CHECK(results[i].sizes() == slot.sizes() && results[i].scalar_type() == slot.scalar_type(), call.op.c_str(),
@@ -287,7 +296,25 @@ std::vector<Tensor> ExportedProgram::run(const std::vector<Tensor>& inputs, cons
                   ", the program planned ", slot.sizes(), " ", dtype_name(slot.scalar_type()));
       slot.copy_(results[i]);
     }
-  }
+  };
+  std::function<void(const std::vector<export_ir::Instruction>&)> execute =
+      [&](const std::vector<export_ir::Instruction>& instructions) {
+        for (const export_ir::Instruction& instruction : instructions) {
+          if (const auto* call = std::get_if<Call>(&instruction.op)) {
+            call_op(*call);
+            continue;
+          }
+          const export_ir::Loop& loop = std::get<export_ir::Loop>(instruction.op);
+          const int64_t trips = loop.trip_count.eval(symbols);
+          for (int64_t t = 0; t < trips; ++t) {
+            symbols[loop.index_symbol] = t;
+            execute(loop.body);
+            for (size_t p = 0; p < loop.carried_inputs.size(); ++p)
+              values[loop.carried_inputs[p]].copy_(read(loop.carried_outputs[p]));
+          }
+        }
+      };
+  execute(m.instructions);
   for (size_t i = 0; i < m.outputs.size(); ++i) outputs[i] = values[m.outputs[i]];
   // Inputs the program wrote (a KV cache) that were copied to be contiguous go back.
   for (size_t v = 0; v < m.values.size(); ++v)

@@ -1,6 +1,7 @@
 // Note [Static memory plan]
-// Every Arena value (a call result that is not a method output) lives from the call that
-// writes it to the last call that reads it or a view of it (views share their base's memory).
+// Every Arena value (a call result that is not a method output) lives from the first
+// instruction that touches it to the last one that reads it or a view of it (views share
+// their base's memory; a loop counts as one instruction touching all its body's values).
 // Values are placed largest first; each takes the smallest gap, between the values already
 // placed whose lifetimes overlap its own, that holds it (greedy best-fit), else goes above
 // them. Sizes are those at the symbols' bounds, so one arena serves every run inside them.
@@ -28,18 +29,13 @@ uint32_t memory_root(const export_ir::Method& m, uint32_t v) {
 std::vector<Lifetime> arena_lifetimes(const export_ir::Method& method) {
   constexpr size_t kNever = std::numeric_limits<size_t>::max();
   std::vector<size_t> first(method.values.size(), kNever), last(method.values.size(), 0);
-  for (size_t i = 0; i < method.instructions.size(); ++i) {
-    const export_ir::Call& call = method.instructions[i];
-    for (uint32_t o : call.outputs) {
-      const uint32_t r = memory_root(method, o);
+  // A loop is one step of the plan: every value it touches is live throughout it.
+  for (size_t i = 0; i < method.instructions.size(); ++i)
+    export_ir::for_each_value(method.instructions[i], [&](uint32_t v) {
+      const uint32_t r = memory_root(method, v);
       first[r] = std::min(first[r], i);
       last[r] = std::max(last[r], i);
-    }
-    for (uint32_t in : call.inputs) {
-      const uint32_t r = memory_root(method, in);
-      last[r] = std::max(last[r], i);
-    }
-  }
+    });
   std::vector<Lifetime> out;
   for (uint32_t v = 0; v < method.values.size(); ++v) {
     const export_ir::Value& value = method.values[v];

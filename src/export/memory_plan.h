@@ -7,8 +7,7 @@
 
 namespace ember::export_detail {
 
-// The instructions [first, last] during which an Arena value's memory is in use: from the
-// call that writes it to the last call that reads it or a view of it.
+// The top-level instructions [first, last] during which an Arena value's memory is in use.
 struct Lifetime {
   uint32_t value;
   size_t first, last;

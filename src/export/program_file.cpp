@@ -75,18 +75,32 @@ class Writer {
                                          s.dim, s.min, s.max));
     std::vector<flatbuffers::Offset<fb::Value>> values;
     for (const auto& v : m.values) values.push_back(value(v));
-    std::vector<flatbuffers::Offset<fb::Instruction>> instructions;
-    for (const auto& c : m.instructions) {
-      const uint32_t op = static_cast<uint32_t>(std::find(operators.begin(), operators.end(), c.op) - operators.begin());
-      std::vector<flatbuffers::Offset<fb::Attribute>> attributes;
-      for (const auto& a : c.attributes) attributes.push_back(attribute(a));
-      auto call = fb::CreateCall(b_, op, b_.CreateVector(c.inputs), b_.CreateVector(c.outputs),
-                                 b_.CreateVector(attributes));
-      instructions.push_back(fb::CreateInstruction(b_, fb::Instruction_::Call, call.Union()));
-    }
+    auto instructions = instruction_list(m.instructions, operators);
     return fb::CreateMethod(b_, b_.CreateString(m.name), b_.CreateVector(symbols), b_.CreateVector(values),
-                            b_.CreateVector(m.inputs), b_.CreateVector(m.outputs), b_.CreateVector(instructions),
-                            m.arena_bytes);
+                            b_.CreateVector(m.inputs), b_.CreateVector(m.outputs), instructions, m.arena_bytes);
+  }
+
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::Instruction>>> instruction_list(
+      const std::vector<export_ir::Instruction>& list, const std::vector<std::string>& operators) {
+    std::vector<flatbuffers::Offset<fb::Instruction>> out;
+    for (const auto& instruction : list) {
+      if (const auto* c = std::get_if<export_ir::Call>(&instruction.op)) {
+        const auto op = static_cast<uint32_t>(std::find(operators.begin(), operators.end(), c->op) - operators.begin());
+        std::vector<flatbuffers::Offset<fb::Attribute>> attributes;
+        for (const auto& a : c->attributes) attributes.push_back(attribute(a));
+        auto call = fb::CreateCall(b_, op, b_.CreateVector(c->inputs), b_.CreateVector(c->outputs),
+                                   b_.CreateVector(attributes));
+        out.push_back(fb::CreateInstruction(b_, fb::Instruction_::Call, call.Union()));
+        continue;
+      }
+      const auto& l = std::get<export_ir::Loop>(instruction.op);
+      auto trip = expr(l.trip_count);
+      auto body = instruction_list(l.body, operators);
+      auto loop = fb::CreateLoop(b_, trip, l.index_symbol, body, b_.CreateVector(l.carried_inputs),
+                                 b_.CreateVector(l.carried_outputs));
+      out.push_back(fb::CreateInstruction(b_, fb::Instruction_::Loop, loop.Union()));
+    }
+    return b_.CreateVector(out);
   }
 
  private:
@@ -145,6 +159,40 @@ std::vector<T> read_vector(const flatbuffers::Vector<T>* v) {
 }
 
 std::string read_string(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
+
+std::vector<export_ir::Instruction> read_instructions(
+    const flatbuffers::Vector<flatbuffers::Offset<fb::Instruction>>* list, const std::vector<std::string>& operators,
+    const std::string& path) {
+  std::vector<export_ir::Instruction> out;
+  if (!list) return out;
+  for (const fb::Instruction* ins : *list) {
+    if (const fb::Loop* l = ins->instruction_as_Loop()) {
+      out.push_back({export_ir::Loop{.trip_count = read_expr(l->trip_count()),
+                                     .index_symbol = l->index_symbol(),
+                                     .body = read_instructions(l->body(), operators, path),
+                                     .carried_inputs = read_vector(l->carried_inputs()),
+                                     .carried_outputs = read_vector(l->carried_outputs())}});
+      continue;
+    }
+    const fb::Call* c = ins->instruction_as_Call();
+    EMBER_CHECK(c && c->op() < operators.size(), "ExportedProgram::load", path,
+                ": an instruction is not a call of a listed operator");
+    export_ir::Call call{.op = operators[c->op()], .inputs = read_vector(c->inputs()),
+                         .outputs = read_vector(c->outputs())};
+    if (c->attributes())
+      for (const fb::Attribute* a : *c->attributes())
+        call.attributes.push_back({.name = read_string(a->name()),
+                                   .kind = static_cast<export_ir::AttributeKind>(a->kind()),
+                                   .int_value = a->int_value(),
+                                   .float_value = a->float_value(),
+                                   .ints = read_vector(a->ints()),
+                                   .floats = read_vector(a->floats()),
+                                   .string_value = read_string(a->string_value()),
+                                   .exprs = read_exprs(a->exprs())});
+    out.push_back({std::move(call)});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -241,25 +289,7 @@ ExportedProgram ExportedProgram::load(const std::string& path) {
         }
       method.inputs = read_vector(m->inputs());
       method.outputs = read_vector(m->outputs());
-      if (m->instructions())
-        for (const fb::Instruction* ins : *m->instructions()) {
-          const fb::Call* c = ins->instruction_as_Call();
-          EMBER_CHECK(c && c->op() < operators.size(), "ExportedProgram::load", path,
-                      ": an instruction is not a call of a listed operator");
-          export_ir::Call call{.op = operators[c->op()], .inputs = read_vector(c->inputs()),
-                               .outputs = read_vector(c->outputs())};
-          if (c->attributes())
-            for (const fb::Attribute* a : *c->attributes())
-              call.attributes.push_back({.name = read_string(a->name()),
-                                         .kind = static_cast<export_ir::AttributeKind>(a->kind()),
-                                         .int_value = a->int_value(),
-                                         .float_value = a->float_value(),
-                                         .ints = read_vector(a->ints()),
-                                         .floats = read_vector(a->floats()),
-                                         .string_value = read_string(a->string_value()),
-                                         .exprs = read_exprs(a->exprs())});
-          method.instructions.push_back(std::move(call));
-        }
+      method.instructions = read_instructions(m->instructions(), operators, path);
       out.methods.push_back(std::move(method));
     }
   return ExportedProgram(std::move(out));

@@ -1,9 +1,12 @@
 // The trace listener of ember::export_program (Note [Export trace] in src/core/trace.h).
 #include "export/tracer.h"
 
+#include <algorithm>
+#include <functional>
 #include <sstream>
 
 #include "ember/error.h"
+#include "ember/functions.h"
 
 namespace ember::export_detail {
 namespace {
@@ -67,16 +70,24 @@ std::string Tracer::place() const {
 uint32_t Tracer::value_of(const Tensor& t, const std::string& reader) {
   auto root = roots_.find(storage_key(t));
   if (root == roots_.end()) {
+    auto local = loop_locals_.find(storage_key(t));
+    EMBER_CHECK(local == loop_locals_.end(), "export", "op '", reader, "' (", place(), ") reads a tensor ",
+                shape_string(t), " computed inside an iteration of a loop (", local->second,
+                "); only the loop's carried state and stacked results are visible after it");
     auto made = unsupported_.find(storage_key(t));
     EMBER_CHECK(made == unsupported_.end(), "export", "op '", reader, "' (", place(), ") reads a tensor ",
                 shape_string(t), " made by op '", made->second.op, "' (after call #", made->second.after_call,
                 "), which has no export support");
-    // Made outside any op (a factory such as zeros, or a Python-like scalar operand): its
-    // value is baked in; export_program checks it is the same at every traced size.
+    // Made outside any op (a factory such as zeros, or a scalar operand): its storage's
+    // bytes are baked in as a flat constant, which t and any other view of it view;
+    // export_program checks the bytes are the same at every traced size.
+    core::TracePause pause;
+    const int64_t numel = static_cast<int64_t>(t.storage().nbytes() / t.element_size());
+    const Tensor flat = t.as_strided({numel}, {1}, 0);
     const std::string name = "constant." + std::to_string(inline_constants_++);
-    trace_.constants.emplace(name, t.contiguous().clone());
-    add_root(t, {.kind = TracedValue::Kind::Constant, .constant = name});
-    return roots_[storage_key(t)].value;
+    trace_.constants.emplace(name, flat.clone());
+    add_root(flat, {.kind = TracedValue::Kind::Constant, .constant = name});
+    return value_of(t, reader);
   }
   const TracedValue& base = trace_.values[root->second.value];
   const int64_t offset = t.storage_offset() - base.offset;
@@ -99,6 +110,16 @@ uint32_t Tracer::value_of(const Tensor& t, const std::string& reader) {
 }
 
 void Tracer::record(core::TracedOp op) {
+  if (op.name == "stack" && op.outputs.size() == 1 && !op.attributes.empty() && op.attributes[0].int_value == 0) {
+    // stack() of a loop's per-iteration results: the loop wrote them into its buffer.
+    std::vector<const void*> storages;
+    for (const Tensor& t : op.inputs) storages.push_back(storage_key(t));
+    for (const StackedResult& s : stacked_)
+      if (s.storages == storages) {
+        roots_[storage_key(op.outputs[0])] = {s.buffer, op.outputs[0]};
+        return;
+      }
+  }
   TracedCall call{.op = op.name, .attributes = std::move(op.attributes)};
   for (const Tensor& t : op.inputs) call.inputs.push_back(value_of(t, op.name));
   for (const Tensor& t : op.outputs) {
@@ -146,6 +167,296 @@ void Tracer::item(const Tensor& tensor) {
              "declare an int64 input with ExportOptions::symbolic_value instead");
 }
 
+// Note [Export loops]
+// A TraceLoop's iterations are recorded like any ops, then folded into one body when the
+// loop ends: iteration i must record the same calls as iteration 0, reading the same outer
+// values, its own results (matched by their order of creation), the state carried into it,
+// or views of one outer value whose offset moves by the same step every iteration (the
+// time step's row of the input projections). The carried state lives in values the loop
+// owns (initialised by copy_ before it), each stacked per-iteration result is copied into a
+// buffer row by the body, and a later stack() of those results reads that buffer.
+bool Tracer::same_constant(uint32_t a, uint32_t b) const {
+  // A scalar operand made afresh in every iteration (1 - z): the same bytes each time.
+  auto flat = [&](uint32_t v) -> const TracedValue* {
+    const TracedValue* value = &trace_.values[v];
+    if (value->kind == TracedValue::Kind::View) value = &trace_.values[value->base];
+    return value->kind == TracedValue::Kind::Constant ? value : nullptr;
+  };
+  const TracedValue *x = flat(a), *y = flat(b);
+  if (!x || !y || trace_.values[a].sizes != trace_.values[b].sizes || trace_.values[a].strides != trace_.values[b].strides ||
+      trace_.values[a].offset != trace_.values[b].offset)
+    return false;
+  const Tensor &p = trace_.constants.at(x->constant), &q = trace_.constants.at(y->constant);
+  return p.sizes() == q.sizes() && p.scalar_type() == q.scalar_type() && equal(p, q);
+}
+
+void Tracer::loop_begin(int64_t trip_count) {
+  EMBER_CHECK(!loop_, "export", "nested loops cannot be exported (", place(), ")");
+  loop_ = OpenLoop{.trip_count = trip_count, .first_call = trace_.calls.size()};
+}
+
+void Tracer::loop_iteration(const std::vector<Tensor>& carried) {
+  EMBER_CHECK(loop_, "export", "a loop iteration outside a loop");
+  loop_->iteration_call.push_back(trace_.calls.size());
+  loop_->iteration_value.push_back(trace_.values.size());
+  std::vector<uint32_t> ids;
+  for (const Tensor& t : carried) ids.push_back(value_of(t, "loop"));
+  loop_->carried.push_back(std::move(ids));
+}
+
+void Tracer::loop_end(const std::vector<Tensor>& carried_final, const std::vector<std::vector<Tensor>>& stacked) {
+  EMBER_CHECK(loop_, "export", "a loop ends that did not begin");
+  core::TracePause pause;  // the checks below run ops of their own
+  OpenLoop open = std::move(*loop_);
+  loop_.reset();
+  const size_t n = open.iteration_call.size();
+  EMBER_CHECK(static_cast<int64_t>(n) == open.trip_count && n >= 3, "export", "a loop of ", open.trip_count,
+              " steps ran ", n, " iterations when traced; it needs at least 3 (give an example with 3 or more steps)");
+  const size_t calls_end = trace_.calls.size(), values_end = trace_.values.size();
+  const uint32_t ordinal = loops_++;
+  // The iteration whose results include value v, and v's place among them.
+  std::vector<int64_t> iteration_of(values_end, -1), ordinal_of(values_end, -1);
+  std::vector<size_t> locals(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t end = i + 1 < n ? open.iteration_value[i + 1] : values_end;
+    for (size_t v = open.iteration_value[i]; v < end; ++v) {
+      const TracedValue& value = trace_.values[v];
+      const bool local = value.kind == TracedValue::Kind::CallOutput ||
+                         (value.kind == TracedValue::Kind::View && iteration_of[value.base] == static_cast<int64_t>(i));
+      if (!local) continue;
+      iteration_of[v] = static_cast<int64_t>(i);
+      ordinal_of[v] = static_cast<int64_t>(locals[i]++);
+    }
+  }
+  auto fail = [&](const std::string& what) {
+    EMBER_FAIL("export", "the loop that starts at call #", open.first_call, " cannot be recorded once: ", what);
+  };
+  for (size_t i = 1; i < n; ++i)
+    if (locals[i] != locals[0]) fail("iteration " + std::to_string(i) + " makes other values than iteration 0");
+  const size_t per_iteration = (n > 1 ? open.iteration_call[1] : calls_end) - open.iteration_call[0];
+  for (size_t i = 0; i < n; ++i) {
+    const size_t end = i + 1 < n ? open.iteration_call[i + 1] : calls_end;
+    if (end - open.iteration_call[i] != per_iteration)
+      fail("iteration " + std::to_string(i) + " records " + std::to_string(end - open.iteration_call[i]) +
+           " calls, iteration 0 " + std::to_string(per_iteration));
+  }
+  auto local_in = [&](uint32_t v, size_t i, int64_t ordinal_wanted) {
+    return v < values_end && iteration_of[v] == static_cast<int64_t>(i) && ordinal_of[v] == ordinal_wanted;
+  };
+  // The loop's state: values it owns, set from the state carried into iteration 0.
+  std::vector<uint32_t> carried_inputs, carried_outputs;
+  std::vector<TracedCall> prologue;
+  for (size_t p = 0; p < open.carried[0].size(); ++p) {
+    const TracedValue& init = trace_.values[open.carried[0][p]];
+    const uint32_t state = add_value({.kind = TracedValue::Kind::CallOutput, .dtype = init.dtype, .sizes = init.sizes,
+                                      .strides = init.strides});
+    carried_inputs.push_back(state);
+    prologue.push_back({.op = "copy_", .inputs = {state, open.carried[0][p]}});
+  }
+  std::map<std::tuple<uint32_t, std::vector<int64_t>, std::vector<int64_t>, int64_t, int64_t>, uint32_t> stepping_views;
+  auto stepping_view = [&](uint32_t base, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                           int64_t offset, int64_t step) {
+    auto key = std::make_tuple(base, sizes, strides, offset, step);
+    auto found = stepping_views.find(key);
+    if (found != stepping_views.end()) return found->second;
+    const uint32_t id = add_value({.kind = TracedValue::Kind::View, .dtype = trace_.values[base].dtype, .sizes = sizes,
+                                   .strides = strides, .offset = offset, .offset_step = step, .loop = ordinal + 1,
+                                   .base = base});
+    stepping_views.emplace(key, id);
+    return id;
+  };
+  // The body: iteration 0's calls, inputs mapped to what they are in every iteration.
+  std::vector<TracedCall> body;
+  for (size_t c = 0; c < per_iteration; ++c) {
+    TracedCall call = trace_.calls[open.iteration_call[0] + c];
+    for (size_t i = 1; i < n; ++i) {
+      const TracedCall& other = trace_.calls[open.iteration_call[i] + c];
+      bool same = other.op == call.op && other.inputs.size() == call.inputs.size() &&
+                  other.outputs.size() == call.outputs.size() && other.attributes.size() == call.attributes.size();
+      for (size_t a = 0; same && a < call.attributes.size(); ++a) {
+        const auto &x = call.attributes[a], &y = other.attributes[a];
+        same = x.name == y.name && x.int_value == y.int_value && x.float_value == y.float_value && x.ints == y.ints &&
+               x.floats == y.floats && x.string_value == y.string_value;
+      }
+      if (!same) fail("its call #" + std::to_string(c) + " is '" + call.op + "' in iteration 0 but '" + other.op +
+                      "' (or other attributes) in iteration " + std::to_string(i));
+      for (size_t o = 0; o < call.outputs.size(); ++o)
+        if (!local_in(other.outputs[o], i, ordinal_of[call.outputs[o]]))
+          fail("call #" + std::to_string(c) + " '" + call.op + "' writes other values in iteration " + std::to_string(i));
+    }
+    for (size_t j = 0; j < call.inputs.size(); ++j) {
+      std::vector<uint32_t> seen;
+      for (size_t i = 0; i < n; ++i) seen.push_back(trace_.calls[open.iteration_call[i] + c].inputs[j]);
+      auto carried_at = [&](size_t i) {
+        const auto& ids = open.carried[i];
+        return static_cast<int64_t>(std::find(ids.begin(), ids.end(), seen[i]) - ids.begin());
+      };
+      const int64_t p = carried_at(0);
+      bool all = true;
+      for (size_t i = 0; all && i < n; ++i) all = carried_at(i) == p && p < static_cast<int64_t>(open.carried[i].size());
+      if (all) {
+        call.inputs[j] = carried_inputs[static_cast<size_t>(p)];
+        continue;
+      }
+      all = iteration_of[seen[0]] == 0;
+      for (size_t i = 1; all && i < n; ++i) all = local_in(seen[i], i, ordinal_of[seen[0]]);
+      if (all) continue;  // iteration 0's own value
+      if (std::all_of(seen.begin(), seen.end(), [&](uint32_t v) { return v == seen[0]; })) continue;  // invariant
+      if (std::all_of(seen.begin(), seen.end(), [&](uint32_t v) { return same_constant(v, seen[0]); })) continue;
+      const TracedValue& first = trace_.values[seen[0]];
+      const int64_t step = trace_.values[seen[1]].offset - first.offset;
+      bool stepping = first.kind == TracedValue::Kind::View && iteration_of[first.base] < 0;
+      for (size_t i = 1; stepping && i < n; ++i) {
+        const TracedValue& v = trace_.values[seen[i]];
+        stepping = v.kind == TracedValue::Kind::View && v.base == first.base && v.sizes == first.sizes &&
+                   v.strides == first.strides && v.offset == first.offset + step * static_cast<int64_t>(i);
+      }
+      if (!stepping)
+        fail("call #" + std::to_string(c) + " '" + call.op + "' reads input " + std::to_string(j) +
+             " that is neither the same, carried, made in the iteration, nor a view stepping with the iteration");
+      call.inputs[j] = stepping_view(first.base, first.sizes, first.strides, first.offset, step);
+    }
+    body.push_back(std::move(call));
+  }
+  // Views made in iteration 0 of its own values: the same geometry in every iteration.
+  for (uint32_t v = 0; v < values_end; ++v) {
+    if (iteration_of[v] <= 0 || trace_.values[v].kind != TracedValue::Kind::View) continue;
+    for (uint32_t u = 0; u < values_end; ++u)
+      if (iteration_of[u] == 0 && ordinal_of[u] == ordinal_of[v]) {
+        const TracedValue &a = trace_.values[u], &b = trace_.values[v];
+        if (a.sizes != b.sizes || a.strides != b.strides || a.offset != b.offset ||
+            ordinal_of[a.base] != ordinal_of[b.base])
+          fail("a view inside the loop changes between iterations");
+      }
+  }
+  // The carried state each iteration leaves.
+  for (size_t p = 0; p < carried_inputs.size(); ++p) {
+    EMBER_CHECK(p < carried_final.size(), "export", "the loop ends with ", carried_final.size(), " carried tensors, began with ",
+                carried_inputs.size());
+    const uint32_t out0 = n > 1 ? open.carried[1][p] : value_of(carried_final[p], "loop");
+    if (iteration_of[out0] != 0) fail("the state carried out of iteration 0 is not made by it");
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t out = i + 1 < n ? open.carried[i + 1][p] : roots_.at(storage_key(carried_final[p])).value;
+      if (!local_in(out, i, ordinal_of[out0])) fail("iteration " + std::to_string(i) + " carries out another value");
+    }
+    carried_outputs.push_back(out0);
+  }
+  // Per-iteration results stacked after the loop: copied into rows of a buffer by the body.
+  for (const auto& results : stacked) {
+    EMBER_CHECK(results.size() == n, "export", "a loop of ", n, " iterations stacks ", results.size(), " results");
+    std::vector<int64_t> row_of(n, -1);
+    int64_t result_ordinal = -1;
+    for (size_t j = 0; j < n; ++j) {
+      const uint32_t v = roots_.at(storage_key(results[j])).value;
+      if (iteration_of[v] < 0 || (result_ordinal >= 0 && ordinal_of[v] != result_ordinal) ||
+          row_of[static_cast<size_t>(iteration_of[v])] >= 0)
+        fail("its stacked results are not one per iteration");
+      result_ordinal = ordinal_of[v];
+      row_of[static_cast<size_t>(iteration_of[v])] = static_cast<int64_t>(j);
+    }
+    const int64_t row_step = row_of[1] - row_of[0];
+    for (size_t i = 0; i < n; ++i)
+      if (row_of[i] != row_of[0] + row_step * static_cast<int64_t>(i)) fail("its stacked results skip rows");
+    uint32_t value0 = 0;
+    for (uint32_t v = 0; v < values_end; ++v)
+      if (iteration_of[v] == 0 && ordinal_of[v] == result_ordinal) value0 = v;
+    const TracedValue& row = trace_.values[value0];
+    std::vector<int64_t> sizes = {static_cast<int64_t>(n)};
+    sizes.insert(sizes.end(), row.sizes.begin(), row.sizes.end());
+    int64_t row_numel = 1;
+    for (int64_t s : row.sizes) row_numel *= s;
+    std::vector<int64_t> strides(sizes.size(), 1);
+    for (size_t d = sizes.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * sizes[d + 1];
+    const uint32_t buffer = add_value({.kind = TracedValue::Kind::CallOutput, .dtype = row.dtype, .sizes = sizes,
+                                       .strides = strides});
+    std::vector<int64_t> row_strides(strides.begin() + 1, strides.end());
+    const uint32_t dst = stepping_view(buffer, row.sizes, row_strides, row_of[0] * row_numel, row_step * row_numel);
+    body.push_back({.op = "copy_", .inputs = {dst, value0}});
+    StackedResult s{.buffer = buffer};
+    for (const Tensor& t : results) s.storages.push_back(storage_key(t));
+    stacked_.push_back(std::move(s));
+  }
+  // Iterations' results leave the trace; the final state is the loop's state values.
+  for (auto it = roots_.begin(); it != roots_.end();) {
+    const uint32_t v = it->second.value;
+    if (v < values_end && iteration_of[v] >= 0) {
+      loop_locals_[it->first] = "the loop that starts at call #" + std::to_string(open.first_call);
+      retired_.push_back(std::move(it->second.tensor));
+      it = roots_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (size_t p = 0; p < carried_inputs.size(); ++p) {
+    loop_locals_.erase(storage_key(carried_final[p]));
+    roots_[storage_key(carried_final[p])] = {carried_inputs[p], carried_final[p]};
+  }
+  trace_.calls.resize(open.first_call);
+  for (auto& call : prologue) trace_.calls.push_back(std::move(call));
+  auto loop = std::make_shared<TracedLoop>(TracedLoop{.trip_count = open.trip_count,
+                                                      .ordinal = ordinal,
+                                                      .body = std::move(body),
+                                                      .carried_inputs = carried_inputs,
+                                                      .carried_outputs = carried_outputs});
+  trace_.calls.push_back({.op = "loop", .loop = std::move(loop)});
+}
+
+void Tracer::compact() {
+  const size_t n = trace_.values.size();
+  std::vector<bool> used(n, false);
+  std::function<void(uint32_t)> use = [&](uint32_t v) {
+    if (used[v]) return;
+    used[v] = true;
+    if (trace_.values[v].kind == TracedValue::Kind::View) use(trace_.values[v].base);
+  };
+  std::function<void(const std::vector<TracedCall>&)> use_calls = [&](const std::vector<TracedCall>& calls) {
+    for (const auto& c : calls) {
+      for (uint32_t v : c.inputs) use(v);
+      for (uint32_t v : c.outputs) use(v);
+      if (!c.loop) continue;
+      use_calls(c.loop->body);
+      for (uint32_t v : c.loop->carried_inputs) use(v);
+      for (uint32_t v : c.loop->carried_outputs) use(v);
+    }
+  };
+  use_calls(trace_.calls);
+  for (uint32_t v : trace_.outputs) use(v);
+  for (uint32_t v = 0; v < n; ++v)
+    if (trace_.values[v].kind == TracedValue::Kind::Input) use(v);
+  std::vector<uint32_t> renumber(n, 0);
+  std::vector<TracedValue> kept;
+  for (uint32_t v = 0; v < n; ++v) {
+    if (!used[v]) continue;
+    renumber[v] = static_cast<uint32_t>(kept.size());
+    kept.push_back(trace_.values[v]);
+  }
+  // Inline constants renamed in order of use, so the names agree between traces whose loops
+  // made different numbers of them.
+  std::map<std::string, Tensor> constants;
+  size_t inline_constants = 0;
+  for (auto& v : kept) {
+    if (v.kind == TracedValue::Kind::View) v.base = renumber[v.base];
+    if (v.kind != TracedValue::Kind::Constant) continue;
+    Tensor data = trace_.constants.at(v.constant);
+    if (v.constant.rfind("constant.", 0) == 0) v.constant = "constant." + std::to_string(inline_constants++);
+    constants.emplace(v.constant, std::move(data));
+  }
+  trace_.constants = std::move(constants);
+  std::function<void(std::vector<TracedCall>&)> apply = [&](std::vector<TracedCall>& calls) {
+    for (auto& c : calls) {
+      for (uint32_t& v : c.inputs) v = renumber[v];
+      for (uint32_t& v : c.outputs) v = renumber[v];
+      if (!c.loop) continue;
+      apply(c.loop->body);
+      for (uint32_t& v : c.loop->carried_inputs) v = renumber[v];
+      for (uint32_t& v : c.loop->carried_outputs) v = renumber[v];
+    }
+  };
+  apply(trace_.calls);
+  for (uint32_t& v : trace_.outputs) v = renumber[v];
+  trace_.values = std::move(kept);
+}
+
 Trace Tracer::finish(const std::vector<Tensor>& outputs) {
   core::set_trace_listener(nullptr);
   finished_ = true;
@@ -153,6 +464,8 @@ Trace Tracer::finish(const std::vector<Tensor>& outputs) {
     EMBER_CHECK(t.defined(), "export", "the forward returned an undefined tensor");
     trace_.outputs.push_back(value_of(t, "output"));
   }
+  EMBER_CHECK(!loop_, "export", "the forward returned inside a loop");
+  compact();
   return std::move(trace_);
 }
 

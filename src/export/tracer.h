@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,16 +20,29 @@ struct TracedValue {
   ScalarType dtype = kFloat32;
   std::vector<int64_t> sizes, strides;
   int64_t offset = 0;    // View: elements into the base's memory
+  int64_t offset_step = 0;  // View in a loop body: offset added per iteration of loop `loop`
+  uint32_t loop = 0;        // 1 + the ordinal of that loop in the trace; 0: none
   uint32_t slot = 0;     // Input
   uint32_t base = 0;     // View
   std::string constant;  // Constant: its name
   bool operator==(const TracedValue&) const = default;
 };
 
+struct TracedLoop;
+
+// An op call, or (with `loop` set) a loop recorded once (Note [Export loops]).
 struct TracedCall {
   std::string op;
   std::vector<uint32_t> inputs, outputs;
   std::vector<core::TraceAttribute> attributes;
+  std::shared_ptr<TracedLoop> loop;
+};
+
+struct TracedLoop {
+  int64_t trip_count = 0;
+  uint32_t ordinal = 0;  // the loop's place among the trace's loops
+  std::vector<TracedCall> body;
+  std::vector<uint32_t> carried_inputs, carried_outputs;
 };
 
 struct Trace {
@@ -50,6 +65,9 @@ class Tracer final : public core::TraceListener {
   void record(core::TracedOp op) override;
   void unsupported(const char* op, std::vector<Storage> allocations) noexcept override;
   void item(const Tensor& tensor) override;
+  void loop_begin(int64_t trip_count) override;
+  void loop_iteration(const std::vector<Tensor>& carried) override;
+  void loop_end(const std::vector<Tensor>& carried, const std::vector<std::vector<Tensor>>& stacked) override;
 
   // Stops listening and resolves the forward's results into the trace's outputs.
   Trace finish(const std::vector<Tensor>& outputs);
@@ -68,6 +86,26 @@ class Tracer final : public core::TraceListener {
   // The value of `t`; `reader` names the op that reads it (for errors).
   uint32_t value_of(const Tensor& t, const std::string& reader);
   std::string place() const;
+  // Values a and b are views of inline constants with the same bytes and geometry.
+  bool same_constant(uint32_t a, uint32_t b) const;
+  // Drops values no call or output reads (a loop's unrolled iterations) and renumbers.
+  void compact();
+
+  struct OpenLoop {
+    int64_t trip_count = 0;
+    size_t first_call = 0;
+    std::vector<size_t> iteration_call, iteration_value;
+    std::vector<std::vector<uint32_t>> carried;  // per iteration
+  };
+  struct StackedResult {
+    std::vector<const void*> storages;  // the per-iteration results, in stack() order
+    uint32_t buffer;
+  };
+  std::optional<OpenLoop> loop_;
+  uint32_t loops_ = 0;
+  std::vector<StackedResult> stacked_;
+  std::map<const void*, std::string> loop_locals_;  // storages made inside a loop iteration
+  std::vector<Tensor> retired_;  // tensors of loop iterations, kept alive
 
   Trace trace_;
   std::map<const void*, Root> roots_;  // by storage address

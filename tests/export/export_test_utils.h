@@ -36,7 +36,7 @@ inline std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("ember_export_" + std::to_string(::getpid()) + "_" + name)).string();
 }
 
-// For every pair of Arena values whose lifetimes (first write .. last read, reads of views
+// For every pair of Arena values whose lifetimes (first use .. last use, uses of views
 // counted for their base) overlap, their byte ranges at the symbols' upper bounds are
 // disjoint; every range is 64-byte aligned and inside the arena.
 inline void expect_plan_disjoint(const export_ir::Method& m) {
@@ -51,11 +51,12 @@ inline void expect_plan_disjoint(const export_ir::Method& m) {
     while (m.values[v].location == export_ir::Location::View) v = m.values[v].base;
     return v;
   };
-  for (size_t i = 0; i < m.instructions.size(); ++i) {
-    for (uint32_t v : m.instructions[i].outputs)
+  // A loop holds every value of its body for its whole run.
+  for (size_t i = 0; i < m.instructions.size(); ++i)
+    export_ir::for_each_value(m.instructions[i], [&](uint32_t v) {
       if (first[root(v)] < 0) first[root(v)] = static_cast<int64_t>(i);
-    for (uint32_t v : m.instructions[i].inputs) last[root(v)] = static_cast<int64_t>(i);
-  }
+      last[root(v)] = static_cast<int64_t>(i);
+    });
   struct Range {
     size_t value;
     uint64_t begin, end;
