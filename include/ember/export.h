@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
@@ -164,6 +165,7 @@ struct Constant {
 struct Program {
   std::vector<Constant> constants;
   std::vector<Method> methods;
+  std::map<std::string, std::string> metadata;  // free-form, for tools (a GPT's tokenizer)
   // The ops the methods call, sorted: the program's kernel list.
   std::vector<std::string> operators() const;
 };
@@ -183,6 +185,7 @@ class ExportedProgram {
   static ExportedProgram load(const std::string& path);
 
   const export_ir::Program& program() const { return program_; }
+  void set_metadata(const std::string& key, std::string value) { program_.metadata[key] = std::move(value); }
   const export_ir::Method& method(const std::string& name) const;
 
  private:

@@ -6,6 +6,7 @@
 #include "ember/error.h"
 #include "ember/export.h"
 #include "ember/functions.h"
+#include "runtime/schema/file_header.h"
 #include "runtime/schema/program_generated.h"
 
 namespace ember {
@@ -13,23 +14,11 @@ namespace {
 
 namespace fb = ember::program;
 
-constexpr char kMagic[8] = {'E', 'M', 'B', 'E', 'R', 'P', 'R', 'G'};
-constexpr uint32_t kVersion = 1;
-constexpr uint64_t kHeaderBytes = 32, kSegmentAlignment = 64;
+using fb::kFormatVersion;
+using fb::kHeaderBytes;
+using fb::kSegmentAlignment;
 
 uint64_t align_up(uint64_t n) { return (n + kSegmentAlignment - 1) / kSegmentAlignment * kSegmentAlignment; }
-
-template <typename T>
-void put(std::string& bytes, size_t at, T value) {
-  std::memcpy(bytes.data() + at, &value, sizeof(T));  // the format is little-endian, as ember's hosts
-}
-
-template <typename T>
-T get(const std::string& bytes, size_t at) {
-  T value;
-  std::memcpy(&value, bytes.data() + at, sizeof(T));
-  return value;
-}
 
 // ---- writing ----------------------------------------------------------------------------
 
@@ -129,8 +118,11 @@ std::string build_flatbuffer(const export_ir::Program& p, uint64_t segments_star
   }
   std::vector<flatbuffers::Offset<fb::Segment>> segment_tables;
   for (size_t i = 0; i < bytes.size(); ++i) segment_tables.push_back(fb::CreateSegment(b, segment_offsets[i], bytes[i]));
-  auto program = fb::CreateProgram(b, kVersion, b.CreateVector(ops), b.CreateVector(methods),
-                                   b.CreateVector(segment_tables));
+  std::vector<flatbuffers::Offset<fb::KeyValue>> metadata;
+  for (const auto& [key, value] : p.metadata)
+    metadata.push_back(fb::CreateKeyValue(b, b.CreateString(key), b.CreateString(value)));
+  auto program = fb::CreateProgram(b, kFormatVersion, b.CreateVector(ops), b.CreateVector(methods),
+                                   b.CreateVector(segment_tables), b.CreateVector(metadata));
   fb::FinishProgramBuffer(b, program);
   return {reinterpret_cast<const char*>(b.GetBufferPointer()), b.GetSize()};
 }
@@ -205,9 +197,7 @@ void ExportedProgram::save(const std::string& path) const {
   for (size_t i = 0; i < program_.constants.size(); ++i)
     end = std::max<uint64_t>(end, offsets[i] + program_.constants[i].data.nbytes());
   std::string bytes(end, '\0');
-  std::memcpy(bytes.data(), kMagic, sizeof(kMagic));
-  put<uint32_t>(bytes, 8, kVersion);
-  put<uint64_t>(bytes, 16, buffer.size());
+  fb::write_file_header(reinterpret_cast<unsigned char*>(bytes.data()), {kFormatVersion, buffer.size()});
   std::memcpy(bytes.data() + kHeaderBytes, buffer.data(), buffer.size());
   for (size_t i = 0; i < program_.constants.size(); ++i) {
     const Tensor data = program_.constants[i].data.contiguous();
@@ -218,20 +208,23 @@ void ExportedProgram::save(const std::string& path) const {
 
 ExportedProgram ExportedProgram::load(const std::string& path) {
   const std::string bytes = read_file(path, "ExportedProgram::load");
-  EMBER_CHECK(bytes.size() >= kHeaderBytes && std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0,
+  fb::FileHeader header;
+  EMBER_CHECK(bytes.size() >= kHeaderBytes &&
+                  fb::read_file_header(reinterpret_cast<const unsigned char*>(bytes.data()), &header),
               "ExportedProgram::load", path, " is not a program file (no EMBERPRG header)");
-  const uint32_t version = get<uint32_t>(bytes, 8);
-  EMBER_CHECK(version == kVersion, "ExportedProgram::load", path, " has format version ", version, ", expected ",
-              kVersion);
-  const uint64_t size = get<uint64_t>(bytes, 16);
+  EMBER_CHECK(header.version == kFormatVersion, "ExportedProgram::load", path, " has format version ", header.version,
+              ", expected ", kFormatVersion);
+  const uint64_t size = header.flatbuffer_bytes;
   EMBER_CHECK(size <= bytes.size() - kHeaderBytes, "ExportedProgram::load", path, ": the FlatBuffer (", size,
               " bytes) runs past the end of the file (", bytes.size(), " bytes)");
   const auto* data = reinterpret_cast<const uint8_t*>(bytes.data() + kHeaderBytes);
   flatbuffers::Verifier verifier(data, size);
   EMBER_CHECK(fb::VerifyProgramBuffer(verifier), "ExportedProgram::load", path, ": the FlatBuffer does not verify");
   const fb::Program* p = fb::GetProgram(data);
-  EMBER_CHECK(p->version() == kVersion, "ExportedProgram::load", path, ": program version ", p->version());
+  EMBER_CHECK(p->version() == kFormatVersion, "ExportedProgram::load", path, ": program version ", p->version());
   export_ir::Program out;
+  if (p->metadata())
+    for (const fb::KeyValue* kv : *p->metadata()) out.metadata[kv->key()->str()] = read_string(kv->value());
   std::vector<std::string> operators;
   if (p->operators())
     for (const fb::Operator* op : *p->operators()) operators.push_back(op->name()->str());

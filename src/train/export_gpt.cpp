@@ -40,7 +40,10 @@ ExportedProgram export_gpt(const models::GPT& model) {
       "decode",
       [model](const std::vector<Tensor>& in) { return forward_over_caches(model, in[0], in[1].item<int64_t>(), in, 2); },
       decode_inputs, ExportOptions().symbolic_value(1, Dim("pos", 0, max_len - 1))};
-  return export_program(*model, {prefill, decode});
+  ExportedProgram program = export_program(*model, {prefill, decode});
+  program.set_metadata("max_seq_len", std::to_string(max_len));
+  program.set_metadata("gpt_config", model->config.to_json());
+  return program;
 }
 
 }  // namespace ember::train

@@ -95,6 +95,7 @@ inline void expect_same_program(const export_ir::Program& a, const export_ir::Pr
     EXPECT_EQ(a.constants[i].name, b.constants[i].name);
     EXPECT_TRUE(bitwise_equal(a.constants[i].data, b.constants[i].data)) << a.constants[i].name;
   }
+  EXPECT_EQ(a.metadata, b.metadata);
   ASSERT_EQ(a.methods.size(), b.methods.size());
   for (size_t i = 0; i < a.methods.size(); ++i) {
     const auto &x = a.methods[i], &y = b.methods[i];
