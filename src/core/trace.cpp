@@ -26,6 +26,7 @@ void set_trace_listener(TraceListener* listener) {
 
 void trace_note_allocation(const Storage& storage) {
   if (state.frame) state.frame->allocations_.push_back(storage);
+  else if (state.listener && state.depth == 0) state.listener->untraced_allocation(storage);
 }
 
 void trace_note_item(const Tensor& tensor) {

@@ -18,7 +18,11 @@ namespace ember::core {
 // returns, and the listener records it. A frame that closes without a result is an op
 // without export support: the storages allocated inside it are handed to the listener,
 // which refuses the export if one of them ever reaches a recorded op, naming both ops.
-// Tensor::item() reports too, so a value read back into C++ control flow is caught.
+// Memory allocated outside any frame comes from an op without a trace hook and is refused
+// the same way, except in factories (zeros, arange, scalar operands), which pause the trace:
+// their results, like tensors made before the trace, are constants (checked equal at every
+// traced size). Tensor::item() reports too, so a value read back into C++ control flow is
+// caught.
 struct TraceAttribute {
   enum class Kind { Int, Float, Ints, Floats, String };
   std::string name;
@@ -45,6 +49,9 @@ class TraceListener {
   virtual void record(TracedOp op) = 0;
   // An op without export support closed; `allocations` are the storages it made.
   virtual void unsupported(const char* op, std::vector<Storage> allocations) noexcept = 0;
+  // Memory allocated outside any op frame: by an op without a trace hook (factories pause
+  // the trace, so their results are constants).
+  virtual void untraced_allocation(const Storage& storage) noexcept = 0;
   // Tensor::item() outside any op; may throw.
   virtual void item(const Tensor& tensor) = 0;
   // A TraceLoop (below): its start, each iteration's start with the state it reads, and its
@@ -57,7 +64,8 @@ class TraceListener {
 // This thread's listener (null while no export traces).
 TraceListener* trace_listener();
 void set_trace_listener(TraceListener* listener);
-// Called by core::make_tensor: the outermost open frame keeps the storage.
+// Called by core::make_tensor: the outermost open frame keeps the storage; outside frames the
+// listener hears of it.
 void trace_note_allocation(const Storage& storage);
 // Called by Tensor::item(): reports to the listener outside ops.
 void trace_note_item(const Tensor& tensor);

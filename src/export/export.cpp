@@ -189,7 +189,7 @@ void check_same_graph(const std::vector<Trace>& traces, const TracePoints& p) {
       const Tensor& other = t.constants.at(name);
       EMBER_CHECK(tensor.sizes() == other.sizes() && tensor.scalar_type() == other.scalar_type() &&
                       (tensor.is_same(other) || equal(tensor, other)),
-                  "export", "the tensor '", name, "', made outside any op (a factory such as zeros or arange), has ",
+                  "export", "the tensor '", name, "', made by a factory (zeros, arange, rand...) or captured, has ",
                   "other values or sizes at ", p.describe(k), " than at ", p.describe(0),
                   ": make it with ops from the inputs");
     }

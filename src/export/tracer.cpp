@@ -75,10 +75,13 @@ uint32_t Tracer::value_of(const Tensor& t, const std::string& reader) {
                 shape_string(t), " computed inside an iteration of a loop (", local->second,
                 "); only the loop's carried state and stacked results are visible after it");
     auto made = unsupported_.find(storage_key(t));
+    EMBER_CHECK(made == unsupported_.end() || !made->second.op.empty(), "export", "op '", reader, "' (", place(),
+                ") reads a tensor ", shape_string(t), " made after call #", made->second.after_call,
+                " by an op without a trace hook (no export support; ops record through EMBER_RECORD_OP)");
     EMBER_CHECK(made == unsupported_.end(), "export", "op '", reader, "' (", place(), ") reads a tensor ",
                 shape_string(t), " made by op '", made->second.op, "' (after call #", made->second.after_call,
                 "), which has no export support");
-    // Made outside any op (a factory such as zeros, or a scalar operand): its storage's
+    // Made by a factory (zeros, arange, a scalar operand) or before the trace: its storage's
     // bytes are baked in as a flat constant, which t and any other view of it view;
     // export_program checks the bytes are the same at every traced size.
     core::TracePause pause;
@@ -145,6 +148,11 @@ void Tracer::unsupported(const char* op, std::vector<Storage> allocations) noexc
   }
 }
 
+void Tracer::untraced_allocation(const Storage& storage) noexcept {
+  unsupported_[storage.data()] = {"", trace_.calls.size()};
+  unsupported_storages_.push_back(storage);
+}
+
 void Tracer::item(const Tensor& tensor) {
   auto root = roots_.find(storage_key(tensor));
   if (root != roots_.end()) {
@@ -156,7 +164,9 @@ void Tracer::item(const Tensor& tensor) {
   std::string source = "an input that is not a symbolic value";
   if (root == roots_.end()) {
     auto made = unsupported_.find(storage_key(tensor));
-    source = made != unsupported_.end() ? "the result of op '" + made->second.op + "'" : "a tensor made outside any op";
+    source = made == unsupported_.end()   ? "a tensor made by a factory"
+             : made->second.op.empty() ? "a tensor made by an op without a trace hook"
+                                       : "the result of op '" + made->second.op + "'";
   } else if (trace_.values[root->second.value].kind == TracedValue::Kind::CallOutput) {
     for (const auto& call : trace_.calls)
       for (uint32_t out : call.outputs)

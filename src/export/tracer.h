@@ -64,6 +64,7 @@ class Tracer final : public core::TraceListener {
 
   void record(core::TracedOp op) override;
   void unsupported(const char* op, std::vector<Storage> allocations) noexcept override;
+  void untraced_allocation(const Storage& storage) noexcept override;
   void item(const Tensor& tensor) override;
   void loop_begin(int64_t trip_count) override;
   void loop_iteration(const std::vector<Tensor>& carried) override;

@@ -24,6 +24,7 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
 // `values` are stored as `storage` (their C++ type), then converted to the options' dtype.
 template <typename T>
 Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   Tensor t = core::make_tensor({static_cast<int64_t>(n)}, storage);
   std::copy(values, values + n, static_cast<T*>(t.data_ptr()));
   return finish(t.to(options.dtype()), options);
@@ -32,11 +33,13 @@ Tensor from_values(const T* values, size_t n, const TensorOptions& options, Scal
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "empty");
   return finish(core::make_tensor(sizes, dtype_or(options, kFloat32)), options);
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(sizes.size() == strides.size(), "empty_strided", "sizes ", sizes, " and strides ", strides,
               " differ in length");
   core::check_sizes(sizes, "empty_strided");
@@ -53,6 +56,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "full");
   ScalarType natural = value.isFloatingPoint() ? kFloat32 : value.isBoolean() ? kBool : kInt64;
   Tensor t = core::make_tensor(sizes, dtype_or(options, natural));
@@ -61,6 +65,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "zeros");
   Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32));
   std::memset(t.data_ptr(), 0, t.nbytes());
@@ -75,6 +80,7 @@ Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
 Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0, end, 1, options); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   const bool floating = start.isFloatingPoint() || end.isFloatingPoint() || step.isFloatingPoint();
   ScalarType dtype = dtype_or(options, floating ? kFloat32 : kInt64);
   const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
@@ -95,6 +101,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   Tensor values = core::make_tensor({steps}, kFloat64);
   double* p = values.data_ptr<double>();
@@ -110,6 +117,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
 Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(n >= 0 && m >= 0, "eye", "n and m must be non-negative, got ", n, " and ", m);
   Tensor t = zeros({n, m}, options.dtype(dtype_or(options, kFloat32)).requires_grad(false));
   if (std::min(n, m) > 0) t.diagonal().fill_(1);
@@ -132,6 +140,7 @@ Tensor randint_like(const Tensor& t, int64_t low, int64_t high, std::optional<Te
 }
 
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   return finish(ops::scalar_to_tensor(value, dtype_or(options, kFloat32)), options);
 }
 
@@ -152,6 +161,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(sizes.size() == strides.size(), "from_blob", "sizes ", sizes, " and strides ", strides,
               " differ in length");
   core::check_sizes(sizes, "from_blob");
@@ -169,6 +179,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "from_blob");
   ScalarType dtype = dtype_or(options, kFloat32);
   int64_t numel = 1;

@@ -126,6 +126,29 @@ TEST(Export, RefusesAnOpWithoutExportSupport) {
                      {"op 'linear'", "made by op 'cumsum'", "no export support"});
 }
 
+TEST(Export, RefusesAnOpWithoutATraceHook) {
+  manual_seed(12);
+  MLP mlp;
+  const Tensor keep = rand({16}) > 0.5;  // made before the trace: a constant
+  auto forward = [&](const std::vector<Tensor>& in) {
+    Tensor h = mlp->fc1->forward(in[0]);
+    return std::vector<Tensor>{mlp->fc2->forward(where(keep, h, zeros({16})))};
+  };
+  test::expect_error([&] { export_program(*mlp, forward, {randn({3, 8})}); },
+                     {"op 'linear'", "call #1", "an op without a trace hook"});
+}
+
+TEST(Export, RefusesARandomFactoryThatDiffersBetweenSizes) {
+  manual_seed(13);
+  MLP mlp;
+  auto forward = [&](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{mlp->fc1->forward(in[0]) + randn({16})};
+  };
+  test::expect_error(
+      [&] { export_program(*mlp, forward, {randn({3, 8})}, ExportOptions().dynamic_dim(0, 0, Dim("batch", 1, 8))); },
+      {"made by a factory", "other values"});
+}
+
 TEST(Export, RefusesANonAffineSize) {
   manual_seed(8);
   MLP mlp;
