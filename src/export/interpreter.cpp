@@ -145,6 +145,16 @@ const std::map<std::string, Kernel>& kernels() {
     k["rotary_embedding"] = [](const std::vector<Tensor>& in, const Attributes&) {
       return std::vector<Tensor>{F::rotary_embedding(in.at(0), in.at(1), in.at(2))};
     };
+    auto softmax_kernel = [&](const char* name, bool log) {
+      k[name] = [log](const std::vector<Tensor>& in, const Attributes& a) {
+        std::optional<ScalarType> dtype;
+        if (a.find("dtype")) dtype = static_cast<ScalarType>(a.integer("dtype"));
+        const int64_t dim = a.integer("dim");
+        return std::vector<Tensor>{log ? log_softmax(in.at(0), dim, dtype) : softmax(in.at(0), dim, dtype)};
+      };
+    };
+    softmax_kernel("softmax", false);
+    softmax_kernel("log_softmax", true);
     k["cat"] = [](const std::vector<Tensor>& in, const Attributes& a) { return std::vector<Tensor>{cat(in, a.integer("dim"))}; };
     k["stack"] = [](const std::vector<Tensor>& in, const Attributes& a) {
       return std::vector<Tensor>{stack(in, a.integer("dim"))};

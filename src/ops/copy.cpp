@@ -63,6 +63,8 @@ Tensor& Tensor::copy_(const Tensor& src, bool) const {
 Tensor& Tensor::fill_(const Scalar& value) const {
   EMBER_CHECK(defined(), "fill_", "called on an undefined tensor");
   EMBER_RECORD_OP("fill_", *this);
+  EMBER_CHECK(!ember_trace_op_.active(), "fill_", "(in place) cannot be exported: ember::export_program records no "
+              "in-place writes but copy_; compute the value with out-of-place ops");
   autograd::check_inplace(*this, "fill_");
   ops::copy_into(*this, ops::scalar_to_tensor(value, scalar_type()));
   storage().bump_version();

@@ -24,7 +24,7 @@ class MLPImpl : public nn::Module {
     fc1 = register_module("fc1", nn::Linear(8, 16));
     fc2 = register_module("fc2", nn::Linear(16, 4));
   }
-  Tensor forward(const Tensor& x) { return fc2->forward(F::gelu(fc1->forward(x)) * 0.5 + 1.0); }
+  Tensor forward(const Tensor& x) { return fc2->forward(F::gelu(fc1->forward(x)) * 0.5 + 1.0).log_softmax(-1); }
   nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 EMBER_MODULE(MLP);
@@ -45,7 +45,7 @@ TEST(Export, MLPEqualsEagerBitwiseInsideTheBounds) {
   ASSERT_EQ(out.shape.size(), 2u);
   EXPECT_EQ(out.shape[0], (export_ir::Expr{0, {{0, 1}}}));
   EXPECT_EQ(out.shape[1], (export_ir::Expr{4, {}}));
-  EXPECT_EQ(program.program().operators(), (std::vector<std::string>{"add", "gelu", "linear", "mul"}));
+  EXPECT_EQ(program.program().operators(), (std::vector<std::string>{"add", "gelu", "linear", "log_softmax", "mul"}));
   for (int64_t batch : {1, 2, 5, 17, 32}) {
     Tensor x = randn({batch, 8});
     Tensor eager = mlp->forward(x);
@@ -138,15 +138,42 @@ TEST(Export, RefusesAnOpWithoutATraceHook) {
                      {"op 'linear'", "call #1", "an op without a trace hook"});
 }
 
-TEST(Export, RefusesARandomFactoryThatDiffersBetweenSizes) {
+TEST(Export, RefusesAFactoryTensorSizedByTheInput) {
   manual_seed(13);
+  MLP mlp;
+  auto forward = [&](const std::vector<Tensor>& in) {
+    const int64_t n = in[0].size(0);
+    return std::vector<Tensor>{mlp->fc1->forward(in[0]) + arange(n * 16, kFloat32).view({n, 16})};
+  };
+  test::expect_error(
+      [&] { export_program(*mlp, forward, {randn({3, 8})}, ExportOptions().dynamic_dim(0, 0, Dim("batch", 1, 8))); },
+      {"made by a factory", "other values or sizes at batch=4"});
+}
+
+TEST(Export, RefusesRandomValues) {
+  manual_seed(15);
   MLP mlp;
   auto forward = [&](const std::vector<Tensor>& in) {
     return std::vector<Tensor>{mlp->fc1->forward(in[0]) + randn({16})};
   };
-  test::expect_error(
-      [&] { export_program(*mlp, forward, {randn({3, 8})}, ExportOptions().dynamic_dim(0, 0, Dim("batch", 1, 8))); },
-      {"made by a factory", "other values"});
+  test::expect_error([&] { export_program(*mlp, forward, {randn({3, 8})}); }, {"[normal_]", "random values"});
+}
+
+TEST(Export, RefusesInPlaceWrites) {
+  manual_seed(14);
+  MLP mlp;
+  auto add_in_place = [&](const std::vector<Tensor>& in) {
+    Tensor h = mlp->fc1->forward(in[0]);
+    h.add_(1.0);
+    return std::vector<Tensor>{h};
+  };
+  test::expect_error([&] { export_program(*mlp, add_in_place, {randn({3, 8})}); }, {"[add]", "(in place) cannot be exported"});
+  auto fill = [&](const std::vector<Tensor>& in) {
+    Tensor h = mlp->fc1->forward(in[0]);
+    h.zero_();
+    return std::vector<Tensor>{h};
+  };
+  test::expect_error([&] { export_program(*mlp, fill, {randn({3, 8})}); }, {"[fill_]", "(in place) cannot be exported"});
 }
 
 TEST(Export, RefusesANonAffineSize) {
