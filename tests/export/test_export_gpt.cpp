@@ -28,11 +28,13 @@ models::GPTConfig tiny_config(int64_t window = 0) {
 
 Tensor random_tokens(int64_t n, int64_t vocab) { return randint(0, vocab, {1, n}, TensorOptions().dtype(kInt64)); }
 
-class ExportGPT : public ::testing::TestWithParam<int64_t> {};
+// (window, compute dtype)
+class ExportGPT : public ::testing::TestWithParam<std::tuple<int64_t, ScalarType>> {};
 
 TEST_P(ExportGPT, PrefillThenDecodeEqualEagerBitwise) {
   manual_seed(20);
-  models::GPT model(tiny_config(GetParam()));
+  models::GPT model(tiny_config(std::get<0>(GetParam())));
+  model->set_compute_dtype(std::get<1>(GetParam()));
   model->eval();
   ExportedProgram program = train::export_gpt(model);
   NoGradGuard no_grad;
@@ -62,7 +64,9 @@ TEST_P(ExportGPT, PrefillThenDecodeEqualEagerBitwise) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Window, ExportGPT, ::testing::Values(0, 6));
+INSTANTIATE_TEST_SUITE_P(WindowAndDtype, ExportGPT,
+                         ::testing::Values(std::make_tuple(0, kFloat32), std::make_tuple(6, kFloat32),
+                                           std::make_tuple(0, kBFloat16)));
 
 TEST(ExportGPTBounds, PositionsOutsideTheBoundsAreErrors) {
   manual_seed(21);
