@@ -214,73 +214,121 @@ void Tracer::loop_iteration(const std::vector<Tensor>& carried) {
   loop_->carried.push_back(std::move(ids));
 }
 
-void Tracer::loop_end(const std::vector<Tensor>& carried_final, const std::vector<std::vector<Tensor>>& stacked) {
-  EMBER_CHECK(loop_, "export", "a loop ends that did not begin");
-  core::TracePause pause;  // the checks below run ops of their own
-  OpenLoop open = std::move(*loop_);
-  loop_.reset();
-  const size_t n = open.iteration_call.size();
-  EMBER_CHECK(static_cast<int64_t>(n) == open.trip_count && n >= 3, "export", "a loop of ", open.trip_count,
+// What loop_end learns of a loop's unrolled iterations: the iteration each value was made in
+// and its place among that iteration's values (-1: made outside the iterations).
+struct Tracer::LoopFold {
+  OpenLoop open;
+  size_t iterations = 0, calls_end = 0, values_end = 0, calls_per_iteration = 0;
+  uint32_t ordinal = 0;
+  std::vector<int64_t> iteration_of, ordinal_of;
+  std::vector<uint32_t> carried_inputs;
+  std::map<std::tuple<uint32_t, std::vector<int64_t>, std::vector<int64_t>, int64_t, int64_t>, uint32_t> stepping_views;
+
+  bool local_in(uint32_t v, size_t i, int64_t ordinal_wanted) const {
+    return v < values_end && iteration_of[v] == static_cast<int64_t>(i) && ordinal_of[v] == ordinal_wanted;
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    EMBER_FAIL("export", "the loop that starts at call #", open.first_call, " cannot be recorded once: ", what);
+  }
+};
+
+Tracer::LoopFold Tracer::classify_iterations(OpenLoop open) {
+  LoopFold f{.open = std::move(open)};
+  const size_t n = f.iterations = f.open.iteration_call.size();
+  EMBER_CHECK(static_cast<int64_t>(n) == f.open.trip_count && n >= 3, "export", "a loop of ", f.open.trip_count,
               " steps ran ", n, " iterations when traced; it needs at least 3 (give an example with 3 or more steps)");
-  const size_t calls_end = trace_.calls.size(), values_end = trace_.values.size();
-  const uint32_t ordinal = loops_++;
-  // The iteration whose results include value v, and v's place among them.
-  std::vector<int64_t> iteration_of(values_end, -1), ordinal_of(values_end, -1);
+  f.calls_end = trace_.calls.size();
+  f.values_end = trace_.values.size();
+  f.ordinal = loops_++;
+  f.iteration_of.assign(f.values_end, -1);
+  f.ordinal_of.assign(f.values_end, -1);
   std::vector<size_t> locals(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    const size_t end = i + 1 < n ? open.iteration_value[i + 1] : values_end;
-    for (size_t v = open.iteration_value[i]; v < end; ++v) {
+    const size_t end = i + 1 < n ? f.open.iteration_value[i + 1] : f.values_end;
+    for (size_t v = f.open.iteration_value[i]; v < end; ++v) {
       const TracedValue& value = trace_.values[v];
       const bool local = value.kind == TracedValue::Kind::CallOutput ||
-                         (value.kind == TracedValue::Kind::View && iteration_of[value.base] == static_cast<int64_t>(i));
+                         (value.kind == TracedValue::Kind::View && f.iteration_of[value.base] == static_cast<int64_t>(i));
       if (!local) continue;
-      iteration_of[v] = static_cast<int64_t>(i);
-      ordinal_of[v] = static_cast<int64_t>(locals[i]++);
+      f.iteration_of[v] = static_cast<int64_t>(i);
+      f.ordinal_of[v] = static_cast<int64_t>(locals[i]++);
     }
   }
-  auto fail = [&](const std::string& what) {
-    EMBER_FAIL("export", "the loop that starts at call #", open.first_call, " cannot be recorded once: ", what);
-  };
   for (size_t i = 1; i < n; ++i)
-    if (locals[i] != locals[0]) fail("iteration " + std::to_string(i) + " makes other values than iteration 0");
-  const size_t per_iteration = (n > 1 ? open.iteration_call[1] : calls_end) - open.iteration_call[0];
+    if (locals[i] != locals[0]) f.fail("iteration " + std::to_string(i) + " makes other values than iteration 0");
+  f.calls_per_iteration = f.open.iteration_call[1] - f.open.iteration_call[0];
   for (size_t i = 0; i < n; ++i) {
-    const size_t end = i + 1 < n ? open.iteration_call[i + 1] : calls_end;
-    if (end - open.iteration_call[i] != per_iteration)
-      fail("iteration " + std::to_string(i) + " records " + std::to_string(end - open.iteration_call[i]) +
-           " calls, iteration 0 " + std::to_string(per_iteration));
+    const size_t end = i + 1 < n ? f.open.iteration_call[i + 1] : f.calls_end;
+    if (end - f.open.iteration_call[i] != f.calls_per_iteration)
+      f.fail("iteration " + std::to_string(i) + " records " + std::to_string(end - f.open.iteration_call[i]) +
+             " calls, iteration 0 " + std::to_string(f.calls_per_iteration));
   }
-  auto local_in = [&](uint32_t v, size_t i, int64_t ordinal_wanted) {
-    return v < values_end && iteration_of[v] == static_cast<int64_t>(i) && ordinal_of[v] == ordinal_wanted;
-  };
-  // The loop's state: values it owns, set from the state carried into iteration 0.
-  std::vector<uint32_t> carried_inputs, carried_outputs;
-  std::vector<TracedCall> prologue;
-  for (size_t p = 0; p < open.carried[0].size(); ++p) {
-    const TracedValue& init = trace_.values[open.carried[0][p]];
-    const uint32_t state = add_value({.kind = TracedValue::Kind::CallOutput, .dtype = init.dtype, .sizes = init.sizes,
-                                      .strides = init.strides});
-    carried_inputs.push_back(state);
-    prologue.push_back({.op = "copy_", .inputs = {state, open.carried[0][p]}});
+  // Views made in an iteration of its own values: the same geometry in every iteration.
+  for (uint32_t v = 0; v < f.values_end; ++v) {
+    if (f.iteration_of[v] <= 0 || trace_.values[v].kind != TracedValue::Kind::View) continue;
+    for (uint32_t u = 0; u < f.values_end; ++u)
+      if (f.iteration_of[u] == 0 && f.ordinal_of[u] == f.ordinal_of[v]) {
+        const TracedValue &a = trace_.values[u], &b = trace_.values[v];
+        if (a.sizes != b.sizes || a.strides != b.strides || a.offset != b.offset ||
+            f.ordinal_of[a.base] != f.ordinal_of[b.base])
+          f.fail("a view inside the loop changes between iterations");
+      }
   }
-  std::map<std::tuple<uint32_t, std::vector<int64_t>, std::vector<int64_t>, int64_t, int64_t>, uint32_t> stepping_views;
-  auto stepping_view = [&](uint32_t base, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                           int64_t offset, int64_t step) {
-    auto key = std::make_tuple(base, sizes, strides, offset, step);
-    auto found = stepping_views.find(key);
-    if (found != stepping_views.end()) return found->second;
-    const uint32_t id = add_value({.kind = TracedValue::Kind::View, .dtype = trace_.values[base].dtype, .sizes = sizes,
-                                   .strides = strides, .offset = offset, .offset_step = step, .loop = ordinal + 1,
-                                   .base = base});
-    stepping_views.emplace(key, id);
-    return id;
+  return f;
+}
+
+uint32_t Tracer::stepping_view(LoopFold& f, uint32_t base, const std::vector<int64_t>& sizes,
+                               const std::vector<int64_t>& strides, int64_t offset, int64_t step) {
+  auto key = std::make_tuple(base, sizes, strides, offset, step);
+  auto found = f.stepping_views.find(key);
+  if (found != f.stepping_views.end()) return found->second;
+  const uint32_t id = add_value({.kind = TracedValue::Kind::View, .dtype = trace_.values[base].dtype, .sizes = sizes,
+                                 .strides = strides, .offset = offset, .offset_step = step, .loop = f.ordinal + 1,
+                                 .base = base});
+  f.stepping_views.emplace(key, id);
+  return id;
+}
+
+uint32_t Tracer::body_input(LoopFold& f, size_t c, size_t j) {
+  const size_t n = f.iterations;
+  std::vector<uint32_t> seen;
+  for (size_t i = 0; i < n; ++i) seen.push_back(trace_.calls[f.open.iteration_call[i] + c].inputs[j]);
+  // The state carried into every iteration: the loop's state value.
+  auto carried_at = [&](size_t i) {
+    const auto& ids = f.open.carried[i];
+    return static_cast<size_t>(std::find(ids.begin(), ids.end(), seen[i]) - ids.begin());
   };
-  // The body: iteration 0's calls, inputs mapped to what they are in every iteration.
+  const size_t p = carried_at(0);
+  bool all = p < f.carried_inputs.size();
+  for (size_t i = 1; all && i < n; ++i) all = carried_at(i) == p;
+  if (all) return f.carried_inputs[p];
+  // The iteration's own value, or one value (or equal scalar constants) for all iterations.
+  all = f.iteration_of[seen[0]] == 0;
+  for (size_t i = 1; all && i < n; ++i) all = f.local_in(seen[i], i, f.ordinal_of[seen[0]]);
+  if (all || std::all_of(seen.begin(), seen.end(), [&](uint32_t v) { return v == seen[0]; }) ||
+      std::all_of(seen.begin(), seen.end(), [&](uint32_t v) { return same_constant(v, seen[0]); }))
+    return seen[0];
+  // A view of an outer value moving by the same step each iteration (the step's input row).
+  const TracedValue& first = trace_.values[seen[0]];
+  const int64_t step = trace_.values[seen[1]].offset - first.offset;
+  bool stepping = first.kind == TracedValue::Kind::View && f.iteration_of[first.base] < 0;
+  for (size_t i = 1; stepping && i < n; ++i) {
+    const TracedValue& v = trace_.values[seen[i]];
+    stepping = v.kind == TracedValue::Kind::View && v.base == first.base && v.sizes == first.sizes &&
+               v.strides == first.strides && v.offset == first.offset + step * static_cast<int64_t>(i);
+  }
+  if (!stepping)
+    f.fail("call #" + std::to_string(c) + " '" + trace_.calls[f.open.iteration_call[0] + c].op + "' reads input " +
+           std::to_string(j) + " that is neither the same, carried, made in the iteration, nor a view stepping with it");
+  return stepping_view(f, first.base, first.sizes, first.strides, first.offset, step);
+}
+
+std::vector<TracedCall> Tracer::fold_body(LoopFold& f) {
   std::vector<TracedCall> body;
-  for (size_t c = 0; c < per_iteration; ++c) {
-    TracedCall call = trace_.calls[open.iteration_call[0] + c];
-    for (size_t i = 1; i < n; ++i) {
-      const TracedCall& other = trace_.calls[open.iteration_call[i] + c];
+  for (size_t c = 0; c < f.calls_per_iteration; ++c) {
+    TracedCall call = trace_.calls[f.open.iteration_call[0] + c];
+    for (size_t i = 1; i < f.iterations; ++i) {
+      const TracedCall& other = trace_.calls[f.open.iteration_call[i] + c];
       bool same = other.op == call.op && other.inputs.size() == call.inputs.size() &&
                   other.outputs.size() == call.outputs.size() && other.attributes.size() == call.attributes.size();
       for (size_t a = 0; same && a < call.attributes.size(); ++a) {
@@ -288,126 +336,111 @@ void Tracer::loop_end(const std::vector<Tensor>& carried_final, const std::vecto
         same = x.name == y.name && x.int_value == y.int_value && x.float_value == y.float_value && x.ints == y.ints &&
                x.floats == y.floats && x.string_value == y.string_value;
       }
-      if (!same) fail("its call #" + std::to_string(c) + " is '" + call.op + "' in iteration 0 but '" + other.op +
-                      "' (or other attributes) in iteration " + std::to_string(i));
+      if (!same)
+        f.fail("its call #" + std::to_string(c) + " is '" + call.op + "' in iteration 0 but '" + other.op +
+               "' (or other attributes) in iteration " + std::to_string(i));
       for (size_t o = 0; o < call.outputs.size(); ++o)
-        if (!local_in(other.outputs[o], i, ordinal_of[call.outputs[o]]))
-          fail("call #" + std::to_string(c) + " '" + call.op + "' writes other values in iteration " + std::to_string(i));
+        if (!f.local_in(other.outputs[o], i, f.ordinal_of[call.outputs[o]]))
+          f.fail("call #" + std::to_string(c) + " '" + call.op + "' writes other values in iteration " +
+                 std::to_string(i));
     }
-    for (size_t j = 0; j < call.inputs.size(); ++j) {
-      std::vector<uint32_t> seen;
-      for (size_t i = 0; i < n; ++i) seen.push_back(trace_.calls[open.iteration_call[i] + c].inputs[j]);
-      auto carried_at = [&](size_t i) {
-        const auto& ids = open.carried[i];
-        return static_cast<int64_t>(std::find(ids.begin(), ids.end(), seen[i]) - ids.begin());
-      };
-      const int64_t p = carried_at(0);
-      bool all = true;
-      for (size_t i = 0; all && i < n; ++i) all = carried_at(i) == p && p < static_cast<int64_t>(open.carried[i].size());
-      if (all) {
-        call.inputs[j] = carried_inputs[static_cast<size_t>(p)];
-        continue;
-      }
-      all = iteration_of[seen[0]] == 0;
-      for (size_t i = 1; all && i < n; ++i) all = local_in(seen[i], i, ordinal_of[seen[0]]);
-      if (all) continue;  // iteration 0's own value
-      if (std::all_of(seen.begin(), seen.end(), [&](uint32_t v) { return v == seen[0]; })) continue;  // invariant
-      if (std::all_of(seen.begin(), seen.end(), [&](uint32_t v) { return same_constant(v, seen[0]); })) continue;
-      const TracedValue& first = trace_.values[seen[0]];
-      const int64_t step = trace_.values[seen[1]].offset - first.offset;
-      bool stepping = first.kind == TracedValue::Kind::View && iteration_of[first.base] < 0;
-      for (size_t i = 1; stepping && i < n; ++i) {
-        const TracedValue& v = trace_.values[seen[i]];
-        stepping = v.kind == TracedValue::Kind::View && v.base == first.base && v.sizes == first.sizes &&
-                   v.strides == first.strides && v.offset == first.offset + step * static_cast<int64_t>(i);
-      }
-      if (!stepping)
-        fail("call #" + std::to_string(c) + " '" + call.op + "' reads input " + std::to_string(j) +
-             " that is neither the same, carried, made in the iteration, nor a view stepping with the iteration");
-      call.inputs[j] = stepping_view(first.base, first.sizes, first.strides, first.offset, step);
-    }
+    for (size_t j = 0; j < call.inputs.size(); ++j) call.inputs[j] = body_input(f, c, j);
     body.push_back(std::move(call));
   }
-  // Views made in iteration 0 of its own values: the same geometry in every iteration.
-  for (uint32_t v = 0; v < values_end; ++v) {
-    if (iteration_of[v] <= 0 || trace_.values[v].kind != TracedValue::Kind::View) continue;
-    for (uint32_t u = 0; u < values_end; ++u)
-      if (iteration_of[u] == 0 && ordinal_of[u] == ordinal_of[v]) {
-        const TracedValue &a = trace_.values[u], &b = trace_.values[v];
-        if (a.sizes != b.sizes || a.strides != b.strides || a.offset != b.offset ||
-            ordinal_of[a.base] != ordinal_of[b.base])
-          fail("a view inside the loop changes between iterations");
-      }
-  }
-  // The carried state each iteration leaves.
-  for (size_t p = 0; p < carried_inputs.size(); ++p) {
-    EMBER_CHECK(p < carried_final.size(), "export", "the loop ends with ", carried_final.size(), " carried tensors, began with ",
-                carried_inputs.size());
-    const uint32_t out0 = n > 1 ? open.carried[1][p] : value_of(carried_final[p], "loop");
-    if (iteration_of[out0] != 0) fail("the state carried out of iteration 0 is not made by it");
-    for (size_t i = 0; i < n; ++i) {
-      const uint32_t out = i + 1 < n ? open.carried[i + 1][p] : roots_.at(storage_key(carried_final[p])).value;
-      if (!local_in(out, i, ordinal_of[out0])) fail("iteration " + std::to_string(i) + " carries out another value");
+  return body;
+}
+
+std::vector<uint32_t> Tracer::carried_outputs(const LoopFold& f, const std::vector<Tensor>& carried_final) {
+  EMBER_CHECK(carried_final.size() == f.carried_inputs.size(), "export", "the loop ends with ", carried_final.size(),
+              " carried tensors, began with ", f.carried_inputs.size());
+  std::vector<uint32_t> out;
+  for (size_t p = 0; p < f.carried_inputs.size(); ++p) {
+    const uint32_t out0 = f.open.carried[1][p];
+    if (f.iteration_of[out0] != 0) f.fail("the state carried out of iteration 0 is not made by it");
+    for (size_t i = 0; i < f.iterations; ++i) {
+      const uint32_t v = i + 1 < f.iterations ? f.open.carried[i + 1][p] : roots_.at(storage_key(carried_final[p])).value;
+      if (!f.local_in(v, i, f.ordinal_of[out0])) f.fail("iteration " + std::to_string(i) + " carries out another value");
     }
-    carried_outputs.push_back(out0);
+    out.push_back(out0);
   }
-  // Per-iteration results stacked after the loop: copied into rows of a buffer by the body.
-  for (const auto& results : stacked) {
-    EMBER_CHECK(results.size() == n, "export", "a loop of ", n, " iterations stacks ", results.size(), " results");
-    std::vector<int64_t> row_of(n, -1);
-    int64_t result_ordinal = -1;
-    for (size_t j = 0; j < n; ++j) {
-      const uint32_t v = roots_.at(storage_key(results[j])).value;
-      if (iteration_of[v] < 0 || (result_ordinal >= 0 && ordinal_of[v] != result_ordinal) ||
-          row_of[static_cast<size_t>(iteration_of[v])] >= 0)
-        fail("its stacked results are not one per iteration");
-      result_ordinal = ordinal_of[v];
-      row_of[static_cast<size_t>(iteration_of[v])] = static_cast<int64_t>(j);
-    }
-    const int64_t row_step = row_of[1] - row_of[0];
-    for (size_t i = 0; i < n; ++i)
-      if (row_of[i] != row_of[0] + row_step * static_cast<int64_t>(i)) fail("its stacked results skip rows");
-    uint32_t value0 = 0;
-    for (uint32_t v = 0; v < values_end; ++v)
-      if (iteration_of[v] == 0 && ordinal_of[v] == result_ordinal) value0 = v;
-    const TracedValue& row = trace_.values[value0];
-    std::vector<int64_t> sizes = {static_cast<int64_t>(n)};
-    sizes.insert(sizes.end(), row.sizes.begin(), row.sizes.end());
-    int64_t row_numel = 1;
-    for (int64_t s : row.sizes) row_numel *= s;
-    std::vector<int64_t> strides(sizes.size(), 1);
-    for (size_t d = sizes.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * sizes[d + 1];
-    const uint32_t buffer = add_value({.kind = TracedValue::Kind::CallOutput, .dtype = row.dtype, .sizes = sizes,
-                                       .strides = strides});
-    std::vector<int64_t> row_strides(strides.begin() + 1, strides.end());
-    const uint32_t dst = stepping_view(buffer, row.sizes, row_strides, row_of[0] * row_numel, row_step * row_numel);
-    body.push_back({.op = "copy_", .inputs = {dst, value0}});
-    StackedResult s{.buffer = buffer};
-    for (const Tensor& t : results) s.storages.push_back(storage_key(t));
-    stacked_.push_back(std::move(s));
+  return out;
+}
+
+TracedCall Tracer::stack_into_buffer(LoopFold& f, const std::vector<Tensor>& results) {
+  const size_t n = f.iterations;
+  EMBER_CHECK(results.size() == n, "export", "a loop of ", n, " iterations stacks ", results.size(), " results");
+  std::vector<int64_t> row_of(n, -1);
+  int64_t result_ordinal = -1;
+  for (size_t j = 0; j < n; ++j) {
+    const uint32_t v = roots_.at(storage_key(results[j])).value;
+    if (f.iteration_of[v] < 0 || (result_ordinal >= 0 && f.ordinal_of[v] != result_ordinal) ||
+        row_of[static_cast<size_t>(f.iteration_of[v])] >= 0)
+      f.fail("its stacked results are not one per iteration");
+    result_ordinal = f.ordinal_of[v];
+    row_of[static_cast<size_t>(f.iteration_of[v])] = static_cast<int64_t>(j);
   }
-  // Iterations' results leave the trace; the final state is the loop's state values.
+  const int64_t row_step = row_of[1] - row_of[0];
+  for (size_t i = 0; i < n; ++i)
+    if (row_of[i] != row_of[0] + row_step * static_cast<int64_t>(i)) f.fail("its stacked results skip rows");
+  uint32_t value0 = 0;
+  for (uint32_t v = 0; v < f.values_end; ++v)
+    if (f.iteration_of[v] == 0 && f.ordinal_of[v] == result_ordinal) value0 = v;
+  const TracedValue row = trace_.values[value0];
+  std::vector<int64_t> sizes = {static_cast<int64_t>(n)};
+  sizes.insert(sizes.end(), row.sizes.begin(), row.sizes.end());
+  std::vector<int64_t> strides(sizes.size(), 1);
+  for (size_t d = sizes.size() - 1; d-- > 0;) strides[d] = strides[d + 1] * sizes[d + 1];
+  const int64_t row_numel = strides[0];
+  const uint32_t buffer =
+      add_value({.kind = TracedValue::Kind::CallOutput, .dtype = row.dtype, .sizes = sizes, .strides = strides});
+  const std::vector<int64_t> row_strides(strides.begin() + 1, strides.end());
+  const uint32_t dst = stepping_view(f, buffer, row.sizes, row_strides, row_of[0] * row_numel, row_step * row_numel);
+  StackedResult s{.buffer = buffer};
+  for (const Tensor& t : results) s.storages.push_back(storage_key(t));
+  stacked_.push_back(std::move(s));
+  return {.op = "copy_", .inputs = {dst, value0}};
+}
+
+void Tracer::loop_end(const std::vector<Tensor>& carried_final, const std::vector<std::vector<Tensor>>& stacked) {
+  EMBER_CHECK(loop_, "export", "a loop ends that did not begin");
+  core::TracePause pause;  // the checks below run ops of their own
+  LoopFold f = classify_iterations(std::move(*loop_));
+  loop_.reset();
+  // The loop's state: values it owns, set before it from the state carried into iteration 0.
+  std::vector<TracedCall> prologue;
+  for (uint32_t init : f.open.carried[0]) {
+    const TracedValue& value = trace_.values[init];
+    f.carried_inputs.push_back(add_value(
+        {.kind = TracedValue::Kind::CallOutput, .dtype = value.dtype, .sizes = value.sizes, .strides = value.strides}));
+    prologue.push_back({.op = "copy_", .inputs = {f.carried_inputs.back(), init}});
+  }
+  // The body: iteration 0's calls over what their inputs are in every iteration, then the
+  // copies of its per-iteration results into the rows of their buffers.
+  std::vector<TracedCall> body = fold_body(f);
+  std::vector<uint32_t> carried_out = carried_outputs(f, carried_final);
+  for (const auto& results : stacked) body.push_back(stack_into_buffer(f, results));
+  // The iterations' values leave the trace; the final state is the loop's state values.
   for (auto it = roots_.begin(); it != roots_.end();) {
     const uint32_t v = it->second.value;
-    if (v < values_end && iteration_of[v] >= 0) {
-      loop_locals_[it->first] = "the loop that starts at call #" + std::to_string(open.first_call);
+    if (v < f.values_end && f.iteration_of[v] >= 0) {
+      loop_locals_[it->first] = "the loop that starts at call #" + std::to_string(f.open.first_call);
       retired_.push_back(std::move(it->second.tensor));
       it = roots_.erase(it);
     } else {
       ++it;
     }
   }
-  for (size_t p = 0; p < carried_inputs.size(); ++p) {
+  for (size_t p = 0; p < f.carried_inputs.size(); ++p) {
     loop_locals_.erase(storage_key(carried_final[p]));
-    roots_[storage_key(carried_final[p])] = {carried_inputs[p], carried_final[p]};
+    roots_[storage_key(carried_final[p])] = {f.carried_inputs[p], carried_final[p]};
   }
-  trace_.calls.resize(open.first_call);
+  trace_.calls.resize(f.open.first_call);
   for (auto& call : prologue) trace_.calls.push_back(std::move(call));
-  auto loop = std::make_shared<TracedLoop>(TracedLoop{.trip_count = open.trip_count,
-                                                      .ordinal = ordinal,
+  auto loop = std::make_shared<TracedLoop>(TracedLoop{.trip_count = f.open.trip_count,
+                                                      .ordinal = f.ordinal,
                                                       .body = std::move(body),
-                                                      .carried_inputs = carried_inputs,
-                                                      .carried_outputs = carried_outputs});
+                                                      .carried_inputs = f.carried_inputs,
+                                                      .carried_outputs = std::move(carried_out)});
   trace_.calls.push_back({.op = "loop", .loop = std::move(loop)});
 }
 

@@ -102,6 +102,16 @@ class Tracer final : public core::TraceListener {
     std::vector<const void*> storages;  // the per-iteration results, in stack() order
     uint32_t buffer;
   };
+  // Folding a loop's iterations into one body (Note [Export loops]).
+  struct LoopFold;
+  LoopFold classify_iterations(OpenLoop open);
+  uint32_t stepping_view(LoopFold& f, uint32_t base, const std::vector<int64_t>& sizes,
+                         const std::vector<int64_t>& strides, int64_t offset, int64_t step);
+  uint32_t body_input(LoopFold& f, size_t call, size_t input);
+  std::vector<TracedCall> fold_body(LoopFold& f);
+  std::vector<uint32_t> carried_outputs(const LoopFold& f, const std::vector<Tensor>& carried_final);
+  TracedCall stack_into_buffer(LoopFold& f, const std::vector<Tensor>& results);
+
   std::optional<OpenLoop> loop_;
   uint32_t loops_ = 0;
   std::vector<StackedResult> stacked_;
