@@ -81,6 +81,37 @@ TEST(ExportGPTBounds, PositionsOutsideTheBoundsAreErrors) {
   test::expect_error([&] { program.run(prefill, "prefill"); }, {"symbol T = 49", "[1, 48]"});
 }
 
+TEST(ExportGPTBounds, DecodeUpToTheLastPosition) {
+  manual_seed(24);
+  models::GPT model(tiny_config());
+  ExportedProgram program = train::export_gpt(model);
+  NoGradGuard no_grad;
+  const int64_t max_len = model->config.max_seq_len;
+  Tensor tokens = random_tokens(max_len - 2, model->config.vocab_size);
+  models::GPTCache eager_cache = model->make_cache(1);
+  model->forward_cached(tokens, eager_cache);
+  std::vector<Tensor> caches = train::make_gpt_cache_inputs(model);
+  std::vector<Tensor> inputs = {tokens};
+  inputs.insert(inputs.end(), caches.begin(), caches.end());
+  program.run(inputs, "prefill");
+  for (int64_t pos = max_len - 2; pos < max_len; ++pos) {
+    Tensor next = random_tokens(1, model->config.vocab_size);
+    std::vector<Tensor> step = {next, full({}, pos, TensorOptions().dtype(kInt64))};
+    step.insert(step.end(), caches.begin(), caches.end());
+    EXPECT_TRUE(test::bitwise_equal(program.run(step, "decode")[0], model->forward_cached(next, eager_cache)))
+        << "decode at " << pos;
+  }
+}
+
+TEST(ExportGPTRefusal, AnOpaqueMaskModIsRefused) {
+  manual_seed(25);
+  models::GPT model(tiny_config());
+  // The training forward's document mask is a mask_mod over captured ids: opaque code.
+  auto forward = [model](const std::vector<Tensor>& in) mutable { return std::vector<Tensor>{model->forward(in[0])}; };
+  test::expect_error([&] { export_program(*model, forward, {random_tokens(8, 40)}); },
+                     {"[flex_attention]", "cannot be exported", "mask_mod", "causal_block_mask"});
+}
+
 TEST(ExportGPTPlan, ArenaWithinTheTargetAndNoOverlap) {
   manual_seed(22);
   models::GPT model(tiny_config());
