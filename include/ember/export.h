@@ -183,6 +183,8 @@ class ExportedProgram {
   void save(const std::string& path) const;
   // Reads a .ember file written by save() back into the IR (verified first).
   static ExportedProgram load(const std::string& path);
+  // A readable listing: each method's inputs and symbols, views, calls and loops.
+  std::string to_string() const;
 
   const export_ir::Program& program() const { return program_; }
   void set_metadata(const std::string& key, std::string value) { program_.metadata[key] = std::move(value); }

@@ -22,7 +22,8 @@ const char* kExportHelp =
     "  --run DIR            use DIR/checkpoint.safetensors\n"
     "  --checkpoint FILE    a checkpoint written by ember train (instead of --run)\n"
     "  --out FILE           the .ember file to write\n"
-    "  --threads N          thread count\n";
+    "  --threads N          thread count\n"
+    "  --print              list the program (methods, views, calls)\n";
 
 std::string megabytes(uint64_t bytes) {
   std::ostringstream s;
@@ -57,7 +58,7 @@ int run_export(const std::vector<std::string>& argv) {
     std::cout << kExportHelp;
     return 0;
   }
-  Args args(argv, {"checkpoint", "run", "out", "threads"}, {});
+  Args args(argv, {"checkpoint", "run", "out", "threads"}, {"print"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const std::string path =
       args.get("checkpoint", args.has("run") ? args.get("run", "") + "/checkpoint.safetensors" : "");
@@ -89,6 +90,7 @@ int run_export(const std::vector<std::string>& argv) {
               << "x)\n";
   }
   std::cout << "checked: prefill and decode equal the eager model bitwise\n";
+  if (args.get_switch("print")) std::cout << program.to_string();
   return 0;
 }
 

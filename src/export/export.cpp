@@ -237,6 +237,7 @@ struct MethodBuilder {
   export_ir::Method method;
   std::map<uint32_t, Expr> loop_trip_counts;  // by loop ordinal
   std::map<uint32_t, uint32_t> loop_symbols;
+  size_t calls_named = 0;  // call results are named op.N, N counting calls in program order
 
   uint32_t constant_index(const std::string& name, const Tensor& data) {
     for (size_t i = 0; i < program.constants.size(); ++i)
@@ -405,7 +406,7 @@ struct MethodBuilder {
       }
       export_ir::Call call{.op = c0[c].op, .inputs = c0[c].inputs, .outputs = c0[c].outputs};
       for (size_t a = 0; a < c0[c].attributes.size(); ++a) call.attributes.push_back(build_attribute(calls, c, a));
-      for (uint32_t o : call.outputs) method.values[o].name = call.op + "." + std::to_string(c);
+      for (uint32_t o : call.outputs) method.values[o].name = call.op + "." + std::to_string(calls_named++);
       out.push_back({std::move(call)});
     }
     return out;

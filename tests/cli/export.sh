@@ -13,6 +13,10 @@ grep -qx "operators: add clone copy_ embedding flex_attention linear rms_norm ro
 grep -q "^method prefill: 5 inputs, .* symbols T in \[1, 256\]; arena " "$work/export.txt"
 grep -q "^method decode: 6 inputs, .* symbols pos in \[0, 255\]; arena " "$work/export.txt"
 grep -qx "checked: prefill and decode equal the eager model bitwise" "$work/export.txt"
+"$ember" export --run "$work/run" --out "$work/gpt2.ember" --threads 2 --print > "$work/print.txt"
+grep -q "^method decode(input.0: int64\[1, 1\], input.1: int64\[\], .* pos in \[0, 255\], arena " "$work/print.txt"
+grep -q " = flex_attention(.*q_offset=\[pos\]" "$work/print.txt"
+cmp "$work/gpt.ember" "$work/gpt2.ember"  # export is deterministic
 [[ "$(head -c 8 "$work/gpt.ember")" == "EMBERPRG" ]]
 # The arena holds every intermediate of a method in less than their sum.
 awk '/^method/ { for (i = 1; i <= NF; ++i) if ($i == "arena") { a = $(i + 1); s = $(i + 4) } if (a + 0 >= s + 0) exit 1 }' \

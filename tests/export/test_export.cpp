@@ -55,6 +55,16 @@ TEST(Export, MLPEqualsEagerBitwiseInsideTheBounds) {
   }
 }
 
+TEST(Export, ListsTheProgram) {
+  manual_seed(16);
+  MLP mlp;
+  const std::string text = export_mlp(mlp).to_string();
+  for (const char* line : {"method forward(input.0: float32[batch, 8]) batch in [1, 32], arena ",
+                           "  linear.0 = linear(input.0, fc1.weight, fc1.bias)\n", "  mul.2 = mul(gelu.1, %8)\n", "  linear.4 = linear(add.3, fc2.weight, fc2.bias)\n",
+                           "  log_softmax.5 = log_softmax(linear.4, dim=1)\n", "  return log_softmax.5\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << "'" << line << "' not in:\n" << text;
+}
+
 TEST(Export, SizeOutsideTheBoundsIsAnError) {
   manual_seed(2);
   MLP mlp;
