@@ -4,6 +4,9 @@
 #include <exception>
 
 namespace ember::core {
+
+std::atomic<int> tracing_threads{0};
+
 namespace {
 
 struct TraceState {
@@ -19,100 +22,109 @@ thread_local TraceState state;
 TraceListener* trace_listener() { return state.listener; }
 
 void set_trace_listener(TraceListener* listener) {
+  if (!state.listener && listener) tracing_threads.fetch_add(1, std::memory_order_relaxed);
+  if (state.listener && !listener) tracing_threads.fetch_sub(1, std::memory_order_relaxed);
   state.listener = listener;
   state.depth = 0;
   state.frame = nullptr;
 }
 
-void trace_note_allocation(const Storage& storage) {
-  if (state.frame) state.frame->allocations_.push_back(storage);
+void trace_allocation(const Storage& storage) {
+  if (state.frame) state.frame->frame_->allocations.push_back(storage);
   else if (state.listener && state.depth == 0) state.listener->untraced_allocation(storage);
 }
 
-void trace_note_item(const Tensor& tensor) {
+void trace_item(const Tensor& tensor) {
   if (state.listener && state.depth == 0) state.listener->item(tensor);
 }
 
-TraceOp::TraceOp(const char* name) {
+void TracePause::pause() {
+  listener_ = state.listener;
+  state.listener = nullptr;
+  paused_ = true;
+}
+
+void TracePause::resume() { state.listener = listener_; }
+
+void TraceOp::enter(const char* name) {
   if (!state.listener) return;
-  entered_ = true;
+  frame_ = std::make_unique<Frame>();
   if (state.depth++ == 0) {
-    active_ = true;
-    op_.name = name;
+    frame_->active = true;
+    frame_->op.name = name;
     state.frame = this;
   }
 }
 
-TraceOp::~TraceOp() {
-  if (!entered_) return;
+void TraceOp::leave() {
   --state.depth;
-  if (!active_) return;
+  if (!frame_->active) return;
   state.frame = nullptr;
-  if (!recorded_ && state.listener && std::uncaught_exceptions() == 0)
-    state.listener->unsupported(op_.name.c_str(), std::move(allocations_));
+  if (!frame_->recorded && state.listener && std::uncaught_exceptions() == 0)
+    state.listener->unsupported(frame_->op.name.c_str(), std::move(frame_->allocations));
 }
 
 void TraceOp::set_inputs(std::vector<Tensor> inputs) {
   for (auto& t : inputs)
-    if (t.defined()) op_.inputs.push_back(std::move(t));
+    if (t.defined()) frame_->op.inputs.push_back(std::move(t));
 }
 
 TraceAttribute& TraceOp::add_attribute(const char* name, TraceAttribute::Kind kind) {
-  TraceAttribute& a = op_.attributes.emplace_back();
+  TraceAttribute& a = frame_->op.attributes.emplace_back();
   a.name = name;
   a.kind = kind;
   return a;
 }
 
 TraceOp& TraceOp::attr(const char* name, int64_t value) {
-  if (active_) add_attribute(name, TraceAttribute::Kind::Int).int_value = value;
+  if (active()) add_attribute(name, TraceAttribute::Kind::Int).int_value = value;
   return *this;
 }
 
 TraceOp& TraceOp::attr(const char* name, double value) {
-  if (active_) add_attribute(name, TraceAttribute::Kind::Float).float_value = value;
+  if (active()) add_attribute(name, TraceAttribute::Kind::Float).float_value = value;
   return *this;
 }
 
 TraceOp& TraceOp::attr(const char* name, std::vector<int64_t> values) {
-  if (active_) add_attribute(name, TraceAttribute::Kind::Ints).ints = std::move(values);
+  if (active()) add_attribute(name, TraceAttribute::Kind::Ints).ints = std::move(values);
   return *this;
 }
 
 TraceOp& TraceOp::attr(const char* name, std::string value) {
-  if (active_) add_attribute(name, TraceAttribute::Kind::String).string_value = std::move(value);
+  if (active()) add_attribute(name, TraceAttribute::Kind::String).string_value = std::move(value);
   return *this;
 }
 
 void TraceOp::finish() {
-  recorded_ = true;
+  frame_->recorded = true;
   // The frame closes for allocations now: what the listener does is not the op's.
   state.frame = nullptr;
-  state.listener->record(std::move(op_));
+  state.listener->record(std::move(frame_->op));
 }
 
 const Tensor& TraceOp::result(const Tensor& out) {
-  if (active_ && !recorded_) {
-    op_.outputs.push_back(out);
+  if (active() && !frame_->recorded) {
+    frame_->op.outputs.push_back(out);
     finish();
   }
   return out;
 }
 
 void TraceOp::results(std::vector<Tensor> outs) {
-  if (!active_ || recorded_) return;
-  op_.outputs = std::move(outs);
+  if (!active() || frame_->recorded) return;
+  frame_->op.outputs = std::move(outs);
   finish();
 }
 
 void TraceOp::in_place() {
-  if (!active_ || recorded_) return;
-  op_.in_place = true;
+  if (!active() || frame_->recorded) return;
+  frame_->op.in_place = true;
   finish();
 }
 
 TraceLoop::TraceLoop(int64_t trip_count) {
-  if (!state.listener || state.depth != 0) return;
+  if (!any_thread_traces() || !state.listener || state.depth != 0) return;
   listener_ = state.listener;
   listener_->loop_begin(trip_count);
 }
@@ -124,9 +136,5 @@ void TraceLoop::iteration(const std::vector<Tensor>& carried) {
 void TraceLoop::finish(const std::vector<Tensor>& carried, const std::vector<std::vector<Tensor>>& stacked) {
   if (listener_) listener_->loop_end(carried, stacked);
 }
-
-TracePause::TracePause() : listener_(state.listener) { state.listener = nullptr; }
-
-TracePause::~TracePause() { state.listener = listener_; }
 
 }  // namespace ember::core

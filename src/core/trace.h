@@ -2,7 +2,9 @@
 // entered through EMBER_RECORD_OP (src/core/record_op.h) reports to the thread's listener
 // (Note [Export trace]).
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,14 +63,25 @@ class TraceListener {
   virtual void loop_end(const std::vector<Tensor>& carried, const std::vector<std::vector<Tensor>>& stacked) = 0;
 };
 
+// The number of threads with a listener. Every hook below checks it first (one relaxed load,
+// as the profiler's sites) and touches thread-local state only while some thread traces.
+extern std::atomic<int> tracing_threads;
+inline bool any_thread_traces() { return tracing_threads.load(std::memory_order_relaxed) != 0; }
+
 // This thread's listener (null while no export traces).
 TraceListener* trace_listener();
 void set_trace_listener(TraceListener* listener);
 // Called by core::make_tensor: the outermost open frame keeps the storage; outside frames the
 // listener hears of it.
-void trace_note_allocation(const Storage& storage);
+void trace_allocation(const Storage& storage);
+inline void trace_note_allocation(const Storage& storage) {
+  if (any_thread_traces()) trace_allocation(storage);
+}
 // Called by Tensor::item(): reports to the listener outside ops.
-void trace_note_item(const Tensor& tensor);
+void trace_item(const Tensor& tensor);
+inline void trace_note_item(const Tensor& tensor) {
+  if (any_thread_traces()) trace_item(tensor);
+}
 
 // Marks a loop over a size (an RNN's time steps) so that an export records its body once, as
 // a Loop instruction, instead of the unrolled iterations. Inert while no export traces.
@@ -91,24 +104,35 @@ class TraceLoop {
 // While alive, this thread's ops are not traced (the listener's own work, e.g. a snapshot).
 class TracePause {
  public:
-  TracePause();
-  ~TracePause();
+  TracePause() {
+    if (any_thread_traces()) pause();
+  }
+  ~TracePause() {
+    if (paused_) resume();
+  }
   TracePause(const TracePause&) = delete;
   TracePause& operator=(const TracePause&) = delete;
 
  private:
-  TraceListener* listener_;
+  void pause();
+  void resume();
+  TraceListener* listener_ = nullptr;
+  bool paused_ = false;
 };
 
 class TraceOp {
  public:
-  explicit TraceOp(const char* name);
-  ~TraceOp();
+  explicit TraceOp(const char* name) {
+    if (any_thread_traces()) enter(name);
+  }
+  ~TraceOp() {
+    if (frame_) leave();
+  }
   TraceOp(const TraceOp&) = delete;
   TraceOp& operator=(const TraceOp&) = delete;
 
   // True for the outermost op while a trace runs: only then are the calls below recorded.
-  bool active() const { return active_; }
+  bool active() const { return frame_ && frame_->active; }
   void set_inputs(std::vector<Tensor> inputs);
   TraceOp& attr(const char* name, int64_t value);
   TraceOp& attr(const char* name, double value);
@@ -121,13 +145,19 @@ class TraceOp {
   void in_place();
 
  private:
-  friend void trace_note_allocation(const Storage& storage);
+  friend void trace_allocation(const Storage& storage);
+  // A frame of this thread's trace (nested ops get inactive ones, to count the depth).
+  struct Frame {
+    bool active = false, recorded = false;
+    TracedOp op;
+    std::vector<Storage> allocations;
+  };
+  void enter(const char* name);
+  void leave();
   void finish();
   TraceAttribute& add_attribute(const char* name, TraceAttribute::Kind kind);
 
-  bool entered_ = false, active_ = false, recorded_ = false;
-  TracedOp op_;
-  std::vector<Storage> allocations_;
+  std::unique_ptr<Frame> frame_;  // null while this thread does not trace
 };
 
 }  // namespace ember::core
