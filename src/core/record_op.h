@@ -18,8 +18,8 @@ void describe_inputs(profiler::Event& event, const std::vector<Tensor>& inputs);
 // A RecordFunction named `name` for the enclosing scope; the inputs are read only while a
 // profile records shapes, so an off profiler costs one relaxed load. It also opens the op's
 // export trace frame `ember_trace_op_` (Note [Export trace] in src/core/trace.h): an op with
-// export support ends with `return ember_trace_op_.result(out);` (one thread-local load
-// while no export traces).
+// export support ends with `return ember_trace_op_.result(out);` (one relaxed load while no
+// export traces).
 #define EMBER_RECORD_OP(name, ...)                                                              \
   ::ember::core::TraceOp ember_trace_op_(name);                                                \
   if (ember_trace_op_.active()) ember_trace_op_.set_inputs({__VA_ARGS__});                     \

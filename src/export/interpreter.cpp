@@ -155,6 +155,11 @@ const std::map<std::string, Kernel>& kernels() {
     };
     softmax_kernel("softmax", false);
     softmax_kernel("log_softmax", true);
+    k["sum"] = [](const std::vector<Tensor>& in, const Attributes& a) {
+      std::optional<ScalarType> dtype;
+      if (a.find("dtype")) dtype = static_cast<ScalarType>(a.integer("dtype"));
+      return std::vector<Tensor>{in.at(0).sum(a.ints("dim"), a.integer("keepdim") != 0, dtype)};
+    };
     k["cat"] = [](const std::vector<Tensor>& in, const Attributes& a) { return std::vector<Tensor>{cat(in, a.integer("dim"))}; };
     k["stack"] = [](const std::vector<Tensor>& in, const Attributes& a) {
       return std::vector<Tensor>{stack(in, a.integer("dim"))};

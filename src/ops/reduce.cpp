@@ -1,5 +1,6 @@
 // Sum, mean, prod, amax/amin, any/all.
 #include <cmath>
+#include <string_view>
 
 #include "cpu/parallel.h"
 #include "cpu/reduce.h"
@@ -194,7 +195,14 @@ Tensor reduce(ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim, Scal
                 x.sizes(), ": the operation has no identity");
   }
   auto values = reduce_values(op, L);
-  return values_to_tensor(values, accumulates_float(input.scalar_type()), L.out_sizes, out_dtype);
+  Tensor out = values_to_tensor(values, accumulates_float(input.scalar_type()), L.out_sizes, out_dtype);
+  if (op == ReduceOp::Sum && std::string_view(name) == "sum") {
+    // Exported as x.sum(dim, keepdim, dtype) (mean, whose frame this also is, is not).
+    ember_trace_op_.attr("dim", dims.vec()).attr("keepdim", static_cast<int64_t>(keepdim));
+    if (compute_dtype) ember_trace_op_.attr("dtype", static_cast<int64_t>(*compute_dtype));
+    ember_trace_op_.result(out);
+  }
+  return out;
 }
 
 ScalarType sum_dtype(const Tensor& x, std::optional<ScalarType> dtype) {

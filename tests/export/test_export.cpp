@@ -65,6 +65,24 @@ TEST(Export, ListsTheProgram) {
     EXPECT_NE(text.find(line), std::string::npos) << "'" << line << "' not in:\n" << text;
 }
 
+TEST(Export, SumSoftmaxAndConcatenation) {
+  manual_seed(17);
+  MLP mlp;
+  auto forward = [&](const std::vector<Tensor>& in) {
+    Tensor h = mlp->fc1->forward(in[0]);
+    Tensor pooled = h.sum({1}, true);                                 // [B, 1]
+    Tensor joined = cat({h.softmax(1), pooled, h.sum({0, 1}, true).expand({h.size(0), 1})}, 1);
+    return std::vector<Tensor>{joined, stack({h, h * 2.0}, 2)};
+  };
+  ExportedProgram program =
+      export_program(*mlp, forward, {randn({4, 8})}, ExportOptions().dynamic_dim(0, 0, Dim("batch", 1, 16)));
+  for (int64_t batch : {1, 3, 16}) {
+    Tensor x = randn({batch, 8});
+    std::vector<Tensor> eager = forward({x}), exported = program.run({x});
+    for (size_t i = 0; i < eager.size(); ++i) EXPECT_TRUE(test::bitwise_equal(exported[i], eager[i])) << batch << " " << i;
+  }
+}
+
 TEST(Export, SizeOutsideTheBoundsIsAnError) {
   manual_seed(2);
   MLP mlp;
