@@ -1,6 +1,7 @@
 // The umbrella header: everything a user of ember needs.
 #pragma once
 #include "ember/autograd.h"
+#include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/functions.h"

@@ -39,7 +39,10 @@ class Tensor {
   int64_t storage_offset() const;
   ScalarType scalar_type() const;
   ScalarType dtype() const { return scalar_type(); }
-  TensorOptions options() const { return TensorOptions(scalar_type()); }
+  TensorOptions options() const { return TensorOptions(scalar_type()).device(device()); }
+  Device device() const { return Device(kCPU); }
+  bool is_cpu() const { return true; }
+  bool is_cuda() const { return false; }
   size_t element_size() const;
   size_t nbytes() const;
   bool is_contiguous() const;
@@ -110,7 +113,14 @@ class Tensor {
   Tensor contiguous() const;
   Tensor clone() const;
   Tensor to(ScalarType dtype, bool non_blocking = false, bool copy = false) const;
-  Tensor to(const TensorOptions& options) const { return to(options.dtype()); }
+  // Keeps the dtype when `options` names none; a device other than the CPU is an error.
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device device, ScalarType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const {
+    return to(other.scalar_type(), non_blocking, copy);
+  }
+  Tensor cpu() const { return *this; }
+  Tensor cuda() const { return to(Device(kCUDA)); }
   Tensor toType(ScalarType dtype) const { return to(dtype); }
   Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
   Tensor& fill_(const Scalar& value) const;

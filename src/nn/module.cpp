@@ -131,6 +131,13 @@ void Module::to(ScalarType dtype, bool) {
   for (auto& child : children_) child.value()->to(dtype);
 }
 
+void Module::to(Device device, bool) { check_device_available(device, "Module::to"); }
+
+void Module::to(Device device, ScalarType dtype, bool non_blocking) {
+  check_device_available(device, "Module::to");
+  to(dtype, non_blocking);
+}
+
 void Module::zero_grad(bool set_to_none) {
   for (Tensor& parameter : parameters()) {
     if (!parameter.grad().defined()) continue;

@@ -35,6 +35,16 @@ Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
   return ember_trace_op_.result(out);
 }
 
+Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
+  check_device_available(options.device(), "to");
+  return to(options.has_dtype() ? options.dtype() : scalar_type(), non_blocking, copy);
+}
+
+Tensor Tensor::to(Device device, ScalarType dtype, bool non_blocking, bool copy) const {
+  check_device_available(device, "to");
+  return to(dtype, non_blocking, copy);
+}
+
 Tensor& Tensor::copy_(const Tensor& src, bool) const {
   EMBER_CHECK(defined() && src.defined(), "copy_", "called with an undefined tensor");
   EMBER_RECORD_OP("copy_", *this, src);

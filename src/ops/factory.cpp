@@ -7,7 +7,10 @@
 namespace ember {
 namespace {
 
-ScalarType dtype_or(const TensorOptions& options, ScalarType fallback) {
+// The dtype a factory `op` creates; every factory comes here, so every one refuses a device
+// ember does not have.
+ScalarType dtype_or(const TensorOptions& options, ScalarType fallback, const char* op) {
+  check_device_available(options.device(), op);
   return options.has_dtype() ? options.dtype() : fallback;
 }
 
@@ -25,6 +28,7 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
 template <typename T>
 Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
+  check_device_available(options.device(), "tensor");
   Tensor t = core::make_tensor({static_cast<int64_t>(n)}, storage);
   std::copy(values, values + n, static_cast<T*>(t.data_ptr()));
   return finish(t.to(options.dtype()), options);
@@ -35,7 +39,7 @@ Tensor from_values(const T* values, size_t n, const TensorOptions& options, Scal
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "empty");
-  return finish(core::make_tensor(sizes, dtype_or(options, kFloat32)), options);
+  return finish(core::make_tensor(sizes, dtype_or(options, kFloat32, "empty")), options);
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
@@ -50,7 +54,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
     if (sizes[i] == 0) empty_tensor = true;
     extent += (sizes[i] - 1) * strides[i];
   }
-  ScalarType dtype = dtype_or(options, kFloat32);
+  ScalarType dtype = dtype_or(options, kFloat32, "empty_strided");
   Tensor base = core::make_tensor({empty_tensor ? 0 : extent}, dtype);
   return finish(core::make_view(base.storage(), sizes.vec(), strides.vec(), 0, dtype), options);
 }
@@ -59,7 +63,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "full");
   ScalarType natural = value.isFloatingPoint() ? kFloat32 : value.isBoolean() ? kBool : kInt64;
-  Tensor t = core::make_tensor(sizes, dtype_or(options, natural));
+  Tensor t = core::make_tensor(sizes, dtype_or(options, natural, "full"));
   ops::copy_into(t, ops::scalar_to_tensor(value, t.scalar_type()));
   return finish(t, options);
 }
@@ -67,7 +71,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "zeros");
-  Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32));
+  Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32, "zeros"));
   std::memset(t.data_ptr(), 0, t.nbytes());
   return finish(t, options);
 }
@@ -82,7 +86,7 @@ Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   const bool floating = start.isFloatingPoint() || end.isFloatingPoint() || step.isFloatingPoint();
-  ScalarType dtype = dtype_or(options, floating ? kFloat32 : kInt64);
+  ScalarType dtype = dtype_or(options, floating ? kFloat32 : kInt64, "arange");
   const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
   EMBER_CHECK(st != 0, "arange", "step must be nonzero");
   EMBER_CHECK(std::isfinite(s) && std::isfinite(e), "arange", "unsupported range: ", s, " -> ", e);
@@ -111,7 +115,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
   // a single step is `start`.
   const int64_t half = steps / 2;
   for (int64_t i = 0; i < steps; ++i) p[i] = i < half || steps == 1 ? s + step * i : e - step * (steps - 1 - i);
-  return finish(values.to(dtype_or(options, kFloat32)), options);
+  return finish(values.to(dtype_or(options, kFloat32, "linspace")), options);
 }
 
 Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
@@ -119,7 +123,7 @@ Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options);
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(n >= 0 && m >= 0, "eye", "n and m must be non-negative, got ", n, " and ", m);
-  Tensor t = zeros({n, m}, options.dtype(dtype_or(options, kFloat32)).requires_grad(false));
+  Tensor t = zeros({n, m}, options.dtype(dtype_or(options, kFloat32, "eye")).requires_grad(false));
   if (std::min(n, m) > 0) t.diagonal().fill_(1);
   return finish(t, options);
 }
@@ -141,7 +145,7 @@ Tensor randint_like(const Tensor& t, int64_t low, int64_t high, std::optional<Te
 
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
-  return finish(ops::scalar_to_tensor(value, dtype_or(options, kFloat32)), options);
+  return finish(ops::scalar_to_tensor(value, dtype_or(options, kFloat32, "scalar_tensor")), options);
 }
 
 Tensor tensor(std::initializer_list<double> v, const TensorOptions& o) { return from_values(v.begin(), v.size(), o, kFloat64); }
@@ -165,7 +169,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
   EMBER_CHECK(sizes.size() == strides.size(), "from_blob", "sizes ", sizes, " and strides ", strides,
               " differ in length");
   core::check_sizes(sizes, "from_blob");
-  ScalarType dtype = dtype_or(options, kFloat32);
+  ScalarType dtype = dtype_or(options, kFloat32, "from_blob");
   int64_t extent = 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
     EMBER_CHECK(strides[i] >= 0, "from_blob", "negative stride ", strides[i]);
@@ -181,7 +185,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "from_blob");
-  ScalarType dtype = dtype_or(options, kFloat32);
+  ScalarType dtype = dtype_or(options, kFloat32, "from_blob");
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
   Storage storage = Storage::borrow(data, static_cast<size_t>(numel) * element_size(dtype), std::move(deleter));

@@ -71,6 +71,7 @@ Tensor& Tensor::bernoulli_(double p) const {
 }
 
 Tensor rand(IntArrayRef sizes, const TensorOptions& options) {
+  check_device_available(options.device(), "rand");
   core::check_sizes(sizes, "rand");
   Tensor t = empty(sizes, options.requires_grad(false));
   EMBER_CHECK(t.is_floating_point(), "rand", "dtype must be floating point, got ", dtype_name(t.scalar_type()));
@@ -80,6 +81,7 @@ Tensor rand(IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor randn(IntArrayRef sizes, const TensorOptions& options) {
+  check_device_available(options.device(), "randn");
   core::check_sizes(sizes, "randn");
   Tensor t = empty(sizes, options.requires_grad(false));
   EMBER_CHECK(t.is_floating_point(), "randn", "dtype must be floating point, got ", dtype_name(t.scalar_type()));
@@ -91,6 +93,7 @@ Tensor randn(IntArrayRef sizes, const TensorOptions& options) {
 Tensor randint(int64_t high, IntArrayRef sizes, const TensorOptions& options) { return randint(0, high, sizes, options); }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions& options) {
+  check_device_available(options.device(), "randint");
   EMBER_CHECK(low < high, "randint", "expects low < high, but got low=", low, " and high=", high);
   core::check_sizes(sizes, "randint");
   Tensor t = empty(sizes, options.has_dtype() ? options.requires_grad(false) : TensorOptions(kInt64));
@@ -100,6 +103,7 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions
 }
 
 Tensor randperm(int64_t n, const TensorOptions& options) {
+  check_device_available(options.device(), "randperm");
   EMBER_CHECK(n >= 0, "randperm", "n must be non-negative, got ", n);
   Tensor perm = arange(n, kInt64);
   int64_t* p = perm.data_ptr<int64_t>();

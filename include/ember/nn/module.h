@@ -59,6 +59,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // Converts floating-point parameters and buffers in place: tensors held elsewhere (a
   // layer's `weight` member, an optimizer) see the new dtype.
   virtual void to(ScalarType dtype, bool non_blocking = false);
+  // ember has the CPU only: moving to it changes nothing, any other device is an error.
+  virtual void to(Device device, bool non_blocking = false);
+  virtual void to(Device device, ScalarType dtype, bool non_blocking = false);
   // Drops (set_to_none) or zeroes the gradients of all parameters.
   virtual void zero_grad(bool set_to_none = true);
 
