@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/graph_capture.h"
+#include "core/trace.h"
 #include "ember/profiler.h"
 #include "ember/tensor.h"
 
@@ -17,8 +18,13 @@ void describe_inputs(profiler::Event& event, const std::vector<Tensor>& inputs);
 }  // namespace ember::core
 
 // A RecordFunction named `name` for the enclosing scope; the inputs are read only while a
-// profile records shapes, so an off profiler costs one relaxed load.
+// profile records shapes, so an off profiler costs one relaxed load. It also opens the op's
+// export trace frame `ember_trace_op_` (Note [Export trace] in src/core/trace.h): an op with
+// export support ends with `return ember_trace_op_.result(out);` (one relaxed load while no
+// export traces).
 #define EMBER_RECORD_OP(name, ...)                                                              \
   ::ember::core::CaptureOpName ember_capture_op_(name);                                         \
+  ::ember::core::TraceOp ember_trace_op_(name);                                                \
+  if (ember_trace_op_.active()) ember_trace_op_.set_inputs({__VA_ARGS__});                     \
   ::ember::profiler::RecordFunction ember_record_op_(name, ::ember::profiler::Category::Op);   \
   if (ember_record_op_.record_shapes()) ::ember::core::describe_inputs(*ember_record_op_.event(), {__VA_ARGS__})

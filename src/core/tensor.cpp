@@ -4,6 +4,7 @@
 #include "autograd/function.h"
 #include "core/graph_capture.h"
 #include "core/tensor_impl.h"
+#include "core/trace.h"
 
 namespace ember {
 namespace core {
@@ -58,6 +59,7 @@ Tensor make_tensor(IntArrayRef sizes, ScalarType dtype) {
   EMBER_CHECK(numel == 0 || static_cast<uint64_t>(numel) <= SIZE_MAX / item, "empty", "size ", sizes, " overflows");
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = Storage::allocate(static_cast<size_t>(numel) * item);
+  trace_note_allocation(impl->storage);
   impl->sizes = sizes.vec();
   impl->strides = contiguous_strides(impl->sizes);
   impl->numel = numel;
@@ -149,6 +151,7 @@ T Tensor::item() const {
   EMBER_CHECK(numel() == 1, "item", "a tensor with ", numel(), " elements (shape ", sizes(),
               ") cannot be converted to a scalar");
   core::CaptureOpName name("item");
+  core::trace_note_item(*this);
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
     return T(read_as<float>(static_cast<const char*>(data_ptr()), scalar_type()));
   } else {

@@ -95,11 +95,7 @@ nn::attention::BlockMask batch_block_mask(const Tensor& doc_ids, int64_t batch, 
 }
 
 nn::attention::BlockMask decode_block_mask(int64_t queries, int64_t cached, int64_t window) {
-  const int32_t offset = static_cast<int32_t>(cached), W = static_cast<int32_t>(window);
-  auto mask = [offset, W](auto, auto, auto q, auto kv) {
-    return q + offset >= kv && (W == 0 || q + offset - kv < W);
-  };
-  return nn::attention::create_block_mask(mask, 1, 1, queries, cached + queries, nn::attention::BlockSize(64));
+  return nn::attention::causal_block_mask(queries, cached + queries, cached, window, nn::attention::BlockSize(64));
 }
 
 AttentionImpl::AttentionImpl(const GPTConfig& c) : config(c) {

@@ -28,6 +28,7 @@ Tensor fused_rms_norm(const Tensor& input, const Tensor& weight, int64_t width, 
     return [dtype, xp = x.data_ptr(), wp = w.defined() ? w.data_ptr() : nullptr, o = out.data_ptr(),
             r = rstd.data_ptr(), rows, width, eps] { cpu::rms_norm_forward(dtype, xp, wp, o, r, rows, width, eps); };
   });
+  ember_trace_op_.attr("normalized_shape", std::vector<int64_t>{width}).attr("eps", eps).result(out);
   std::vector<Tensor> inputs = {input};
   if (weight.defined()) inputs.push_back(weight);
   if (!autograd::should_record(inputs)) return out;

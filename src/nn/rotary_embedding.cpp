@@ -58,7 +58,7 @@ Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   const ScalarType compute = x.scalar_type() == kFloat64 ? kFloat64 : kFloat32;
   const autograd::SavedTensor saved_cos(cos.detach().to(compute).contiguous());
   const autograd::SavedTensor saved_sin(sin.detach().to(compute).contiguous());
-  return rotate(x, saved_cos, saved_sin, /*inverse=*/false);
+  return ember_trace_op_.result(rotate(x, saved_cos, saved_sin, /*inverse=*/false));
 }
 
 }  // namespace ember::nn::functional

@@ -27,6 +27,7 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
       cpu::swiglu_forward(dtype, xp, yp, o, n);
     };
   });
+  ember_trace_op_.result(out);
   if (!autograd::should_record({a, b})) return out;
   const autograd::SavedTensor saved_a(x), saved_b(y);
   const ScalarType a_dtype = a.scalar_type(), b_dtype = b.scalar_type();

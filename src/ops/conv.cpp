@@ -161,7 +161,19 @@ Tensor conv_of_rank(int64_t rank, const char* op, const Tensor& input, const Ten
   EMBER_CHECK(weight.defined() && weight.dim() == rank + 2, op, "expected a ", rank + 2,
               "-d weight [out_channels, in_channels / groups, *kernel], got ",
               weight.defined() ? weight.sizes() : std::vector<int64_t>{});
-  return convolution_impl(input, weight, bias, stride, padding, dilation, groups, op);
+  EMBER_RECORD_OP(op, input, weight, bias);
+  Tensor out = convolution_impl(input, weight, bias, stride, padding, dilation, groups, op);
+  if (ember_trace_op_.active()) {
+    // Per spatial dim, as conv_shape reads them (one value stands for every dim).
+    auto per_dim = [rank](IntArrayRef values) {
+      return values.size() == 1 ? std::vector<int64_t>(static_cast<size_t>(rank), values[0]) : values.vec();
+    };
+    ember_trace_op_.attr("stride", per_dim(stride))
+        .attr("padding", per_dim(padding))
+        .attr("dilation", per_dim(dilation))
+        .attr("groups", groups);
+  }
+  return ember_trace_op_.result(out);
 }
 
 // Note [Transposed convolution as a convolution's adjoint]

@@ -10,7 +10,7 @@ Tensor Tensor::clone() const {
   ops::copy_into(out, *this);
   autograd::record("CloneBackward", {*this}, {out},
                    [](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> { return {g[0]}; });
-  return out;
+  return ember_trace_op_.result(out);
 }
 
 Tensor Tensor::contiguous() const {
@@ -31,7 +31,8 @@ Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
                        return {g[0].to(from)};
                      });
   }
-  return out;
+  ember_trace_op_.attr("dtype", static_cast<int64_t>(dtype));
+  return ember_trace_op_.result(out);
 }
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
@@ -65,12 +66,15 @@ Tensor& Tensor::copy_(const Tensor& src, bool) const {
   } else if (requires_grad() && !is_leaf()) {
     detach_();  // the old history no longer influences the values
   }
+  ember_trace_op_.in_place();
   return const_cast<Tensor&>(*this);  // a handle: const like libtorch, data mutable
 }
 
 Tensor& Tensor::fill_(const Scalar& value) const {
   EMBER_CHECK(defined(), "fill_", "called on an undefined tensor");
   EMBER_RECORD_OP("fill_", *this);
+  EMBER_CHECK(!ember_trace_op_.active(), "fill_", "(in place) cannot be exported: ember::export_program records no "
+              "in-place writes but copy_; compute the value with out-of-place ops");
   autograd::check_inplace(*this, "fill_");
   ops::copy_into(*this, ops::scalar_to_tensor(value, scalar_type()));
   storage().bump_version();

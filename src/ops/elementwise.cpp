@@ -132,7 +132,8 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& al
               " must be an integer for integral dtype ", dtype_name(dtype));
   Tensor out = binary_kernel_call(op, a, b, dtype, alpha.toDouble());
   record_binary(op, a, b, out, alpha.toDouble());
-  return out;
+  if (op == BinaryOp::Add || op == BinaryOp::Sub) ember_trace_op_.attr("alpha", alpha.toDouble());
+  return ember_trace_op_.result(out);
 }
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
@@ -279,7 +280,12 @@ Tensor unary_op(UnaryOp op, const Tensor& x, const cpu::ElementwiseParams& param
                        return {g[0] * unary_derivative(op, sx.get(), so.get(), params)};
                      });
   }
-  return out;
+  if (op == UnaryOp::PowScalar) ember_trace_op_.attr("exponent", params.alpha);
+  if (op == UnaryOp::GeluErf || op == UnaryOp::GeluTanh)
+    ember_trace_op_.attr("approximate", std::string(op == UnaryOp::GeluTanh ? "tanh" : "none"));
+  if (params.has_low) ember_trace_op_.attr("min", params.low);
+  if (params.has_high) ember_trace_op_.attr("max", params.high);
+  return ember_trace_op_.result(out);
 }
 
 Tensor& unary_inplace(UnaryOp op, const Tensor& self, const cpu::ElementwiseParams& params = {}) {

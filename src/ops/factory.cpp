@@ -30,6 +30,7 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
 template <typename T>
 Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage,
                    std::optional<std::vector<int64_t>> sizes = std::nullopt) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   check_device_available(options.device(), "tensor");
   Tensor t = core::make_tensor(sizes.value_or(std::vector<int64_t>{static_cast<int64_t>(n)}), storage);
   core::launch("tensor", [&] {
@@ -43,11 +44,13 @@ Tensor from_values(const T* values, size_t n, const TensorOptions& options, Scal
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "empty");
   return finish(core::make_tensor(sizes, dtype_or(options, kFloat32, "empty")), options);
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(sizes.size() == strides.size(), "empty_strided", "sizes ", sizes, " and strides ", strides,
               " differ in length");
   core::check_sizes(sizes, "empty_strided");
@@ -64,6 +67,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "full");
   ScalarType natural = value.isFloatingPoint() ? kFloat32 : value.isBoolean() ? kBool : kInt64;
   Tensor t = core::make_tensor(sizes, dtype_or(options, natural, "full"));
@@ -72,6 +76,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "zeros");
   Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32, "zeros"));
   core::launch("zeros", [&] { return [p = t.data_ptr(), n = t.nbytes()] { std::memset(p, 0, n); }; });
@@ -86,6 +91,7 @@ Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
 Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0, end, 1, options); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   const bool floating = start.isFloatingPoint() || end.isFloatingPoint() || step.isFloatingPoint();
   ScalarType dtype = dtype_or(options, floating ? kFloat32 : kInt64, "arange");
   const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
@@ -112,6 +118,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   Tensor values = core::make_tensor({steps}, kFloat64);
   const double s = start.toDouble(), e = end.toDouble();
@@ -130,6 +137,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
 Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(n >= 0 && m >= 0, "eye", "n and m must be non-negative, got ", n, " and ", m);
   Tensor t = zeros({n, m}, options.dtype(dtype_or(options, kFloat32, "eye")).requires_grad(false));
   if (std::min(n, m) > 0) t.diagonal().fill_(1);
@@ -152,6 +160,7 @@ Tensor randint_like(const Tensor& t, int64_t low, int64_t high, std::optional<Te
 }
 
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   return finish(ops::scalar_to_tensor(value, dtype_or(options, kFloat32, "scalar_tensor")), options);
 }
 
@@ -176,6 +185,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(sizes.size() == strides.size(), "from_blob", "sizes ", sizes, " and strides ", strides,
               " differ in length");
   core::check_sizes(sizes, "from_blob");
@@ -193,6 +203,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& options) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "from_blob");
   ScalarType dtype = dtype_or(options, kFloat32, "from_blob");
   int64_t numel = 1;

@@ -326,7 +326,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
                        return std::vector<Tensor>{embedding_backward(g[0], saved_indices.get(), num_weights, padding_idx)};
                      });
   }
-  return out;
+  ember_trace_op_.attr("padding_idx", padding_idx);
+  return ember_trace_op_.result(out);
 }
 
 // Sums grad rows per index (see Note [Deterministic index accumulation]); the padding

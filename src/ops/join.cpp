@@ -74,6 +74,8 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "cat", "expected a non-empty list of tensors");
+  core::TraceOp trace("cat");
+  if (trace.active()) trace.set_inputs(tensors);
   profiler::RecordFunction record("cat", profiler::Category::Op);
   if (record.record_shapes()) core::describe_inputs(*record.event(), tensors);
   const Tensor* reference = nullptr;
@@ -102,11 +104,13 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     offset += t.size(dim);
   }
   record_cat(tensors, dim, out);
-  return out;
+  return trace.attr("dim", dim).result(out);
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), "stack", "expected a non-empty list of tensors");
+  core::TraceOp trace("stack");
+  if (trace.active()) trace.set_inputs(tensors);
   profiler::RecordFunction record("stack", profiler::Category::Op);
   if (record.record_shapes()) core::describe_inputs(*record.event(), tensors);
   EMBER_CHECK(tensors[0].defined(), "stack", "tensor 0 in the list is undefined");
@@ -118,7 +122,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
                 tensors[0].sizes(), " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
     parts.push_back(tensors[i].unsqueeze(dim));
   }
-  return cat(parts, dim);
+  return trace.attr("dim", dim).result(cat(parts, dim));
 }
 
 Tensor tril(const Tensor& x, int64_t diagonal) { return triangle(x, diagonal, true); }

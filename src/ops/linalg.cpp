@@ -169,7 +169,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 " does not match out_features ", weight.size(0));
     out = out + bias;
   }
-  return out;
+  return ember_trace_op_.result(out);
 }
 
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {

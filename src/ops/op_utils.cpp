@@ -62,6 +62,7 @@ bool can_cast(ScalarType from, ScalarType to) {
 }
 
 Tensor scalar_to_tensor(const Scalar& value, ScalarType dtype) {
+  core::TracePause constant;  // a scalar operand is a constant to an export (Note [Export trace])
   Tensor t = core::make_tensor({}, dtype);
   core::launch("scalar_to_tensor", [&] {
     char* p = static_cast<char*>(t.data_ptr());

@@ -46,6 +46,9 @@ Tensor& inplace(const Tensor& self, const char* op, const std::vector<Tensor>& o
                 Direct direct) {
   profiler::RecordFunction record;  // named "add_" for add: the string is built only while profiling
   if (profiler::is_enabled()) record.begin(std::string(op) + "_", profiler::Category::Op);
+  core::TraceOp trace(op);
+  EMBER_CHECK(!trace.active(), op, "(in place) cannot be exported: ember::export_program records no in-place "
+              "writes but copy_; use the out-of-place op");  // Note [Export trace]
   autograd::check_inplace(self, op, others);
   std::vector<Tensor> all = others;
   all.push_back(self);

@@ -161,26 +161,51 @@ auto batched(const Tensor& input, int64_t rank, Fn fn) {
   }
 }
 
+// The window geometry of a pooling op, per spatial dim, for its export trace.
+void trace_windows(core::TraceOp& trace, int64_t rank, const char* op, IntArrayRef kernel_size, IntArrayRef stride,
+                   IntArrayRef padding, bool ceil_mode) {
+  if (!trace.active()) return;
+  const auto kernel = per_dim(kernel_size, rank, op, "kernel_size");
+  trace.attr("kernel_size", kernel)
+      .attr("stride", stride.empty() ? kernel : per_dim(stride, rank, op, "stride"))
+      .attr("padding", per_dim(padding, rank, op, "padding"))
+      .attr("ceil_mode", static_cast<int64_t>(ceil_mode));
+}
+
 std::tuple<Tensor, Tensor> max_pool_nd(int64_t rank, const char* op, const Tensor& input, IntArrayRef kernel_size,
-                                       IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return batched(input, rank, [&](const Tensor& x) {
+                                       IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
+                                       bool with_indices) {
+  EMBER_RECORD_OP(op, input);
+  auto result = batched(input, rank, [&](const Tensor& x) {
     check_input(x, rank, op);
     return max_pool(x, sliding(x, rank, kernel_size, stride, padding, dilation, ceil_mode, true, op), rank);
   });
+  trace_windows(ember_trace_op_, rank, op, kernel_size, stride, padding, ceil_mode);
+  ember_trace_op_.attr("dilation", per_dim(dilation, rank, op, "dilation"))
+      .attr("return_indices", static_cast<int64_t>(with_indices));
+  if (with_indices) ember_trace_op_.results({std::get<0>(result), std::get<1>(result)});
+  else ember_trace_op_.result(std::get<0>(result));
+  return result;
 }
 
 Tensor avg_pool_nd(int64_t rank, const char* op, const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                    IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                    std::optional<int64_t> divisor_override) {
   EMBER_CHECK(!divisor_override || *divisor_override != 0, op, "divisor_override must be non-zero");
-  return batched(input, rank, [&](const Tensor& x) {
+  EMBER_RECORD_OP(op, input);
+  Tensor out = batched(input, rank, [&](const Tensor& x) {
     check_input(x, rank, op);
     return avg_pool(x, sliding(x, rank, kernel_size, stride, padding, 1, ceil_mode, count_include_pad, op), rank,
                     divisor_override.value_or(0));
   });
+  trace_windows(ember_trace_op_, rank, op, kernel_size, stride, padding, ceil_mode);
+  ember_trace_op_.attr("count_include_pad", static_cast<int64_t>(count_include_pad))
+      .attr("divisor_override", divisor_override.value_or(0));
+  return ember_trace_op_.result(out);
 }
 
 Tensor adaptive_avg_pool_nd(int64_t rank, const char* op, const Tensor& input, IntArrayRef output_size) {
+  EMBER_RECORD_OP(op, input);  // no export support yet: the trace refuses its result
   return batched(input, rank, [&](const Tensor& x) {
     check_input(x, rank, op);
     return avg_pool(x, adaptive(x, rank, output_size, op), rank, 0);
@@ -189,6 +214,7 @@ Tensor adaptive_avg_pool_nd(int64_t rank, const char* op, const Tensor& input, I
 
 std::tuple<Tensor, Tensor> adaptive_max_pool_nd(int64_t rank, const char* op, const Tensor& input,
                                                 IntArrayRef output_size) {
+  EMBER_RECORD_OP(op, input);  // no export support yet: the trace refuses its result
   return batched(input, rank, [&](const Tensor& x) {
     check_input(x, rank, op);
     return max_pool(x, adaptive(x, rank, output_size, op), rank);
@@ -199,11 +225,11 @@ std::tuple<Tensor, Tensor> adaptive_max_pool_nd(int64_t rank, const char* op, co
 
 std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return max_pool_nd(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode);
+  return max_pool_nd(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, true);
 }
 Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(max_pool_nd(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode));
+  return std::get<0>(max_pool_nd(1, "max_pool1d", input, kernel_size, stride, padding, dilation, ceil_mode, false));
 }
 Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad) {
@@ -219,11 +245,11 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d(const Tensor& input, IntArrayRef 
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return max_pool_nd(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode);
+  return max_pool_nd(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, true);
 }
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(max_pool_nd(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode));
+  return std::get<0>(max_pool_nd(2, "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, false));
 }
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad,
@@ -240,11 +266,11 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& input, IntArrayRef 
 
 std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  return max_pool_nd(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode);
+  return max_pool_nd(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode, true);
 }
 Tensor max_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
-  return std::get<0>(max_pool_nd(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode));
+  return std::get<0>(max_pool_nd(3, "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode, false));
 }
 Tensor avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad,

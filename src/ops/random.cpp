@@ -22,6 +22,7 @@ std::pair<uint64_t, uint64_t> reserve(int64_t n) {
 template <typename F>
 Tensor& generate_into(const Tensor& t, const char* op, F fill) {
   EMBER_RECORD_OP(op, t);
+  EMBER_CHECK(!ember_trace_op_.active(), op, "(in place) cannot be exported: random values are not a program");
   autograd::check_inplace(t, op);
   if (t.is_contiguous()) {
     fill(t);

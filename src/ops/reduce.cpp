@@ -1,5 +1,6 @@
 // Sum, mean, prod, amax/amin, any/all.
 #include <cmath>
+#include <string_view>
 
 #include "cpu/parallel.h"
 #include "cpu/reduce.h"
@@ -198,7 +199,14 @@ Tensor reduce(ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim, Scal
     EMBER_CHECK(L.R > 0 || L.outer * L.inner == 0, name, "cannot reduce over an empty dimension of shape ",
                 x.sizes(), ": the operation has no identity");
   }
-  return reduce_to_wide(op, L).to(out_dtype);
+  Tensor out = reduce_to_wide(op, L).to(out_dtype);
+  if (op == ReduceOp::Sum && std::string_view(name) == "sum") {
+    // Exported as x.sum(dim, keepdim, dtype) (mean, whose frame this also is, is not).
+    ember_trace_op_.attr("dim", dims.vec()).attr("keepdim", static_cast<int64_t>(keepdim));
+    if (compute_dtype) ember_trace_op_.attr("dtype", static_cast<int64_t>(*compute_dtype));
+    ember_trace_op_.result(out);
+  }
+  return out;
 }
 
 ScalarType sum_dtype(const Tensor& x, std::optional<ScalarType> dtype) {

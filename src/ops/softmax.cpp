@@ -36,7 +36,9 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, std::optional<ScalarType> dtyp
                        return {softmax_backward(g[0], so.get(), d, log)};
                      });
   }
-  return out;
+  ember_trace_op_.attr("dim", d);
+  if (dtype) ember_trace_op_.attr("dtype", static_cast<int64_t>(*dtype));
+  return ember_trace_op_.result(out);
 }
 
 }  // namespace

@@ -215,4 +215,14 @@ Tensor BlockMask::to_dense() const {
   return out;
 }
 
+BlockMask causal_block_mask(int64_t q_len, int64_t kv_len, int64_t q_offset, int64_t window, BlockSize block_size) {
+  const int32_t offset = static_cast<int32_t>(q_offset), W = static_cast<int32_t>(window);
+  auto mask = [offset, W](auto, auto, auto q, auto kv) {
+    return q + offset >= kv && (W == 0 || q + offset - kv < W);
+  };
+  BlockMask out = create_block_mask(mask, 1, 1, q_len, kv_len, block_size);
+  out.causal = BlockMask::CausalSpec{q_offset, window};
+  return out;
+}
+
 }  // namespace ember::nn::attention

@@ -90,6 +90,20 @@ FlexAttentionOutput flex_attention(const Tensor& query, const Tensor& key, const
   in.captured = options.captured;
   for (const auto& c : in.captured) c.refresh();
   auto [out, lse] = run_forward(in);
+  if (ember_trace_op_.active()) {
+    // Note [Export trace]: only masks whose semantics are data (causal_block_mask) export.
+    EMBER_CHECK(!score_mod && in.captured.empty() && (!block_mask || block_mask->causal), "flex_attention",
+                "cannot be exported: a score_mod or a mask_mod is opaque code; use causal_block_mask (or no mask)");
+    ember_trace_op_.attr("mask", std::string(block_mask ? "causal" : "none"));
+    if (block_mask) {
+      ember_trace_op_.attr("q_offset", block_mask->causal->q_offset)
+          .attr("window", block_mask->causal->window)
+          .attr("block_q", block_mask->BLOCK_SIZE.q)
+          .attr("block_kv", block_mask->BLOCK_SIZE.kv);
+    }
+    ember_trace_op_.attr("scale", in.scale).attr("enable_gqa", static_cast<int64_t>(options.enable_gqa));
+    ember_trace_op_.result(out);
+  }
 
   std::vector<Tensor> inputs = {query, key, value};
   for (const auto& c : in.captured) inputs.push_back(c.tensor());

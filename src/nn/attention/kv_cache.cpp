@@ -47,6 +47,16 @@ KVCache::KVCache(int64_t batch, int64_t heads, int64_t max_length, int64_t head_
                  ScalarType dtype)
     : keys_(zeros({batch, heads, max_length, head_dim}, dtype)), values_(zeros({batch, heads, max_length, value_dim}, dtype)) {}
 
+KVCache::KVCache(Tensor keys, Tensor values, int64_t length)
+    : keys_(std::move(keys)), values_(std::move(values)), length_(length) {
+  EMBER_CHECK(keys_.defined() && keys_.dim() == 4, "KVCache", "keys must be 4-D [B, H, max_length, E]");
+  check_block("KVCache", values_, keys_.size(0), keys_.size(1), values_.defined() ? values_.size(3) : 0, "values");
+  EMBER_CHECK(values_.size(2) == keys_.size(2), "KVCache", "keys hold ", keys_.size(2), " positions but values ",
+              values_.size(2));
+  EMBER_CHECK(length >= 0 && length <= keys_.size(2), "KVCache", "length ", length, " outside [0, ", keys_.size(2),
+              "]");
+}
+
 void KVCache::append(const Tensor& k, const Tensor& v) {
   check_block("KVCache", k, keys_.size(0), keys_.size(1), keys_.size(3), "k");
   check_block("KVCache", v, values_.size(0), values_.size(1), values_.size(3), "v");

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/function.h"
+#include "core/trace.h"
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
@@ -148,11 +149,15 @@ std::pair<Tensor, std::vector<Tensor>> RNNImplBase::run(const Tensor& input, std
       std::vector<Tensor> states;
       for (const Tensor& state : initial) states.push_back(state[layer * directions + direction]);
       std::vector<Tensor> outputs(static_cast<size_t>(steps));
+      // An export records the steps once, as a loop over the sequence length.
+      core::TraceLoop loop(steps);
       for (int64_t s = 0; s < steps; ++s) {
         const int64_t t = direction == 0 ? s : steps - 1 - s;
+        loop.iteration(states);
         states = step(projections[t], states, w);
         outputs[t] = states[0];
       }
+      loop.finish(states, {outputs});
       direction_outputs.push_back(stack(outputs, 0));
       for (size_t k = 0; k < states.size(); ++k) finals[k].push_back(states[k]);
     }

@@ -135,6 +135,12 @@ class BlockMask {
   BlockSize BLOCK_SIZE;
   int64_t q_len = 0, kv_len = 0;  // seq_lengths
   std::shared_ptr<const detail::MaskMod> mask_mod;  // null: every element of a listed block is visible
+  // Set by causal_block_mask: what the mask computes, so that an exported program can
+  // rebuild it (a mask_mod is opaque code; ember::export_program refuses masks without one).
+  struct CausalSpec {
+    int64_t q_offset = 0, window = 0;
+  };
+  std::optional<CausalSpec> causal;
 
   BlockMask() = default;
 
@@ -196,6 +202,11 @@ BlockMask create_block_mask(MaskMod mask_mod, int64_t B, int64_t H, int64_t Q_LE
   detail::TileStates tiles = detail::classify_tiles(*holder, B, H, Q_LEN, KV_LEN, BLOCK_SIZE);
   return BlockMask::from_tile_states(tiles, BLOCK_SIZE, Q_LEN, KV_LEN, std::move(holder));
 }
+
+// The causal mask of `q_len` queries at positions q_offset .. q_offset + q_len - 1 over
+// keys 0 .. kv_len - 1 (B = H = 1, broadcast): query q sees key kv when kv <= q_offset + q
+// and, with a window, q_offset + q - kv < window. Its spec travels with it (for export).
+BlockMask causal_block_mask(int64_t q_len, int64_t kv_len, int64_t q_offset, int64_t window, BlockSize block_size);
 
 // The dense bool mask [B, H, Q_LEN, KV_LEN] of mask_mod (for tests and small shapes).
 template <typename MaskMod>

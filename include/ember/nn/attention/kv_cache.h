@@ -16,6 +16,9 @@ class KVCache {
  public:
   KVCache(int64_t batch, int64_t heads, int64_t max_length, int64_t head_dim, int64_t value_dim,
           ScalarType dtype = kFloat32);
+  // Over the caller's buffers keys [B, H, max_length, E] and values [B, H, max_length, Ev],
+  // whose first `length` positions are filled (an exported program's cache inputs).
+  KVCache(Tensor keys, Tensor values, int64_t length);
   // Appends k [B, H, n, E] and v [B, H, n, Ev] (no gradient flows into the cache).
   void append(const Tensor& k, const Tensor& v);
   Tensor keys() const;
