@@ -158,6 +158,22 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor nonzero(const Tensor& x);
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
+// [*self.shape, num_classes] int64; num_classes -1 means max(self) + 1.
+Tensor one_hot(const Tensor& self, int64_t num_classes = -1);
+Tensor flip(const Tensor& x, IntArrayRef dims);
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+Tensor movedim(const Tensor& x, IntArrayRef source, IntArrayRef destination);
+Tensor movedim(const Tensor& x, int64_t source, int64_t destination);
+Tensor broadcast_to(const Tensor& x, IntArrayRef sizes);
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt,
+                         std::optional<int64_t> output_size = std::nullopt);
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                         std::optional<int64_t> output_size = std::nullopt);
+// [0, 0, ..., 1, 1, ...]: index i repeated repeats[i] times (repeats 1-D int).
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size = std::nullopt);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 
 // ---- linear algebra -----------------------------------------------------------------------
@@ -169,6 +185,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // beta * self + alpha * (mat1 @ mat2)
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1, const Scalar& alpha = 1);
 Tensor outer(const Tensor& a, const Tensor& b);
+Tensor mv(const Tensor& self, const Tensor& vec);
+Tensor dot(const Tensor& self, const Tensor& other);
+// beta * self + alpha * bmm(batch1, batch2); beta == 0 ignores self (NaN in it included).
+Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+               const Scalar& alpha = 1);
 
 // ---- convolution and pooling ---------------------------------------------------------------
 // Inputs are [N, C, *spatial] (or unbatched [C, *spatial]); one-value lists expand to every

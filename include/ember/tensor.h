@@ -318,11 +318,34 @@ class Tensor {
   Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+  // [count, dim] int64: the multi-index of each nonzero element, in row-major order.
+  Tensor nonzero() const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source) const;
+
+  // ---- rearranging (copies, never views of self) ---------------------------------------------
+  Tensor flip(IntArrayRef dims) const;
+  // Without dims, rolls the flattened tensor and restores the shape.
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor repeat(IntArrayRef repeats) const;
+  // Without dim, repeats the elements of the flattened tensor.
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+  Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+  // Views.
+  Tensor movedim(IntArrayRef source, IntArrayRef destination) const;
+  Tensor movedim(int64_t source, int64_t destination) const;
+  Tensor broadcast_to(IntArrayRef sizes) const;
 
   // ---- linear algebra -----------------------------------------------------------------
   Tensor matmul(const Tensor& other) const;
   Tensor mm(const Tensor& other) const;
   Tensor bmm(const Tensor& other) const;
+  Tensor mv(const Tensor& vec) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1, const Scalar& alpha = 1) const;
 
   // ---- operators ------------------------------------------------------------------
   Tensor operator-() const { return neg(); }
