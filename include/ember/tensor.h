@@ -21,6 +21,9 @@ class Storage;
 namespace autograd {
 struct Node;
 }
+namespace indexing {
+class TensorIndex;
+}
 
 class Tensor {
  public:
@@ -318,6 +321,16 @@ class Tensor {
   Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+  // Python's x[...] (ember/tensor_indexing.h): Slice, None, Ellipsis, integers, bools, bool
+  // masks and integer index tensors, with PyTorch's advanced-indexing rules. Without tensor
+  // indices the result is a view; with them, a copy.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  // x[...] = rhs (broadcast to the indexed shape, cast to self's dtype).
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& rhs) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& v) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& rhs) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& v) const;
   // [count, dim] int64: the multi-index of each nonzero element, in row-major order.
   Tensor nonzero() const;
   Tensor masked_select(const Tensor& mask) const;
@@ -412,3 +425,5 @@ inline Tensor operator!(const Tensor& a) { return a.logical_not(); }
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 }  // namespace ember
+
+#include "ember/tensor_indexing.h"  // the index list of Tensor::index, complete for every caller
