@@ -37,9 +37,33 @@ class AutoGradMode {
   bool previous_;
 };
 
+// Inference mode (c10::InferenceMode): while enabled, no op records autograd history (grad
+// mode is off) and every tensor an op or factory creates is an inference tensor
+// (Tensor::is_inference()). Outside inference mode, an inference tensor cannot be saved for
+// backward by a recorded op, updated in place, or made to require grad. InferenceMode(false)
+// turns grad mode back on in its scope, as in libtorch.
+class InferenceMode {
+ public:
+  explicit InferenceMode(bool enabled = true);
+  ~InferenceMode();
+  InferenceMode(const InferenceMode&) = delete;
+  InferenceMode& operator=(const InferenceMode&) = delete;
+  static bool is_enabled();
+
+ private:
+  bool previous_inference_;
+  bool previous_grad_;
+};
+
 namespace autograd {
 
 struct Node;
+
+// A gradient hook of Tensor::register_hook: returns the replacement gradient, or an undefined
+// tensor to leave the gradient as it is. Removed hooks leave an empty slot so that the
+// positions register_hook returned stay valid.
+using GradHook = std::function<Tensor(const Tensor&)>;
+using GradHookList = std::vector<GradHook>;
 
 // Where a gradient goes: input `input_nr` of `function`.
 struct Edge {
@@ -62,12 +86,21 @@ struct Node {
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
   // Frees saved tensors after a backward without retain_graph.
   virtual void release_variables() {}
+  // Whether the engine replaces the gradients of outputs that got none by zeros before
+  // apply() (custom Functions may ask for undefined ones: set_materialize_grads(false)).
+  virtual bool materialize_grads() const { return true; }
 
   std::vector<Edge> next_edges;
   std::vector<OutputInfo> outputs;
   uint64_t sequence_nr = 0;
   // Non-leaf tensors that asked for retain_grad(), by output number.
   std::vector<std::pair<uint32_t, std::weak_ptr<TensorImpl>>> retained;
+  // Hooks of the tensors this node's outputs are (the leaf, for an AccumulateGrad), by output
+  // number; they run on the gradient before retain_grad, capture and apply(), as in PyTorch.
+  std::vector<std::pair<uint32_t, std::shared_ptr<GradHookList>>> tensor_pre_hooks;
+  // Recorded only in anomaly mode: the forward op that made this node and the ops that made
+  // its inputs ("div(sub(leaf, constant), leaf)"); named by the engine's anomaly errors.
+  std::string anomaly_trace;
 
   bool should_compute_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].is_valid(); }
 };
@@ -104,3 +137,7 @@ bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, cons
 
 }  // namespace autograd
 }  // namespace ember
+
+// libtorch's torch/autograd.h brings these too.
+#include "ember/autograd/anomaly_mode.h"    // IWYU pragma: export
+#include "ember/autograd/custom_function.h"  // IWYU pragma: export

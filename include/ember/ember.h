@@ -5,6 +5,7 @@
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/functions.h"
+#include "ember/graph.h"
 #include "ember/memory.h"
 #include "ember/parallel.h"
 #include "ember/profiler.h"
@@ -15,3 +16,5 @@
 #include "ember/nn.h"
 #include "ember/optim.h"
 #include "ember/distributed.h"
+#include "ember/data.h"
+#include "ember/serialize.h"

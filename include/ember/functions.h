@@ -43,6 +43,11 @@ Tensor tensor(std::initializer_list<bool> values, const TensorOptions& options =
 Tensor tensor(const std::vector<double>& values, const TensorOptions& options = kFloat32);
 Tensor tensor(const std::vector<float>& values, const TensorOptions& options = kFloat32);
 Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& options = kInt64);
+// A 0-dim tensor of one value, as torch::tensor(2.5) (float32) or torch::tensor(7, kLong).
+Tensor tensor(double value, const TensorOptions& options = kFloat32);
+Tensor tensor(int64_t value, const TensorOptions& options = kInt64);
+Tensor tensor(int value, const TensorOptions& options = kInt64);
+Tensor tensor(bool value, const TensorOptions& options = kBool);
 // Borrowed memory: the tensor does not own `data`; `deleter` (if any) runs when the last
 // view of it dies. Copy with .clone() to own it.
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options = {});
@@ -154,6 +159,8 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
 // Gradient of embedding for weight: sums grad rows by index (padding_idx rows stay zero).
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights, int64_t padding_idx = -1);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// x.reshape(shape), as the free torch::reshape.
+Tensor reshape(const Tensor& x, IntArrayRef shape);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
@@ -197,7 +204,7 @@ Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, c
 // once. First-order gradients only (create_graph=true throws).
 // Convolution over weight.dim() - 2 spatial dims (1-3), weight [out, in / groups, *kernel],
 // bias [out] or undefined; zero padding on both sides of each dim. As at::convolution without
-// transposed/output_padding (ConvTranspose is not built yet).
+// transposed/output_padding (the transposed convolutions are conv_transpose1d/2d/3d).
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                    IntArrayRef padding, IntArrayRef dilation, int64_t groups);
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
@@ -206,6 +213,20 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
               IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
               IntArrayRef padding = 0, IntArrayRef dilation = 1, int64_t groups = 1);
+// Transposed convolutions (the adjoint of conv1d/2d/3d with the same stride, padding,
+// dilation and groups), weight [in, out / groups, *kernel], bias [out]; output size per dim
+// (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1, with
+// output_padding < stride or < dilation. On the same kernels: the forward is a convolution's
+// input gradient (GEMM + col2im), see Note [Transposed convolution as a convolution's adjoint].
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,
+                        IntArrayRef padding = 0, IntArrayRef output_padding = 0, int64_t groups = 1,
+                        IntArrayRef dilation = 1);
 // Pooling over 1, 2 or 3 spatial dims, as at:: (an empty stride means stride = kernel_size;
 // avg_pool1d has no divisor_override, as at::). The indices of the max forms are flat
 // positions within each input plane (h * W + w in 2-d).

@@ -6,6 +6,7 @@
 #include <ostream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "ember/dtype.h"
@@ -80,6 +81,29 @@ class Tensor {
   // Runs hook(*this) each time backward has accumulated this leaf's .grad (PyTorch's
   // register_post_accumulate_grad_hook); the hook may read, replace or clear the gradient.
   RemovableHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  // Registers hook(grad), run each time a gradient for this tensor is computed, before it is
+  // accumulated into .grad (leaves) or passed on (non-leaves). A hook returning a Tensor
+  // replaces the gradient (the next hook sees the replacement; an undefined result keeps
+  // it); a void hook only observes. Hooks run in registration order and before retain_grad
+  // stores .grad. Returns the position remove_hook takes (libtorch's register_hook).
+  template <typename Hook>
+  unsigned register_hook(Hook&& hook) const {
+    using Result = std::invoke_result_t<Hook&, Tensor>;
+    if constexpr (std::is_void_v<Result>) {
+      return _register_hook([fn = std::forward<Hook>(hook)](const Tensor& grad) mutable {
+        fn(grad);
+        return Tensor();
+      });
+    } else {
+      static_assert(std::is_convertible_v<Result, Tensor>, "a gradient hook must return void or a Tensor");
+      return _register_hook([fn = std::forward<Hook>(hook)](const Tensor& grad) mutable -> Tensor { return fn(grad); });
+    }
+  }
+  unsigned _register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  // Removes the hook at `pos`; later positions stay valid.
+  void remove_hook(unsigned pos) const;
+  // Whether this tensor was created in InferenceMode (or is a view of such a tensor).
+  bool is_inference() const;
   // Points this tensor at new_data's storage, geometry and dtype while it keeps its identity
   // and autograd state: every handle to it sees the change (libtorch's set_data).
   void set_data(const Tensor& new_data) const;

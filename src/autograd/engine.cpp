@@ -9,6 +9,7 @@
 
 #include "autograd/function.h"
 #include "core/record_op.h"
+#include "ember/autograd/anomaly_mode.h"
 #include "ember/functions.h"
 
 namespace ember::autograd {
@@ -43,6 +44,33 @@ class FinalCallbacksScope {
   std::vector<std::function<void()>> callbacks_;
   std::vector<std::function<void()>>* previous_;
 };
+
+// What anomaly mode recorded of the forward op behind `node`.
+std::string anomaly_context(const Node& node) {
+  if (node.anomaly_trace.empty()) return "its forward op was not recorded (run the forward under DetectAnomalyGuard)";
+  return "it is the backward of the forward op " + node.anomaly_trace;
+}
+
+// node.apply(); in anomaly mode an error from it names the forward op, and a gradient with a
+// NaN is an error naming the node and the forward op (PyTorch's anomaly checks).
+std::vector<Tensor> apply_node(Node& node, std::vector<Tensor>&& grads) {
+  if (!AnomalyMode::is_enabled()) return node.apply(std::move(grads));
+  std::vector<Tensor> outputs;
+  try {
+    outputs = node.apply(std::move(grads));
+  } catch (const Error& error) {
+    throw Error(std::string(error.what()) + " (in '" + node.name() + "': " + anomaly_context(node) + ")");
+  }
+  if (!AnomalyMode::should_check_nan()) return outputs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& g = outputs[i];
+    if (g.defined() && g.is_floating_point() && g.isnan().any().item<bool>()) {
+      EMBER_FAIL("backward", "Function '", node.name(), "' returned nan values in its ", i, "th output; ",
+                 anomaly_context(node));
+    }
+  }
+  return outputs;
+}
 
 Tensor accumulate(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
@@ -105,6 +133,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     std::vector<Tensor> grads = std::move(buffers[node]);
     buffers.erase(node);
     grads.resize(node->outputs.size());
+    run_tensor_pre_hooks(*node, grads);
 
     for (const auto& [output_nr, weak] : node->retained) {
       if (auto impl = weak.lock(); impl && output_nr < grads.size() && grads[output_nr].defined()) {
@@ -126,14 +155,15 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
       for (auto& g : grads) any = any || g.defined();
       if (any) {
         for (size_t k = 0; k < grads.size(); ++k) {
-          if (!grads[k].defined()) grads[k] = zeros(node->outputs[k].sizes, node->outputs[k].dtype);
+          if (!grads[k].defined() && node->materialize_grads())
+            grads[k] = zeros(node->outputs[k].sizes, node->outputs[k].dtype);
         }
         profiler::RecordFunction record;
         if (profiler::is_enabled()) {
           record.begin(node->name(), profiler::Category::Backward);
           if (record.record_shapes()) core::describe_inputs(*record.event(), grads);
         }
-        outputs = node->apply(std::move(grads));
+        outputs = apply_node(*node, std::move(grads));
         if (!keep_graph) node->release_variables();
       }
     }

@@ -2,20 +2,38 @@
 
 #include <atomic>
 
+#include "core/graph_capture.h"
+#include "ember/autograd/anomaly_mode.h"
 #include "ember/functions.h"
 
 namespace ember {
 namespace {
 thread_local bool t_grad_enabled = true;
+thread_local bool t_inference_mode = false;
 }
 
 bool is_grad_enabled() { return t_grad_enabled; }
 void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
 
+InferenceMode::InferenceMode(bool enabled) : previous_inference_(t_inference_mode), previous_grad_(t_grad_enabled) {
+  t_inference_mode = enabled;
+  t_grad_enabled = !enabled;
+}
+
+InferenceMode::~InferenceMode() {
+  t_inference_mode = previous_inference_;
+  t_grad_enabled = previous_grad_;
+}
+
+bool InferenceMode::is_enabled() { return t_inference_mode; }
+
 namespace autograd {
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
+  EMBER_CHECK(!t.is_inference(), "autograd",
+              "inference tensors cannot be saved for backward (shape ", t.sizes(),
+              "); clone() the tensor outside InferenceMode to get a normal tensor and use that in autograd");
   tensor_ = is_output ? t.detach() : t;
   version_ = t._version();
 }
@@ -74,6 +92,7 @@ class AccumulateGrad : public Node {
       bool unique = g.impl().use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous() && !g.requires_grad();
       meta.grad = is_grad_enabled() ? g : (unique ? g : g.clone());
       if (!is_grad_enabled()) meta.grad = meta.grad.detach();
+      if (core::Capture* capture = core::active_capture()) core::note_grad_assigned(*capture, leaf_);
     } else if (is_grad_enabled()) {
       meta.grad = meta.grad + g;  // create_graph: keep the graph of the accumulated gradient
     } else {
@@ -99,6 +118,7 @@ Edge gradient_edge(const Tensor& t) {
     acc = std::make_shared<AccumulateGrad>(t.impl());
     acc->outputs.push_back({t.sizes(), t.scalar_type()});
     acc->sequence_nr = UINT64_MAX;  // leaves run last among ready nodes
+    if (meta.hooks) acc->tensor_pre_hooks.emplace_back(0, meta.hooks);
     meta.grad_accumulator = acc;
   }
   return {acc, 0};
@@ -107,6 +127,9 @@ Edge gradient_edge(const Tensor& t) {
 void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t output_nr) {
   AutogradMeta& meta = t.unsafeGetTensorImpl()->autograd_meta();
   meta.requires_grad = true;
+  // Hooks registered so far stay with the old node: they see the gradient of the value
+  // before an in-place change; later ones go to the new node (PyTorch's rule).
+  if (meta.grad_fn != node) meta.hooks = nullptr;
   meta.grad_fn = node;
   meta.output_nr = output_nr;
   if (node->outputs.size() <= output_nr) node->outputs.resize(output_nr + 1);
@@ -119,6 +142,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   if (!should_record(inputs)) return;
   auto node = std::make_shared<FunctionNode>(name, std::move(fn));
   node->sequence_nr = next_sequence_nr();
+  if (AnomalyMode::is_enabled()) node->anomaly_trace = anomaly_trace(forward_op_name(name), inputs);
   node->next_edges.reserve(inputs.size());
   for (const auto& t : inputs) node->next_edges.push_back(gradient_edge(t));
   node->outputs.resize(outputs.size());
@@ -130,6 +154,9 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
 
 void check_inplace(const Tensor& t, const char* op, const std::vector<Tensor>& others) {
   core::check_writable(t, op);
+  EMBER_CHECK(!t.is_inference() || InferenceMode::is_enabled(), op,
+              "in-place update to an inference tensor (shape ", t.sizes(),
+              ") outside InferenceMode is not allowed; clone() it to get a normal tensor first");
   // An expanded tensor would have one element updated once per alias (x.expand(...).add_(1)).
   for (int64_t d = 0; d < t.dim(); ++d) {
     EMBER_CHECK(t.size(d) <= 1 || t.stride(d) != 0, op,

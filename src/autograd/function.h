@@ -63,4 +63,14 @@ Tensor sum_to(const Tensor& grad, IntArrayRef sizes);
 
 uint64_t next_sequence_nr();
 
+// Runs node.tensor_pre_hooks on the gradients arriving at `node` (Tensor::register_hook).
+void run_tensor_pre_hooks(const Node& node, std::vector<Tensor>& grads);
+
+// Anomaly mode: the forward op a node name stands for ("DivBackward" -> "div", "sqrt" ->
+// "sqrt"), and a node's description, the forward op with where each input came from
+// ("div(sub(leaf, constant), leaf)": the ops that made them, two levels deep, leaves and
+// constants).
+std::string forward_op_name(const std::string& node_name);
+std::string anomaly_trace(const std::string& forward_op, const std::vector<Tensor>& inputs);
+
 }  // namespace ember::autograd

@@ -1,10 +1,8 @@
 // `ember generate`: samples text from a training checkpoint, streaming tokens to stdout.
-#include <algorithm>
-#include <cmath>
 #include <iostream>
-#include <numeric>
 
 #include "args.h"
+#include "ember/detail/sampling.h"
 #include "ember/ember.h"
 #include "run_files.h"
 
@@ -24,34 +22,10 @@ const char* kGenerateHelp =
     "  --seed N             sampling seed (default 0)\n"
     "  --threads N          thread count\n";
 
-// Draws a token from logits with temperature, top-k and top-p, using the uniform `u`.
+// Draws a token from logits (detail::sample_token, shared with ember-rt's generation).
 int64_t sample(const Tensor& logits, double temperature, int64_t top_k, double top_p, double u) {
-  Tensor l = logits.to(kFloat64).contiguous();
-  const double* p = l.data_ptr<double>();
-  const int64_t V = l.numel();
-  std::vector<int64_t> order(V);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
-  if (temperature <= 0) return order[0];
-  const int64_t keep = top_k > 0 ? std::min(top_k, V) : V;
-  std::vector<double> probs(keep);
-  for (int64_t i = 0; i < keep; ++i) probs[i] = std::exp((p[order[i]] - p[order[0]]) / temperature);
-  double total = std::accumulate(probs.begin(), probs.end(), 0.0), mass = 0;
-  int64_t nucleus = keep;
-  for (int64_t i = 0; i < keep; ++i) {
-    mass += probs[i] / total;
-    if (mass >= top_p) {
-      nucleus = i + 1;
-      break;
-    }
-  }
-  total = std::accumulate(probs.begin(), probs.begin() + nucleus, 0.0);
-  double target = u * total;
-  for (int64_t i = 0; i < nucleus; ++i) {
-    target -= probs[i];
-    if (target <= 0) return order[i];
-  }
-  return order[nucleus - 1];
+  const Tensor l = logits.to(kFloat64).contiguous();
+  return detail::sample_token(l.data_ptr<double>(), l.numel(), temperature, top_k, top_p, u);
 }
 
 }  // namespace
@@ -93,7 +67,7 @@ int run_generate(const std::vector<std::string>& argv) {
   Tensor logits = prefill(max_len, cache);
   std::cout << prompt << std::flush;
   for (int64_t i = 0; i < count; ++i) {
-    const double u = static_cast<double>(random_bits(seed, static_cast<uint64_t>(i)) >> 11) * 0x1.0p-53;
+    const double u = detail::uniform_from_bits(random_bits(seed, static_cast<uint64_t>(i)));
     const int64_t next = sample(logits, temperature, top_k, top_p, u);
     tokens.push_back(next);
     std::cout << tokenizer->decode({next}) << std::flush;

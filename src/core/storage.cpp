@@ -5,6 +5,7 @@
 #include <new>
 
 #include "core/allocator.h"
+#include "core/graph_capture.h"
 #include "ember/error.h"
 
 namespace ember {
@@ -28,6 +29,7 @@ Storage Storage::allocate(size_t nbytes) {
   s.impl_ = std::make_shared<Impl>();
   s.impl_->data = core::allocate_bytes(nbytes);
   s.impl_->nbytes = nbytes;
+  if (core::Capture* capture = core::active_capture()) core::note_storage_made(*capture, s, s.impl_->data);
   return s;
 }
 
@@ -38,6 +40,7 @@ Storage Storage::borrow(void* data, size_t nbytes, std::function<void(void*)> de
   s.impl_->nbytes = nbytes;
   s.impl_->kind = Kind::Borrowed;
   s.impl_->deleter = std::move(deleter);
+  if (core::Capture* capture = core::active_capture()) core::note_storage_made(*capture, s, data);
   return s;
 }
 
@@ -48,10 +51,16 @@ Storage Storage::mapped(const void* data, size_t nbytes, std::shared_ptr<const v
   s.impl_->nbytes = nbytes;
   s.impl_->kind = Kind::Mapped;
   s.impl_->keep_alive = std::move(keep_alive);
+  if (core::Capture* capture = core::active_capture()) core::note_storage_made(*capture, s, s.impl_->data);
   return s;
 }
 
-void* Storage::data() const { return impl_ ? impl_->data : nullptr; }
+void* Storage::data() const {
+  if (!impl_) return nullptr;
+  // Note [Graph capture]: during a capture, memory is reached only by recorded kernels.
+  if (core::Capture* capture = core::active_capture()) core::note_storage_access(*capture, *this, impl_->data);
+  return impl_->data;
+}
 size_t Storage::nbytes() const { return impl_ ? impl_->nbytes : 0; }
 Storage::Kind Storage::kind() const { return impl_ ? impl_->kind : Kind::Owned; }
 bool Storage::read_only() const { return impl_ && impl_->kind == Kind::Mapped; }
@@ -60,6 +69,7 @@ void Storage::reallocate(size_t nbytes) const {
   EMBER_CHECK(impl_ != nullptr && impl_->kind == Kind::Owned, "Storage::reallocate",
               "only owned storage can be reallocated, this one is ",
               !impl_ ? "undefined" : impl_->kind == Kind::Borrowed ? "borrowed" : "memory-mapped");
+  if (core::active_capture()) core::note_storage_reallocated(*this);
   core::free_bytes(impl_->data, impl_->nbytes);
   impl_->data = nullptr;
   impl_->nbytes = 0;

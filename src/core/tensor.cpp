@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "autograd/function.h"
+#include "core/graph_capture.h"
 #include "core/tensor_impl.h"
 
 namespace ember {
@@ -61,6 +62,7 @@ Tensor make_tensor(IntArrayRef sizes, ScalarType dtype) {
   impl->strides = contiguous_strides(impl->sizes);
   impl->numel = numel;
   impl->dtype = dtype;
+  impl->is_inference = InferenceMode::is_enabled();
   return Tensor(std::move(impl));
 }
 
@@ -73,6 +75,7 @@ Tensor make_view(const Storage& storage, std::vector<int64_t> sizes, std::vector
   impl->strides = std::move(strides);
   impl->offset = offset;
   impl->dtype = dtype;
+  impl->is_inference = InferenceMode::is_enabled();
   return Tensor(std::move(impl));
 }
 
@@ -110,13 +113,17 @@ size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * element_si
 bool Tensor::is_contiguous() const { return core::is_contiguous(sizes(), strides()); }
 bool Tensor::is_floating_point() const { return ember::is_floating_point(scalar_type()); }
 const Storage& Tensor::storage() const { check_defined(*this, "storage"); return impl_->storage; }
-void* Tensor::data_ptr() const { check_defined(*this, "data_ptr"); return impl_->data(); }
+void* Tensor::data_ptr() const {
+  check_defined(*this, "data_ptr");
+  if (core::Capture* capture = core::active_capture()) core::note_tensor_access(*capture, impl_);
+  return impl_->data();
+}
 
 template <typename T>
 T* Tensor::data_ptr() const {
   EMBER_CHECK(CppTypeToScalarType<T>::value == scalar_type(), "data_ptr", "expected dtype ",
               dtype_name(CppTypeToScalarType<T>::value), " but the tensor is ", dtype_name(scalar_type()));
-  return reinterpret_cast<T*>(impl_->data());
+  return reinterpret_cast<T*>(data_ptr());
 }
 
 namespace {
@@ -141,10 +148,11 @@ template <typename T>
 T Tensor::item() const {
   EMBER_CHECK(numel() == 1, "item", "a tensor with ", numel(), " elements (shape ", sizes(),
               ") cannot be converted to a scalar");
+  core::CaptureOpName name("item");
   if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    return T(read_as<float>(impl_->data(), scalar_type()));
+    return T(read_as<float>(static_cast<const char*>(data_ptr()), scalar_type()));
   } else {
-    return read_as<T>(impl_->data(), scalar_type());
+    return read_as<T>(static_cast<const char*>(data_ptr()), scalar_type());
   }
 }
 
@@ -181,6 +189,9 @@ Tensor& Tensor::requires_grad_(bool requires_grad) const {
               "you can only change requires_grad flags of leaf variables");
   EMBER_CHECK(!requires_grad || is_floating_point(), "requires_grad_",
               "only tensors of floating point dtype can require gradients, got ", dtype_name(scalar_type()));
+  EMBER_CHECK(!requires_grad || !impl_->is_inference || InferenceMode::is_enabled(), "requires_grad_",
+              "setting requires_grad=True on an inference tensor (shape ", sizes(),
+              ") outside InferenceMode is not allowed; clone() it first");
   impl_->autograd_meta().requires_grad = requires_grad;
   return const_cast<Tensor&>(*this);  // a handle: const like libtorch, data mutable
 }
@@ -221,6 +232,8 @@ void Tensor::retain_grad() {
   meta.grad_fn->retained.emplace_back(meta.output_nr, impl_);
 }
 
+bool Tensor::is_inference() const { return impl_ && impl_->is_inference; }
+
 bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
 
 RemovableHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
@@ -252,6 +265,7 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
 Tensor Tensor::detach() const {
   check_defined(*this, "detach");
   Tensor out = core::make_view(impl_->storage, impl_->sizes, impl_->strides, impl_->offset, impl_->dtype);
+  out.impl_->is_inference = impl_->is_inference;
   return out;
 }
 

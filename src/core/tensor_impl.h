@@ -18,6 +18,8 @@ struct AutogradMeta {
   uint32_t output_nr = 0;
   std::weak_ptr<autograd::Node> grad_accumulator;
   HookList<std::function<void(const Tensor&)>> post_accumulate_grad_hooks;
+  // Tensor::register_hook's hooks, shared with the node the gradient passes through.
+  std::shared_ptr<autograd::GradHookList> hooks;
 };
 
 struct TensorImpl {
@@ -27,6 +29,8 @@ struct TensorImpl {
   int64_t offset = 0;            // in elements
   int64_t numel = 0;
   ScalarType dtype = kFloat32;
+  // Made in InferenceMode, or a view of a tensor that was (InferenceMode in ember/autograd.h).
+  bool is_inference = false;
   // Set for tensors made by a view op: the tensor whose storage this one views.
   std::shared_ptr<TensorImpl> view_base;
   std::unique_ptr<AutogradMeta> autograd;

@@ -59,7 +59,7 @@ void check_args(const char* op, ScalarType dtype, int64_t m, int64_t n, int64_t 
 
 }  // namespace
 
-void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, const std::function<void(const GemmTile&)>& fn) {
+void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const GemmTile&)> fn) {
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t wanted =
       work < kMinSplitWork ? 1 : std::clamp<int64_t>(static_cast<int64_t>(work / kMinTileWork), 2, kMaxTiles);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -312,7 +313,7 @@ std::vector<GemmBackend> preference(const AutotuneEntry& entry) {
   return order;
 }
 
-GemmBackend first_candidate(const std::vector<GemmBackend>& order, const std::vector<GemmBackend>& candidates) {
+GemmBackend first_candidate(const std::vector<GemmBackend>& order, std::span<const GemmBackend> candidates) {
   // An entry whose choice cannot run this product (its strides, say) still ranks the others.
   for (GemmBackend backend : order)
     if (std::find(candidates.begin(), candidates.end(), backend) != candidates.end()) return backend;
@@ -320,9 +321,12 @@ GemmBackend first_candidate(const std::vector<GemmBackend>& order, const std::ve
 }
 
 GemmBackend auto_backend(const GemmArgs& args) {
-  std::vector<GemmBackend> candidates;
+  // A product whose key this thread resolved before allocates nothing (libember_rt's runs).
+  GemmBackend fitting[std::size(kGemmBackends)];
+  size_t count = 0;
   for (GemmBackend backend : kGemmBackends)
-    if (gemm_backend_report(backend).fits_cpu && gemm_can_run(backend, args)) candidates.push_back(backend);
+    if (gemm_backend_report(backend).fits_cpu && gemm_can_run(backend, args)) fitting[count++] = backend;
+  const std::span<const GemmBackend> candidates(fitting, count);
   if (candidates.empty()) {
     const GemmBackendReport& report = gemm_backend_report(GemmBackend::OpenBLAS);
     warn_once(std::string("no GEMM backend with a kernel that fits this CPU runs ") + dtype_name(args.dtype) +
@@ -354,7 +358,7 @@ GemmBackend auto_backend(const GemmArgs& args) {
   }
   // Tuned without the lock: tuning runs products on the pool, whose threads may be waiting
   // for this lock in another caller's region. Two threads may tune one key; the first kept wins.
-  std::optional<AutotuneEntry> entry = tune(key.text(), args, candidates);
+  std::optional<AutotuneEntry> entry = tune(key.text(), args, {candidates.begin(), candidates.end()});
   if (!entry) return candidates.front();
   std::lock_guard lock(t.mutex);
   const AutotuneEntry& kept = t.add(std::move(*entry));

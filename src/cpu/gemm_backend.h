@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cpu/function_ref.h"
 #include "ember/dtype.h"
 
 namespace ember::cpu {
@@ -58,7 +59,7 @@ struct GemmTile {
 
 // Calls fn for every tile of an m x n product on the pool; tiles depend on (m, n, k) alone
 // (Note [GEMM tiles] in gemm.cpp).
-void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, const std::function<void(const GemmTile&)>& fn);
+void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const GemmTile&)> fn);
 
 // What a backend runs here, for `ember info` and the choice.
 struct GemmBackendReport {

@@ -9,24 +9,36 @@ namespace ember::cpu {
 
 Geometry make_geometry(const std::vector<int64_t>& sizes, const std::vector<std::vector<int64_t>>& strides,
                        const std::vector<int64_t>& element_sizes) {
-  const int ndim = static_cast<int>(sizes.size());
+  const int64_t* stride_arrays[kMaxOperands];
   const int nops = static_cast<int>(strides.size());
+  for (int k = 0; k < nops && k < kMaxOperands; ++k) stride_arrays[k] = strides[k].data();
+  return make_geometry(static_cast<int>(sizes.size()), sizes.data(), nops, stride_arrays, element_sizes.data());
+}
+
+Geometry make_geometry(int ndim, const int64_t* sizes, int nops, const int64_t* const* strides,
+                       const int64_t* element_sizes) {
   EMBER_CHECK(ndim <= kMaxDims, "elementwise", "tensors with ", ndim, " dims are not supported (at most ", kMaxDims,
               ")");
   Geometry g;
   g.nops = nops;
   g.numel = 1;
-  for (int64_t s : sizes) g.numel *= s;
+  for (int d = 0; d < ndim; ++d) g.numel *= sizes[d];
 
   // Innermost first: order dims by the output's stride, ties by position (later = inner).
-  // Size-1 dims do not move the pointer and are dropped.
-  std::vector<int> order;
-  for (int d = ndim - 1; d >= 0; --d)
-    if (sizes[d] != 1) order.push_back(d);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return strides[0][a] < strides[0][b]; });
+  // Size-1 dims do not move the pointer and are dropped. An insertion sort: stable, and
+  // free of std::stable_sort's temporary buffer.
+  int order[kMaxDims];
+  int count = 0;
+  for (int d = ndim - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;
+    int at = count++;
+    for (; at > 0 && strides[0][d] < strides[0][order[at - 1]]; --at) order[at] = order[at - 1];
+    order[at] = d;
+  }
 
   int out = 0;
-  for (int d : order) {
+  for (int i = 0; i < count; ++i) {
+    const int d = order[i];
     if (out > 0) {
       bool mergeable = true;
       for (int k = 0; k < nops; ++k) {

@@ -25,6 +25,9 @@ struct Geometry {
 // element_sizes[k]: its bytes per element. Operand 0 is the output and decides the order.
 Geometry make_geometry(const std::vector<int64_t>& sizes, const std::vector<std::vector<int64_t>>& strides,
                        const std::vector<int64_t>& element_sizes);
+// The same over arrays: ndim sizes, nops stride arrays of ndim each; allocates nothing.
+Geometry make_geometry(int ndim, const int64_t* sizes, int nops, const int64_t* const* strides,
+                       const int64_t* element_sizes);
 
 // Runs `loop` over the whole geometry in parallel chunks of `grain` elements.
 void run_elementwise(const Geometry& g, char* const* base, InnerLoop loop, const void* params, int64_t grain = 32768);

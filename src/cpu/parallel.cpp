@@ -30,7 +30,7 @@ int default_num_threads() {
 
 // A job is one parallel_for call: workers and the caller pull chunk indices from `next`.
 struct Job {
-  const std::function<void(int64_t, int64_t)>* fn = nullptr;
+  const ChunkFn* fn = nullptr;
   int64_t begin = 0, end = 0, grain = 1, chunks = 0;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> done{0};
@@ -187,8 +187,7 @@ void set_num_threads(int n) {
 
 bool in_parallel_region() { return t_in_parallel; }
 
-void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                  const std::function<void(int64_t, int64_t)>& fn) {
+void parallel_for(int64_t begin, int64_t end, int64_t grain, ChunkFn fn) {
   if (end <= begin) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = num_chunks(begin, end, grain);

@@ -3,9 +3,13 @@
 // partial results in chunk order is bitwise reproducible for any number of threads.
 #pragma once
 #include <cstdint>
-#include <functional>
+
+#include "cpu/function_ref.h"
 
 namespace ember::cpu {
+
+// A chunk function fn(chunk_begin, chunk_end), called before parallel_for returns.
+using ChunkFn = FunctionRef<void(int64_t, int64_t)>;
 
 int num_threads();
 void set_num_threads(int n);
@@ -16,8 +20,7 @@ bool in_parallel_region();
 // Calls fn(chunk_begin, chunk_end) for every chunk [begin + k*grain, min(end, begin + (k+1)*grain)).
 // Chunks run concurrently on the pool; a nested call runs serially on the calling thread.
 // The first exception thrown by fn is rethrown here after all chunks have stopped.
-void parallel_for(int64_t begin, int64_t end, int64_t grain,
-                  const std::function<void(int64_t, int64_t)>& fn);
+void parallel_for(int64_t begin, int64_t end, int64_t grain, ChunkFn fn);
 
 inline int64_t num_chunks(int64_t begin, int64_t end, int64_t grain) {
   return end > begin ? (end - begin + grain - 1) / grain : 0;

@@ -1,10 +1,7 @@
 #include "ember/io/checkpoint.h"
 
-#include <cmath>
-
-#include <nlohmann/json.hpp>
-
 #include "ember/random.h"
+#include "io/metadata_json.h"
 
 namespace ember::io {
 
@@ -19,17 +16,6 @@ constexpr const char* kGeneratorKey = "ember.generator";
 
 bool starts_with(const std::string& text, const char* prefix) { return text.rfind(prefix, 0) == 0; }
 
-std::string scalars_json(const std::map<std::string, double>& scalars) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& [name, value] : scalars) {
-    // JSON has no NaN or infinity; nlohmann would silently write null.
-    EMBER_CHECK(std::isfinite(value), "save_checkpoint", "optimizer scalar '", name, "' is ", value,
-                ", which JSON cannot hold");
-    out[name] = value;  // written with the shortest digits that read back to the same double
-  }
-  return out.dump();
-}
-
 Metadata checkpoint_metadata(const optim::OptimizerStateDict& optimizer_state, int64_t step,
                              const Metadata& extra_metadata) {
   Metadata metadata;
@@ -40,7 +26,7 @@ Metadata checkpoint_metadata(const optim::OptimizerStateDict& optimizer_state, i
   }
   const GeneratorState rng = default_generator().get_state();
   metadata[kStepKey] = nlohmann::json(step).dump();
-  metadata[kOptimizerKey] = scalars_json(optimizer_state.scalars);
+  metadata[kOptimizerKey] = detail::scalars_json(optimizer_state.scalars, "save_checkpoint");
   metadata[kGeneratorKey] = nlohmann::json{{"seed", rng.seed}, {"offset", rng.offset}}.dump();
   return metadata;
 }
@@ -54,24 +40,7 @@ struct Checkpoint {
 };
 
 nlohmann::json metadata_json(const Metadata& metadata, const char* key, const std::string& path) {
-  auto it = metadata.find(key);
-  EMBER_CHECK(it != metadata.end(), "load_checkpoint", "'", path, "' is not an ember checkpoint: no '", key,
-              "' in its metadata");
-  try {
-    return nlohmann::json::parse(it->second);
-  } catch (const nlohmann::json::exception& e) {
-    EMBER_FAIL("load_checkpoint", "'", path, "': metadata '", key, "' is not valid JSON: ", e.what());
-  }
-}
-
-// The value of `json` as T; throws naming the file and key when it has another type.
-template <typename T>
-T json_value(const nlohmann::json& json, const char* key, const std::string& path, const char* expected) {
-  try {
-    return json.get<T>();
-  } catch (const nlohmann::json::exception&) {
-    EMBER_FAIL("load_checkpoint", "'", path, "': metadata '", key, "' must be ", expected, ", got ", json.dump());
-  }
+  return detail::metadata_json(metadata, key, path, "load_checkpoint", "an ember checkpoint");
 }
 
 Checkpoint read_checkpoint(const std::string& path) {
@@ -92,7 +61,8 @@ Checkpoint read_checkpoint(const std::string& path) {
 
   const nlohmann::json scalars = metadata_json(loaded.metadata, kOptimizerKey, path);
   out.optimizer.scalars =
-      json_value<std::map<std::string, double>>(scalars, kOptimizerKey, path, "an object of numbers");
+      detail::json_value<std::map<std::string, double>>(scalars, kOptimizerKey, path, "an object of numbers",
+                                                       "load_checkpoint");
 
   for (auto& [name, tensor] : loaded.tensors) {
     if (starts_with(name, kModelPrefix)) {

@@ -110,14 +110,34 @@ AttentionImpl::AttentionImpl(const GPTConfig& c) : config(c) {
   wo = register_module("wo", nn::Linear(nn::LinearOptions(c.n_heads * hd, c.dim).bias(false)));
 }
 
+namespace {
+
+struct QueryKeyValue {
+  Tensor q, k, v;  // [B, Hq, T, hd], [B, Hkv, T, hd], [B, Hkv, T, hd]
+};
+
+QueryKeyValue project_qkv(const AttentionImpl& a, const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin) {
+  const int64_t B = x.size(0), T = x.size(1), hd = a.config.head_dim();
+  const int64_t Hq = a.config.n_heads, Hkv = a.config.n_kv_heads;
+  // Rotated straight from the [B, T, H, hd] projections: the fused kernel reads the strides.
+  return {F::rotary_embedding(project(a.wq, x).view({B, T, Hq, hd}).transpose(1, 2), rope_cos, rope_sin),
+          F::rotary_embedding(project(a.wk, x).view({B, T, Hkv, hd}).transpose(1, 2), rope_cos, rope_sin),
+          project(a.wv, x).view({B, T, Hkv, hd}).transpose(1, 2)};
+}
+
+// The pre-norm residual block around `attend` (attention of the normalized input).
+template <typename Attend>
+Tensor residual_block(TransformerBlockImpl& block, const Tensor& x, Attend attend) {
+  Tensor h = x + attend(normalize(block.attention_norm, x));
+  return h + block.feed_forward->forward(normalize(block.ffn_norm, h));
+}
+
+}  // namespace
+
 Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
                               const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
-  const int64_t B = x.size(0), T = x.size(1), hd = config.head_dim();
-  const int64_t Hq = config.n_heads, Hkv = config.n_kv_heads;
-  // Rotated straight from the [B, T, H, hd] projections: the fused kernel reads the strides.
-  Tensor q = F::rotary_embedding(project(wq, x).view({B, T, Hq, hd}).transpose(1, 2), rope_cos, rope_sin);
-  Tensor k = F::rotary_embedding(project(wk, x).view({B, T, Hkv, hd}).transpose(1, 2), rope_cos, rope_sin);
-  Tensor v = project(wv, x).view({B, T, Hkv, hd}).transpose(1, 2);
+  const int64_t B = x.size(0), T = x.size(1), hd = config.head_dim(), Hq = config.n_heads;
+  auto [q, k, v] = project_qkv(*this, x, rope_cos, rope_sin);
   if (cache) {
     cache->append(k, v);
     k = cache->keys();
@@ -125,6 +145,18 @@ Tensor AttentionImpl::forward(const Tensor& x, const Tensor& rope_cos, const Ten
   }
   Tensor out = nn::attention::flex_attention(q, k, v, mask, nn::attention::FlexAttentionOptions().set_enable_gqa(true));
   return project(wo, out.transpose(1, 2).reshape({B, T, Hq * hd}));
+}
+
+Tensor AttentionImpl::decode_step(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
+                                  const Tensor& score_bias, const Tensor& input_pos, nn::attention::KVCache& cache) {
+  const int64_t B = x.size(0), hd = config.head_dim(), Hq = config.n_heads, Hkv = config.n_kv_heads;
+  auto [q, k, v] = project_qkv(*this, x, rope_cos, rope_sin);
+  cache.assign(input_pos, k, v);
+  // Query head h reads key head h / (Hq / Hkv), as flex attention's enable_gqa does.
+  Tensor grouped = q.reshape({B, Hkv, Hq / Hkv, hd});  // [B, Hkv, group, hd]
+  Tensor scores = grouped.matmul(cache.key_buffer().transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+  Tensor out = (scores + score_bias).softmax(-1).matmul(cache.value_buffer());  // [B, Hkv, group, hd]
+  return project(wo, out.reshape({B, 1, Hq * hd}));
 }
 
 FeedForwardImpl::FeedForwardImpl(const GPTConfig& c) {
@@ -144,8 +176,14 @@ TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
 
 Tensor TransformerBlockImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
                                      const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
-  Tensor h = x + attention->forward(normalize(attention_norm, x), rope_cos, rope_sin, mask, cache);
-  return h + feed_forward->forward(normalize(ffn_norm, h));
+  return residual_block(*this, x, [&](const Tensor& n) { return attention->forward(n, rope_cos, rope_sin, mask, cache); });
+}
+
+Tensor TransformerBlockImpl::decode_step(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
+                                         const Tensor& score_bias, const Tensor& input_pos,
+                                         nn::attention::KVCache& cache) {
+  return residual_block(
+      *this, x, [&](const Tensor& n) { return attention->decode_step(n, rope_cos, rope_sin, score_bias, input_pos, cache); });
 }
 
 GPTImpl::GPTImpl(const GPTConfig& c) : config(c) {
@@ -222,6 +260,29 @@ Tensor GPTImpl::forward_cached(const Tensor& tokens, GPTCache& cache) {
               " layers, the model ", layers->size());
   const int64_t start = cache.length();
   Tensor h = run(tokens, start, decode_block_mask(tokens.size(1), start, config.window), &cache);
+  return F::linear(h, tok_embeddings->weight.to(h.scalar_type()));
+}
+
+Tensor GPTImpl::decode_step(const Tensor& tokens, const Tensor& input_pos, GPTCache& cache) {
+  EMBER_CHECK(tokens.dim() == 2 && tokens.size(1) == 1, "GPT::decode_step", "tokens must be [batch, 1], got shape ",
+              tokens.sizes());
+  EMBER_CHECK(input_pos.dim() == 1 && input_pos.size(0) == 1 && input_pos.scalar_type() == kInt64,
+              "GPT::decode_step", "input_pos must be int64 of shape [1], got ", dtype_name(input_pos.scalar_type()),
+              " of shape ", input_pos.sizes());
+  EMBER_CHECK(cache.layers.size() == layers->size(), "GPT::decode_step", "the cache has ", cache.layers.size(),
+              " layers, the model ", layers->size());
+  const int64_t max_length = cache.layers.front().max_length();
+  Tensor x = tok_embeddings->forward(tokens).to(compute_dtype_);
+  Tensor cos = rope_cos.index_select(0, input_pos).to(compute_dtype_);
+  Tensor sin = rope_sin.index_select(0, input_pos).to(compute_dtype_);
+  // Keys after input_pos, and before its window, get no weight: the decode mask of forward_cached.
+  Tensor key_pos = arange(max_length, kInt64);
+  Tensor hidden_keys = key_pos > input_pos;
+  if (config.window > 0) hidden_keys = hidden_keys.logical_or(key_pos <= input_pos - config.window);
+  Tensor score_bias = zeros({max_length}, compute_dtype_).masked_fill(hidden_keys, -INFINITY);
+  for (size_t i = 0; i < layers->size(); ++i)
+    x = layers->ptr<TransformerBlockImpl>(i)->decode_step(x, cos, sin, score_bias, input_pos, cache.layers[i]);
+  Tensor h = normalize(norm, x);
   return F::linear(h, tok_embeddings->weight.to(h.scalar_type()));
 }
 

@@ -24,8 +24,10 @@ Tensor fused_rms_norm(const Tensor& input, const Tensor& weight, int64_t width, 
   const Tensor w = weight.defined() ? weight.detach().contiguous() : Tensor();
   Tensor out = core::make_tensor(input.sizes(), dtype);
   Tensor rstd = core::make_tensor({rows}, acc);
-  cpu::rms_norm_forward(dtype, x.data_ptr(), w.defined() ? w.data_ptr() : nullptr, out.data_ptr(), rstd.data_ptr(),
-                        rows, width, eps);
+  core::launch("rms_norm", [&] {
+    return [dtype, xp = x.data_ptr(), wp = w.defined() ? w.data_ptr() : nullptr, o = out.data_ptr(),
+            r = rstd.data_ptr(), rows, width, eps] { cpu::rms_norm_forward(dtype, xp, wp, o, r, rows, width, eps); };
+  });
   std::vector<Tensor> inputs = {input};
   if (weight.defined()) inputs.push_back(weight);
   if (!autograd::should_record(inputs)) return out;
@@ -39,10 +41,14 @@ Tensor fused_rms_norm(const Tensor& input, const Tensor& weight, int64_t width, 
                      const Tensor saved_w = saved_weight.get();
                      Tensor grad_x = needs[0] ? core::make_tensor(sizes, dtype) : Tensor();
                      Tensor grad_w = needs.size() > 1 && needs[1] ? core::make_tensor({width}, kFloat64) : Tensor();
-                     cpu::rms_norm_backward(dtype, g.data_ptr(), saved_x.get().data_ptr(),
-                                            saved_w.defined() ? saved_w.data_ptr() : nullptr,
-                                            saved_rstd.get().data_ptr(), grad_x.defined() ? grad_x.data_ptr() : nullptr,
-                                            grad_w.defined() ? grad_w.data_ptr<double>() : nullptr, rows, width);
+                     core::launch("rms_norm_backward", [&] {
+                       return [dtype, gp = g.data_ptr(), xp = saved_x.get().data_ptr(),
+                               wp = saved_w.defined() ? saved_w.data_ptr() : nullptr, r = saved_rstd.get().data_ptr(),
+                               gx = grad_x.defined() ? grad_x.data_ptr() : nullptr,
+                               gw = grad_w.defined() ? grad_w.data_ptr<double>() : nullptr, rows, width] {
+                         cpu::rms_norm_backward(dtype, gp, xp, wp, r, gx, gw, rows, width);
+                       };
+                     });
                      if (!saved_w.defined()) return {grad_x};
                      return {grad_x, grad_w.defined() ? grad_w.to(dtype).view(saved_w.sizes()) : Tensor()};
                    });

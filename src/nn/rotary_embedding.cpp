@@ -18,16 +18,20 @@ Tensor rotate(const Tensor& x, const autograd::SavedTensor& cos, const autograd:
   const ScalarType dtype = x.scalar_type();
   // The kernel reads any leading and position strides but needs contiguous pairs.
   const Tensor data = x.stride(-1) == 1 ? x.detach() : x.detach().contiguous();
-  cpu::RotaryLayout layout;
-  layout.lead_sizes = data.sizes().data();
-  layout.lead_strides = data.strides().data();
-  layout.lead_dims = data.dim() - 2;
-  layout.positions = data.size(-2);
-  layout.position_stride = data.stride(-2);
-  layout.half = data.size(-1) / 2;
   Tensor out = core::make_tensor(x.sizes(), dtype);
-  cpu::rotary_embedding(dtype, data.data_ptr(), layout, cos.get().data_ptr(), sin.get().data_ptr(), out.data_ptr(),
-                        inverse);
+  core::launch("rotary_embedding", [&] {
+    return [dtype, in = data.data_ptr(), sizes = data.sizes(), strides = data.strides(), c = cos.get().data_ptr(),
+            s = sin.get().data_ptr(), o = out.data_ptr(), inverse] {
+      cpu::RotaryLayout layout;
+      layout.lead_sizes = sizes.data();
+      layout.lead_strides = strides.data();
+      layout.lead_dims = static_cast<int64_t>(sizes.size()) - 2;
+      layout.positions = sizes[sizes.size() - 2];
+      layout.position_stride = strides[strides.size() - 2];
+      layout.half = sizes.back() / 2;
+      cpu::rotary_embedding(dtype, in, layout, c, s, o, inverse);
+    };
+  });
   autograd::record(inverse ? "RotaryEmbeddingInverseBackward" : "RotaryEmbeddingBackward", {x}, {out},
                    [cos, sin, inverse, dtype](std::vector<Tensor>& grads, const std::vector<bool>&) {
                      return std::vector<Tensor>{rotate(grads[0].to(dtype), cos, sin, !inverse)};

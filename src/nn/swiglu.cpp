@@ -22,7 +22,11 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
   const ScalarType dtype = promote_types(a.scalar_type(), b.scalar_type());
   const Tensor x = a.detach().to(dtype).contiguous(), y = b.detach().to(dtype).contiguous();
   Tensor out = core::make_tensor(a.sizes(), dtype);
-  cpu::swiglu_forward(dtype, x.data_ptr(), y.data_ptr(), out.data_ptr(), out.numel());
+  core::launch(kOp, [&] {
+    return [dtype, xp = x.data_ptr(), yp = y.data_ptr(), o = out.data_ptr(), n = out.numel()] {
+      cpu::swiglu_forward(dtype, xp, yp, o, n);
+    };
+  });
   if (!autograd::should_record({a, b})) return out;
   const autograd::SavedTensor saved_a(x), saved_b(y);
   const ScalarType a_dtype = a.scalar_type(), b_dtype = b.scalar_type();
@@ -33,9 +37,11 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
         const Tensor g = grads[0].to(dtype).contiguous(), va = saved_a.get(), vb = saved_b.get();
         Tensor grad_a = needs[0] ? core::make_tensor(va.sizes(), dtype) : Tensor();
         Tensor grad_b = needs[1] ? core::make_tensor(va.sizes(), dtype) : Tensor();
-        cpu::swiglu_backward(dtype, g.data_ptr(), va.data_ptr(), vb.data_ptr(),
-                             grad_a.defined() ? grad_a.data_ptr() : nullptr,
-                             grad_b.defined() ? grad_b.data_ptr() : nullptr, g.numel());
+        core::launch("swiglu_backward", [&] {
+          return [dtype, gp = g.data_ptr(), ap = va.data_ptr(), bp = vb.data_ptr(),
+                  ga = grad_a.defined() ? grad_a.data_ptr() : nullptr, gb = grad_b.defined() ? grad_b.data_ptr() : nullptr,
+                  n = g.numel()] { cpu::swiglu_backward(dtype, gp, ap, bp, ga, gb, n); };
+        });
         return {grad_a.defined() ? grad_a.to(a_dtype) : grad_a, grad_b.defined() ? grad_b.to(b_dtype) : grad_b};
       });
   return out;

@@ -27,8 +27,12 @@ std::tuple<Tensor, Tensor> arg_extreme(bool is_max, const Tensor& x, std::option
                                   : ops::reduce_layout(x.detach(), {}, keepdim, name);
   Tensor values = want_values ? core::make_tensor(L.out_sizes, x.scalar_type()) : Tensor();
   Tensor indices = core::make_tensor(L.out_sizes, kInt64);
-  cpu::arg_reduce(is_max, x.scalar_type(), L.input.data_ptr(), values.defined() ? values.data_ptr() : nullptr,
-                  indices.data_ptr<int64_t>(), L.outer, L.R, L.inner);
+  core::launch(name, [&] {
+    return [is_max, dtype = x.scalar_type(), in = L.input.data_ptr(), v = values.defined() ? values.data_ptr() : nullptr,
+            i = indices.data_ptr<int64_t>(), outer = L.outer, R = L.R, inner = L.inner] {
+      cpu::arg_reduce(is_max, dtype, in, v, i, outer, R, inner);
+    };
+  });
   return {values, indices};
 }
 

@@ -73,7 +73,9 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
   };
   const char* name = nullptr;
   autograd::BackwardFunction fn;
-  SavedTensor sa(a), sb(b);
+  // add and sub need neither input: saving none lets them take inference tensors, as PyTorch.
+  const bool saves_inputs = op != BinaryOp::Add && op != BinaryOp::Sub;
+  SavedTensor sa = saves_inputs ? SavedTensor(a) : SavedTensor(), sb = saves_inputs ? SavedTensor(b) : SavedTensor();
   switch (op) {
     case BinaryOp::Add:
     case BinaryOp::Sub: {

@@ -1,6 +1,7 @@
 // Tensor factories.
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "ops/op_utils.h"
 
@@ -24,12 +25,18 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
   return o.has_dtype() ? o : o.dtype(t.scalar_type());
 }
 
-// `values` are stored as `storage` (their C++ type), then converted to the options' dtype.
+// `values` are stored as `storage` (their C++ type), then converted to the options' dtype: a
+// 1-dim tensor of n values, or `sizes` when given (one value with sizes {} is 0-dim).
 template <typename T>
-Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage) {
+Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage,
+                   std::optional<std::vector<int64_t>> sizes = std::nullopt) {
   check_device_available(options.device(), "tensor");
-  Tensor t = core::make_tensor({static_cast<int64_t>(n)}, storage);
-  std::copy(values, values + n, static_cast<T*>(t.data_ptr()));
+  Tensor t = core::make_tensor(sizes.value_or(std::vector<int64_t>{static_cast<int64_t>(n)}), storage);
+  core::launch("tensor", [&] {
+    return [copied = std::vector<T>(values, values + n), out = static_cast<T*>(t.data_ptr())] {
+      std::copy(copied.begin(), copied.end(), out);
+    };
+  });
   return finish(t.to(options.dtype()), options);
 }
 
@@ -67,7 +74,7 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
   core::check_sizes(sizes, "zeros");
   Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32, "zeros"));
-  std::memset(t.data_ptr(), 0, t.nbytes());
+  core::launch("zeros", [&] { return [p = t.data_ptr(), n = t.nbytes()] { std::memset(p, 0, n); }; });
   return finish(t, options);
 }
 
@@ -89,11 +96,17 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   const int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
   Tensor values = core::make_tensor({n}, floating || is_floating_point(dtype) ? kFloat64 : kInt64);
   if (values.scalar_type() == kFloat64) {
-    double* p = values.data_ptr<double>();
-    for (int64_t i = 0; i < n; ++i) p[i] = s + st * static_cast<double>(i);
+    core::launch("arange", [&] {
+      return [p = values.data_ptr<double>(), n, s, st] {
+        for (int64_t i = 0; i < n; ++i) p[i] = s + st * static_cast<double>(i);
+      };
+    });
   } else {
-    int64_t* p = values.data_ptr<int64_t>();
-    for (int64_t i = 0; i < n; ++i) p[i] = start.toLong() + step.toLong() * i;
+    core::launch("arange", [&] {
+      return [p = values.data_ptr<int64_t>(), n, first = start.toLong(), delta = step.toLong()] {
+        for (int64_t i = 0; i < n; ++i) p[i] = first + delta * i;
+      };
+    });
   }
   return finish(values.to(dtype), options);
 }
@@ -101,13 +114,16 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options) {
   EMBER_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   Tensor values = core::make_tensor({steps}, kFloat64);
-  double* p = values.data_ptr<double>();
   const double s = start.toDouble(), e = end.toDouble();
   const double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0;
   // Fill from both ends symmetrically, as PyTorch does, so the last value is exactly `end`;
   // a single step is `start`.
-  const int64_t half = steps / 2;
-  for (int64_t i = 0; i < steps; ++i) p[i] = i < half || steps == 1 ? s + step * i : e - step * (steps - 1 - i);
+  core::launch("linspace", [&] {
+    return [p = values.data_ptr<double>(), steps, s, e, step] {
+      const int64_t half = steps / 2;
+      for (int64_t i = 0; i < steps; ++i) p[i] = i < half || steps == 1 ? s + step * i : e - step * (steps - 1 - i);
+    };
+  });
   return finish(values.to(dtype_or(options, kFloat32, "linspace")), options);
 }
 
@@ -150,6 +166,10 @@ Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) { return fr
 Tensor tensor(const std::vector<double>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kFloat64); }
 Tensor tensor(const std::vector<float>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kFloat32); }
 Tensor tensor(const std::vector<int64_t>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kInt64); }
+Tensor tensor(double value, const TensorOptions& o) { return from_values(&value, 1, o, kFloat64, std::vector<int64_t>{}); }
+Tensor tensor(int64_t value, const TensorOptions& o) { return from_values(&value, 1, o, kInt64, std::vector<int64_t>{}); }
+Tensor tensor(int value, const TensorOptions& o) { return tensor(static_cast<int64_t>(value), o); }
+Tensor tensor(bool value, const TensorOptions& o) { return from_values(&value, 1, o, kBool, std::vector<int64_t>{}); }
 
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options) {
   return from_blob(data, sizes, core::contiguous_strides(sizes.vec()), options);

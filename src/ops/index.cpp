@@ -21,9 +21,14 @@ Tensor int64_index(const Tensor& index, const char* op) {
   return index.to(kInt64).contiguous();
 }
 
+// A recorded step like a kernel: a replayed graph checks the indices it is given too.
 void check_index_bounds(const Tensor& index64, int64_t dim, int64_t size, const char* op) {
-  std::optional<int64_t> bad = cpu::first_out_of_bounds(index64.data_ptr<int64_t>(), index64.numel(), size);
-  EMBER_CHECK(!bad, op, "index ", *bad, " is out of bounds for dimension ", dim, " with size ", size);
+  core::launch(op, [&] {
+    return [index = index64.data_ptr<int64_t>(), n = index64.numel(), dim, size, op] {
+      std::optional<int64_t> bad = cpu::first_out_of_bounds(index, n, size);
+      EMBER_CHECK(!bad, op, "index ", *bad, " is out of bounds for dimension ", dim, " with size ", size);
+    };
+  });
 }
 
 void check_vector_index(const Tensor& index, const char* op) {
@@ -86,9 +91,11 @@ void scatter_into(const Tensor& target, int64_t dim, const Tensor& index, const 
   if (src.storage().is_alias_of(target.storage())) src_view = src_view.clone();
   check_scatter_shapes(target_view, dim, index_view, src_view, op);
   check_index_bounds(index64, dim, target_view.size(dim), op);
-  cpu::scatter(scatter_geometry(index_view, target_view, src_view, dim), target.scalar_type(), mode,
-               static_cast<char*>(target_view.data_ptr()), index_view.data_ptr<int64_t>(),
-               static_cast<const char*>(src_view.data_ptr()));
+  core::launch(op, [&] {
+    return [geometry = scatter_geometry(index_view, target_view, src_view, dim), dtype = target.scalar_type(), mode,
+            out = static_cast<char*>(target_view.data_ptr()), index = index_view.data_ptr<int64_t>(),
+            in = static_cast<const char*>(src_view.data_ptr())] { cpu::scatter(geometry, dtype, mode, out, index, in); };
+  });
 }
 
 // scatter: self's grad is grad with the overwritten places zeroed; scatter_add: grad.
@@ -132,10 +139,21 @@ Tensor scalar_source(const Tensor& self, const Tensor& index, const Scalar& valu
 Tensor select_slices(const Tensor& self, int64_t dim, const Tensor& index64, const std::vector<int64_t>& out_sizes) {
   Tensor input = kernel_view(self).contiguous();
   Tensor out = core::make_tensor(out_sizes, self.scalar_type());
-  cpu::index_select(slice_layout(input, dim, index64.numel()), self.element_size(),
-                    static_cast<const char*>(input.data_ptr()), index64.data_ptr<int64_t>(),
-                    static_cast<char*>(out.data_ptr()));
+  core::launch("index_select", [&] {
+    return [layout = slice_layout(input, dim, index64.numel()), item = self.element_size(),
+            in = static_cast<const char*>(input.data_ptr()), index = index64.data_ptr<int64_t>(),
+            o = static_cast<char*>(out.data_ptr())] { cpu::index_select(layout, item, in, index, o); };
+  });
   return out;
+}
+
+// Adds the contiguous `source` into `target` along `dim` at the checked `index64`.
+void launch_index_add(const char* op, const Tensor& target, int64_t dim, const Tensor& index64, const Tensor& source) {
+  core::launch(op, [&] {
+    return [layout = slice_layout(target, dim, index64.numel()), dtype = target.scalar_type(),
+            out = static_cast<char*>(target.data_ptr()), index = index64.data_ptr<int64_t>(),
+            in = static_cast<const char*>(source.data_ptr())] { cpu::index_add(layout, dtype, out, index, in); };
+  });
 }
 
 // Adds alpha * source into the contiguous `target` along `dim` at `index`, in place.
@@ -162,8 +180,7 @@ void index_add_into(const Tensor& target, int64_t dim, const Tensor& index, cons
   Tensor scaled = alpha.toDouble() == 1 ? source_view : source_view.mul(alpha);
   if (scaled.storage().is_alias_of(target.storage())) scaled = scaled.clone();
   scaled = scaled.contiguous();
-  cpu::index_add(slice_layout(target_view, dim, index64.numel()), dtype, static_cast<char*>(target_view.data_ptr()),
-                 index64.data_ptr<int64_t>(), static_cast<const char*>(scaled.data_ptr()));
+  launch_index_add(op, target_view, dim, index64, scaled);
 }
 
 void check_padding_idx(int64_t padding_idx, int64_t num_weights, const char* op) {
@@ -183,9 +200,11 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   check_scatter_shapes(self_view, dim, index_view, Tensor(), op);
   check_index_bounds(index64, dim, self_view.size(dim), op);
   Tensor out = core::make_tensor(index.sizes(), scalar_type());
-  cpu::gather(scatter_geometry(index_view, self_view, kernel_view(out), dim), element_size(),
-              static_cast<const char*>(self_view.data_ptr()), index_view.data_ptr<int64_t>(),
-              static_cast<char*>(out.data_ptr()));
+  core::launch(op, [&] {
+    return [geometry = scatter_geometry(index_view, self_view, kernel_view(out), dim), item = element_size(),
+            in = static_cast<const char*>(self_view.data_ptr()), index = index_view.data_ptr<int64_t>(),
+            o = static_cast<char*>(out.data_ptr())] { cpu::gather(geometry, item, in, index, o); };
+  });
   if (autograd::should_record({*this})) {
     std::vector<int64_t> self_sizes = sizes();
     ScalarType dtype = scalar_type();
@@ -326,8 +345,7 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
   const int64_t embedding_dim = grad.size(-1);
   Tensor rows = grad.detach().reshape({index64.numel(), embedding_dim}).contiguous();
   Tensor out = zeros({num_weights, embedding_dim}, grad.scalar_type());
-  cpu::index_add(slice_layout(out, 0, index64.numel()), grad.scalar_type(), static_cast<char*>(out.data_ptr()),
-                 index64.data_ptr<int64_t>(), static_cast<const char*>(rows.data_ptr()));
+  launch_index_add(op, out, 0, index64, rows);
   if (padding_idx >= 0) out.select(0, padding_idx).zero_();
   if (autograd::should_record({grad})) {
     SavedTensor saved_indices(indices);

@@ -56,8 +56,12 @@ Tensor triangle(const Tensor& x, int64_t diagonal, bool lower) {
   Tensor out = core::make_tensor(x.sizes(), x.scalar_type());
   const int64_t rows = x.size(-2), cols = x.size(-1);
   if (x.numel() > 0) {
-    cpu::copy_triangle(x.element_size(), static_cast<const char*>(input.data_ptr()), static_cast<char*>(out.data_ptr()),
-                       x.numel() / (rows * cols), rows, cols, diagonal, lower);
+    core::launch(op, [&] {
+      return [item = x.element_size(), in = static_cast<const char*>(input.data_ptr()),
+              o = static_cast<char*>(out.data_ptr()), matrices = x.numel() / (rows * cols), rows, cols, diagonal, lower] {
+        cpu::copy_triangle(item, in, o, matrices, rows, cols, diagonal, lower);
+      };
+    });
   }
   autograd::record(lower ? "TrilBackward" : "TriuBackward", {x}, {out},
                    [diagonal, lower](std::vector<Tensor>& g, const std::vector<bool>&) {

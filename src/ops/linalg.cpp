@@ -48,9 +48,13 @@ void batched_product(const Tensor& a, const Tensor& b, const Tensor& out) {
   };
   int64_t stride_a = 0, stride_b = 0;
   MatrixOperand A = prepare(a, stride_a), B = prepare(b, stride_b);
-  cpu::gemm_batched(out.scalar_type(), A.trans, B.trans, batch, m, n, k, 1.0, A.storage_owner.data_ptr(), A.ld,
-                    stride_a, B.storage_owner.data_ptr(), B.ld, stride_b, 0.0, out.data_ptr(), std::max<int64_t>(n, 1),
-                    m * n);
+  core::launch("bmm", [&] {
+    return [dtype = out.scalar_type(), ta = A.trans, tb = B.trans, batch, m, n, k, a = A.storage_owner.data_ptr(),
+            lda = A.ld, stride_a, b = B.storage_owner.data_ptr(), ldb = B.ld, stride_b, c = out.data_ptr()] {
+      cpu::gemm_batched(dtype, ta, tb, batch, m, n, k, 1.0, a, lda, stride_a, b, ldb, stride_b, 0.0, c,
+                        std::max<int64_t>(n, 1), m * n);
+    };
+  });
 }
 
 Tensor mm_forward(const Tensor& a, const Tensor& b) {
@@ -58,8 +62,12 @@ Tensor mm_forward(const Tensor& a, const Tensor& b) {
   Tensor out = core::make_tensor({m, n}, a.scalar_type());
   if (m == 0 || n == 0) return out;
   MatrixOperand A = as_matrix(a), B = as_matrix(b);
-  cpu::gemm(a.scalar_type(), A.trans, B.trans, m, n, k, 1.0, A.storage_owner.data_ptr(), A.ld,
-            B.storage_owner.data_ptr(), B.ld, 0.0, out.data_ptr(), std::max<int64_t>(n, 1));
+  core::launch("mm", [&] {
+    return [dtype = a.scalar_type(), ta = A.trans, tb = B.trans, m, n, k, pa = A.storage_owner.data_ptr(), lda = A.ld,
+            pb = B.storage_owner.data_ptr(), ldb = B.ld, c = out.data_ptr()] {
+      cpu::gemm(dtype, ta, tb, m, n, k, 1.0, pa, lda, pb, ldb, 0.0, c, std::max<int64_t>(n, 1));
+    };
+  });
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "ops/op_utils.h"
 
+#include <array>
+
 namespace ember::ops {
 
 std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
@@ -61,18 +63,22 @@ bool can_cast(ScalarType from, ScalarType to) {
 
 Tensor scalar_to_tensor(const Scalar& value, ScalarType dtype) {
   Tensor t = core::make_tensor({}, dtype);
-  char* p = static_cast<char*>(t.data_ptr());
-  switch (dtype) {
-    case kBool: *reinterpret_cast<bool*>(p) = value.toBool(); break;
-    case kUInt8: *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(value.toLong()); break;
-    case kInt8: *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(value.toLong()); break;
-    case kInt32: *reinterpret_cast<int32_t*>(p) = static_cast<int32_t>(value.toLong()); break;
-    case kInt64: *reinterpret_cast<int64_t*>(p) = value.toLong(); break;
-    case kFloat16: *reinterpret_cast<Half*>(p) = Half(static_cast<float>(value.toDouble())); break;
-    case kBFloat16: *reinterpret_cast<BFloat16*>(p) = BFloat16(static_cast<float>(value.toDouble())); break;
-    case kFloat32: *reinterpret_cast<float*>(p) = static_cast<float>(value.toDouble()); break;
-    case kFloat64: *reinterpret_cast<double*>(p) = value.toDouble(); break;
-  }
+  core::launch("scalar_to_tensor", [&] {
+    char* p = static_cast<char*>(t.data_ptr());
+    return [p, dtype, value] {
+      switch (dtype) {
+        case kBool: *reinterpret_cast<bool*>(p) = value.toBool(); break;
+        case kUInt8: *reinterpret_cast<uint8_t*>(p) = static_cast<uint8_t>(value.toLong()); break;
+        case kInt8: *reinterpret_cast<int8_t*>(p) = static_cast<int8_t>(value.toLong()); break;
+        case kInt32: *reinterpret_cast<int32_t*>(p) = static_cast<int32_t>(value.toLong()); break;
+        case kInt64: *reinterpret_cast<int64_t*>(p) = value.toLong(); break;
+        case kFloat16: *reinterpret_cast<Half*>(p) = Half(static_cast<float>(value.toDouble())); break;
+        case kBFloat16: *reinterpret_cast<BFloat16*>(p) = BFloat16(static_cast<float>(value.toDouble())); break;
+        case kFloat32: *reinterpret_cast<float*>(p) = static_cast<float>(value.toDouble()); break;
+        case kFloat64: *reinterpret_cast<double*>(p) = value.toDouble(); break;
+      }
+    };
+  });
   return t;
 }
 
@@ -92,17 +98,20 @@ std::vector<int64_t> broadcast_strides(const Tensor& t, IntArrayRef sizes, const
 
 void run_loop(const Tensor& out, const std::vector<Tensor>& inputs, cpu::InnerLoop loop,
               const cpu::ElementwiseParams& params) {
-  std::vector<std::vector<int64_t>> strides{out.strides()};
-  std::vector<int64_t> element_sizes{static_cast<int64_t>(out.element_size())};
-  char* base[cpu::kMaxOperands];
-  base[0] = static_cast<char*>(out.data_ptr());
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    strides.push_back(broadcast_strides(inputs[k], out.sizes(), "elementwise"));
-    element_sizes.push_back(static_cast<int64_t>(inputs[k].element_size()));
-    base[k + 1] = static_cast<char*>(inputs[k].data_ptr());
-  }
-  cpu::Geometry g = cpu::make_geometry(out.sizes(), strides, element_sizes);
-  cpu::run_elementwise(g, base, loop, &params);
+  core::launch("elementwise", [&] {
+    std::vector<std::vector<int64_t>> strides{out.strides()};
+    std::vector<int64_t> element_sizes{static_cast<int64_t>(out.element_size())};
+    std::array<char*, cpu::kMaxOperands> base{};
+    base[0] = static_cast<char*>(out.data_ptr());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      strides.push_back(broadcast_strides(inputs[k], out.sizes(), "elementwise"));
+      element_sizes.push_back(static_cast<int64_t>(inputs[k].element_size()));
+      base[k + 1] = static_cast<char*>(inputs[k].data_ptr());
+    }
+    return [g = cpu::make_geometry(out.sizes(), strides, element_sizes), base, loop, params] {
+      cpu::run_elementwise(g, base.data(), loop, &params);
+    };
+  });
 }
 
 Tensor unaliased(const Tensor& src, const Tensor& dst) {

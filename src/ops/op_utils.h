@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autograd/function.h"
+#include "core/graph_capture.h"
 #include "core/record_op.h"
 #include "core/tensor_impl.h"
 #include "cpu/elementwise_ops.h"

@@ -86,7 +86,11 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, const Windows& w, int64
   const auto sizes = output_sizes(x, w, rank);
   Tensor out = core::make_tensor(sizes, dtype), indices = core::make_tensor(sizes, kInt64);
   const int64_t planes = x.size(0) * x.size(1);
-  cpu::max_pool_forward(dtype, planes, w.data(), x.data_ptr(), out.data_ptr(), indices.data_ptr<int64_t>());
+  core::launch("max_pool", [&] {
+    return [dtype, planes, w, in = x.data_ptr(), o = out.data_ptr(), i = indices.data_ptr<int64_t>()] {
+      cpu::max_pool_forward(dtype, planes, w.data(), in, o, i);
+    };
+  });
   if (autograd::should_record({input})) {
     const int64_t in_plane = w[0].in * w[1].in * w[2].in, out_plane = w[0].out * w[1].out * w[2].out;
     const std::vector<int64_t> in_sizes = x.sizes();
@@ -96,8 +100,12 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, const Windows& w, int64
                                    "double backward (create_graph=true) is not supported");
                        const Tensor g = grads[0].to(dtype).contiguous();
                        Tensor grad_x = core::make_tensor(in_sizes, dtype);
-                       cpu::max_pool_backward(dtype, planes, in_plane, out_plane, g.data_ptr(),
-                                              indices.data_ptr<int64_t>(), grad_x.data_ptr());
+                       core::launch("max_pool_backward", [&] {
+                         return [dtype, planes, in_plane, out_plane, gp = g.data_ptr(),
+                                 i = indices.data_ptr<int64_t>(), gx = grad_x.data_ptr()] {
+                           cpu::max_pool_backward(dtype, planes, in_plane, out_plane, gp, i, gx);
+                         };
+                       });
                        return {grad_x};
                      });
   }
@@ -109,7 +117,11 @@ Tensor avg_pool(const Tensor& input, const Windows& w, int64_t rank, int64_t div
   const Tensor x = input.detach().contiguous();
   Tensor out = core::make_tensor(output_sizes(x, w, rank), dtype);
   const int64_t planes = x.size(0) * x.size(1);
-  cpu::avg_pool_forward(dtype, planes, w.data(), divisor_override, x.data_ptr(), out.data_ptr());
+  core::launch("avg_pool", [&] {
+    return [dtype, planes, w, divisor_override, in = x.data_ptr(), o = out.data_ptr()] {
+      cpu::avg_pool_forward(dtype, planes, w.data(), divisor_override, in, o);
+    };
+  });
   if (autograd::should_record({input})) {
     const std::vector<int64_t> in_sizes = x.sizes();
     autograd::record("AvgPoolBackward", {input}, {out},
@@ -118,8 +130,11 @@ Tensor avg_pool(const Tensor& input, const Windows& w, int64_t rank, int64_t div
                                    "double backward (create_graph=true) is not supported");
                        const Tensor g = grads[0].to(dtype).contiguous();
                        Tensor grad_x = core::make_tensor(in_sizes, dtype);
-                       cpu::avg_pool_backward(dtype, planes, w.data(), divisor_override, g.data_ptr(),
-                                              grad_x.data_ptr());
+                       core::launch("avg_pool_backward", [&] {
+                         return [dtype, planes, w, divisor_override, gp = g.data_ptr(), gx = grad_x.data_ptr()] {
+                           cpu::avg_pool_backward(dtype, planes, w.data(), divisor_override, gp, gx);
+                         };
+                       });
                        return {grad_x};
                      });
   }

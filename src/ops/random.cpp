@@ -10,7 +10,8 @@ namespace {
 
 std::mutex g_generator_mutex;
 
-// Reserves `n` counter values of the default generator; returns (seed, first offset).
+// Reserves `n` counter values of the default generator; returns (seed, first offset). Called
+// inside the recorded call, so that each graph replay draws afresh (Note [Graph capture]).
 std::pair<uint64_t, uint64_t> reserve(int64_t n) {
   std::lock_guard<std::mutex> lock(g_generator_mutex);
   Generator& gen = default_generator();
@@ -35,8 +36,12 @@ Tensor& generate_into(const Tensor& t, const char* op, F fill) {
 
 Tensor& random_(const Tensor& t, const char* op, cpu::Distribution dist, double a, double b) {
   return generate_into(t, op, [&](const Tensor& out) {
-    auto [seed, offset] = reserve(out.numel());
-    cpu::fill_random(out.scalar_type(), out.data_ptr(), out.numel(), seed, offset, dist, a, b);
+    core::launch(op, [&] {
+      return [dtype = out.scalar_type(), p = out.data_ptr(), n = out.numel(), dist, a, b] {
+        auto [seed, offset] = reserve(n);
+        cpu::fill_random(dtype, p, n, seed, offset, dist, a, b);
+      };
+    });
   });
 }
 
@@ -96,8 +101,12 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions
   EMBER_CHECK(low < high, "randint", "expects low < high, but got low=", low, " and high=", high);
   core::check_sizes(sizes, "randint");
   Tensor t = empty(sizes, options.has_dtype() ? options.requires_grad(false) : TensorOptions(kInt64));
-  auto [seed, offset] = reserve(t.numel());
-  cpu::fill_randint(t.scalar_type(), t.data_ptr(), t.numel(), seed, offset, low, high);
+  core::launch("randint", [&] {
+    return [dtype = t.scalar_type(), p = t.data_ptr(), n = t.numel(), low, high] {
+      auto [seed, offset] = reserve(n);
+      cpu::fill_randint(dtype, p, n, seed, offset, low, high);
+    };
+  });
   return t;
 }
 
@@ -105,24 +114,31 @@ Tensor randperm(int64_t n, const TensorOptions& options) {
   check_device_available(options.device(), "randperm");
   EMBER_CHECK(n >= 0, "randperm", "n must be non-negative, got ", n);
   Tensor perm = arange(n, kInt64);
-  int64_t* p = perm.data_ptr<int64_t>();
-  auto [seed, offset] = reserve(n);
-  for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
-    int64_t j = static_cast<int64_t>(cpu::random_bits(seed, offset + static_cast<uint64_t>(i)) % static_cast<uint64_t>(i + 1));
-    std::swap(p[i], p[j]);
-  }
+  core::launch("randperm", [&] {
+    return [p = perm.data_ptr<int64_t>(), n] {
+      auto [seed, offset] = reserve(n);
+      for (int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates
+        int64_t j = static_cast<int64_t>(cpu::random_bits(seed, offset + static_cast<uint64_t>(i)) %
+                                         static_cast<uint64_t>(i + 1));
+        std::swap(p[i], p[j]);
+      }
+    };
+  });
   return perm.to(options.has_dtype() ? options.dtype() : kInt64);
 }
 
 Tensor bernoulli(const Tensor& probabilities) {
   EMBER_RECORD_OP("bernoulli", probabilities);
   Tensor p = probabilities.to(kFloat64).contiguous();
-  const double* pp = p.data_ptr<double>();
-  for (int64_t i = 0; i < p.numel(); ++i)
-    EMBER_CHECK(pp[i] >= 0 && pp[i] <= 1, "bernoulli", "probability ", pp[i], " at index ", i, " is outside [0, 1]");
   Tensor out = empty(probabilities.sizes(), probabilities.scalar_type());
-  auto [seed, offset] = reserve(out.numel());
-  cpu::fill_bernoulli(out.scalar_type(), out.data_ptr(), pp, out.numel(), seed, offset);
+  core::launch("bernoulli", [&] {
+    return [pp = p.data_ptr<double>(), dtype = out.scalar_type(), o = out.data_ptr(), n = out.numel()] {
+      for (int64_t i = 0; i < n; ++i)
+        EMBER_CHECK(pp[i] >= 0 && pp[i] <= 1, "bernoulli", "probability ", pp[i], " at index ", i, " is outside [0, 1]");
+      auto [seed, offset] = reserve(n);
+      cpu::fill_bernoulli(dtype, o, pp, n, seed, offset);
+    };
+  });
   return out;
 }
 

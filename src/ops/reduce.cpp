@@ -76,7 +76,7 @@ using cpu::ReduceValue;
 bool accumulates_float(ScalarType t) { return is_floating_point(t); }
 
 ReduceValue identity(ReduceOp op, bool floating) {
-  ReduceValue v;
+  ReduceValue v{};
   switch (op) {
     case ReduceOp::Sum: case ReduceOp::Any: if (floating) v.f = 0; else v.i = 0; break;
     case ReduceOp::Prod: case ReduceOp::All: if (floating) v.f = 1; else v.i = 1; break;
@@ -87,7 +87,7 @@ ReduceValue identity(ReduceOp op, bool floating) {
 }
 
 ReduceValue combine(ReduceOp op, bool floating, ReduceValue a, ReduceValue b) {
-  ReduceValue r;
+  ReduceValue r{};
   if (floating) {
     double x = a.f, y = b.f;
     switch (op) {
@@ -137,50 +137,55 @@ ReduceValue reduce_row(ReduceOp op, ScalarType dtype, const char* data, int64_t 
   return acc;
 }
 
-// Runs `op` over the layout; returns one value per output element (outer * inner).
-std::vector<ReduceValue> reduce_values(ReduceOp op, const ops::ReduceLayout& L) {
-  const ScalarType dtype = L.input.scalar_type();
+// Runs `op` over `outer` x R x `inner` elements of `dtype` at `base`; returns one value per
+// output element (outer * inner).
+std::vector<ReduceValue> reduce_values(ReduceOp op, ScalarType dtype, const char* base, int64_t outer, int64_t R,
+                                       int64_t inner) {
   const bool floating = accumulates_float(dtype);
   const int64_t item = static_cast<int64_t>(element_size(dtype));
-  const char* base = static_cast<const char*>(L.input.data_ptr());
-  std::vector<ReduceValue> out(L.outer * L.inner, identity(op, floating));
-  if (L.R == 0 || out.empty()) return out;
-  if (L.inner == 1) {
-    if (L.outer < 2 * cpu::num_threads()) {
-      for (int64_t o = 0; o < L.outer; ++o) out[o] = reduce_row(op, dtype, base + o * L.R * item, L.R, true);
+  std::vector<ReduceValue> out(outer * inner, identity(op, floating));
+  if (R == 0 || out.empty()) return out;
+  if (inner == 1) {
+    if (outer < 2 * cpu::num_threads()) {
+      for (int64_t o = 0; o < outer; ++o) out[o] = reduce_row(op, dtype, base + o * R * item, R, true);
     } else {
-      const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(L.R, 1));
-      cpu::parallel_for(0, L.outer, grain, [&](int64_t lo, int64_t hi) {
-        for (int64_t o = lo; o < hi; ++o) out[o] = reduce_row(op, dtype, base + o * L.R * item, L.R, false);
+      const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(R, 1));
+      cpu::parallel_for(0, outer, grain, [&](int64_t lo, int64_t hi) {
+        for (int64_t o = lo; o < hi; ++o) out[o] = reduce_row(op, dtype, base + o * R * item, R, false);
       });
     }
     return out;
   }
   // Reduce over the middle dim: columns of `inner` values, in blocks that run in parallel.
   constexpr int64_t kBlock = 256;
-  const int64_t blocks_per_outer = (L.inner + kBlock - 1) / kBlock;
+  const int64_t blocks_per_outer = (inner + kBlock - 1) / kBlock;
   auto columns = EMBER_KERNEL(reduce_columns);
-  cpu::parallel_for(0, L.outer * blocks_per_outer, 1, [&](int64_t lo, int64_t hi) {
+  cpu::parallel_for(0, outer * blocks_per_outer, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t b = lo; b < hi; ++b) {
       const int64_t o = b / blocks_per_outer, j0 = (b % blocks_per_outer) * kBlock;
-      const int64_t count = std::min(kBlock, L.inner - j0);
-      columns(op, dtype, base + (o * L.R * L.inner + j0) * item, L.R, L.inner, count, &out[o * L.inner + j0]);
+      const int64_t count = std::min(kBlock, inner - j0);
+      columns(op, dtype, base + (o * R * inner + j0) * item, R, inner, count, &out[o * inner + j0]);
     }
   });
   return out;
 }
 
-Tensor values_to_tensor(const std::vector<ReduceValue>& values, bool floating, const std::vector<int64_t>& sizes,
-                        ScalarType dtype) {
-  Tensor wide = core::make_tensor(sizes, floating ? kFloat64 : kInt64);
-  if (floating) {
-    double* p = wide.data_ptr<double>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i].f;
-  } else {
-    int64_t* p = wide.data_ptr<int64_t>();
-    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i].i;
-  }
-  return wide.to(dtype);
+// The reduction of L.input into a new float64 (floating inputs) or int64 tensor of L.out_sizes.
+Tensor reduce_to_wide(ReduceOp op, const ops::ReduceLayout& L) {
+  const ScalarType dtype = L.input.scalar_type();
+  const bool floating = accumulates_float(dtype);
+  Tensor wide = core::make_tensor(L.out_sizes, floating ? kFloat64 : kInt64);
+  core::launch("reduce", [&] {
+    return [op, dtype, floating, base = static_cast<const char*>(L.input.data_ptr()), outer = L.outer, R = L.R,
+            inner = L.inner, out = wide.data_ptr()] {
+      const std::vector<ReduceValue> values = reduce_values(op, dtype, base, outer, R, inner);
+      for (size_t i = 0; i < values.size(); ++i) {
+        if (floating) static_cast<double*>(out)[i] = values[i].f;
+        else static_cast<int64_t*>(out)[i] = values[i].i;
+      }
+    };
+  });
+  return wide;
 }
 
 Tensor reduce(ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim, ScalarType out_dtype, const char* name,
@@ -193,8 +198,7 @@ Tensor reduce(ReduceOp op, const Tensor& x, IntArrayRef dims, bool keepdim, Scal
     EMBER_CHECK(L.R > 0 || L.outer * L.inner == 0, name, "cannot reduce over an empty dimension of shape ",
                 x.sizes(), ": the operation has no identity");
   }
-  auto values = reduce_values(op, L);
-  return values_to_tensor(values, accumulates_float(input.scalar_type()), L.out_sizes, out_dtype);
+  return reduce_to_wide(op, L).to(out_dtype);
 }
 
 ScalarType sum_dtype(const Tensor& x, std::optional<ScalarType> dtype) {

@@ -22,7 +22,10 @@ Tensor scan_values(ScanOp op, const Tensor& x, int64_t dim, ScalarType dtype, bo
   const Tensor input = x.to(dtype);
   const ops::ReduceLayout L = ops::reduce_layout(input, dim, true, name);
   Tensor out = core::make_tensor(input.sizes(), dtype);
-  cpu::scan(op, dtype, L.input.data_ptr(), out.data_ptr(), L.outer, L.R, L.inner, reverse);
+  core::launch(name, [&] {
+    return [op, dtype, in = L.input.data_ptr(), o = out.data_ptr(), outer = L.outer, R = L.R, inner = L.inner,
+            reverse] { cpu::scan(op, dtype, in, o, outer, R, inner, reverse); };
+  });
   return out;
 }
 

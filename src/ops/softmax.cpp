@@ -25,7 +25,10 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, std::optional<ScalarType> dtyp
   const int64_t d = core::wrap_dim(dim, input.dim(), name);
   const ops::ReduceLayout L = ops::reduce_layout(input.detach(), d, true, name);
   Tensor out = core::make_tensor(input.sizes(), input.scalar_type());
-  cpu::softmax(input.scalar_type(), L.input.data_ptr(), out.data_ptr(), L.outer, L.R, L.inner, log);
+  core::launch(name, [&] {
+    return [dtype = input.scalar_type(), in = L.input.data_ptr(), o = out.data_ptr(), outer = L.outer, R = L.R,
+            inner = L.inner, log] { cpu::softmax(dtype, in, o, outer, R, inner, log); };
+  });
   if (autograd::should_record({input})) {
     SavedTensor so(out, true);
     autograd::record(log ? "LogSoftmaxBackward" : "SoftmaxBackward", {input}, {out},

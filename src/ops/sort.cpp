@@ -39,8 +39,10 @@ std::tuple<Tensor, Tensor> sort_impl(const Tensor& x, int64_t dim, bool descendi
   Tensor input = x.detach().contiguous();
   Tensor values = core::make_tensor(x.sizes(), x.scalar_type());
   Tensor indices = core::make_tensor(x.sizes(), kInt64);
-  cpu::sort_rows(x.scalar_type(), input.data_ptr(), row_layout(x, dim), descending, values.data_ptr(),
-                 indices.data_ptr<int64_t>());
+  core::launch("sort", [&] {
+    return [dtype = x.scalar_type(), in = input.data_ptr(), rows = row_layout(x, dim), descending, v = values.data_ptr(),
+            i = indices.data_ptr<int64_t>()] { cpu::sort_rows(dtype, in, rows, descending, v, i); };
+  });
   record_selection("SortBackward", x, dim, values, indices);
   return {values, indices};
 }
@@ -71,8 +73,10 @@ std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bo
   Tensor input = detach().contiguous();
   Tensor values = core::make_tensor(out_sizes, scalar_type());
   Tensor indices = core::make_tensor(out_sizes, kInt64);
-  cpu::topk_rows(scalar_type(), input.data_ptr(), rows, kept, largest, sorted, values.data_ptr(),
-                 indices.data_ptr<int64_t>());
+  core::launch("topk", [&] {
+    return [dtype = scalar_type(), in = input.data_ptr(), rows, kept, largest, sorted, v = values.data_ptr(),
+            i = indices.data_ptr<int64_t>()] { cpu::topk_rows(dtype, in, rows, kept, largest, sorted, v, i); };
+  });
   record_selection("TopkBackward", *this, dim, values, indices);
   return {values, indices};
 }

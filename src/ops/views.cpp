@@ -16,6 +16,7 @@ Tensor make_view_of(const Tensor& self, std::vector<int64_t> sizes, std::vector<
   Tensor out = core::make_view(self.storage(), std::move(sizes), std::move(strides), offset, self.scalar_type());
   TensorImpl* impl = self.unsafeGetTensorImpl();
   out.unsafeGetTensorImpl()->view_base = impl->view_base ? impl->view_base : self.impl();
+  out.unsafeGetTensorImpl()->is_inference = impl->is_inference;  // a view is of its base's kind
   autograd::record(name, {self}, {out}, std::move(backward));
   return out;
 }
@@ -92,6 +93,8 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
   if (view_strides(*this, sizes)) return view(sizes);
   return contiguous().view(sizes);
 }
+
+Tensor reshape(const Tensor& x, IntArrayRef shape) { return x.reshape(shape); }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   if (dim() == 0) return reshape({1});

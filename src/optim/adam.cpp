@@ -6,6 +6,7 @@
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
+#include "ember/graph.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -13,13 +14,13 @@ namespace {
 
 struct AdamHyperparameters {
   double lr, beta1, beta2, eps, weight_decay;
-  bool amsgrad, maximize, decoupled_weight_decay;
+  bool amsgrad, maximize, capturable, decoupled_weight_decay;
 };
 
 template <typename Options>
 AdamHyperparameters hyperparameters_of(const Options& o, bool decoupled) {
-  return {o.lr(), std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(), o.amsgrad(), o.maximize(),
-          decoupled};
+  return {o.lr(),      std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(),
+          o.amsgrad(), o.maximize(),           o.capturable(),         decoupled};
 }
 
 template <typename Options>
@@ -30,7 +31,8 @@ std::map<std::string, double> named_hyperparameters(const Options& o) {
           {"eps", o.eps()},
           {"weight_decay", o.weight_decay()},
           {"amsgrad", o.amsgrad() ? 1.0 : 0.0},
-          {"maximize", o.maximize() ? 1.0 : 0.0}};
+          {"maximize", o.maximize() ? 1.0 : 0.0},
+          {"capturable", o.capturable() ? 1.0 : 0.0}};
 }
 
 template <typename Options>
@@ -42,6 +44,8 @@ void set_named_hyperparameters(Options& o, const std::map<std::string, double>& 
   o.weight_decay(detail::require_scalar(values, "weight_decay", op));
   o.amsgrad(detail::require_scalar(values, "amsgrad", op) != 0);
   o.maximize(detail::require_scalar(values, "maximize", op) != 0);
+  // Absent from checkpoints written before the option existed.
+  if (values.count("capturable")) o.capturable(values.at("capturable") != 0);
 }
 
 template <typename Options>
@@ -64,14 +68,40 @@ void lerp_(Tensor& self, const Tensor& end, double weight) {
   }
 }
 
+// The last step with the bias corrections as tensors of the step count (capturable). Each
+// float64 value equals its host counterpart in adam_update; the float32 ops see it rounded
+// to float32 as they see a Scalar.
+void capturable_update(Tensor& param, AdamParamState& state, const Tensor& second_moment, const AdamHyperparameters& h) {
+  const Tensor& step = state.step_tensor();
+  Tensor bias_correction1 = -pow(h.beta1, step) + 1;
+  Tensor bias_correction2_sqrt = (-pow(h.beta2, step) + 1).sqrt();
+  Tensor step_size = h.lr / bias_correction1;
+  Tensor denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(h.eps);
+  param.sub_(state.exp_avg() / denom * step_size);
+}
+
 void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters& h) {
   Tensor grad = h.maximize ? -param.grad() : param.grad();
+  const char* op = h.decoupled_weight_decay ? "AdamW::step" : "Adam::step";
+  // A capture would record the state's initial fill, and every replay would start it afresh.
+  const bool state_missing = !state.exp_avg().defined() || (h.capturable && !state.step_tensor().defined()) ||
+                             (h.amsgrad && !state.max_exp_avg_sq().defined());
+  EMBER_CHECK(!state_missing || !is_current_stream_capturing(), op, "the optimizer state of a parameter of shape ",
+              param.sizes(), " would be created inside the graph capture; run warm-up steps before capturing");
   if (!state.exp_avg().defined()) {
     state.exp_avg(zeros_like(param));
     state.exp_avg_sq(zeros_like(param));
     if (h.amsgrad) state.max_exp_avg_sq(zeros_like(param));
   }
-  state.step(state.step() + 1);
+  if (h.capturable) {
+    if (!state.step_tensor().defined()) state.step_tensor(full({}, static_cast<double>(state.step()), kFloat64));
+    state.step_tensor().add_(1);
+  } else {
+    EMBER_CHECK(!is_current_stream_capturing(), op,
+                "a graph capture would freeze the step count (a host integer) and the bias corrections; "
+                "construct the optimizer with capturable(true) to capture its step");
+    state.step(state.step() + 1);
+  }
   if (h.weight_decay != 0) {
     if (h.decoupled_weight_decay) {
       param.mul_(1 - h.lr * h.weight_decay);
@@ -91,6 +121,10 @@ void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters
     if (!state.max_exp_avg_sq().defined()) state.max_exp_avg_sq(zeros_like(param));  // amsgrad switched on later
     state.max_exp_avg_sq().copy_(state.max_exp_avg_sq().maximum(state.exp_avg_sq()));
     second_moment = state.max_exp_avg_sq();
+  }
+  if (h.capturable) {
+    capturable_update(param, state, second_moment, h);
+    return;
   }
   Tensor denom = (second_moment.sqrt() / bias_correction2_sqrt).add_(h.eps);
   param.add_(state.exp_avg() / denom, -step_size);
@@ -124,11 +158,12 @@ std::unique_ptr<OptimizerParamState> AdamParamState::clone() const {
   if (exp_avg().defined()) copy->exp_avg(exp_avg().clone());
   if (exp_avg_sq().defined()) copy->exp_avg_sq(exp_avg_sq().clone());
   if (max_exp_avg_sq().defined()) copy->max_exp_avg_sq(max_exp_avg_sq().clone());
+  if (step_tensor().defined()) copy->step_tensor(step_tensor().clone());
   return copy;
 }
 
 void AdamParamState::save(const std::string& prefix, OptimizerStateDict& out) const {
-  out.scalars[prefix + "step"] = static_cast<double>(step());
+  out.scalars[prefix + "step"] = step_tensor().defined() ? step_tensor().item<double>() : static_cast<double>(step());
   detail::save_state_tensor(out, prefix + "exp_avg", exp_avg());
   detail::save_state_tensor(out, prefix + "exp_avg_sq", exp_avg_sq());
   detail::save_state_tensor(out, prefix + "max_exp_avg_sq", max_exp_avg_sq());
@@ -138,6 +173,7 @@ void AdamParamState::load(const std::string& prefix, const OptimizerStateDict& i
   auto step_it = in.scalars.find(prefix + "step");
   EMBER_CHECK(step_it != in.scalars.end(), "Adam::load_state_dict", "the state dict lacks '", prefix, "step'");
   step(static_cast<int64_t>(step_it->second));
+  step_tensor(Tensor());  // made again from step() by the next capturable step
   exp_avg(detail::load_state_tensor(in, prefix + "exp_avg", param));
   exp_avg_sq(detail::load_state_tensor(in, prefix + "exp_avg_sq", param));
   if (in.tensors.count(prefix + "max_exp_avg_sq"))

@@ -8,6 +8,14 @@
 #include "ember/error.h"
 
 namespace ember::optim {
+namespace {
+// Every group's base lr times `factor`.
+std::vector<double> scaled(const std::vector<double>& base_lrs, double factor) {
+  std::vector<double> lrs;
+  for (double base : base_lrs) lrs.push_back(base * factor);
+  return lrs;
+}
+}  // namespace
 
 LRScheduler::LRScheduler(Optimizer& optimizer) : optimizer_(optimizer) {
   for (const auto& group : optimizer_.param_groups()) base_lrs_.push_back(group.options().get_lr());
@@ -54,10 +62,31 @@ StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
 }
 
 std::vector<double> StepLR::get_lrs() const {
-  std::vector<double> lrs;
   const double factor = std::pow(gamma_, static_cast<double>(last_epoch_ / step_size_));
-  for (double base : base_lrs_) lrs.push_back(base * factor);
-  return lrs;
+  return scaled(base_lrs_, factor);
+}
+
+MultiStepLR::MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma)
+    : LRScheduler(optimizer), milestones_(std::move(milestones)), gamma_(gamma) {
+  for (int64_t milestone : milestones_)
+    EMBER_CHECK(milestone >= 0, "MultiStepLR", "milestones must be non-negative, got ", milestones_);
+  std::sort(milestones_.begin(), milestones_.end());
+  initial_step();
+}
+
+std::vector<double> MultiStepLR::get_lrs() const {
+  const auto passed = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
+  const double factor = std::pow(gamma_, static_cast<double>(passed));
+  return scaled(base_lrs_, factor);
+}
+
+ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
+  initial_step();
+}
+
+std::vector<double> ExponentialLR::get_lrs() const {
+  const double factor = std::pow(gamma_, static_cast<double>(last_epoch_));
+  return scaled(base_lrs_, factor);
 }
 
 LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> lr_lambda)
@@ -67,10 +96,8 @@ LambdaLR::LambdaLR(Optimizer& optimizer, std::function<double(int64_t)> lr_lambd
 }
 
 std::vector<double> LambdaLR::get_lrs() const {
-  std::vector<double> lrs;
   const double factor = lr_lambda_(last_epoch_);
-  for (double base : base_lrs_) lrs.push_back(base * factor);
-  return lrs;
+  return scaled(base_lrs_, factor);
 }
 
 namespace {

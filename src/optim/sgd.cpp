@@ -2,6 +2,7 @@
 #include "ember/optim/sgd.h"
 
 #include "ember/autograd.h"
+#include "ember/graph.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -69,6 +70,9 @@ Tensor SGD::step(LossClosure closure) {
       if (o.momentum() != 0) {
         auto& state = state_for<SGDParamState>(param);
         if (!state.momentum_buffer().defined()) {
+          // A capture would record the first step's copy, and every replay would restart the momentum.
+          EMBER_CHECK(!is_current_stream_capturing(), "SGD::step", "the momentum buffer of a parameter of shape ",
+                      param.sizes(), " would be created inside the graph capture; run warm-up steps before capturing");
           state.momentum_buffer(grad.clone());
         } else {
           state.momentum_buffer().mul_(o.momentum()).add_(grad, 1 - o.dampening());

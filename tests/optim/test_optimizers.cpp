@@ -8,6 +8,7 @@
 
 #include "core/testing.h"
 #include "ember/ember.h"
+#include "optim/optimizer_testing.h"
 
 namespace ember {
 namespace {
@@ -16,37 +17,7 @@ namespace optim = ember::optim;
 using testutil::all_close;
 using testutil::throws_error;
 using testutil::values;
-using Params = std::vector<std::vector<double>>;
-
-constexpr int kSteps = 20;
-
-// The gradient at step t of element i of parameter k: a quadratic pull towards a target
-// plus a deterministic wiggle, so that every step's gradient differs.
-double gradient_of(double p, size_t k, size_t i, int t) {
-  const double target = 0.3 * static_cast<double>(i) - 0.2 * static_cast<double>(k);
-  return 2 * (p - target) * (1 + 0.1 * static_cast<double>(k)) + 0.05 * std::sin(1.3 * t + static_cast<double>(i));
-}
-
-Params initial_values() { return {{0.5, -1.0, 2.0, 0.25, -0.75, 1.5}, {1.0, -2.0, 0.1, 0.0}}; }
-
-std::vector<Tensor> make_params() {
-  Params init = initial_values();
-  return {testutil::make(init[0], {3, 2}, kFloat64).requires_grad_(), testutil::make(init[1], {4}, kFloat64).requires_grad_()};
-}
-
-void set_gradients(const std::vector<Tensor>& params, int t) {
-  for (size_t k = 0; k < params.size(); ++k) {
-    std::vector<double> g;
-    const auto p = values(params[k]);
-    for (size_t i = 0; i < p.size(); ++i) g.push_back(gradient_of(p[i], k, i, t));
-    Tensor param = params[k];
-    param.set_grad(testutil::make(g, params[k].sizes(), kFloat64));
-  }
-}
-
-void expect_params(const std::vector<Tensor>& params, const Params& expected, const std::string& what) {
-  for (size_t k = 0; k < params.size(); ++k) EXPECT_TRUE(all_close(params[k], expected[k], {1e-6, 1e-6})) << what;
-}
+using namespace optim_testing;
 
 // ---- SGD -------------------------------------------------------------------------------------
 
@@ -104,6 +75,7 @@ TEST(SGD, EveryOptionMatchesTheReference) {
 struct AdamConfig {
   double lr, beta1, beta2, eps, weight_decay;
   bool amsgrad, maximize, decoupled;
+  bool capturable = false;  // the step count in a tensor (ember/graph.h); same formulas
 };
 
 Params adam_reference(const AdamConfig& c) {
@@ -137,7 +109,8 @@ Params adam_reference(const AdamConfig& c) {
 std::string describe(const AdamConfig& c) {
   return "lr=" + std::to_string(c.lr) + " betas=(" + std::to_string(c.beta1) + ", " + std::to_string(c.beta2) +
          ") eps=" + std::to_string(c.eps) + " wd=" + std::to_string(c.weight_decay) + " amsgrad=" +
-         std::to_string(c.amsgrad) + " maximize=" + std::to_string(c.maximize);
+         std::to_string(c.amsgrad) + " maximize=" + std::to_string(c.maximize) +
+         " capturable=" + std::to_string(c.capturable);
 }
 
 TEST(Adam, EveryOptionMatchesTheReference) {
@@ -146,6 +119,7 @@ TEST(Adam, EveryOptionMatchesTheReference) {
       {0.01, 0.9, 0.999, 1e-3, 0, false, false, false},  {0.01, 0.9, 0.999, 1e-8, 0.1, false, false, false},
       {0.02, 0.9, 0.999, 1e-8, 0, true, false, false},   {0.01, 0.9, 0.999, 1e-8, 0, false, true, false},
       {0.03, 0.7, 0.95, 1e-6, 0.05, true, true, false},  {0.01, 0.5, 0.999, 1e-8, 0, false, false, false},
+      {0.01, 0.9, 0.999, 1e-8, 0.1, false, false, false, true}, {0.03, 0.7, 0.95, 1e-6, 0.05, true, true, false, true},
   };
   for (const auto& c : configs) {
     auto params = make_params();
@@ -154,7 +128,8 @@ TEST(Adam, EveryOptionMatchesTheReference) {
                                 .eps(c.eps)
                                 .weight_decay(c.weight_decay)
                                 .amsgrad(c.amsgrad)
-                                .maximize(c.maximize));
+                                .maximize(c.maximize)
+                                .capturable(c.capturable));
     for (int t = 0; t < kSteps; ++t) {
       set_gradients(params, t);
       opt.step();
@@ -167,7 +142,7 @@ TEST(AdamW, EveryOptionMatchesTheReference) {
   const std::vector<AdamConfig> configs = {
       {0.01, 0.9, 0.999, 1e-8, 1e-2, false, false, true},  {0.02, 0.9, 0.999, 1e-8, 0.3, false, false, true},
       {0.02, 0.8, 0.99, 1e-6, 0.1, true, false, true},     {0.01, 0.9, 0.999, 1e-8, 0.1, false, true, true},
-      {0.01, 0.9, 0.999, 1e-8, 0, false, false, true},
+      {0.01, 0.9, 0.999, 1e-8, 0, false, false, true},     {0.02, 0.8, 0.99, 1e-6, 0.1, true, false, true, true},
   };
   for (const auto& c : configs) {
     auto params = make_params();
@@ -176,7 +151,8 @@ TEST(AdamW, EveryOptionMatchesTheReference) {
                                  .eps(c.eps)
                                  .weight_decay(c.weight_decay)
                                  .amsgrad(c.amsgrad)
-                                 .maximize(c.maximize));
+                                 .maximize(c.maximize)
+                                 .capturable(c.capturable));
     for (int t = 0; t < kSteps; ++t) {
       set_gradients(params, t);
       opt.step();
@@ -280,45 +256,6 @@ TEST(Optimizer, UpdatesFloat32AndBFloat16Parameters) {
 
 // ---- state dicts ------------------------------------------------------------------------------
 
-// Runs `steps` steps from step `first` on params with `opt`.
-void run_steps(optim::Optimizer& opt, const std::vector<Tensor>& params, int first, int steps) {
-  for (int t = first; t < first + steps; ++t) {
-    set_gradients(params, t);
-    opt.step();
-  }
-}
-
-std::vector<Tensor> clone_params(const std::vector<Tensor>& params) {
-  std::vector<Tensor> out;
-  for (const Tensor& p : params) out.push_back(p.detach().clone().requires_grad_());
-  return out;
-}
-
-template <typename Make>
-void expect_resume_is_bit_identical(Make make_optimizer, const std::string& what) {
-  auto params = make_params();
-  auto uninterrupted = make_optimizer(params);
-  run_steps(*uninterrupted, params, 0, 10);
-  optim::OptimizerStateDict saved = uninterrupted->state_dict();
-  auto resumed_params = clone_params(params);
-  run_steps(*uninterrupted, params, 10, 10);
-
-  auto fresh_params = make_params();  // different state, replaced by the load
-  for (size_t k = 0; k < fresh_params.size(); ++k) {
-    NoGradGuard no_grad;
-    fresh_params[k].copy_(resumed_params[k]);
-  }
-  auto resumed = make_optimizer(fresh_params);
-  run_steps(*resumed, fresh_params, 0, 1);  // state that the load must replace
-  {
-    NoGradGuard no_grad;
-    for (size_t k = 0; k < fresh_params.size(); ++k) fresh_params[k].copy_(resumed_params[k]);
-  }
-  resumed->load_state_dict(saved);
-  run_steps(*resumed, fresh_params, 10, 10);
-  for (size_t k = 0; k < params.size(); ++k) EXPECT_TRUE(equal(params[k], fresh_params[k])) << what << " param " << k;
-}
-
 TEST(OptimizerStateDict, SaveLoadContinueIsBitIdentical) {
   expect_resume_is_bit_identical(
       [](const std::vector<Tensor>& p) {
@@ -333,6 +270,11 @@ TEST(OptimizerStateDict, SaveLoadContinueIsBitIdentical) {
         return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.02).weight_decay(0.1));
       },
       "AdamW");
+  expect_resume_is_bit_identical(
+      [](const std::vector<Tensor>& p) {
+        return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.02).weight_decay(0.1).capturable(true));
+      },
+      "AdamW capturable");
 }
 
 TEST(OptimizerStateDict, LayoutIsFlatNamesOfTensorsAndScalars) {
@@ -347,7 +289,8 @@ TEST(OptimizerStateDict, LayoutIsFlatNamesOfTensorsAndScalars) {
                                                    "state.0.max_exp_avg_sq", "state.1.exp_avg", "state.1.exp_avg_sq",
                                                    "state.1.max_exp_avg_sq"}));
   EXPECT_EQ(scalar_keys, (std::vector<std::string>{"param_groups.0.amsgrad", "param_groups.0.beta1",
-                                                   "param_groups.0.beta2", "param_groups.0.eps", "param_groups.0.lr",
+                                                   "param_groups.0.beta2", "param_groups.0.capturable",
+                                                   "param_groups.0.eps", "param_groups.0.lr",
                                                    "param_groups.0.maximize", "param_groups.0.weight_decay",
                                                    "state.0.step", "state.1.step"}));
   EXPECT_DOUBLE_EQ(dict.scalars["state.1.step"], 3);

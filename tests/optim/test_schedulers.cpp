@@ -71,6 +71,25 @@ TEST(Schedulers, WarmupCosineLR) {
   EXPECT_NEAR(setup.lrs()[0], 0.001, 1e-15);  // stays at eta_min after total_steps
 }
 
+TEST(Schedulers, MultiStepLR) {
+  TwoGroups setup;
+  // Unsorted, with a milestone listed twice (it counts twice, as PyTorch's Counter does).
+  optim::MultiStepLR scheduler(setup.opt, {5, 2, 9, 5}, 0.5);
+  const std::vector<int> milestones{2, 5, 5, 9};
+  expect_schedule(scheduler, setup, 12, [&](int e, double base) {
+    int passed = 0;
+    for (int m : milestones) passed += m <= e;  // bisect_right(milestones, epoch)
+    return base * std::pow(0.5, passed);
+  });
+  EXPECT_TRUE(testutil::throws_error([&] { optim::MultiStepLR(setup.opt, {3, -1}); }, {"[MultiStepLR]", "milestones"}));
+}
+
+TEST(Schedulers, ExponentialLR) {
+  TwoGroups setup;
+  optim::ExponentialLR scheduler(setup.opt, 0.9);
+  expect_schedule(scheduler, setup, 10, [](int e, double base) { return base * std::pow(0.9, e); });
+}
+
 TEST(Schedulers, StateDictResumesTheSchedule) {
   TwoGroups setup;
   optim::StepLR scheduler(setup.opt, 2, 0.1);

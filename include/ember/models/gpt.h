@@ -47,6 +47,11 @@ class AttentionImpl : public nn::Module {
   explicit AttentionImpl(const GPTConfig& config);
   Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask,
                  nn::attention::KVCache* cache = nullptr);
+  // One token per sequence (x: [B, 1, dim]) at position input_pos [1]: its key and value go
+  // to the cache there, and the query attends to the whole cache with score_bias [max_length]
+  // (0, or -inf past input_pos) added to the scores, as plain products and a softmax.
+  Tensor decode_step(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& score_bias,
+                     const Tensor& input_pos, nn::attention::KVCache& cache);
 
   GPTConfig config;
   nn::Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
@@ -67,6 +72,8 @@ class TransformerBlockImpl : public nn::Module {
   explicit TransformerBlockImpl(const GPTConfig& config);
   Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask,
                  nn::attention::KVCache* cache = nullptr);
+  Tensor decode_step(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& score_bias,
+                     const Tensor& input_pos, nn::attention::KVCache& cache);
 
   Attention attention{nullptr};
   FeedForward feed_forward{nullptr};
@@ -108,6 +115,12 @@ class GPTImpl : public nn::Module {
   // their keys and values join the cache. A few tokens at a time (n <= 16) run flex
   // attention's decoding path over the cache.
   Tensor forward_cached(const Tensor& tokens, GPTCache& cache);
+  // One decoding step whose position is a tensor: tokens [B, 1] at position input_pos [1]
+  // (int64) -> logits [B, 1, vocab]. Every shape and address is the same at every position
+  // (the query attends to the whole cache, later positions masked), so this is the step
+  // ember::Graph captures once and replays with fresh tokens and positions. Writes the
+  // cache at input_pos without moving cache.length(). Equals forward_cached to rounding.
+  Tensor decode_step(const Tensor& tokens, const Tensor& input_pos, GPTCache& cache);
 
   GPTConfig config;
   nn::Embedding tok_embeddings{nullptr};

@@ -40,6 +40,13 @@ struct kReplicate {};
 struct kCircular {};
 struct kSame {};
 struct kValid {};
+struct kNearest {};
+struct kNearestExact {};
+struct kBilinear {};
+struct kBicubic {};
+struct kTrilinear {};
+struct kArea {};
+struct kGELU {};
 }  // namespace enumtype
 inline constexpr enumtype::kZeros kZeros{};
 inline constexpr enumtype::kConstant kConstant{};
@@ -48,5 +55,15 @@ inline constexpr enumtype::kReplicate kReplicate{};
 inline constexpr enumtype::kCircular kCircular{};
 inline constexpr enumtype::kSame kSame{};
 inline constexpr enumtype::kValid kValid{};
+// Interpolation modes (F::interpolate, nn::Upsample); linear is the kLinear above, which
+// libtorch also shares between calculate_gain and interpolate.
+inline constexpr enumtype::kNearest kNearest{};
+inline constexpr enumtype::kNearestExact kNearestExact{};
+inline constexpr enumtype::kBilinear kBilinear{};
+inline constexpr enumtype::kBicubic kBicubic{};
+inline constexpr enumtype::kTrilinear kTrilinear{};
+inline constexpr enumtype::kArea kArea{};
+// The transformer layers' GELU activation (their ReLU is the kReLU above).
+inline constexpr enumtype::kGELU kGELU{};
 
 }  // namespace ember

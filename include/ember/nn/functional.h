@@ -31,6 +31,9 @@ Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
 // order.
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
+// Zeroes whole channels: input [N, C, H, W] (or unbatched [C, H, W]) times a mask
+// [N, C, 1, 1] of 0 (probability p) or 1 / (1 - p) in training; the identity otherwise.
+Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {});
 
 // ---- vision (input [N, C, *spatial] or unbatched [C, *spatial]) --------------------------------
 // Convolutions as ember::conv1d/2d/3d, with padding kSame / kValid too; kSame with an even
@@ -38,6 +41,11 @@ Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options = {});
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions& options = {});
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Conv3dFuncOptions& options = {});
+// Transposed convolutions as ember::conv_transpose1d/2d/3d (the adjoint of conv1d/2d/3d
+// with the same stride, padding, dilation and groups; weight [in, out / groups, *kernel]).
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const ConvTranspose1dFuncOptions& options = {});
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const ConvTranspose2dFuncOptions& options = {});
+Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const ConvTranspose3dFuncOptions& options = {});
 // Pads the trailing dims by options.pad() (before, after pairs from the last dim backwards);
 // kReflect needs pads < the dim's size, kCircular pads <= it. Differentiable (index_select).
 Tensor pad(const Tensor& input, const PadFuncOptions& options);
@@ -70,6 +78,31 @@ std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& input,
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const BatchNormFuncOptions& options = {});
 
+// Resizes the spatial dims of input [N, C, *] (1-3 of them) to options.size() or by
+// options.scale_factor(), with PyTorch's source-index formulas (aten/src/ATen/native/
+// UpSample.h): nearest (floor(dst * scale), in float), nearest-exact (floor((dst + 0.5) *
+// scale)), linear/bilinear/trilinear (align_corners: src = dst * (in - 1) / (out - 1); else
+// src = max((dst + 0.5) * scale - 0.5, 0)) and area (adaptive average pooling). scale is
+// 1 / scale_factor when one is given (and recompute_scale_factor is not true), else in / out.
+// Linear modes interpolate one dim at a time, innermost first. Differentiable (index_select).
+Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {});
+
+// Normalises each group of num_groups consecutive channels of input [N, C, *] over its
+// channels and positions (biased variance), then * weight + bias [C]. Composed of ordinary ops.
+Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options);
+// Normalises each (instance, channel) plane of input [N, C, *] over its positions, as
+// batch_norm on the input viewed as [1, N * C, *] (PyTorch's formulation): with
+// use_input_stats the running stats, if given, move by momentum towards the mean of the
+// instances' statistics (variance unbiased); otherwise they are used to normalise.
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options = {});
+
+// ---- attention ---------------------------------------------------------------------------------
+// PyTorch's multi_head_attention_forward: query [L, N, E] (or [L, E]), key [S, N, kdim], value
+// [S, N, vdim] -> (output [L, N, E], weights [N, L, S] averaged over heads, [N, H, L, S]
+// without average_attn_weights, undefined when need_weights is false).
+std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                        const MultiheadAttentionForwardFuncOptions& options);
+
 // ---- activations -----------------------------------------------------------------------------
 Tensor relu(const Tensor& input);
 Tensor gelu(const Tensor& input, const GELUFuncOptions& options = {});
@@ -79,6 +112,24 @@ Tensor silu(const Tensor& input);
 Tensor swiglu(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options);
 Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options);
+// PyTorch's formulas and gradients (aten/src/ATen/native/Activation.cpp), composed of ember
+// ops (gradients of any order). The inplace options write the result into input and return it.
+// x > 0 ? x : negative_slope * x.
+Tensor leaky_relu(const Tensor& input, const LeakyReLUFuncOptions& options = {});
+// x > 0 ? x : alpha * (exp(x) - 1).
+Tensor elu(const Tensor& input, const ELUFuncOptions& options = {});
+// x > 0 ? x : weight * x; weight [1] or [C] (C = input.size(1), or 1 for inputs of < 2 dims).
+Tensor prelu(const Tensor& input, const Tensor& weight);
+// min(max(x, 0), 6), with hardtanh's gradient.
+Tensor relu6(const Tensor& input, const ReLU6FuncOptions& options = {});
+// beta * x > threshold ? x : log(1 + exp(beta * x)) / beta.
+Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options = {});
+// min(max(x, min_val), max_val); the gradient is zero where x <= min_val or x >= max_val.
+Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& options = {});
+// x * tanh(softplus(x)).
+Tensor mish(const Tensor& input);
+// a * sigmoid(b) where a and b are the two halves of input along options.dim() (even size).
+Tensor glu(const Tensor& input, const GLUFuncOptions& options = {});
 
 // ---- losses ---------------------------------------------------------------------------------
 // input: logits [N, C] or [C] or [N, C, d1, ...]. target: class indices (int64, [N] or
@@ -100,5 +151,69 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 // input: log-probabilities. Pointwise t * (log t - input), or exp(t) * (t - input) when
 // log_target; kBatchMean divides the sum by input.size(0).
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& options = {});
+// input: probabilities in [0, 1]; target: the input's shape.
+// loss = -weight * (t * max(log x, -100) + (1 - t) * max(log(1 - x), -100)).
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target,
+                            const BinaryCrossEntropyFuncOptions& options = {});
+// z = |x - y|: z < beta ? 0.5 z^2 / beta : z - 0.5 beta (beta = 0: the L1 loss).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options = {});
+// The same with beta given apart, as libtorch's overload; options.beta() must then be unset.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options, double beta);
+// z = |x - y|: z < delta ? 0.5 z^2 : delta * (z - 0.5 delta).
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options = {});
+// max(0, -target * (input1 - input2) + margin); the three have the same number of dims.
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                           const MarginRankingLossFuncOptions& options = {});
+// max(0, margin + d(a, p) - d(a, n)) with d(x, y) = ||x - y + eps||_p over the last dim
+// (with swap, d(a, n) becomes min(d(a, n), d(p, n))).
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossFuncOptions& options = {});
+// input1, input2 [N, D] with target [N] (or [D] with a 0-dim target) of 1 / -1:
+// cos = <x1, x2> / sqrt((|x1|^2 + 1e-12)(|x2|^2 + 1e-12)); 1 - cos where t = 1,
+// max(0, cos - margin) where t = -1, 0 elsewhere.
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                             const CosineEmbeddingLossFuncOptions& options = {});
+// Connectionist temporal classification. log_probs [T, N, C] (or [T, C]) of log-softmax
+// outputs; targets [N, S] padded or 1-D concatenated (sum of target_lengths); input_lengths
+// and target_lengths [N] integer tensors (or 0-dim when unbatched). The forward is the alpha
+// recursion in log space; the gradient with respect to log_probs is PyTorch's
+// exp(log_probs) - exp(log(alpha * beta) + nll - log_probs) (the gradient through a
+// log_softmax, as in PyTorch, so check it through one). First-order gradients only.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, const CTCLossFuncOptions& options = {});
 
 }  // namespace ember::nn::functional
+
+namespace ember {
+
+// The losses as libtorch's at:: functions: reduction an int64 (0 none, 1 mean, 2 sum, as
+// at::Reduction); the overloads taking ember::Reduction let ported code write
+// ember::Reduction::Mean where it wrote at::Reduction::Mean.
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight = {},
+                            int64_t reduction = 1);
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight, Reduction reduction);
+Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction = 1);
+Tensor mse_loss(const Tensor& self, const Tensor& target, Reduction reduction);
+Tensor l1_loss(const Tensor& self, const Tensor& target, int64_t reduction = 1);
+Tensor l1_loss(const Tensor& self, const Tensor& target, Reduction reduction);
+Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction = 1, double beta = 1.0);
+Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, Reduction reduction, double beta = 1.0);
+Tensor huber_loss(const Tensor& self, const Tensor& target, int64_t reduction = 1, double delta = 1.0);
+Tensor huber_loss(const Tensor& self, const Tensor& target, Reduction reduction, double delta = 1.0);
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                           int64_t reduction = 1);
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin = 1.0,
+                           double p = 2, double eps = 1e-6, bool swap = false, int64_t reduction = 1);
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin = 0.0,
+                             int64_t reduction = 1);
+Tensor nll_loss(const Tensor& self, const Tensor& target, const Tensor& weight = {}, int64_t reduction = 1,
+                int64_t ignore_index = -100);
+Tensor nll_loss(const Tensor& self, const Tensor& target, const Tensor& weight, Reduction reduction,
+                int64_t ignore_index = -100);
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, int64_t blank = 0, int64_t reduction = 1, bool zero_infinity = false);
+// The lengths as integer lists, as libtorch's IntArrayRef overload.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef input_lengths, IntArrayRef target_lengths,
+                int64_t blank = 0, int64_t reduction = 1, bool zero_infinity = false);
+
+}  // namespace ember

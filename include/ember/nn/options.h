@@ -10,6 +10,11 @@
 
 #include "ember/arg.h"
 #include "ember/nn/enums.h"
+#include "ember/nn/options/activation.h"
+#include "ember/nn/options/loss.h"
+#include "ember/nn/options/normalization.h"
+#include "ember/nn/options/transformer.h"
+#include "ember/nn/options/upsampling.h"
 #include "ember/nn/options/vision.h"
 #include "ember/tensor.h"
 
@@ -78,6 +83,9 @@ struct DropoutFuncOptions {
   EMBER_ARG(double, p) = 0.5;
   EMBER_ARG(bool, training) = true;
 };
+// Dropout2d takes Dropout's options, as in libtorch (no `inplace` here).
+using Dropout2dOptions = DropoutOptions;
+using Dropout2dFuncOptions = DropoutFuncOptions;
 
 // ---- activations ---------------------------------------------------------------------------
 
@@ -156,6 +164,7 @@ struct MSELossOptions {
 };
 using MSELossFuncOptions = MSELossOptions;
 
+
 struct L1LossOptions {
   L1LossOptions(Reduction reduction = kMean) : reduction_(reduction) {}  // NOLINT
   EMBER_ARG(Reduction, reduction);
@@ -184,6 +193,7 @@ using KLDivFuncOptions = KLDivLossOptions;
 namespace functional {
 using nn::BinaryCrossEntropyWithLogitsFuncOptions;
 using nn::CrossEntropyFuncOptions;
+using nn::Dropout2dFuncOptions;
 using nn::DropoutFuncOptions;
 using nn::EmbeddingFuncOptions;
 using nn::GELUFuncOptions;

@@ -5,6 +5,10 @@
 //   v_hat = max(v_hat, v) with amsgrad (and used in place of v below)
 //   denom = sqrt(v) / sqrt(1 - beta2^t) + eps
 //   param -= (lr / (1 - beta1^t)) * m / denom
+// capturable(true) (PyTorch's option of that name) keeps t in a float64 tensor and computes
+// the bias corrections with tensor ops, so that a graph replay (ember/graph.h) advances t;
+// the same values round as the host formulas do, except the last step, which runs
+// param -= (m / denom) * step_size instead of an add with alpha. Required when capturing.
 #pragma once
 #include <tuple>
 
@@ -23,6 +27,7 @@ struct AdamOptions : public OptimizerOptions {
   EMBER_ARG(double, weight_decay) = 0;
   EMBER_ARG(bool, amsgrad) = false;
   EMBER_ARG(bool, maximize) = false;
+  EMBER_ARG(bool, capturable) = false;
 
  public:
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamOptions>(*this); }
@@ -42,6 +47,7 @@ struct AdamWOptions : public OptimizerOptions {
   EMBER_ARG(double, weight_decay) = 1e-2;
   EMBER_ARG(bool, amsgrad) = false;
   EMBER_ARG(bool, maximize) = false;
+  EMBER_ARG(bool, capturable) = false;
 
  public:
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdamWOptions>(*this); }
@@ -56,6 +62,8 @@ struct AdamParamState : public OptimizerParamState {
   EMBER_ARG(Tensor, exp_avg) = {};
   EMBER_ARG(Tensor, exp_avg_sq) = {};
   EMBER_ARG(Tensor, max_exp_avg_sq) = {};  // amsgrad only
+  // capturable only: the step count as a float64 0-dim tensor (step() is then not advanced).
+  EMBER_ARG(Tensor, step_tensor) = {};
 
  public:
   std::unique_ptr<OptimizerParamState> clone() const override;

@@ -51,6 +51,28 @@ class StepLR : public LRScheduler {
   double gamma_;
 };
 
+// lr = base_lr * gamma^(number of milestones <= epoch) (torch.optim.lr_scheduler.MultiStepLR;
+// a milestone listed twice counts twice).
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
+
+ private:
+  std::vector<double> get_lrs() const override;
+  std::vector<int64_t> milestones_;  // sorted
+  double gamma_;
+};
+
+// lr = base_lr * gamma^epoch (torch.optim.lr_scheduler.ExponentialLR).
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma);
+
+ private:
+  std::vector<double> get_lrs() const override;
+  double gamma_;
+};
+
 // lr = base_lr * lr_lambda(epoch).
 class LambdaLR : public LRScheduler {
  public:

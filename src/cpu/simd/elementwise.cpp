@@ -302,45 +302,42 @@ InnerLoop by_dtype(ScalarType dtype, F f) {
 template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
+template <BinaryOp kOp>
+InnerLoop binary_loop_of(ScalarType dtype) {
+  return by_dtype(dtype, [](auto tag) -> InnerLoop {
+    using T = decltype(tag);
+    // Bitwise ops take bool and integers only; the others no bool; atan2 floats only.
+    constexpr bool bitwise = kOp == BinaryOp::BitwiseAnd || kOp == BinaryOp::BitwiseOr || kOp == BinaryOp::BitwiseXor;
+    if constexpr (bitwise ? is_float_v<T> : std::is_same_v<T, bool> || (kOp == BinaryOp::Atan2 && !is_float_v<T>))
+      return nullptr;
+    else return binary_kernel<T, kOp>;
+  });
+}
+
 }  // namespace
 
+InnerLoop add_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Add>(dtype); }
+InnerLoop sub_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Sub>(dtype); }
+InnerLoop mul_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Mul>(dtype); }
+InnerLoop div_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Div>(dtype); }
+
 InnerLoop binary_loop(BinaryOp op, ScalarType dtype) {
-  return by_dtype(dtype, [op](auto tag) -> InnerLoop {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      switch (op) {
-        case BinaryOp::BitwiseAnd: return binary_kernel<T, BinaryOp::BitwiseAnd>;
-        case BinaryOp::BitwiseOr: return binary_kernel<T, BinaryOp::BitwiseOr>;
-        case BinaryOp::BitwiseXor: return binary_kernel<T, BinaryOp::BitwiseXor>;
-        default: return nullptr;
-      }
-    } else {
-      switch (op) {
-        case BinaryOp::Add: return binary_kernel<T, BinaryOp::Add>;
-        case BinaryOp::Sub: return binary_kernel<T, BinaryOp::Sub>;
-        case BinaryOp::Mul: return binary_kernel<T, BinaryOp::Mul>;
-        case BinaryOp::Div: return binary_kernel<T, BinaryOp::Div>;
-        case BinaryOp::Maximum: return binary_kernel<T, BinaryOp::Maximum>;
-        case BinaryOp::Minimum: return binary_kernel<T, BinaryOp::Minimum>;
-        case BinaryOp::Pow: return binary_kernel<T, BinaryOp::Pow>;
-        case BinaryOp::Atan2:
-          if constexpr (is_float_v<T>) return binary_kernel<T, BinaryOp::Atan2>;
-          return nullptr;
-        case BinaryOp::Remainder: return binary_kernel<T, BinaryOp::Remainder>;
-        case BinaryOp::Fmod: return binary_kernel<T, BinaryOp::Fmod>;
-        case BinaryOp::BitwiseAnd:
-          if constexpr (!is_float_v<T>) return binary_kernel<T, BinaryOp::BitwiseAnd>;
-          return nullptr;
-        case BinaryOp::BitwiseOr:
-          if constexpr (!is_float_v<T>) return binary_kernel<T, BinaryOp::BitwiseOr>;
-          return nullptr;
-        case BinaryOp::BitwiseXor:
-          if constexpr (!is_float_v<T>) return binary_kernel<T, BinaryOp::BitwiseXor>;
-          return nullptr;
-      }
-      return nullptr;
-    }
-  });
+  switch (op) {
+    case BinaryOp::Add: return add_loop(dtype);
+    case BinaryOp::Sub: return sub_loop(dtype);
+    case BinaryOp::Mul: return mul_loop(dtype);
+    case BinaryOp::Div: return div_loop(dtype);
+    case BinaryOp::Maximum: return binary_loop_of<BinaryOp::Maximum>(dtype);
+    case BinaryOp::Minimum: return binary_loop_of<BinaryOp::Minimum>(dtype);
+    case BinaryOp::Pow: return binary_loop_of<BinaryOp::Pow>(dtype);
+    case BinaryOp::Atan2: return binary_loop_of<BinaryOp::Atan2>(dtype);
+    case BinaryOp::Remainder: return binary_loop_of<BinaryOp::Remainder>(dtype);
+    case BinaryOp::Fmod: return binary_loop_of<BinaryOp::Fmod>(dtype);
+    case BinaryOp::BitwiseAnd: return binary_loop_of<BinaryOp::BitwiseAnd>(dtype);
+    case BinaryOp::BitwiseOr: return binary_loop_of<BinaryOp::BitwiseOr>(dtype);
+    case BinaryOp::BitwiseXor: return binary_loop_of<BinaryOp::BitwiseXor>(dtype);
+  }
+  return nullptr;
 }
 
 InnerLoop compare_loop(CompareOp op, ScalarType dtype) {
@@ -409,6 +406,10 @@ InnerLoop predicate_loop(PredicateOp op, ScalarType dtype) {
     }
     return nullptr;
   });
+}
+
+InnerLoop copy_loop(ScalarType dtype) {
+  return by_dtype(dtype, [](auto tag) -> InnerLoop { return cast_kernel<decltype(tag), decltype(tag)>; });
 }
 
 InnerLoop cast_loop(ScalarType from, ScalarType to) {

@@ -59,6 +59,19 @@ void KVCache::append(const Tensor& k, const Tensor& v) {
   length_ += k.size(2);
 }
 
+void KVCache::assign(const Tensor& input_pos, const Tensor& k, const Tensor& v) {
+  check_block("KVCache::assign", k, keys_.size(0), keys_.size(1), keys_.size(3), "k");
+  check_block("KVCache::assign", v, values_.size(0), values_.size(1), values_.size(3), "v");
+  EMBER_CHECK(input_pos.defined() && input_pos.dim() == 1 && input_pos.scalar_type() == kInt64 &&
+                  input_pos.size(0) == k.size(2) && k.size(2) == v.size(2),
+              "KVCache::assign", "input_pos must be int64 [n] with n the positions of k and v, got shape ",
+              input_pos.defined() ? input_pos.sizes() : std::vector<int64_t>{}, " for k ", k.sizes(), " and v ", v.sizes());
+  NoGradGuard no_grad;
+  Tensor rows = input_pos.view({1, 1, -1, 1});
+  keys_.scatter_(2, rows.expand(k.sizes()), k.detach());
+  values_.scatter_(2, rows.expand(v.sizes()), v.detach());
+}
+
 Tensor KVCache::keys() const { return keys_.narrow(2, 0, length_); }
 Tensor KVCache::values() const { return values_.narrow(2, 0, length_); }
 

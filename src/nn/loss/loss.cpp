@@ -5,7 +5,9 @@
 
 #include "core/record_op.h"
 #include "ember/functions.h"
+#include "ember/graph.h"
 #include "ember/nn/functional.h"
+#include "nn/activation.h"
 
 namespace ember {
 
@@ -71,7 +73,8 @@ FlatClassProblem flatten_class_problem(const Tensor& scores, const Tensor& targe
   p.ignored = p.target == ignore_index;
 
   Tensor bad = ((p.target < 0).logical_or(p.target >= classes)).logical_and(p.ignored.logical_not());
-  if (bad.any().item<bool>()) {
+  // A graph capture cannot read the targets; the gather of the picked scores checks them at replay.
+  if (!is_current_stream_capturing() && bad.any().item<bool>()) {
     const int64_t lowest = where(bad, p.target, classes).min().item<int64_t>();
     const int64_t offending = lowest < 0 ? lowest : where(bad, p.target, int64_t{-1}).max().item<int64_t>();
     EMBER_FAIL(op, "target ", offending, " is out of bounds for ", classes, " classes (ignore_index is ",
@@ -97,6 +100,16 @@ Tensor reduce_nll(const Tensor& rows, const FlatClassProblem& p, Reduction reduc
     case kBatchMean: break;
   }
   return reduce(rows, reduction, op);
+}
+
+// weight broadcasts to `sizes` without growing the result.
+void check_broadcasts_to(const Tensor& weight, const std::vector<int64_t>& sizes, const char* what, const char* op) {
+  bool fits = weight.dim() <= static_cast<int64_t>(sizes.size());
+  for (int64_t i = 1; fits && i <= weight.dim(); ++i) {
+    const int64_t w = weight.size(weight.dim() - i), s = sizes[sizes.size() - i];
+    fits = w == 1 || w == s;
+  }
+  EMBER_CHECK(fits, op, what, " of shape ", weight.sizes(), " does not broadcast to the input shape ", sizes);
 }
 
 Tensor class_weight_view(const Tensor& weight, int64_t dims, int64_t class_dim) {
@@ -135,12 +148,6 @@ Tensor cross_entropy_probabilities(const Tensor& input, const Tensor& target, co
   return reduce(terms, options.reduction(), op);
 }
 
-// softplus(-x) = -log(sigmoid(x)), stable for any x; minimum's tie rule gives the exact
-// gradient (-1/2) at x = 0.
-Tensor softplus_of_negative(const Tensor& x) {
-  return (-x.abs()).exp().log1p() - x.minimum(zeros({}, x.scalar_type()));
-}
-
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options) {
@@ -176,13 +183,14 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
   return reduce((input - target).abs(), options.reduction(), "l1_loss");
 }
 
+
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BinaryCrossEntropyWithLogitsFuncOptions& options) {
   const char* op = "binary_cross_entropy_with_logits";
   EMBER_CHECK(input.sizes() == target.sizes(), op, "target size ", target.sizes(),
               " must be the same as input size ", input.sizes());
   Tensor log_weight = options.pos_weight().defined() ? (options.pos_weight() - 1) * target + 1 : Tensor();
-  Tensor softplus = softplus_of_negative(input);
+  Tensor softplus = detail::log1p_exp(-input);  // -log(sigmoid(x))
   Tensor loss = (1 - target) * input + (log_weight.defined() ? log_weight * softplus : softplus);
   if (options.weight().defined()) loss = loss * options.weight();
   return reduce(loss, options.reduction(), op);
@@ -203,4 +211,181 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
   return reduce(pointwise, options.reduction(), "kl_div");
 }
 
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& options) {
+  const char* op = "binary_cross_entropy";
+  EMBER_RECORD_OP(op, input, target);
+  EMBER_CHECK(target.sizes() == input.sizes(), op, "target size ", target.sizes(), " must be the same as input size ",
+              input.sizes());
+  EMBER_CHECK(input.is_floating_point(), op, "expected a floating-point input, got ", dtype_name(input.scalar_type()));
+  const Tensor& weight = options.weight();
+  if (weight.defined()) check_broadcasts_to(weight, input.sizes(), "weight", op);
+  Tensor outside = ((input >= 0).logical_and(input <= 1)).logical_not();
+  if (outside.any().item<bool>()) {
+    const int64_t first = outside.reshape({-1}).to(kInt32).argmax().item<int64_t>();
+    EMBER_FAIL(op, "all elements of input should be between 0 and 1, got ",
+               input.detach().reshape({-1})[first].item<double>(), " at flat index ", first);
+  }
+  // PyTorch clamps each log at -100 so that a saturated probability gives a finite loss.
+  Tensor loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(-100));
+  if (weight.defined()) loss = loss * weight;
+  return reduce(loss, options.reduction(), op);
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options) {
+  const char* op = "smooth_l1_loss";
+  const double beta = options.beta().value_or(1.0);
+  EMBER_CHECK(beta >= 0, op, "beta must not be negative, got ", beta);
+  Tensor z = (input - target).abs();
+  if (beta == 0) return reduce(z, options.reduction(), op);
+  return reduce(where(z < beta, z * z * (0.5 / beta), z - 0.5 * beta), options.reduction(), op);
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options, double beta) {
+  EMBER_CHECK(!options.beta().has_value(), "smooth_l1_loss",
+              "expected beta not to be set in options when given apart, but options.beta() is ",
+              options.beta().value_or(0), " and beta is ", beta);
+  return smooth_l1_loss(input, target, SmoothL1LossFuncOptions(options).beta(beta));
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options) {
+  const char* op = "huber_loss";
+  const double delta = options.delta();
+  EMBER_CHECK(delta > 0, op, "delta must be positive, got ", delta);
+  Tensor z = (input - target).abs();
+  return reduce(where(z < delta, z * z * 0.5, (z - 0.5 * delta) * delta), options.reduction(), op);
+}
+
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                           const MarginRankingLossFuncOptions& options) {
+  const char* op = "margin_ranking_loss";
+  EMBER_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), op,
+              "input1, input2 and target must have the same number of dims, got shapes ", input1.sizes(), ", ",
+              input2.sizes(), " and ", target.sizes());
+  return reduce((-target * (input1 - input2) + options.margin()).clamp_min(0), options.reduction(), op);
+}
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossFuncOptions& options) {
+  const char* op = "triplet_margin_loss";
+  EMBER_CHECK(anchor.dim() == positive.dim() && anchor.dim() == negative.dim(), op,
+              "anchor, positive and negative must have the same number of dims, got shapes ", anchor.sizes(), ", ",
+              positive.sizes(), " and ", negative.sizes());
+  EMBER_CHECK(anchor.dim() >= 1, op, "inputs must have at least 1 dim (the features), got 0-dim tensors");
+  EMBER_CHECK(options.p() > 0, op, "p must be positive, got ", options.p());
+  // PyTorch's pairwise_distance: ||x1 - x2 + eps||_p over the last dim.
+  auto distance = [&](const Tensor& x1, const Tensor& x2) {
+    return (x1 - x2 + options.eps()).norm(options.p(), {x1.dim() - 1});
+  };
+  Tensor positive_distance = distance(anchor, positive);
+  Tensor negative_distance = distance(anchor, negative);
+  if (options.swap()) negative_distance = negative_distance.minimum(distance(positive, negative));
+  return reduce((positive_distance - negative_distance + options.margin()).clamp_min(0), options.reduction(), op);
+}
+
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                             const CosineEmbeddingLossFuncOptions& options) {
+  const char* op = "cosine_embedding_loss";
+  const int64_t target_dim = target.dim();
+  EMBER_CHECK(target_dim <= 1, op, "target must be 0-dim or 1-D, got shape ", target.sizes());
+  EMBER_CHECK(input1.dim() == target_dim + 1 && input2.dim() == target_dim + 1, op, "a ", target_dim,
+              "-dim target needs ", target_dim + 1, "-dim inputs, got shapes ", input1.sizes(), " and ",
+              input2.sizes());
+  const double kEpsilon = 1e-12;  // PyTorch's EPSILON in Loss.cpp
+  Tensor dot = (input1 * input2).sum({target_dim});
+  Tensor squared_norm1 = (input1 * input1).sum({target_dim}) + kEpsilon;
+  Tensor squared_norm2 = (input2 * input2).sum({target_dim}) + kEpsilon;
+  Tensor cosine = dot / (squared_norm1 * squared_norm2).sqrt();
+  Tensor zero = zeros_like(cosine);
+  Tensor loss =
+      where(target == 1, 1 - cosine, zero) + where(target == -1, (cosine - options.margin()).clamp_min(0), zero);
+  return reduce(loss, options.reduction(), op);
+}
+
 }  // namespace ember::nn::functional
+
+namespace ember {
+namespace {
+
+Reduction reduction_from_int(int64_t reduction, const char* op) {
+  EMBER_CHECK(reduction >= 0 && reduction <= 2, op, "reduction must be 0 (none), 1 (mean) or 2 (sum), got ",
+              reduction);
+  return reduction == 0 ? Reduction::None : reduction == 1 ? Reduction::Mean : Reduction::Sum;
+}
+
+}  // namespace
+
+namespace F = nn::functional;
+
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight, int64_t reduction) {
+  return binary_cross_entropy(self, target, weight, reduction_from_int(reduction, "binary_cross_entropy"));
+}
+Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight, Reduction reduction) {
+  return F::binary_cross_entropy(self, target, F::BinaryCrossEntropyFuncOptions().weight(weight).reduction(reduction));
+}
+Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
+  return mse_loss(self, target, reduction_from_int(reduction, "mse_loss"));
+}
+Tensor mse_loss(const Tensor& self, const Tensor& target, Reduction reduction) {
+  return F::mse_loss(self, target, reduction);
+}
+Tensor l1_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
+  return l1_loss(self, target, reduction_from_int(reduction, "l1_loss"));
+}
+Tensor l1_loss(const Tensor& self, const Tensor& target, Reduction reduction) {
+  return F::l1_loss(self, target, reduction);
+}
+Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, int64_t reduction, double beta) {
+  return smooth_l1_loss(self, target, reduction_from_int(reduction, "smooth_l1_loss"), beta);
+}
+Tensor smooth_l1_loss(const Tensor& self, const Tensor& target, Reduction reduction, double beta) {
+  return F::smooth_l1_loss(self, target, F::SmoothL1LossFuncOptions(reduction).beta(beta));
+}
+Tensor huber_loss(const Tensor& self, const Tensor& target, int64_t reduction, double delta) {
+  return huber_loss(self, target, reduction_from_int(reduction, "huber_loss"), delta);
+}
+Tensor huber_loss(const Tensor& self, const Tensor& target, Reduction reduction, double delta) {
+  return F::huber_loss(self, target, F::HuberLossFuncOptions(reduction).delta(delta));
+}
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                           int64_t reduction) {
+  return F::margin_ranking_loss(
+      input1, input2, target,
+      F::MarginRankingLossFuncOptions().margin(margin).reduction(reduction_from_int(reduction, "margin_ranking_loss")));
+}
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative, double margin,
+                           double p, double eps, bool swap, int64_t reduction) {
+  return F::triplet_margin_loss(anchor, positive, negative,
+                                F::TripletMarginLossFuncOptions().margin(margin).p(p).eps(eps).swap(swap).reduction(
+                                    reduction_from_int(reduction, "triplet_margin_loss")));
+}
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target, double margin,
+                             int64_t reduction) {
+  return F::cosine_embedding_loss(input1, input2, target,
+                                  F::CosineEmbeddingLossFuncOptions().margin(margin).reduction(
+                                      reduction_from_int(reduction, "cosine_embedding_loss")));
+}
+Tensor nll_loss(const Tensor& self, const Tensor& target, const Tensor& weight, int64_t reduction,
+                int64_t ignore_index) {
+  return nll_loss(self, target, weight, reduction_from_int(reduction, "nll_loss"), ignore_index);
+}
+Tensor nll_loss(const Tensor& self, const Tensor& target, const Tensor& weight, Reduction reduction,
+                int64_t ignore_index) {
+  return F::nll_loss(self, target, nn::NLLLossOptions().weight(weight).reduction(reduction).ignore_index(ignore_index));
+}
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, int64_t blank, int64_t reduction, bool zero_infinity) {
+  return F::ctc_loss(log_probs, targets, input_lengths, target_lengths,
+                     F::CTCLossFuncOptions().blank(blank).zero_infinity(zero_infinity).reduction(
+                         reduction_from_int(reduction, "ctc_loss")));
+}
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef input_lengths, IntArrayRef target_lengths,
+                int64_t blank, int64_t reduction, bool zero_infinity) {
+  // Unbatched inputs take one length each, as 0-dim tensors.
+  auto lengths = [&](IntArrayRef values) {
+    Tensor t = tensor(values.vec());
+    return log_probs.dim() == 2 && values.size() == 1 ? t.reshape({}) : t;
+  };
+  return ctc_loss(log_probs, targets, lengths(input_lengths), lengths(target_lengths), blank, reduction, zero_infinity);
+}
+
+}  // namespace ember

@@ -15,6 +15,15 @@ Tensor DropoutImpl::forward(const Tensor& input) {
 }
 void DropoutImpl::pretty_print(std::ostream& stream) const { stream << "Dropout(p=" << options.p() << ")"; }
 
+Dropout2dImpl::Dropout2dImpl(const Dropout2dOptions& options_) : options(options_) {
+  EMBER_CHECK(options.p() >= 0 && options.p() <= 1, "Dropout2d", "probability has to be between 0 and 1, but got ",
+              options.p());
+}
+Tensor Dropout2dImpl::forward(const Tensor& input) {
+  return functional::dropout2d(input, Dropout2dFuncOptions().p(options.p()).training(is_training()));
+}
+void Dropout2dImpl::pretty_print(std::ostream& stream) const { stream << "Dropout2d(p=" << options.p() << ")"; }
+
 Tensor ReLUImpl::forward(const Tensor& input) { return ember::relu(input); }
 
 GELUImpl::GELUImpl(const GELUOptions& options_) : options(options_) {
@@ -37,5 +46,63 @@ void SoftmaxImpl::pretty_print(std::ostream& stream) const { stream << "Softmax(
 LogSoftmaxImpl::LogSoftmaxImpl(const LogSoftmaxOptions& options_) : options(options_) {}
 Tensor LogSoftmaxImpl::forward(const Tensor& input) { return ember::log_softmax(input, options.dim()); }
 void LogSoftmaxImpl::pretty_print(std::ostream& stream) const { stream << "LogSoftmax(dim=" << options.dim() << ")"; }
+
+LeakyReLUImpl::LeakyReLUImpl(const LeakyReLUOptions& options_) : options(options_) {}
+Tensor LeakyReLUImpl::forward(const Tensor& input) { return functional::leaky_relu(input, options); }
+void LeakyReLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "LeakyReLU(negative_slope=" << options.negative_slope() << (options.inplace() ? ", inplace=true" : "")
+         << ")";
+}
+
+ELUImpl::ELUImpl(const ELUOptions& options_) : options(options_) {}
+Tensor ELUImpl::forward(const Tensor& input) { return functional::elu(input, options); }
+void ELUImpl::pretty_print(std::ostream& stream) const {
+  stream << "ELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
+}
+
+ReLU6Impl::ReLU6Impl(const ReLU6Options& options_) : options(options_) {}
+Tensor ReLU6Impl::forward(const Tensor& input) { return functional::relu6(input, options); }
+void ReLU6Impl::pretty_print(std::ostream& stream) const {
+  stream << "ReLU6(" << (options.inplace() ? "inplace=true" : "") << ")";
+}
+
+SoftplusImpl::SoftplusImpl(const SoftplusOptions& options_) : options(options_) {}
+Tensor SoftplusImpl::forward(const Tensor& input) { return functional::softplus(input, options); }
+void SoftplusImpl::pretty_print(std::ostream& stream) const {
+  stream << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
+}
+
+HardtanhImpl::HardtanhImpl(const HardtanhOptions& options_) : options(options_) {
+  EMBER_CHECK(options.max_val() > options.min_val(), "Hardtanh", "max_val (", options.max_val(),
+              ") must be greater than min_val (", options.min_val(), ")");
+}
+Tensor HardtanhImpl::forward(const Tensor& input) { return functional::hardtanh(input, options); }
+void HardtanhImpl::pretty_print(std::ostream& stream) const {
+  stream << "Hardtanh(min_val=" << options.min_val() << ", max_val=" << options.max_val()
+         << (options.inplace() ? ", inplace=true" : "") << ")";
+}
+
+GLUImpl::GLUImpl(const GLUOptions& options_) : options(options_) {}
+Tensor GLUImpl::forward(const Tensor& input) { return functional::glu(input, options); }
+void GLUImpl::pretty_print(std::ostream& stream) const { stream << "GLU(dim=" << options.dim() << ")"; }
+
+PReLUImpl::PReLUImpl(const PReLUOptions& options_) : options(options_) {
+  EMBER_CHECK(options.num_parameters() >= 1, "PReLU", "num_parameters must be at least 1, got ",
+              options.num_parameters());
+  reset();
+}
+void PReLUImpl::reset() { weight = register_parameter("weight", full({options.num_parameters()}, options.init())); }
+Tensor PReLUImpl::forward(const Tensor& input) { return functional::prelu(input, weight); }
+void PReLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "PReLU(num_parameters=" << options.num_parameters() << ")";
+}
+
+Tensor MishImpl::forward(const Tensor& input) { return functional::mish(input); }
+
+Tensor Softmax2dImpl::forward(const Tensor& input) {
+  EMBER_CHECK(input.dim() == 3 || input.dim() == 4, "Softmax2d", "expected a 3-D or 4-D input, got shape ",
+              input.sizes());
+  return ember::softmax(input, -3);
+}
 
 }  // namespace ember::nn

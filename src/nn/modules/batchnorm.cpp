@@ -1,4 +1,4 @@
-// BatchNorm1d, BatchNorm2d, BatchNorm3d.
+// NormImplBase, BatchNorm1d, BatchNorm2d, BatchNorm3d.
 #include "ember/nn/modules/batchnorm.h"
 
 #include "ember/autograd.h"
@@ -13,15 +13,13 @@ constexpr const char* kBatchNormNames[] = {"", "BatchNorm1d", "BatchNorm2d", "Ba
 
 }  // namespace
 
-template <size_t D>
-BatchNormNdImpl<D>::BatchNormNdImpl(const BatchNormOptions& options_) : options(options_) {
-  const int64_t features = options.num_features();
-  EMBER_CHECK(features > 0, kBatchNormNames[D], "num_features must be positive, got ", features);
-  if (options.affine()) {
+NormImplBase::NormImplBase(const char* name, int64_t features, bool affine, bool track_running_stats) {
+  EMBER_CHECK(features > 0, name, "num_features must be positive, got ", features);
+  if (affine) {
     weight = register_parameter("weight", ember::empty({features}));
     bias = register_parameter("bias", ember::empty({features}));
   }
-  if (options.track_running_stats()) {
+  if (track_running_stats) {
     running_mean = register_buffer("running_mean", ember::zeros({features}));
     running_var = register_buffer("running_var", ember::ones({features}));
     num_batches_tracked = register_buffer("num_batches_tracked", ember::zeros({}, kInt64));
@@ -29,23 +27,26 @@ BatchNormNdImpl<D>::BatchNormNdImpl(const BatchNormOptions& options_) : options(
   reset_parameters();
 }
 
-template <size_t D>
-void BatchNormNdImpl<D>::reset_running_stats() {
-  if (!options.track_running_stats()) return;
+void NormImplBase::reset_running_stats() {
+  if (!running_mean.defined()) return;
   NoGradGuard no_grad;
   running_mean.zero_();
   running_var.fill_(1);
   num_batches_tracked.zero_();
 }
 
-template <size_t D>
-void BatchNormNdImpl<D>::reset_parameters() {
+void NormImplBase::reset_parameters() {
   reset_running_stats();
-  if (options.affine()) {
+  if (weight.defined()) {
     init::ones_(weight);
     init::zeros_(bias);
   }
 }
+
+template <size_t D>
+BatchNormNdImpl<D>::BatchNormNdImpl(const BatchNormOptions& options_)
+    : NormImplBase(kBatchNormNames[D], options_.num_features(), options_.affine(), options_.track_running_stats()),
+      options(options_) {}
 
 template <size_t D>
 Tensor BatchNormNdImpl<D>::forward(const Tensor& input) {

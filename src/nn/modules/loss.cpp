@@ -43,4 +43,42 @@ Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::kl_div(input, target, options);
 }
 
+BCELossImpl::BCELossImpl(const BCELossOptions& options_) : options(options_) {
+  weight = register_buffer("weight", options.weight());
+}
+Tensor BCELossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::binary_cross_entropy(input, target, BinaryCrossEntropyFuncOptions(options).weight(weight));
+}
+
+SmoothL1LossImpl::SmoothL1LossImpl(const SmoothL1LossOptions& options_) : options(options_) {}
+Tensor SmoothL1LossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::smooth_l1_loss(input, target, options);
+}
+
+HuberLossImpl::HuberLossImpl(const HuberLossOptions& options_) : options(options_) {}
+Tensor HuberLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::huber_loss(input, target, options);
+}
+
+MarginRankingLossImpl::MarginRankingLossImpl(const MarginRankingLossOptions& options_) : options(options_) {}
+Tensor MarginRankingLossImpl::forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+  return functional::margin_ranking_loss(input1, input2, target, options);
+}
+
+TripletMarginLossImpl::TripletMarginLossImpl(const TripletMarginLossOptions& options_) : options(options_) {}
+Tensor TripletMarginLossImpl::forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative) {
+  return functional::triplet_margin_loss(anchor, positive, negative, options);
+}
+
+CosineEmbeddingLossImpl::CosineEmbeddingLossImpl(const CosineEmbeddingLossOptions& options_) : options(options_) {}
+Tensor CosineEmbeddingLossImpl::forward(const Tensor& input1, const Tensor& input2, const Tensor& target) {
+  return functional::cosine_embedding_loss(input1, input2, target, options);
+}
+
+CTCLossImpl::CTCLossImpl(const CTCLossOptions& options_) : options(options_) {}
+Tensor CTCLossImpl::forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                            const Tensor& target_lengths) {
+  return functional::ctc_loss(log_probs, targets, input_lengths, target_lengths, options);
+}
+
 }  // namespace ember::nn

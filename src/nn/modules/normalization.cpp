@@ -1,4 +1,4 @@
-// LayerNorm and RMSNorm.
+// LayerNorm, RMSNorm and GroupNorm.
 #include "ember/nn/modules/normalization.h"
 
 #include "ember/functions.h"
@@ -47,6 +47,32 @@ void RMSNormImpl::pretty_print(std::ostream& stream) const {
   stream << "RMSNorm(" << IntArrayRef(options.normalized_shape());
   if (options.eps()) stream << ", eps=" << *options.eps();
   stream << ", elementwise_affine=" << (options.elementwise_affine() ? "true" : "false") << ")";
+}
+
+GroupNormImpl::GroupNormImpl(const GroupNormOptions& options_) : options(options_) {
+  EMBER_CHECK(options.num_groups() > 0 && options.num_channels() % options.num_groups() == 0, "GroupNorm",
+              "num_channels (", options.num_channels(), ") must be divisible by num_groups (", options.num_groups(),
+              ")");
+  if (options.affine()) {
+    weight = register_parameter("weight", ember::empty({options.num_channels()}));
+    bias = register_parameter("bias", ember::empty({options.num_channels()}));
+  }
+  reset_parameters();
+}
+
+void GroupNormImpl::reset_parameters() {
+  if (weight.defined()) init::ones_(weight);
+  if (bias.defined()) init::zeros_(bias);
+}
+
+Tensor GroupNormImpl::forward(const Tensor& input) {
+  return functional::group_norm(
+      input, GroupNormFuncOptions(options.num_groups()).weight(weight).bias(bias).eps(options.eps()));
+}
+
+void GroupNormImpl::pretty_print(std::ostream& stream) const {
+  stream << "GroupNorm(" << options.num_groups() << ", " << options.num_channels() << ", eps=" << options.eps()
+         << ", affine=" << (options.affine() ? "true" : "false") << ")";
 }
 
 }  // namespace ember::nn

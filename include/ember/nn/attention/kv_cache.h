@@ -22,6 +22,13 @@ class KVCache {
   Tensor values() const;
   int64_t length() const { return length_; }
   int64_t max_length() const { return keys_.size(2); }
+  // Writes k [B, H, n, E] and v [B, H, n, Ev] at the positions input_pos [n] (int64) given as
+  // a tensor, so that a captured decode step (ember/graph.h) writes where each replay's
+  // positions say. length() does not change.
+  void assign(const Tensor& input_pos, const Tensor& k, const Tensor& v);
+  // The whole buffers, [B, H, max_length, E] and [B, H, max_length, Ev].
+  const Tensor& key_buffer() const { return keys_; }
+  const Tensor& value_buffer() const { return values_; }
   void clear() { length_ = 0; }
 
  private:

@@ -16,6 +16,17 @@ class DropoutImpl : public Module {
 };
 EMBER_MODULE(Dropout);
 
+// Zeroes whole channels of [N, C, H, W] (or [C, H, W]) with probability p, scaling the rest
+// by 1/(1-p), in training mode (F::dropout2d); the identity in eval mode.
+class Dropout2dImpl : public Module {
+ public:
+  explicit Dropout2dImpl(const Dropout2dOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  Dropout2dOptions options;
+};
+EMBER_MODULE(Dropout2d);
+
 class ReLUImpl : public Module {
  public:
   Tensor forward(const Tensor& input);
@@ -66,5 +77,50 @@ class LogSoftmaxImpl : public Module {
   LogSoftmaxOptions options;
 };
 EMBER_MODULE(LogSoftmax);
+
+// The activations of options/activation.h as modules (F:: forms in nn/functional.h).
+#define EMBER_ACTIVATION_MODULE(Name, Options)                      \
+  class Name##Impl : public Module {                                \
+   public:                                                          \
+    explicit Name##Impl(const Options& options = {});               \
+    Tensor forward(const Tensor& input);                            \
+    void pretty_print(std::ostream& stream) const override;         \
+    Options options;                                                \
+  };                                                                \
+  EMBER_MODULE(Name)
+
+EMBER_ACTIVATION_MODULE(LeakyReLU, LeakyReLUOptions);
+EMBER_ACTIVATION_MODULE(ELU, ELUOptions);
+EMBER_ACTIVATION_MODULE(ReLU6, ReLU6Options);
+EMBER_ACTIVATION_MODULE(Softplus, SoftplusOptions);
+EMBER_ACTIVATION_MODULE(Hardtanh, HardtanhOptions);
+EMBER_ACTIVATION_MODULE(GLU, GLUOptions);
+#undef EMBER_ACTIVATION_MODULE
+
+// x > 0 ? x : weight * x with a learnt weight [num_parameters] (registered as "weight",
+// filled with options.init()).
+class PReLUImpl : public Module {
+ public:
+  explicit PReLUImpl(const PReLUOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void reset();
+  void pretty_print(std::ostream& stream) const override;
+  PReLUOptions options;
+  Tensor weight;
+};
+EMBER_MODULE(PReLU);
+
+class MishImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(Mish);
+
+// Softmax over the channels (dim -3) of [N, C, H, W] or [C, H, W] inputs.
+class Softmax2dImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(Softmax2d);
 
 }  // namespace ember::nn

@@ -5,23 +5,33 @@
 
 namespace ember::nn {
 
-// Parameters weight (ones) and bias (zeros) when affine; buffers running_mean (zeros),
-// running_var (ones) and num_batches_tracked (int64 0) when track_running_stats, as PyTorch's
-// state_dict. Training normalises with the batch's statistics and updates the running ones;
-// evaluation (eval()) uses the running ones.
+// What BatchNorm and InstanceNorm share (libtorch's NormImplBase): parameters weight (ones)
+// and bias (zeros) [num_features] when affine; buffers running_mean (zeros), running_var
+// (ones) and num_batches_tracked (int64 0) when track_running_stats, as PyTorch's state_dict.
+class NormImplBase : public Module {
+ public:
+  void reset_running_stats();
+  void reset_parameters();
+
+  Tensor weight, bias;
+  Tensor running_mean, running_var, num_batches_tracked;
+
+ protected:
+  // name: the module's name for errors.
+  NormImplBase(const char* name, int64_t num_features, bool affine, bool track_running_stats);
+};
+
+// Training normalises with the batch's statistics and updates the running ones; evaluation
+// (eval()) uses the running ones.
 template <size_t D>
-class BatchNormNdImpl : public Module {
+class BatchNormNdImpl : public NormImplBase {
  public:
   explicit BatchNormNdImpl(const BatchNormOptions& options);
 
   Tensor forward(const Tensor& input);
-  void reset_running_stats();
-  void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 
   BatchNormOptions options;
-  Tensor weight, bias;
-  Tensor running_mean, running_var, num_batches_tracked;
 };
 
 class BatchNorm1dImpl : public BatchNormNdImpl<1> {

@@ -1,5 +1,8 @@
-// Conv1d, Conv2d and Conv3d: one implementation over the number of spatial dims.
+// Conv1d/2d/3d and ConvTranspose1d/2d/3d: one implementation each over the number of spatial
+// dims.
 #pragma once
+#include <optional>
+
 #include "ember/nn/module.h"
 #include "ember/nn/options.h"
 
@@ -47,8 +50,56 @@ class Conv3dImpl : public ConvNdImpl<3> {
 };
 EMBER_MODULE(Conv3d);
 
+// weight [in, out / groups, *kernel] ~ kaiming_uniform(a=sqrt(5)); bias [out] ~
+// U(+-1/sqrt(fan_in)) with fan_in = out / groups * prod(kernel) (the weight's dim 1), as
+// PyTorch. Only padding_mode kZeros.
+template <size_t D>
+class ConvTransposeNdImpl : public Module {
+ public:
+  explicit ConvTransposeNdImpl(const ConvTransposeOptions<D>& options);
+
+  // input [N, in, *spatial] (or [in, *spatial]) -> [N, out, *spatial_out]. output_size (D
+  // or D + 2 values) picks the output_padding that gives that size; it must lie within
+  // [min, min + stride - 1] with min = (in - 1) * stride - 2 * padding + dilation *
+  // (kernel - 1) + 1 (PyTorch's Python formula; libtorch's C++ one leaves out the dilation).
+  Tensor forward(const Tensor& input, const std::optional<IntArrayRef>& output_size = std::nullopt);
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+
+  ConvTransposeOptions<D> options;
+  Tensor weight;
+  Tensor bias;  // undefined when options.bias() is false
+};
+
+class ConvTranspose1dImpl : public ConvTransposeNdImpl<1> {
+ public:
+  using ConvTransposeNdImpl<1>::ConvTransposeNdImpl;
+  ConvTranspose1dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<1> kernel_size)
+      : ConvTransposeNdImpl(ConvTranspose1dOptions(in_channels, out_channels, kernel_size)) {}
+};
+EMBER_MODULE(ConvTranspose1d);
+
+class ConvTranspose2dImpl : public ConvTransposeNdImpl<2> {
+ public:
+  using ConvTransposeNdImpl<2>::ConvTransposeNdImpl;
+  ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
+      : ConvTransposeNdImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+};
+EMBER_MODULE(ConvTranspose2d);
+
+class ConvTranspose3dImpl : public ConvTransposeNdImpl<3> {
+ public:
+  using ConvTransposeNdImpl<3>::ConvTransposeNdImpl;
+  ConvTranspose3dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<3> kernel_size)
+      : ConvTransposeNdImpl(ConvTranspose3dOptions(in_channels, out_channels, kernel_size)) {}
+};
+EMBER_MODULE(ConvTranspose3d);
+
 extern template class ConvNdImpl<1>;
 extern template class ConvNdImpl<2>;
 extern template class ConvNdImpl<3>;
+extern template class ConvTransposeNdImpl<1>;
+extern template class ConvTransposeNdImpl<2>;
+extern template class ConvTransposeNdImpl<3>;
 
 }  // namespace ember::nn

@@ -58,4 +58,62 @@ class KLDivLossImpl : public Module {
 };
 EMBER_MODULE(KLDivLoss);
 
+class BCELossImpl : public Module {
+ public:
+  explicit BCELossImpl(const BCELossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  BCELossOptions options;
+  Tensor weight;
+};
+EMBER_MODULE(BCELoss);
+
+class SmoothL1LossImpl : public Module {
+ public:
+  explicit SmoothL1LossImpl(const SmoothL1LossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  SmoothL1LossOptions options;
+};
+EMBER_MODULE(SmoothL1Loss);
+
+class HuberLossImpl : public Module {
+ public:
+  explicit HuberLossImpl(const HuberLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  HuberLossOptions options;
+};
+EMBER_MODULE(HuberLoss);
+
+class MarginRankingLossImpl : public Module {
+ public:
+  explicit MarginRankingLossImpl(const MarginRankingLossOptions& options = {});
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
+  MarginRankingLossOptions options;
+};
+EMBER_MODULE(MarginRankingLoss);
+
+class TripletMarginLossImpl : public Module {
+ public:
+  explicit TripletMarginLossImpl(const TripletMarginLossOptions& options = {});
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
+  TripletMarginLossOptions options;
+};
+EMBER_MODULE(TripletMarginLoss);
+
+class CosineEmbeddingLossImpl : public Module {
+ public:
+  explicit CosineEmbeddingLossImpl(const CosineEmbeddingLossOptions& options = {});
+  Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
+  CosineEmbeddingLossOptions options;
+};
+EMBER_MODULE(CosineEmbeddingLoss);
+
+class CTCLossImpl : public Module {
+ public:
+  explicit CTCLossImpl(const CTCLossOptions& options = {});
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths);
+  CTCLossOptions options;
+};
+EMBER_MODULE(CTCLoss);
+
 }  // namespace ember::nn

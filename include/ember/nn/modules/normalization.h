@@ -1,4 +1,5 @@
-// LayerNorm and RMSNorm over the trailing normalized_shape dims.
+// LayerNorm and RMSNorm over the trailing normalized_shape dims; GroupNorm over groups of
+// channels.
 #pragma once
 #include "ember/nn/module.h"
 #include "ember/nn/options.h"
@@ -33,5 +34,20 @@ class RMSNormImpl : public Module {
   Tensor weight;
 };
 EMBER_MODULE(RMSNorm);
+
+// Parameters weight (ones) and bias (zeros) [num_channels] when affine.
+class GroupNormImpl : public Module {
+ public:
+  explicit GroupNormImpl(const GroupNormOptions& options);
+
+  Tensor forward(const Tensor& input);
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+
+  GroupNormOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+EMBER_MODULE(GroupNorm);
 
 }  // namespace ember::nn

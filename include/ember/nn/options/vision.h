@@ -1,7 +1,8 @@
 // Options of the vision layers (convolution, padding, pooling, batch norm), as libtorch's
 // torch::nn::Conv2dOptions, PadFuncOptions, MaxPool2dOptions, BatchNormOptions, ...
-// Where ember differs: ConvOptions has no transposed/output_padding (ConvTranspose is not
-// built yet), and adaptive pooling sizes are plain ExpandingArrays (no "None" entries).
+// Where ember differs: ConvOptions has no transposed/output_padding (the transposed
+// convolutions have their own ConvTransposeOptions, as libtorch's modules do), and adaptive
+// pooling sizes are plain ExpandingArrays (no "None" entries).
 #pragma once
 #include <optional>
 #include <variant>
@@ -67,6 +68,43 @@ struct ConvFuncOptions : ConvPaddingArg<D, ConvFuncOptions<D>> {
 using Conv1dFuncOptions = ConvFuncOptions<1>;
 using Conv2dFuncOptions = ConvFuncOptions<2>;
 using Conv3dFuncOptions = ConvFuncOptions<3>;
+
+// The transposed convolution (the gradient of a convolution with respect to its input):
+// weight [in_channels, out_channels / groups, *kernel]; output size per dim
+// (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1. Only
+// kZeros padding_mode exists, as in PyTorch.
+template <size_t D>
+struct ConvTransposeOptions {
+  ConvTransposeOptions(int64_t in_channels, int64_t out_channels, ExpandingArray<D> kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  EMBER_ARG(int64_t, in_channels);
+  EMBER_ARG(int64_t, out_channels);
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride) = 1;
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
+  // Added to one side of the output; must be smaller than the stride or the dilation.
+  EMBER_ARG(ExpandingArray<D>, output_padding) = 0;
+  EMBER_ARG(int64_t, groups) = 1;
+  EMBER_ARG(bool, bias) = true;
+  EMBER_ARG(ExpandingArray<D>, dilation) = 1;
+  EMBER_ARG(ConvPaddingMode, padding_mode) = enumtype::kZeros{};
+};
+using ConvTranspose1dOptions = ConvTransposeOptions<1>;
+using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+using ConvTranspose3dOptions = ConvTransposeOptions<3>;
+
+template <size_t D>
+struct ConvTransposeFuncOptions {
+  EMBER_ARG(Tensor, bias) = {};
+  EMBER_ARG(ExpandingArray<D>, stride) = 1;
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
+  EMBER_ARG(ExpandingArray<D>, output_padding) = 0;
+  EMBER_ARG(int64_t, groups) = 1;
+  EMBER_ARG(ExpandingArray<D>, dilation) = 1;
+};
+using ConvTranspose1dFuncOptions = ConvTransposeFuncOptions<1>;
+using ConvTranspose2dFuncOptions = ConvTransposeFuncOptions<2>;
+using ConvTranspose3dFuncOptions = ConvTransposeFuncOptions<3>;
 
 // ---- padding ----------------------------------------------------------------------------------
 
@@ -156,6 +194,9 @@ struct BatchNormFuncOptions {
 };
 
 namespace functional {
+using nn::ConvTranspose1dFuncOptions;
+using nn::ConvTranspose2dFuncOptions;
+using nn::ConvTranspose3dFuncOptions;
 using nn::AdaptiveAvgPool1dFuncOptions;
 using nn::AdaptiveAvgPool2dFuncOptions;
 using nn::AdaptiveAvgPool3dFuncOptions;

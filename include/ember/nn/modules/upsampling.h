@@ -1,0 +1,17 @@
+// nn::Upsample: F::interpolate with the module's options.
+#pragma once
+#include "ember/nn/module.h"
+#include "ember/nn/options.h"
+
+namespace ember::nn {
+
+class UpsampleImpl : public Module {
+ public:
+  explicit UpsampleImpl(const UpsampleOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  UpsampleOptions options;
+};
+EMBER_MODULE(Upsample);
+
+}  // namespace ember::nn

@@ -1,0 +1,336 @@
+// ember-rt: runs a .ember program file (libember_rt) without the ember library.
+//   ember-rt PROGRAM                          its methods with their inputs and outputs
+//   ember-rt PROGRAM --method NAME --input SHAPE=FILE ... [--output PREFIX]
+//       input i: FILE's raw little-endian bytes in the input's dtype, row-major, of SHAPE
+//       (3x4; "scalar" for 0 dims); output o is written to PREFIX<o>.bin (default out)
+//   ember-rt GPT.ember --prompt TEXT [--tokens N --temperature X --top-k N --top-p X --seed N]
+//       text generation as `ember generate` (the exported GPT's prefill and decode methods)
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cpu/random.h"
+#include "ember/detail/sampling.h"
+#include "ember/runtime.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: ember-rt PROGRAM [--method NAME --input SHAPE=FILE ... [--output PREFIX]]\n"
+    "       ember-rt GPT.ember --prompt TEXT [--tokens N] [--temperature X] [--top-k N] [--top-p X] [--seed N]\n"
+    "  PROGRAM alone lists its methods, inputs and outputs; with --method runs NAME on the\n"
+    "  inputs (raw row-major bytes in each input's dtype; SHAPE like 3x4, or scalar) and writes\n"
+    "  output o to PREFIX<o>.bin (default PREFIX: out). With --prompt, continues the text with\n"
+    "  an exported GPT as `ember generate` does (defaults: --tokens 200 --temperature 0.8\n"
+    "  --top-k 40 --top-p 0.95 --seed 0).\n";
+
+const char* const kDtypeNames[] = {"bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
+                                   "float64"};
+const size_t kElementSizes[] = {1, 1, 1, 4, 8, 2, 2, 4, 8};
+
+int fail(const char* message) {
+  std::fprintf(stderr, "ember-rt: %s\n", message);
+  return 1;
+}
+
+void print_info(const char* what, size_t index, const EmberRtTensorInfo& info) {
+  std::printf("  %s %zu '%s': %s [", what, index, info.name, kDtypeNames[info.dtype]);
+  for (int32_t d = 0; d < info.ndim; ++d) {
+    if (info.min_sizes[d] == info.max_sizes[d]) std::printf("%s%lld", d ? ", " : "", static_cast<long long>(info.min_sizes[d]));
+    else std::printf("%s%lld..%lld", d ? ", " : "", static_cast<long long>(info.min_sizes[d]),
+                     static_cast<long long>(info.max_sizes[d]));
+  }
+  std::printf("]\n");
+}
+
+int list_methods(EmberRtProgram* program) {
+  for (size_t m = 0; m < ember_rt_num_methods(program); ++m) {
+    EmberRtMethod* method = nullptr;
+    ember_rt_method(program, ember_rt_method_name(program, m), &method);
+    std::printf("method %s\n", ember_rt_method_name(program, m));
+    EmberRtTensorInfo info;
+    for (size_t i = 0; i < ember_rt_num_inputs(method); ++i)
+      if (ember_rt_input_info(method, i, &info) == EMBER_RT_OK) print_info("input", i, info);
+    for (size_t o = 0; o < ember_rt_num_outputs(method); ++o)
+      if (ember_rt_output_info(method, o, &info) == EMBER_RT_OK) print_info("output", o, info);
+  }
+  return 0;
+}
+
+bool read_file(const std::string& path, std::vector<unsigned char>* bytes) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  unsigned char chunk[65536];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), f)) > 0;) bytes->insert(bytes->end(), chunk, chunk + n);
+  std::fclose(f);
+  return true;
+}
+
+// "3x4=x.bin" -> sizes {3, 4} and the file's bytes.
+bool parse_input(const std::string& spec, EmberRtTensor* tensor, std::vector<unsigned char>* bytes) {
+  const size_t eq = spec.find('=');
+  if (eq == std::string::npos) return false;
+  const std::string shape = spec.substr(0, eq);
+  tensor->ndim = 0;
+  if (shape != "scalar") {
+    for (size_t start = 0; start <= shape.size();) {
+      size_t end = shape.find('x', start);
+      if (end == std::string::npos) end = shape.size();
+      if (tensor->ndim == EMBER_RT_MAX_DIMS || end == start) return false;
+      tensor->sizes[tensor->ndim++] = std::strtoll(shape.substr(start, end - start).c_str(), nullptr, 10);
+      start = end + 1;
+    }
+  }
+  return read_file(spec.substr(eq + 1), bytes);
+}
+
+int run_method(EmberRtProgram* program, const std::string& name, const std::vector<std::string>& input_specs,
+               const std::string& prefix) {
+  EmberRtMethod* method = nullptr;
+  if (ember_rt_method(program, name.c_str(), &method) != EMBER_RT_OK) return fail(ember_rt_last_error());
+  if (input_specs.size() != ember_rt_num_inputs(method)) return fail("the number of --input flags differs from the method's inputs");
+  std::vector<EmberRtTensor> inputs(input_specs.size()), outputs(ember_rt_num_outputs(method));
+  std::vector<std::vector<unsigned char>> buffers(inputs.size() + outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EmberRtTensorInfo info;
+    ember_rt_input_info(method, i, &info);
+    inputs[i] = EmberRtTensor{};
+    inputs[i].dtype = info.dtype;
+    if (!parse_input(input_specs[i], &inputs[i], &buffers[i])) return fail("cannot read an --input SHAPE=FILE");
+    size_t expected = kElementSizes[info.dtype];
+    for (int32_t d = 0; d < inputs[i].ndim; ++d) expected *= static_cast<size_t>(inputs[i].sizes[d]);
+    if (buffers[i].size() != expected) return fail("an input file's size differs from its shape and dtype");
+    buffers[i].resize(expected + 1);
+    inputs[i].data = buffers[i].data();
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    EmberRtTensorInfo info;
+    ember_rt_output_info(method, o, &info);
+    std::vector<unsigned char>& buffer = buffers[inputs.size() + o];
+    buffer.resize(info.max_bytes + 1);
+    outputs[o] = EmberRtTensor{};
+    outputs[o].data = buffer.data();
+    outputs[o].capacity_bytes = info.max_bytes;
+  }
+  if (ember_rt_run(method, inputs.data(), inputs.size(), outputs.data(), outputs.size()) != EMBER_RT_OK)
+    return fail(ember_rt_last_error());
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    size_t bytes = kElementSizes[outputs[o].dtype];
+    std::printf("output %zu: %s [", o, kDtypeNames[outputs[o].dtype]);
+    for (int32_t d = 0; d < outputs[o].ndim; ++d) {
+      bytes *= static_cast<size_t>(outputs[o].sizes[d]);
+      std::printf("%s%lld", d ? ", " : "", static_cast<long long>(outputs[o].sizes[d]));
+    }
+    const std::string path = prefix + std::to_string(o) + ".bin";
+    std::printf("] -> %s\n", path.c_str());
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr || std::fwrite(outputs[o].data, 1, bytes, f) != bytes || std::fclose(f) != 0)
+      return fail("cannot write an output file");
+  }
+  return 0;
+}
+
+// The tokenizers of ember::data (src/data/text.cpp), which ember-rt does not link: "byte", or
+// "char" over the sorted distinct bytes of the state (unknown bytes encode to id 0).
+struct Tokenizer {
+  bool bytes = true;
+  std::string alphabet;
+  int16_t index[256] = {};
+
+  bool init(const char* kind, const char* state) {
+    bytes = std::strcmp(kind, "byte") == 0;
+    if (bytes) return true;
+    if (std::strcmp(kind, "char") != 0 || state == nullptr) return false;
+    bool seen[256] = {};
+    for (const char* c = state; *c; ++c) seen[static_cast<unsigned char>(*c)] = true;
+    for (int c = 0; c < 256; ++c) {
+      index[c] = static_cast<int16_t>(seen[c] ? alphabet.size() : 0);
+      if (seen[c]) alphabet.push_back(static_cast<char>(c));
+    }
+    return !alphabet.empty();
+  }
+  std::vector<int64_t> encode(const std::string& text) const {
+    std::vector<int64_t> ids;
+    for (unsigned char c : text) ids.push_back(bytes ? c : index[c]);
+    return ids;
+  }
+  std::string decode(int64_t id) const {
+    if (bytes) return std::string(1, static_cast<char>(id));
+    return id >= 0 && id < static_cast<int64_t>(alphabet.size()) ? std::string(1, alphabet[static_cast<size_t>(id)])
+                                                                 : std::string();
+  }
+};
+
+struct GenerateOptions {
+  std::string prompt;
+  int64_t tokens = 200, top_k = 40;
+  double temperature = 0.8, top_p = 0.95;
+  uint64_t seed = 0;
+};
+
+// The exported GPT's methods over one set of KV-cache buffers: prefill(tokens [1, T], caches)
+// and decode(tokens [1, 1], pos, caches), each giving logits [1, T or 1, vocab] (float32).
+class Gpt {
+ public:
+  bool init(EmberRtProgram* program) {
+    if (ember_rt_method(program, "prefill", &prefill_) != EMBER_RT_OK ||
+        ember_rt_method(program, "decode", &decode_) != EMBER_RT_OK)
+      return false;
+    const size_t caches = ember_rt_num_inputs(prefill_) - 1;
+    if (ember_rt_num_inputs(decode_) != caches + 2) return false;
+    cache_buffers_.resize(caches);
+    cache_tensors_.resize(caches);
+    for (size_t c = 0; c < caches; ++c) {
+      EmberRtTensorInfo info;
+      if (ember_rt_input_info(prefill_, c + 1, &info) != EMBER_RT_OK) return false;
+      cache_buffers_[c].assign(info.max_bytes, 0);
+      EmberRtTensor& t = cache_tensors_[c];
+      t = EmberRtTensor{};
+      t.data = cache_buffers_[c].data();
+      t.dtype = info.dtype;
+      t.ndim = info.ndim;
+      for (int32_t d = 0; d < info.ndim; ++d) t.sizes[d] = info.max_sizes[d];
+    }
+    EmberRtTensorInfo logits;
+    if (ember_rt_output_info(prefill_, 0, &logits) != EMBER_RT_OK || logits.dtype != EMBER_RT_FLOAT32) return false;
+    logits_.resize(logits.max_bytes / sizeof(float) + 1);
+    vocab_ = logits.max_sizes[2];
+    return true;
+  }
+
+  // Logits of the last of `context`'s tokens, the cache holding them.
+  bool prefill(const std::vector<int64_t>& context, std::vector<double>* logits) {
+    std::vector<EmberRtTensor> inputs{token_tensor(context, {1, static_cast<int64_t>(context.size())})};
+    inputs.insert(inputs.end(), cache_tensors_.begin(), cache_tensors_.end());
+    length_ = static_cast<int64_t>(context.size());
+    return run(prefill_, inputs, length_ - 1, logits);
+  }
+
+  // Logits after `token`, appended to the cache at position length().
+  bool decode(int64_t token, std::vector<double>* logits) {
+    std::vector<int64_t> one{token};
+    int64_t pos = length_;
+    EmberRtTensor position{};
+    position.data = &pos;
+    position.dtype = EMBER_RT_INT64;
+    std::vector<EmberRtTensor> inputs{token_tensor(one, {1, 1}), position};
+    inputs.insert(inputs.end(), cache_tensors_.begin(), cache_tensors_.end());
+    ++length_;
+    return run(decode_, inputs, 0, logits);
+  }
+
+  int64_t length() const { return length_; }
+
+ private:
+  EmberRtTensor token_tensor(const std::vector<int64_t>& ids, std::vector<int64_t> sizes) {
+    token_buffer_ = ids;
+    EmberRtTensor t{};
+    t.data = token_buffer_.data();
+    t.dtype = EMBER_RT_INT64;
+    t.ndim = static_cast<int32_t>(sizes.size());
+    for (size_t d = 0; d < sizes.size(); ++d) t.sizes[d] = sizes[d];
+    return t;
+  }
+
+  bool run(EmberRtMethod* method, const std::vector<EmberRtTensor>& inputs, int64_t row, std::vector<double>* logits) {
+    EmberRtTensor output{};
+    output.data = logits_.data();
+    output.capacity_bytes = (logits_.size() - 1) * sizeof(float);
+    if (ember_rt_run(method, inputs.data(), inputs.size(), &output, 1) != EMBER_RT_OK) return false;
+    const float* values = logits_.data() + row * vocab_;
+    logits->assign(values, values + vocab_);  // exact, as Tensor::to(kFloat64) in ember generate
+    return true;
+  }
+
+  EmberRtMethod *prefill_ = nullptr, *decode_ = nullptr;
+  std::vector<std::vector<unsigned char>> cache_buffers_;
+  std::vector<EmberRtTensor> cache_tensors_;
+  std::vector<int64_t> token_buffer_;
+  std::vector<float> logits_;
+  int64_t vocab_ = 0, length_ = 0;
+};
+
+// The steps of `ember generate` (src/cli/generate.cpp): prefill the prompt (its last
+// max_seq_len tokens), then sample and decode one token at a time; a full cache restarts from
+// the latest half of the context.
+int generate(EmberRtProgram* program, const GenerateOptions& options) {
+  const char* kind = ember_rt_metadata(program, "tokenizer_kind");
+  const char* max_len_text = ember_rt_metadata(program, "max_seq_len");
+  Tokenizer tokenizer;
+  if (kind == nullptr || max_len_text == nullptr || !tokenizer.init(kind, ember_rt_metadata(program, "tokenizer_state")))
+    return fail("the program has no tokenizer_kind/tokenizer_state/max_seq_len metadata (not an exported GPT?)");
+  Gpt gpt;
+  if (!gpt.init(program)) return fail("the program has no prefill and decode methods of an exported GPT");
+  const int64_t max_len = std::strtoll(max_len_text, nullptr, 10);
+  std::vector<int64_t> tokens = tokenizer.encode(options.prompt.empty() ? "\n" : options.prompt);
+  std::vector<double> logits;
+  auto prefill = [&](int64_t keep) {
+    keep = std::min<int64_t>(keep, static_cast<int64_t>(tokens.size()));
+    return gpt.prefill(std::vector<int64_t>(tokens.end() - keep, tokens.end()), &logits);
+  };
+  if (!prefill(max_len)) return fail(ember_rt_last_error());
+  std::fputs(options.prompt.c_str(), stdout);
+  std::fflush(stdout);
+  for (int64_t i = 0; i < options.tokens; ++i) {
+    const double u = ember::detail::uniform_from_bits(ember::cpu::random_bits(options.seed, static_cast<uint64_t>(i)));
+    const int64_t next = ember::detail::sample_token(logits.data(), static_cast<int64_t>(logits.size()),
+                                                     options.temperature, options.top_k, options.top_p, u);
+    tokens.push_back(next);
+    std::fputs(tokenizer.decode(next).c_str(), stdout);
+    std::fflush(stdout);
+    if (i + 1 == options.tokens) break;
+    const bool ok = gpt.length() == max_len ? prefill(max_len / 2) : gpt.decode(next, &logits);
+    if (!ok) return fail(ember_rt_last_error());
+  }
+  std::fputs("\n", stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string method, prefix = "out";
+  std::vector<std::string> inputs;
+  GenerateOptions generation;
+  bool generating = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      std::fputs(kUsage, stderr);
+      return 2;
+    }
+    const std::string value = argv[++i];
+    if (flag == "--method") method = value;
+    else if (flag == "--input") inputs.push_back(value);
+    else if (flag == "--output") prefix = value;
+    else if (flag == "--prompt") generation.prompt = value;
+    else if (flag == "--tokens") generation.tokens = std::strtoll(value.c_str(), nullptr, 10);
+    else if (flag == "--temperature") generation.temperature = std::strtod(value.c_str(), nullptr);
+    else if (flag == "--top-k") generation.top_k = std::strtoll(value.c_str(), nullptr, 10);
+    else if (flag == "--top-p") generation.top_p = std::strtod(value.c_str(), nullptr);
+    else if (flag == "--seed") generation.seed = std::strtoull(value.c_str(), nullptr, 10);
+    else {
+      std::fprintf(stderr, "ember-rt: unknown flag %s\n%s", flag.c_str(), kUsage);
+      return 2;
+    }
+    generating |= flag != "--method" && flag != "--input" && flag != "--output";
+  }
+  if (generating && (generation.tokens < 0 || generation.top_p <= 0 || generation.top_p > 1)) {
+    std::fprintf(stderr, "ember-rt: --tokens must be >= 0 and --top-p in (0, 1]\n");
+    return 2;
+  }
+  EmberRtProgram* program = nullptr;
+  if (ember_rt_load(argv[1], &program) != EMBER_RT_OK) return fail(ember_rt_last_error());
+  const int status = generating         ? generate(program, generation)
+                     : method.empty() ? list_methods(program)
+                                      : run_method(program, method, inputs, prefix);
+  ember_rt_free(program);
+  return status;
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs one of the examples that read data files in a fresh directory holding them (made by
+# example_data) and checks what it prints:
+#   run_with_data.sh EXAMPLE_DATA WORK_DIR mnist        EXAMPLE  generated images: accuracy >= 0.9
+#   run_with_data.sh EXAMPLE_DATA WORK_DIR mnist_digits EXAMPLE  scikit-learn's digits in MNIST's
+#                                                                layout: accuracy >= 0.8
+#   run_with_data.sh EXAMPLE_DATA WORK_DIR digits       EXAMPLE  scikit-learn's digits: >= 0.97
+#   run_with_data.sh EXAMPLE_DATA WORK_DIR custom       EXAMPLE  generated images: runs to the end
+# The digits file comes from scripts/fetch_digits; without it those tests are skipped (77).
+set -euo pipefail
+tool=$1 dir=$2 mode=$3 example=$4
+rm -rf "$dir" && mkdir -p "$dir"
+csv=${EMBER_DIGITS_CSV:-${XDG_CACHE_HOME:-$HOME/.cache}/ember/digits/digits.csv.gz}
+
+need_digits() {
+  if [[ ! -f $csv ]]; then
+    echo "SKIP: $csv not found (scripts/fetch_digits fetches it)"
+    exit 77
+  fi
+}
+
+# Runs the example in $dir with the given arguments, timed; then checks its last "Accuracy: X".
+run_and_check() {
+  local minimum=$1 what=$2
+  shift 2
+  local start accuracy seconds
+  start=$(date +%s.%N)
+  (cd "$dir" && "$example" "$@") > "$dir/out.txt"
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  accuracy=$(grep -o 'Accuracy: [0-9.]*' "$dir/out.txt" | tail -1 | cut -d' ' -f2)
+  echo "$what: final test accuracy $accuracy in $seconds s"
+  awk -v a="$accuracy" -v m="$minimum" 'BEGIN { exit !(a >= m) }' || {
+    echo "FAIL: accuracy $accuracy < $minimum"
+    cat "$dir/out.txt"
+    exit 1
+  }
+}
+
+case $mode in
+  mnist)
+    "$tool" mnist "$dir"
+    run_and_check 0.9 "mnist.cpp on generated MNIST-style images"
+    ;;
+  mnist_digits)
+    need_digits
+    "$tool" digits "$csv" "$dir"
+    run_and_check 0.8 "mnist.cpp unchanged (10 epochs of SGD) on scikit-learn's digits in MNIST's layout"
+    ;;
+  digits)
+    need_digits
+    run_and_check 0.97 "digits.cpp on scikit-learn's digits (1437 train / 360 test)" "$csv"
+    ;;
+  custom)
+    "$tool" custom "$dir"
+    (cd "$dir" && "$example") > "$dir/out.txt"
+    [[ $(grep -c 'Test Loss' "$dir/out.txt") -eq 10 ]] || { echo "FAIL: expected 10 test lines"; cat "$dir/out.txt"; exit 1; }
+    tail -2 "$dir/out.txt"
+    ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
