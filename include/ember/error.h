@@ -36,12 +36,22 @@ void append(std::ostringstream& out, const T& first, const Rest&... rest) {
   append(out, rest...);
 }
 
+}  // namespace detail
+
+// The arguments written one after another into a string, as libtorch's torch::str (c10::str):
+// str("sample-", 3, ".pt") == "sample-3.pt". A std::vector prints as [a, b, c].
+template <typename... Args>
+std::string str(const Args&... args) {
+  std::ostringstream out;
+  detail::append(out, args...);
+  return out.str();
+}
+
+namespace detail {
+
 template <typename... Args>
 [[noreturn]] void throw_error(const char* op, const Args&... args) {
-  std::ostringstream out;
-  out << '[' << op << "] ";
-  append(out, args...);
-  throw Error(out.str());
+  throw Error(str('[', op, "] ", args...));
 }
 
 }  // namespace detail

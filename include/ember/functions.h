@@ -89,6 +89,28 @@ Tensor reciprocal(const Tensor& x);
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
 Tensor silu(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt);
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max = std::nullopt);
+Tensor clamp_min(const Tensor& x, const Scalar& min);
+Tensor clamp_min(const Tensor& x, const Tensor& min);
+Tensor clamp_max(const Tensor& x, const Scalar& max);
+Tensor clamp_max(const Tensor& x, const Tensor& max);
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor round(const Tensor& x, int64_t decimals = 0);
+Tensor frac(const Tensor& x);
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Scalar& b);
+Tensor remainder(const Scalar& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Scalar& b);
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_and(const Tensor& a, const Scalar& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Scalar& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Scalar& b);
+Tensor bitwise_not(const Tensor& x);
 Tensor eq(const Tensor& a, const Tensor& b);
 Tensor ne(const Tensor& a, const Tensor& b);
 Tensor lt(const Tensor& a, const Tensor& b);
@@ -143,6 +165,22 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor nonzero(const Tensor& x);
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
+// [*self.shape, num_classes] int64; num_classes -1 means max(self) + 1.
+Tensor one_hot(const Tensor& self, int64_t num_classes = -1);
+Tensor flip(const Tensor& x, IntArrayRef dims);
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+Tensor movedim(const Tensor& x, IntArrayRef source, IntArrayRef destination);
+Tensor movedim(const Tensor& x, int64_t source, int64_t destination);
+Tensor broadcast_to(const Tensor& x, IntArrayRef sizes);
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt,
+                         std::optional<int64_t> output_size = std::nullopt);
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                         std::optional<int64_t> output_size = std::nullopt);
+// [0, 0, ..., 1, 1, ...]: index i repeated repeats[i] times (repeats 1-D int).
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size = std::nullopt);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 
 // ---- linear algebra -----------------------------------------------------------------------
@@ -154,6 +192,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // beta * self + alpha * (mat1 @ mat2)
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1, const Scalar& alpha = 1);
 Tensor outer(const Tensor& a, const Tensor& b);
+Tensor mv(const Tensor& self, const Tensor& vec);
+Tensor dot(const Tensor& self, const Tensor& other);
+// beta * self + alpha * bmm(batch1, batch2); beta == 0 ignores self (NaN in it included).
+Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+               const Scalar& alpha = 1);
 
 // ---- convolution and pooling ---------------------------------------------------------------
 // Inputs are [N, C, *spatial] (or unbatched [C, *spatial]); one-value lists expand to every

@@ -22,6 +22,9 @@ class Storage;
 namespace autograd {
 struct Node;
 }
+namespace indexing {
+class TensorIndex;
+}
 
 class Tensor {
  public:
@@ -209,6 +212,53 @@ class Tensor {
   Tensor& clamp_(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt) const;
   Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
   Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
+  Tensor& clamp_min_(const Scalar& min) const { return clamp_(min, std::nullopt); }
+  Tensor& clamp_max_(const Scalar& max) const { return clamp_(std::nullopt, max); }
+  // Tensor bounds broadcast against self. Differs from libtorch: `min` has no default, so
+  // clamp() with no bound stays the Scalar overload's error rather than an ambiguity.
+  Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max = std::nullopt) const;
+  Tensor& clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max = std::nullopt) const;
+  Tensor clamp_min(const Tensor& min) const { return clamp(min, std::nullopt); }
+  Tensor clamp_max(const Tensor& max) const { return clamp(std::nullopt, max); }
+  Tensor& clamp_min_(const Tensor& min) const { return clamp_(min, std::nullopt); }
+  Tensor& clamp_max_(const Tensor& max) const { return clamp_(std::nullopt, max); }
+  // Rounding: integer tensors come back unchanged (a copy); round rounds half to even.
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor trunc() const;
+  Tensor round() const { return round(0); }
+  Tensor round(int64_t decimals) const;
+  Tensor frac() const;
+  Tensor& floor_() const;
+  Tensor& ceil_() const;
+  Tensor& trunc_() const;
+  Tensor& round_() const { return round_(0); }
+  Tensor& round_(int64_t decimals) const;
+  Tensor& frac_() const;
+  // remainder: Python's modulo (sign of the divisor, the `%` operator); fmod: C's (sign of self).
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(const Scalar& other) const;
+  Tensor& remainder_(const Tensor& other) const;
+  Tensor& remainder_(const Scalar& other) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(const Scalar& other) const;
+  Tensor& fmod_(const Tensor& other) const;
+  Tensor& fmod_(const Scalar& other) const;
+  // Bitwise ops: bool and integer tensors only.
+  Tensor bitwise_and(const Tensor& other) const;
+  Tensor bitwise_and(const Scalar& other) const;
+  Tensor bitwise_or(const Tensor& other) const;
+  Tensor bitwise_or(const Scalar& other) const;
+  Tensor bitwise_xor(const Tensor& other) const;
+  Tensor bitwise_xor(const Scalar& other) const;
+  Tensor bitwise_not() const;
+  Tensor& bitwise_and_(const Tensor& other) const;
+  Tensor& bitwise_and_(const Scalar& other) const;
+  Tensor& bitwise_or_(const Tensor& other) const;
+  Tensor& bitwise_or_(const Scalar& other) const;
+  Tensor& bitwise_xor_(const Tensor& other) const;
+  Tensor& bitwise_xor_(const Scalar& other) const;
+  Tensor& bitwise_not_() const;
 
   Tensor eq(const Tensor& other) const;
   Tensor eq(const Scalar& other) const;
@@ -222,6 +272,19 @@ class Tensor {
   Tensor gt(const Scalar& other) const;
   Tensor ge(const Tensor& other) const;
   Tensor ge(const Scalar& other) const;
+  // In-place comparisons write 1 or 0 in self's dtype.
+  Tensor& eq_(const Tensor& other) const;
+  Tensor& eq_(const Scalar& other) const;
+  Tensor& ne_(const Tensor& other) const;
+  Tensor& ne_(const Scalar& other) const;
+  Tensor& lt_(const Tensor& other) const;
+  Tensor& lt_(const Scalar& other) const;
+  Tensor& le_(const Tensor& other) const;
+  Tensor& le_(const Scalar& other) const;
+  Tensor& gt_(const Tensor& other) const;
+  Tensor& gt_(const Scalar& other) const;
+  Tensor& ge_(const Tensor& other) const;
+  Tensor& ge_(const Scalar& other) const;
   Tensor logical_and(const Tensor& other) const;
   Tensor logical_or(const Tensor& other) const;
   Tensor logical_xor(const Tensor& other) const;
@@ -282,11 +345,44 @@ class Tensor {
   Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+  // Python's x[...] (ember/tensor_indexing.h): Slice, None, Ellipsis, integers, bools, bool
+  // masks and integer index tensors, with PyTorch's advanced-indexing rules. Without tensor
+  // indices the result is a view; with them, a copy.
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  // x[...] = rhs (broadcast to the indexed shape, cast to self's dtype).
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& rhs) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& v) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& rhs) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& v) const;
+  // [count, dim] int64: the multi-index of each nonzero element, in row-major order.
+  Tensor nonzero() const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source) const;
+
+  // ---- rearranging (copies, never views of self) ---------------------------------------------
+  Tensor flip(IntArrayRef dims) const;
+  // Without dims, rolls the flattened tensor and restores the shape.
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor repeat(IntArrayRef repeats) const;
+  // Without dim, repeats the elements of the flattened tensor.
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+  Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+  // Views.
+  Tensor movedim(IntArrayRef source, IntArrayRef destination) const;
+  Tensor movedim(int64_t source, int64_t destination) const;
+  Tensor broadcast_to(IntArrayRef sizes) const;
 
   // ---- linear algebra -----------------------------------------------------------------
   Tensor matmul(const Tensor& other) const;
   Tensor mm(const Tensor& other) const;
   Tensor bmm(const Tensor& other) const;
+  Tensor mv(const Tensor& vec) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1, const Scalar& alpha = 1) const;
 
   // ---- operators ------------------------------------------------------------------
   Tensor operator-() const { return neg(); }
@@ -298,6 +394,13 @@ class Tensor {
   Tensor& operator*=(const Scalar& o) { return mul_(o); }
   Tensor& operator/=(const Tensor& o) { return div_(o); }
   Tensor& operator/=(const Scalar& o) { return div_(o); }
+  Tensor operator~() const { return bitwise_not(); }
+  Tensor& operator&=(const Tensor& o) { return bitwise_and_(o); }
+  Tensor& operator&=(const Scalar& o) { return bitwise_and_(o); }
+  Tensor& operator|=(const Tensor& o) { return bitwise_or_(o); }
+  Tensor& operator|=(const Scalar& o) { return bitwise_or_(o); }
+  Tensor& operator^=(const Tensor& o) { return bitwise_xor_(o); }
+  Tensor& operator^=(const Scalar& o) { return bitwise_xor_(o); }
 
  private:
   std::shared_ptr<TensorImpl> impl_;
@@ -327,6 +430,18 @@ inline Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
 inline Tensor operator>(const Tensor& a, const Scalar& b) { return a.gt(b); }
 inline Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
 inline Tensor operator>=(const Tensor& a, const Scalar& b) { return a.ge(b); }
+inline Tensor operator%(const Tensor& a, const Tensor& b) { return a.remainder(b); }
+inline Tensor operator%(const Tensor& a, const Scalar& b) { return a.remainder(b); }
+Tensor operator%(const Scalar& a, const Tensor& b);
+inline Tensor operator&(const Tensor& a, const Tensor& b) { return a.bitwise_and(b); }
+inline Tensor operator&(const Tensor& a, const Scalar& b) { return a.bitwise_and(b); }
+inline Tensor operator&(const Scalar& a, const Tensor& b) { return b.bitwise_and(a); }
+inline Tensor operator|(const Tensor& a, const Tensor& b) { return a.bitwise_or(b); }
+inline Tensor operator|(const Tensor& a, const Scalar& b) { return a.bitwise_or(b); }
+inline Tensor operator|(const Scalar& a, const Tensor& b) { return b.bitwise_or(a); }
+inline Tensor operator^(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
+inline Tensor operator^(const Tensor& a, const Scalar& b) { return a.bitwise_xor(b); }
+inline Tensor operator^(const Scalar& a, const Tensor& b) { return b.bitwise_xor(a); }
 inline Tensor operator&&(const Tensor& a, const Tensor& b) { return a.logical_and(b); }
 inline Tensor operator||(const Tensor& a, const Tensor& b) { return a.logical_or(b); }
 inline Tensor operator!(const Tensor& a) { return a.logical_not(); }
@@ -334,3 +449,5 @@ inline Tensor operator!(const Tensor& a) { return a.logical_not(); }
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
 }  // namespace ember
+
+#include "ember/tensor_indexing.h"  // the index list of Tensor::index, complete for every caller

@@ -9,16 +9,16 @@
 
 namespace ember::cpu {
 
-enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow, Atan2 };
+enum class BinaryOp { Add, Sub, Mul, Div, Maximum, Minimum, Pow, Atan2, Remainder, Fmod, BitwiseAnd, BitwiseOr, BitwiseXor };
 enum class CompareOp { Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor };
 enum class UnaryOp {
   Exp, Log, Log1p, Expm1, Sqrt, Rsqrt, Abs, Neg, Sin, Cos, Tan, Tanh, Sigmoid, Relu, GeluErf, GeluTanh, Silu, Erf,
-  Sign, Reciprocal, PowScalar, Clamp,
+  Sign, Reciprocal, PowScalar, Clamp, Floor, Ceil, Trunc, Round, Frac, BitwiseNot,
 };
 enum class PredicateOp { LogicalNot, IsNan, IsInf, IsFinite };
 
 struct ElementwiseParams {
-  double alpha = 1;      // add/sub: a + alpha * b; pow: exponent
+  double alpha = 1;      // add/sub: a + alpha * b; pow: exponent; round: decimals
   double low = 0;        // clamp
   double high = 0;
   bool has_low = false;

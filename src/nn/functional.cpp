@@ -36,6 +36,8 @@ ScalarType opmath_type(ScalarType dtype) { return dtype == kFloat16 || dtype == 
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) { return ember::linear(input, weight, bias); }
 
+Tensor one_hot(const Tensor& tensor, int64_t num_classes) { return ember::one_hot(tensor, num_classes); }
+
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options) {
   EMBER_CHECK(weight.dim() == 2, "embedding", "weight must be 2-D [num_embeddings, embedding_dim], got shape ",
               weight.sizes());

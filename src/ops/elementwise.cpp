@@ -22,8 +22,25 @@ const char* binary_name(BinaryOp op) {
     case BinaryOp::Minimum: return "minimum";
     case BinaryOp::Pow: return "pow";
     case BinaryOp::Atan2: return "atan2";
+    case BinaryOp::Remainder: return "remainder";
+    case BinaryOp::Fmod: return "fmod";
+    case BinaryOp::BitwiseAnd: return "bitwise_and";
+    case BinaryOp::BitwiseOr: return "bitwise_or";
+    case BinaryOp::BitwiseXor: return "bitwise_xor";
   }
   return "binary";
+}
+
+bool is_bitwise(BinaryOp op) {
+  return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
+}
+
+// Integer remainder by zero has no value (PyTorch raises ZeroDivisionError); the kernel must never see it.
+void check_integer_divisor(BinaryOp op, const Tensor& divisor, ScalarType dtype) {
+  if ((op != BinaryOp::Remainder && op != BinaryOp::Fmod) || is_floating_point(dtype)) return;
+  NoGradGuard guard;
+  EMBER_CHECK(!divisor.eq(0).any().item<bool>(), binary_name(op), "integer division by zero (dtype ",
+              dtype_name(dtype), ")");
 }
 
 // The dtype `op` computes in for inputs promoting to `common`.
@@ -117,6 +134,24 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
         return finish(needs[0] ? g[0] * b / denom : Tensor(), needs[1] ? -g[0] * a / denom : Tensor(), needs);
       };
       break;
+    case BinaryOp::Remainder:
+    case BinaryOp::Fmod: {
+      // a - b * q with q = floor(a / b) (remainder) or trunc(a / b) (fmod), q piecewise constant.
+      const bool floored = op == BinaryOp::Remainder;
+      name = floored ? "RemainderBackward" : "FmodBackward";
+      fn = [finish, sa, sb, floored](std::vector<Tensor>& g, const std::vector<bool>& needs) {
+        Tensor gb;
+        if (needs[1]) {
+          Tensor quotient = sa.get() / sb.get();
+          gb = -g[0] * (floored ? quotient.floor() : quotient.trunc());
+        }
+        return finish(g[0], gb, needs);
+      };
+      break;
+    }
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor: return;  // bool and integer tensors only: nothing to differentiate
   }
   autograd::record(name, {a, b}, {out}, std::move(fn));
 }
@@ -126,10 +161,11 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& al
   EMBER_CHECK(a.defined() && b.defined(), name, "called with an undefined tensor");
   EMBER_RECORD_OP(name, a, b);
   ScalarType dtype = compute_dtype(op, ops::result_type(a, b));
-  EMBER_CHECK(dtype != kBool || op == BinaryOp::Maximum || op == BinaryOp::Minimum, name,
+  EMBER_CHECK(dtype != kBool || op == BinaryOp::Maximum || op == BinaryOp::Minimum || is_bitwise(op), name,
               "not supported for bool tensors; use logical_and/logical_or");
   EMBER_CHECK(!alpha.isFloatingPoint() || is_floating_point(dtype), name, "alpha ", alpha.toDouble(),
               " must be an integer for integral dtype ", dtype_name(dtype));
+  check_integer_divisor(op, b, dtype);
   Tensor out = binary_kernel_call(op, a, b, dtype, alpha.toDouble());
   record_binary(op, a, b, out, alpha.toDouble());
   if (op == BinaryOp::Add || op == BinaryOp::Sub) ember_trace_op_.attr("alpha", alpha.toDouble());
@@ -152,6 +188,7 @@ Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Tensor& other, con
         auto shape = ops::broadcast_shapes(self.sizes(), other.sizes(), name);
         EMBER_CHECK(shape == self.sizes(), name, "output with shape ", self.sizes(),
                     " doesn't match the broadcast shape ", shape);
+        check_integer_divisor(op, other, dtype);
         if (dtype == self.scalar_type()) {
           cpu::InnerLoop loop = EMBER_KERNEL(binary_loop)(op, dtype);
           EMBER_CHECK(loop != nullptr, name, "not implemented for dtype ", dtype_name(dtype));
@@ -195,13 +232,20 @@ const char* unary_name(UnaryOp op) {
     case UnaryOp::Reciprocal: return "reciprocal";
     case UnaryOp::PowScalar: return "pow";
     case UnaryOp::Clamp: return "clamp";
+    case UnaryOp::Floor: return "floor";
+    case UnaryOp::Ceil: return "ceil";
+    case UnaryOp::Trunc: return "trunc";
+    case UnaryOp::Round: return "round";
+    case UnaryOp::Frac: return "frac";
+    case UnaryOp::BitwiseNot: return "bitwise_not";
   }
   return "unary";
 }
 
 bool keeps_integer_dtype(UnaryOp op) {
   return op == UnaryOp::Abs || op == UnaryOp::Neg || op == UnaryOp::Relu || op == UnaryOp::Sign ||
-         op == UnaryOp::PowScalar || op == UnaryOp::Clamp;
+         op == UnaryOp::PowScalar || op == UnaryOp::Clamp || op == UnaryOp::Floor || op == UnaryOp::Ceil ||
+         op == UnaryOp::Trunc || op == UnaryOp::Round || op == UnaryOp::Frac || op == UnaryOp::BitwiseNot;
 }
 
 ScalarType unary_dtype(UnaryOp op, ScalarType in) {
@@ -266,6 +310,12 @@ Tensor unary_derivative(UnaryOp op, const Tensor& x, const Tensor& y, const cpu:
       if (p.has_high) mask = mask.logical_and(x <= p.high);
       return mask.to(x.scalar_type());
     }
+    case UnaryOp::Floor:
+    case UnaryOp::Ceil:
+    case UnaryOp::Trunc:
+    case UnaryOp::Round: return zeros_like(x);
+    case UnaryOp::Frac: return ones_like(x);
+    case UnaryOp::BitwiseNot: return {};  // integer-only: never differentiated
   }
   return {};
 }
@@ -310,6 +360,16 @@ cpu::ElementwiseParams clamp_params(const std::optional<Scalar>& min, const std:
   return p;
 }
 
+cpu::ElementwiseParams round_params(const Tensor& x, int64_t decimals) {
+  EMBER_CHECK(x.defined(), "round", "called with an undefined tensor");
+  EMBER_CHECK(decimals == 0 || x.is_floating_point(), "round", "decimals=", decimals,
+              " is not supported for integer dtype ", dtype_name(x.scalar_type()));
+  // 10^decimals overflows float64 past 308; PyTorch returns inf/nan there, ember refuses.
+  EMBER_CHECK(decimals >= -308 && decimals <= 308, "round", "decimals=", decimals, " out of range [-308, 308]");
+  cpu::ElementwiseParams params;
+  params.alpha = static_cast<double>(decimals);
+  return params;
+}
 // clamp's result dtype, as PyTorch's result_type: an integer tensor with a floating bound is floating.
 ScalarType clamp_dtype(const Tensor& x, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
   ScalarType dtype = x.scalar_type();
@@ -348,6 +408,88 @@ Tensor compare_op(CompareOp op, const Tensor& a, const Tensor& b) {
 
 Tensor compare_op(CompareOp op, const Tensor& a, const Scalar& b) {
   return compare_op(op, a, ops::scalar_to_tensor(b, ops::result_type(a, b)));
+}
+
+// self.eq_(other): the comparison written back in self's dtype; comparisons have no gradient.
+Tensor& compare_inplace(CompareOp op, const Tensor& self, const Tensor& other) {
+  const char* name = compare_name(op);
+  return ops::inplace(
+      self, name, {other},
+      [&](const Tensor& a) {
+        Tensor result = compare_op(op, a, other).to(a.scalar_type());
+        // A step function: no gradient flows back into self's earlier history.
+        autograd::record(name, {a, other}, {result}, [](std::vector<Tensor>&, const std::vector<bool>& needs) {
+          return std::vector<Tensor>(needs.size());
+        });
+        return result;
+      },
+      [&] {
+        auto shape = ops::broadcast_shapes(self.sizes(), other.sizes(), name);
+        EMBER_CHECK(shape == self.sizes(), name, "output with shape ", self.sizes(),
+                    " doesn't match the broadcast shape ", shape);
+        ops::copy_into(self, compare_op(op, self, other));
+      });
+}
+
+Tensor& compare_inplace(CompareOp op, const Tensor& self, const Scalar& other) {
+  return compare_inplace(op, self, ops::scalar_to_tensor(other, ops::result_type(self, other)));
+}
+
+// ---- clamp with tensor bounds -----------------------------------------------------------
+
+// PyTorch's clamp_backward_min_max: a bound gets the gradient where it decided the output;
+// when min > max the output is max everywhere, so min gets none.
+std::vector<Tensor> clamp_tensor_backward(const Tensor& grad, const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  Tensor zero = zeros({}, grad.scalar_type());
+  Tensor self_mask = ones_like(grad, kBool), lo_mask, hi_mask;
+  if (lo.defined()) {
+    self_mask = self_mask.logical_and(x >= lo);
+    lo_mask = x < lo;
+    if (hi.defined()) lo_mask = lo_mask.logical_and(lo < hi);
+  }
+  if (hi.defined()) {
+    self_mask = self_mask.logical_and(x <= hi);
+    hi_mask = x > hi;
+    if (lo.defined()) hi_mask = hi_mask.logical_or(hi < lo);
+  }
+  return {where(self_mask, grad, zero), lo.defined() ? where(lo_mask, grad, zero) : Tensor(),
+          hi.defined() ? where(hi_mask, grad, zero) : Tensor()};
+}
+
+Tensor clamp_tensor(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  const Tensor lo = min ? *min : Tensor(), hi = max ? *max : Tensor();
+  EMBER_CHECK(x.defined(), "clamp", "called with an undefined tensor");
+  EMBER_CHECK(lo.defined() || hi.defined(), "clamp", "at least one of 'min' or 'max' must not be None");
+  EMBER_RECORD_OP("clamp", x);
+  ScalarType dtype = x.scalar_type();
+  std::vector<int64_t> shape = x.sizes();
+  for (const Tensor& bound : {lo, hi}) {
+    if (!bound.defined()) continue;
+    dtype = promote_types(dtype, ops::result_type(x, bound));
+    shape = ops::broadcast_shapes(shape, bound.sizes(), "clamp");
+  }
+  EMBER_CHECK(dtype != kBool, "clamp", "not supported for bool tensors");
+  Tensor out;
+  {
+    NoGradGuard guard;  // maximum then minimum: NaN anywhere propagates, and min > max gives max, as PyTorch
+    out = x.to(dtype);
+    if (lo.defined()) out = out.maximum(lo.to(dtype));
+    if (hi.defined()) out = out.minimum(hi.to(dtype));
+  }
+  std::vector<Tensor> inputs = {x, lo, hi};
+  if (autograd::should_record({x, lo, hi})) {
+    SavedTensor sx(x), slo(lo), shi(hi);
+    std::vector<std::vector<int64_t>> input_sizes;
+    for (const Tensor& t : inputs) input_sizes.push_back(t.defined() ? t.sizes() : std::vector<int64_t>{});
+    autograd::record("ClampBackward", inputs, {out},
+                     [sx, slo, shi, input_sizes](std::vector<Tensor>& g, const std::vector<bool>& needs) {
+                       std::vector<Tensor> r = clamp_tensor_backward(g[0], sx.get(), slo.get(), shi.get());
+                       for (size_t i = 0; i < r.size(); ++i)
+                         r[i] = needs[i] && r[i].defined() ? autograd::sum_to(r[i], input_sizes[i]) : Tensor();
+                       return r;
+                     });
+  }
+  return out;
 }
 
 Tensor predicate_op(PredicateOp op, const Tensor& x) {
@@ -431,6 +573,75 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) con
   return unary_inplace(UnaryOp::Clamp, *this, params);
 }
 
+Tensor Tensor::clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const {
+  return clamp_tensor(*this, min, max);
+}
+Tensor& Tensor::clamp_(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const {
+  const Tensor& self = *this;
+  return ops::inplace(
+      self, "clamp_", {min ? *min : Tensor(), max ? *max : Tensor()},
+      [&](const Tensor& a) { return clamp_tensor(a, min, max); },
+      [&] {
+        Tensor result = clamp_tensor(self, min, max);
+        EMBER_CHECK(result.scalar_type() == self.scalar_type(), "clamp_", "result type ",
+                    dtype_name(result.scalar_type()), " can't be cast to the desired output type ",
+                    dtype_name(self.scalar_type()));
+        EMBER_CHECK(result.sizes() == self.sizes(), "clamp_", "output with shape ", self.sizes(),
+                    " doesn't match the broadcast shape ", result.sizes());
+        ops::copy_into(self, result);
+      });
+}
+
+Tensor Tensor::floor() const { return unary_op(UnaryOp::Floor, *this); }
+Tensor Tensor::ceil() const { return unary_op(UnaryOp::Ceil, *this); }
+Tensor Tensor::trunc() const { return unary_op(UnaryOp::Trunc, *this); }
+Tensor Tensor::frac() const { return unary_op(UnaryOp::Frac, *this); }
+Tensor& Tensor::floor_() const { return unary_inplace(UnaryOp::Floor, *this); }
+Tensor& Tensor::ceil_() const { return unary_inplace(UnaryOp::Ceil, *this); }
+Tensor& Tensor::trunc_() const { return unary_inplace(UnaryOp::Trunc, *this); }
+Tensor& Tensor::frac_() const { return unary_inplace(UnaryOp::Frac, *this); }
+
+Tensor Tensor::round(int64_t decimals) const { return unary_op(UnaryOp::Round, *this, round_params(*this, decimals)); }
+Tensor& Tensor::round_(int64_t decimals) const {
+  return unary_inplace(UnaryOp::Round, *this, round_params(*this, decimals));
+}
+
+Tensor Tensor::remainder(const Tensor& o) const { return binary_op(BinaryOp::Remainder, *this, o); }
+Tensor Tensor::remainder(const Scalar& o) const { return binary_op(BinaryOp::Remainder, *this, o); }
+Tensor& Tensor::remainder_(const Tensor& o) const { return binary_inplace(BinaryOp::Remainder, *this, o); }
+Tensor& Tensor::remainder_(const Scalar& o) const { return binary_inplace(BinaryOp::Remainder, *this, o); }
+Tensor Tensor::fmod(const Tensor& o) const { return binary_op(BinaryOp::Fmod, *this, o); }
+Tensor Tensor::fmod(const Scalar& o) const { return binary_op(BinaryOp::Fmod, *this, o); }
+Tensor& Tensor::fmod_(const Tensor& o) const { return binary_inplace(BinaryOp::Fmod, *this, o); }
+Tensor& Tensor::fmod_(const Scalar& o) const { return binary_inplace(BinaryOp::Fmod, *this, o); }
+Tensor Tensor::bitwise_and(const Tensor& o) const { return binary_op(BinaryOp::BitwiseAnd, *this, o); }
+Tensor Tensor::bitwise_and(const Scalar& o) const { return binary_op(BinaryOp::BitwiseAnd, *this, o); }
+Tensor Tensor::bitwise_or(const Tensor& o) const { return binary_op(BinaryOp::BitwiseOr, *this, o); }
+Tensor Tensor::bitwise_or(const Scalar& o) const { return binary_op(BinaryOp::BitwiseOr, *this, o); }
+Tensor Tensor::bitwise_xor(const Tensor& o) const { return binary_op(BinaryOp::BitwiseXor, *this, o); }
+Tensor Tensor::bitwise_xor(const Scalar& o) const { return binary_op(BinaryOp::BitwiseXor, *this, o); }
+Tensor Tensor::bitwise_not() const { return unary_op(UnaryOp::BitwiseNot, *this); }
+Tensor& Tensor::bitwise_and_(const Tensor& o) const { return binary_inplace(BinaryOp::BitwiseAnd, *this, o); }
+Tensor& Tensor::bitwise_and_(const Scalar& o) const { return binary_inplace(BinaryOp::BitwiseAnd, *this, o); }
+Tensor& Tensor::bitwise_or_(const Tensor& o) const { return binary_inplace(BinaryOp::BitwiseOr, *this, o); }
+Tensor& Tensor::bitwise_or_(const Scalar& o) const { return binary_inplace(BinaryOp::BitwiseOr, *this, o); }
+Tensor& Tensor::bitwise_xor_(const Tensor& o) const { return binary_inplace(BinaryOp::BitwiseXor, *this, o); }
+Tensor& Tensor::bitwise_xor_(const Scalar& o) const { return binary_inplace(BinaryOp::BitwiseXor, *this, o); }
+Tensor& Tensor::bitwise_not_() const { return unary_inplace(UnaryOp::BitwiseNot, *this); }
+
+Tensor& Tensor::eq_(const Tensor& o) const { return compare_inplace(CompareOp::Eq, *this, o); }
+Tensor& Tensor::eq_(const Scalar& o) const { return compare_inplace(CompareOp::Eq, *this, o); }
+Tensor& Tensor::ne_(const Tensor& o) const { return compare_inplace(CompareOp::Ne, *this, o); }
+Tensor& Tensor::ne_(const Scalar& o) const { return compare_inplace(CompareOp::Ne, *this, o); }
+Tensor& Tensor::lt_(const Tensor& o) const { return compare_inplace(CompareOp::Lt, *this, o); }
+Tensor& Tensor::lt_(const Scalar& o) const { return compare_inplace(CompareOp::Lt, *this, o); }
+Tensor& Tensor::le_(const Tensor& o) const { return compare_inplace(CompareOp::Le, *this, o); }
+Tensor& Tensor::le_(const Scalar& o) const { return compare_inplace(CompareOp::Le, *this, o); }
+Tensor& Tensor::gt_(const Tensor& o) const { return compare_inplace(CompareOp::Gt, *this, o); }
+Tensor& Tensor::gt_(const Scalar& o) const { return compare_inplace(CompareOp::Gt, *this, o); }
+Tensor& Tensor::ge_(const Tensor& o) const { return compare_inplace(CompareOp::Ge, *this, o); }
+Tensor& Tensor::ge_(const Scalar& o) const { return compare_inplace(CompareOp::Ge, *this, o); }
+
 Tensor Tensor::eq(const Tensor& o) const { return compare_op(CompareOp::Eq, *this, o); }
 Tensor Tensor::eq(const Scalar& o) const { return compare_op(CompareOp::Eq, *this, o); }
 Tensor Tensor::ne(const Tensor& o) const { return compare_op(CompareOp::Ne, *this, o); }
@@ -469,6 +680,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
 
 Tensor operator-(const Scalar& a, const Tensor& b) { return b.neg().add(a); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return b.reciprocal().mul(a); }
+Tensor operator%(const Scalar& a, const Tensor& b) { return ember::remainder(a, b); }
 
 // ---- free functions ----------------------------------------------------------------------
 
@@ -512,6 +724,32 @@ Tensor gelu(const Tensor& x, const std::string& approximate) {
 }
 Tensor silu(const Tensor& x) { return unary_op(UnaryOp::Silu, x); }
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) { return x.clamp(min, max); }
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  return x.clamp(min, max);
+}
+Tensor clamp_min(const Tensor& x, const Scalar& min) { return x.clamp_min(min); }
+Tensor clamp_min(const Tensor& x, const Tensor& min) { return x.clamp_min(min); }
+Tensor clamp_max(const Tensor& x, const Scalar& max) { return x.clamp_max(max); }
+Tensor clamp_max(const Tensor& x, const Tensor& max) { return x.clamp_max(max); }
+Tensor floor(const Tensor& x) { return x.floor(); }
+Tensor ceil(const Tensor& x) { return x.ceil(); }
+Tensor trunc(const Tensor& x) { return x.trunc(); }
+Tensor round(const Tensor& x, int64_t decimals) { return x.round(decimals); }
+Tensor frac(const Tensor& x) { return x.frac(); }
+Tensor remainder(const Tensor& a, const Tensor& b) { return a.remainder(b); }
+Tensor remainder(const Tensor& a, const Scalar& b) { return a.remainder(b); }
+Tensor remainder(const Scalar& a, const Tensor& b) {
+  return ops::scalar_to_tensor(a, ops::result_type(b, a)).remainder(b);
+}
+Tensor fmod(const Tensor& a, const Tensor& b) { return a.fmod(b); }
+Tensor fmod(const Tensor& a, const Scalar& b) { return a.fmod(b); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) { return a.bitwise_and(b); }
+Tensor bitwise_and(const Tensor& a, const Scalar& b) { return a.bitwise_and(b); }
+Tensor bitwise_or(const Tensor& a, const Tensor& b) { return a.bitwise_or(b); }
+Tensor bitwise_or(const Tensor& a, const Scalar& b) { return a.bitwise_or(b); }
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
+Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return a.bitwise_xor(b); }
+Tensor bitwise_not(const Tensor& x) { return x.bitwise_not(); }
 Tensor eq(const Tensor& a, const Tensor& b) { return a.eq(b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return a.ne(b); }
 Tensor lt(const Tensor& a, const Tensor& b) { return a.lt(b); }

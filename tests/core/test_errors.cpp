@@ -25,6 +25,12 @@ TEST(Errors, AreRuntimeErrorsStartingWithTheOpName) {
   EXPECT_THROW(ones({2, 3}) + ones({4}), std::runtime_error);
 }
 
+TEST(Errors, StrConcatenatesItsArgumentsAsTorchStrDoes) {
+  EXPECT_EQ(str("dcgan-sample-", 3, ".pt"), "dcgan-sample-3.pt");
+  EXPECT_EQ(str(), "");
+  EXPECT_EQ(str('[', 0.5, "] ", std::vector<int64_t>{2, 3}), "[0.5] [2, 3]");
+}
+
 TEST(Errors, MatmulShapes) {
   EXPECT_EQ(message_of([] { matmul(ones({2, 3}), ones({4, 5})); }),
             "[matmul] shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4)");

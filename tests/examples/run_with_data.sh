@@ -6,6 +6,8 @@
 #                                                                layout: accuracy >= 0.8
 #   run_with_data.sh EXAMPLE_DATA WORK_DIR digits       EXAMPLE  scikit-learn's digits: >= 0.97
 #   run_with_data.sh EXAMPLE_DATA WORK_DIR custom       EXAMPLE  generated images: runs to the end
+#   run_with_data.sh EXAMPLE_DATA WORK_DIR dcgan        EXAMPLE  generated images, --epochs 1:
+#                                                                30 batches, 3 finite loss lines
 # The digits file comes from scripts/fetch_digits; without it those tests are skipped (77).
 set -euo pipefail
 tool=$1 dir=$2 mode=$3 example=$4
@@ -55,6 +57,17 @@ case $mode in
     (cd "$dir" && "$example") > "$dir/out.txt"
     [[ $(grep -c 'Test Loss' "$dir/out.txt") -eq 10 ]] || { echo "FAIL: expected 10 test lines"; cat "$dir/out.txt"; exit 1; }
     tail -2 "$dir/out.txt"
+    ;;
+  dcgan)
+    "$tool" mnist "$dir"
+    (cd "$dir" && "$example" --epochs 1) > "$dir/out.txt"
+    # Each logged line: "\r[ 1/ 1][ 10/ 30] D_loss: 0.3709 | G_loss: 5.0046"; both losses are
+    # sums of binary cross entropies, so finite and positive (printf writes nan/inf otherwise).
+    awk '/D_loss/ { n++; if ($0 !~ /^\r?\[ 1\/ 1\]\[ *[123]0\/ 30\] D_loss: [0-9]+\.[0-9]+ \| G_loss: [0-9]+\.[0-9]+$/) bad = 1
+                    split($0, loss, /D_loss: | \| G_loss: /); if (loss[2] <= 0 || loss[3] <= 0) bad = 1 }
+         END { exit !(n == 3 && !bad) }' "$dir/out.txt" && grep -q '^Training complete!$' "$dir/out.txt" || {
+      echo "FAIL: expected 3 lines of finite positive losses and 'Training complete!'"; cat "$dir/out.txt"; exit 1; }
+    cat "$dir/out.txt"
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac

@@ -39,6 +39,7 @@ namespace ember::autograd {
 
 using Variable = Tensor;
 using variable_list = std::vector<Tensor>;
+using tensor_list = std::vector<Tensor>;  // libtorch spells it both ways
 
 struct CustomFunctionNode;
 

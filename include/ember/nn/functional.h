@@ -13,6 +13,8 @@ namespace ember::nn::functional {
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
 // input: integer indices of any shape, weight [num_embeddings, dim] -> [*input, dim].
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options = {});
+// [*tensor, num_classes] int64 (num_classes -1: max + 1), as ember::one_hot.
+Tensor one_hot(const Tensor& tensor, int64_t num_classes = -1);
 // Normalises over the trailing dims named by normalized_shape: (x - mean) / sqrt(var + eps)
 // with the biased variance, then * weight + bias. Reduced-precision inputs compute in float32.
 Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options);

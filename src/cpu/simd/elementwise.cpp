@@ -24,6 +24,11 @@ struct Math {
   static A erf(A x) { return __builtin_erf(x); }
   static A pow(A x, A y) { return __builtin_pow(x, y); }
   static A atan2(A x, A y) { return __builtin_atan2(x, y); }
+  static A fmod(A x, A y) { return __builtin_fmod(x, y); }
+  static A floor(A x) { return __builtin_floor(x); }
+  static A ceil(A x) { return __builtin_ceil(x); }
+  static A trunc(A x) { return __builtin_trunc(x); }
+  static A nearbyint(A x) { return __builtin_nearbyint(x); }
 };
 template <>
 struct Math<float> {
@@ -39,6 +44,11 @@ struct Math<float> {
   static float erf(float x) { return __builtin_erff(x); }
   static float pow(float x, float y) { return __builtin_powf(x, y); }
   static float atan2(float x, float y) { return __builtin_atan2f(x, y); }
+  static float fmod(float x, float y) { return __builtin_fmodf(x, y); }
+  static float floor(float x) { return __builtin_floorf(x); }
+  static float ceil(float x) { return __builtin_ceilf(x); }
+  static float trunc(float x) { return __builtin_truncf(x); }
+  static float nearbyint(float x) { return __builtin_nearbyintf(x); }
 };
 
 template <typename A>
@@ -59,6 +69,14 @@ static inline A int_pow(A base, A exp) {
   return result;
 }
 
+// C's remainder (sign of the dividend). Integer x % -1 is 0, spelled out: INT_MIN % -1 overflows.
+// The caller rejects integer division by zero.
+template <typename A>
+static inline A c_remainder(A a, A b) {
+  if constexpr (std::is_floating_point_v<A>) return Math<A>::fmod(a, b);
+  else return b == A(-1) ? A(0) : A(a % b);
+}
+
 template <BinaryOp op, typename A>
 static inline A binary(A a, A b, A alpha) {
   if constexpr (op == BinaryOp::Add) return a + alpha * b;
@@ -70,7 +88,16 @@ static inline A binary(A a, A b, A alpha) {
   else if constexpr (op == BinaryOp::Pow) {
     if constexpr (std::is_floating_point_v<A>) return Math<A>::pow(a, b);
     else return int_pow(a, b);
-  } else {
+  } else if constexpr (op == BinaryOp::Fmod) {
+    return c_remainder(a, b);
+  } else if constexpr (op == BinaryOp::Remainder) {
+    // Python's modulo: the result takes the sign of the divisor.
+    A r = c_remainder(a, b);
+    return r != A(0) && ((r < A(0)) != (b < A(0))) ? A(r + b) : r;
+  } else if constexpr (op == BinaryOp::BitwiseAnd) return A(a & b);
+  else if constexpr (op == BinaryOp::BitwiseOr) return A(a | b);
+  else if constexpr (op == BinaryOp::BitwiseXor) return A(a ^ b);
+  else {
     return Math<A>::atan2(a, b);
   }
 }
@@ -146,7 +173,18 @@ static inline A unary(A x, const ElementwiseParams& p) {
   else if constexpr (op == UnaryOp::Erf) return M::erf(x);
   else if constexpr (op == UnaryOp::Sign) return is_nan(x) ? x : A((x > A(0)) - (x < A(0)));
   else if constexpr (op == UnaryOp::Reciprocal) return A(1) / x;
-  else if constexpr (op == UnaryOp::PowScalar) {
+  else if constexpr (op == UnaryOp::Floor) return M::floor(x);
+  else if constexpr (op == UnaryOp::Ceil) return M::ceil(x);
+  else if constexpr (op == UnaryOp::Trunc) return M::trunc(x);
+  else if constexpr (op == UnaryOp::Frac) return x - M::trunc(x);
+  else if constexpr (op == UnaryOp::Round) {
+    // As PyTorch: half to even, scaled by 10^|decimals| (divide first for negative decimals).
+    const int decimals = static_cast<int>(p.alpha);
+    if (decimals == 0) return M::nearbyint(x);
+    A scale = 1;
+    for (int i = 0; i < (decimals > 0 ? decimals : -decimals); ++i) scale *= A(10);
+    return decimals > 0 ? M::nearbyint(x * scale) / scale : M::nearbyint(x / scale) * scale;
+  } else if constexpr (op == UnaryOp::PowScalar) {
     const A e = static_cast<A>(p.alpha);
     if (e == A(2)) return x * x;
     return M::pow(x, e);
@@ -165,7 +203,11 @@ static inline A unary_int(A x, const ElementwiseParams& p) {
   else if constexpr (op == UnaryOp::Relu) return x > A(0) ? x : A(0);
   else if constexpr (op == UnaryOp::Sign) return A((x > A(0)) - (x < A(0)));
   else if constexpr (op == UnaryOp::PowScalar) return int_pow<A>(x, static_cast<A>(p.alpha));
-  else {
+  else if constexpr (op == UnaryOp::Floor || op == UnaryOp::Ceil || op == UnaryOp::Trunc || op == UnaryOp::Round) return x;
+  else if constexpr (op == UnaryOp::BitwiseNot) {
+    if constexpr (std::is_same_v<A, bool>) return !x;
+    else return A(~x);
+  } else {
     A y = x;
     if (p.has_low && y < static_cast<A>(p.low)) y = static_cast<A>(p.low);
     if (p.has_high && y > static_cast<A>(p.high)) y = static_cast<A>(p.high);
@@ -264,7 +306,10 @@ template <BinaryOp kOp>
 InnerLoop binary_loop_of(ScalarType dtype) {
   return by_dtype(dtype, [](auto tag) -> InnerLoop {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool> || (kOp == BinaryOp::Atan2 && !is_float_v<T>)) return nullptr;
+    // Bitwise ops take bool and integers only; the others no bool; atan2 floats only.
+    constexpr bool bitwise = kOp == BinaryOp::BitwiseAnd || kOp == BinaryOp::BitwiseOr || kOp == BinaryOp::BitwiseXor;
+    if constexpr (bitwise ? is_float_v<T> : std::is_same_v<T, bool> || (kOp == BinaryOp::Atan2 && !is_float_v<T>))
+      return nullptr;
     else return binary_kernel<T, kOp>;
   });
 }
@@ -286,6 +331,11 @@ InnerLoop binary_loop(BinaryOp op, ScalarType dtype) {
     case BinaryOp::Minimum: return binary_loop_of<BinaryOp::Minimum>(dtype);
     case BinaryOp::Pow: return binary_loop_of<BinaryOp::Pow>(dtype);
     case BinaryOp::Atan2: return binary_loop_of<BinaryOp::Atan2>(dtype);
+    case BinaryOp::Remainder: return binary_loop_of<BinaryOp::Remainder>(dtype);
+    case BinaryOp::Fmod: return binary_loop_of<BinaryOp::Fmod>(dtype);
+    case BinaryOp::BitwiseAnd: return binary_loop_of<BinaryOp::BitwiseAnd>(dtype);
+    case BinaryOp::BitwiseOr: return binary_loop_of<BinaryOp::BitwiseOr>(dtype);
+    case BinaryOp::BitwiseXor: return binary_loop_of<BinaryOp::BitwiseXor>(dtype);
   }
   return nullptr;
 }
@@ -312,9 +362,14 @@ InnerLoop unary_loop(UnaryOp op, ScalarType dtype) {
   return by_dtype(dtype, [op](auto tag) -> InnerLoop {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) {
-      return nullptr;
+      return op == UnaryOp::BitwiseNot ? unary_kernel<T, UnaryOp::BitwiseNot> : nullptr;
     } else if constexpr (!is_float_v<T>) {
       switch (op) {
+        case UnaryOp::Floor: return unary_kernel<T, UnaryOp::Floor>;
+        case UnaryOp::Ceil: return unary_kernel<T, UnaryOp::Ceil>;
+        case UnaryOp::Trunc: return unary_kernel<T, UnaryOp::Trunc>;
+        case UnaryOp::Round: return unary_kernel<T, UnaryOp::Round>;
+        case UnaryOp::BitwiseNot: return unary_kernel<T, UnaryOp::BitwiseNot>;
         case UnaryOp::Abs: return unary_kernel<T, UnaryOp::Abs>;
         case UnaryOp::Neg: return unary_kernel<T, UnaryOp::Neg>;
         case UnaryOp::Relu: return unary_kernel<T, UnaryOp::Relu>;
@@ -330,8 +385,10 @@ InnerLoop unary_loop(UnaryOp op, ScalarType dtype) {
         EMBER_CASE(Exp) EMBER_CASE(Log) EMBER_CASE(Log1p) EMBER_CASE(Expm1) EMBER_CASE(Sqrt) EMBER_CASE(Rsqrt)
         EMBER_CASE(Abs) EMBER_CASE(Neg) EMBER_CASE(Sin) EMBER_CASE(Cos) EMBER_CASE(Tan) EMBER_CASE(Tanh)
         EMBER_CASE(Sigmoid) EMBER_CASE(Relu) EMBER_CASE(GeluErf) EMBER_CASE(GeluTanh) EMBER_CASE(Silu) EMBER_CASE(Erf)
-        EMBER_CASE(Sign) EMBER_CASE(Reciprocal) EMBER_CASE(PowScalar) EMBER_CASE(Clamp)
+        EMBER_CASE(Sign) EMBER_CASE(Reciprocal) EMBER_CASE(PowScalar) EMBER_CASE(Clamp) EMBER_CASE(Floor)
+        EMBER_CASE(Ceil) EMBER_CASE(Trunc) EMBER_CASE(Round) EMBER_CASE(Frac)
 #undef EMBER_CASE
+        case UnaryOp::BitwiseNot: return nullptr;
       }
       return nullptr;
     }
