@@ -81,15 +81,36 @@ ember_rt_kernels(ember_rt_core_only ${PROJECT_SOURCE_DIR}/src/runtime/kernels/no
 target_compile_options(ember_rt_core_only PRIVATE ${EMBER_RT_FLAGS})
 target_link_options(ember_rt_core_only PRIVATE ${EMBER_RT_LINK_FLAGS})
 
-# What ember-rt links of the layers below the runtime: src/cpu (the kernels' kernels) and the
-# few core files src/cpu calls (allocator, the profiler's recorder, atomic files).
-add_library(ember_rt_cpu STATIC $<TARGET_OBJECTS:ember_cpu> ${EMBER_SIMD_OBJECTS}
+# What ember-rt links of the layers below the runtime: the src/cpu files its kernels reach and
+# the core files those call, compiled again for size (Note [Runtime size]).
+#
+# Note [Runtime size]
+# libember.so's src/cpu objects carry three GEMM backends, the autotune table (JSON) and the
+# profiler; ember-rt compiles its own copy with EMBER_GEMM_OPENBLAS_ONLY (cpu::gemm runs
+# OpenBLAS's tiles directly: the result eager gives under EMBER_GEMM_BACKEND=openblas) and -Os.
+# -Os changes no floating-point result: the build is ISO C++ (no FP contraction) without
+# -ffast-math, so every operation and its order stay as written; the SIMD kernels keep one
+# build per instruction set and run-time dispatch.
+set(EMBER_RT_CPU_SOURCES cpu_info dispatch parallel parallel_api loops gemm gemm_openblas conv index random rms_norm
+  rotary_embedding swiglu softmax pooling attention/flex_attention)
+list(TRANSFORM EMBER_RT_CPU_SOURCES REPLACE "(.+)" "${PROJECT_SOURCE_DIR}/src/cpu/\\1.cpp")
+set(EMBER_RT_SIZE_FLAGS -Os -fno-math-errno -ffunction-sections -fdata-sections)
+set(EMBER_RT_SIMD_OBJECTS "")
+foreach(cap IN LISTS EMBER_CAPABILITIES)
+  add_library(ember_rt_simd_${cap} OBJECT ${EMBER_SIMD_SOURCES})
+  target_include_directories(ember_rt_simd_${cap} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  target_compile_definitions(ember_rt_simd_${cap} PRIVATE EMBER_CPU_CAPABILITY=${cap})
+  target_compile_options(ember_rt_simd_${cap} PRIVATE ${EMBER_WARNINGS} ${EMBER_FLAGS_${cap}} ${EMBER_RT_SIZE_FLAGS}
+    -fno-trapping-math)
+  list(APPEND EMBER_RT_SIMD_OBJECTS $<TARGET_OBJECTS:ember_rt_simd_${cap}>)
+endforeach()
+add_library(ember_rt_cpu STATIC ${EMBER_RT_CPU_SOURCES} ${EMBER_RT_SIMD_OBJECTS}
   ${PROJECT_SOURCE_DIR}/src/core/allocator.cpp ${PROJECT_SOURCE_DIR}/src/core/profiler.cpp
-  ${PROJECT_SOURCE_DIR}/src/core/profiler_trace.cpp ${PROJECT_SOURCE_DIR}/src/core/atomic_file.cpp)
+  ${PROJECT_SOURCE_DIR}/src/core/profiler_trace.cpp)
 target_include_directories(ember_rt_cpu PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
-target_compile_options(ember_rt_cpu PRIVATE ${EMBER_WARNINGS} -fno-math-errno -ffunction-sections -fdata-sections)
-target_link_libraries(ember_rt_cpu PUBLIC PkgConfig::OPENBLAS ember_dnnl gomp Threads::Threads
-  PRIVATE nlohmann_json::nlohmann_json)
+target_compile_definitions(ember_rt_cpu PRIVATE EMBER_GEMM_OPENBLAS_ONLY)
+target_compile_options(ember_rt_cpu PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_SIZE_FLAGS})
+target_link_libraries(ember_rt_cpu PUBLIC PkgConfig::OPENBLAS Threads::Threads)
 
 # ember-rt, with the kernels of the GPT's op set (src/runtime/kernels/gpt.ops).
 add_executable(ember_rt_cli ${PROJECT_SOURCE_DIR}/src/runtime/main.cpp)
