@@ -25,7 +25,7 @@ int64_t planes_per_chunk(int64_t plane_work) { return std::max<int64_t>(1, 16384
 // Calls fn(flat output index, flat input index) for every output position and every input
 // position of its window inside the input, outputs in order.
 template <typename Begin, typename Visit, typename End>
-void for_each_window(const PoolWindows d[3], Begin begin, Visit visit, End end) {
+void for_each_window(const PoolWindowsView d[3], Begin begin, Visit visit, End end) {
   int64_t o = 0;
   for (int64_t a = 0; a < d[0].out; ++a)
     for (int64_t b = 0; b < d[1].out; ++b)
@@ -48,41 +48,96 @@ void for_each_window(const PoolWindows d[3], Begin begin, Visit visit, End end) 
       }
 }
 
-int64_t plane_size(const PoolWindows d[3], bool input) {
+int64_t plane_size(const PoolWindowsView d[3], bool input) {
   return input ? d[0].in * d[1].in * d[2].in : d[0].out * d[1].out * d[2].out;
 }
 
-}  // namespace
-
-PoolWindows sliding_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
-                            bool count_include_pad) {
-  PoolWindows w{in, out, dilation, {}, {}, {}};
-  for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * stride - pad;
-    w.start.push_back(start);
-    w.count.push_back(kernel);
-    // The average's divisor (dilation is 1 for average pooling).
-    const int64_t padded_end = std::min(start + kernel, in + pad);
-    const int64_t inside = std::min(padded_end, in) - std::max<int64_t>(start, 0);
-    w.factor.push_back(static_cast<double>(count_include_pad ? padded_end - start : inside));
-  }
+// PoolWindows with its arrays sized for `out` windows, filled by fill(start, count, factor).
+template <typename Fill>
+PoolWindows owned_windows(int64_t out, Fill fill) {
+  PoolWindows w;
+  w.start.resize(static_cast<size_t>(out));
+  w.count.resize(static_cast<size_t>(out));
+  w.factor.resize(static_cast<size_t>(out));
+  const PoolWindowsView v = fill(w.start.data(), w.count.data(), w.factor.data());
+  w.in = v.in;
+  w.out = v.out;
+  w.step = v.step;
   return w;
 }
 
-PoolWindows adaptive_windows(int64_t in, int64_t out) {
-  PoolWindows w{in, out, 1, {}, {}, {}};
+struct Views {
+  PoolWindowsView d[3];
+  explicit Views(const PoolWindows w[3]) : d{view_of(w[0]), view_of(w[1]), view_of(w[2])} {}
+};
+
+}  // namespace
+
+PoolWindowsView view_of(const PoolWindows& w) {
+  return {w.in, w.out, w.step, w.start.data(), w.count.data(), w.factor.data()};
+}
+
+int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
+  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+PoolWindowsView sliding_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                                bool count_include_pad, int64_t* start, int64_t* count, double* factor) {
   for (int64_t o = 0; o < out; ++o) {
-    const int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
-    w.start.push_back(start);
-    w.count.push_back(end - start);
-    w.factor.push_back(static_cast<double>(end - start));
+    start[o] = o * stride - pad;
+    count[o] = kernel;
+    // The average's divisor (dilation is 1 for average pooling).
+    const int64_t padded_end = std::min(start[o] + kernel, in + pad);
+    const int64_t inside = std::min(padded_end, in) - std::max<int64_t>(start[o], 0);
+    factor[o] = static_cast<double>(count_include_pad ? padded_end - start[o] : inside);
   }
-  return w;
+  return {in, out, dilation, start, count, factor};
+}
+
+PoolWindowsView adaptive_windows(int64_t in, int64_t out, int64_t* start, int64_t* count, double* factor) {
+  for (int64_t o = 0; o < out; ++o) {
+    start[o] = o * in / out;
+    count[o] = ((o + 1) * in + out - 1) / out - start[o];
+    factor[o] = static_cast<double>(count[o]);
+  }
+  return {in, out, 1, start, count, factor};
+}
+
+PoolWindowsView unit_windows_view() {
+  static constexpr int64_t kStart[1] = {0}, kCount[1] = {1};
+  static constexpr double kFactor[1] = {1.0};
+  return {1, 1, 1, kStart, kCount, kFactor};
+}
+
+PoolWindows sliding_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                            bool count_include_pad) {
+  return owned_windows(out, [&](int64_t* start, int64_t* count, double* factor) {
+    return sliding_windows(in, out, kernel, stride, pad, dilation, count_include_pad, start, count, factor);
+  });
+}
+
+PoolWindows adaptive_windows(int64_t in, int64_t out) {
+  return owned_windows(out, [&](int64_t* start, int64_t* count, double* factor) {
+    return adaptive_windows(in, out, start, count, factor);
+  });
 }
 
 PoolWindows unit_windows() { return {1, 1, 1, {0}, {1}, {1.0}}; }
 
 void max_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], const void* x, void* out,
+                      int64_t* indices) {
+  max_pool_forward(dtype, planes, Views(d).d, x, out, indices);
+}
+
+void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], int64_t divisor_override,
+                      const void* x, void* out) {
+  avg_pool_forward(dtype, planes, Views(d).d, divisor_override, x, out);
+}
+
+void max_pool_forward(ScalarType dtype, int64_t planes, const PoolWindowsView d[3], const void* x, void* out,
                       int64_t* indices) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
   dispatch_float(dtype, [&](auto tag) {
@@ -136,7 +191,7 @@ void max_pool_backward(ScalarType dtype, int64_t planes, int64_t in_plane, int64
   });
 }
 
-void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], int64_t divisor_override,
+void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindowsView d[3], int64_t divisor_override,
                       const void* x, void* out) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
   dispatch_float(dtype, [&](auto tag) {
@@ -158,8 +213,10 @@ void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], 
   });
 }
 
-void avg_pool_backward(ScalarType dtype, int64_t planes, const PoolWindows d[3], int64_t divisor_override,
+void avg_pool_backward(ScalarType dtype, int64_t planes, const PoolWindows windows[3], int64_t divisor_override,
                        const void* grad_out, void* grad_x) {
+  const Views views(windows);
+  const PoolWindowsView* d = views.d;
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
   dispatch_float(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -28,14 +28,6 @@ void check_input(const Tensor& x, int64_t rank, const char* op) {
               "; use a floating-point dtype");
 }
 
-// PyTorch's pooling_output_shape: the last window must start inside the input or its left padding.
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
-  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
 // The sliding windows of every spatial dim, leading unused dims first.
 Windows sliding(const Tensor& x, int64_t rank, IntArrayRef kernel_arg, IntArrayRef stride_arg,
                 IntArrayRef padding_arg, IntArrayRef dilation_arg, bool ceil_mode, bool count_include_pad,
@@ -54,7 +46,7 @@ Windows sliding(const Tensor& x, int64_t rank, IntArrayRef kernel_arg, IntArrayR
                 "padding must be non-negative and at most half of the (dilated) kernel size, got padding ",
                 IntArrayRef(padding), " for kernel_size ", IntArrayRef(kernel));
     const int64_t in = x.size(2 + d);
-    const int64_t out = pooled_size(in, kernel[d], padding[d], stride[d], dilation[d], ceil_mode);
+    const int64_t out = cpu::pooled_size(in, kernel[d], padding[d], stride[d], dilation[d], ceil_mode);
     EMBER_CHECK(out > 0, op, "output size is too small: input ", x.sizes(), ", kernel_size ", IntArrayRef(kernel),
                 ", padding ", IntArrayRef(padding), ", dilation ", IntArrayRef(dilation), " give ", out,
                 " in spatial dim ", d);

@@ -132,7 +132,7 @@ bool run_call(Method& m, const program::Call& call, Error& error) {
   const Kernel& kernel = *m.program->kernels[call.op()];
   KernelCall kernel_call{kernel.name, std::span<const TensorView>(views, num_inputs),
                          std::span<const TensorView>(views + num_inputs, num_outputs), &call, m.symbols.data(),
-                         m.scratch.get()};
+                         m.scratch.get(), m.scratch_bytes};
   return kernel.run(kernel_call, error);
 }
 

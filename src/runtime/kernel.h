@@ -58,7 +58,8 @@ struct KernelCall {
   std::span<const TensorView> outputs;
   const program::Call* call = nullptr;
   const int64_t* symbols = nullptr;  // bound values, for Exprs attributes
-  void* scratch = nullptr;           // 64-byte aligned, the size check() asked for
+  void* scratch = nullptr;           // 64-byte aligned, at least the size check() asked for
+  int64_t scratch_bytes = 0;         // its size
 };
 
 struct Kernel {

@@ -47,6 +47,7 @@ struct Method {
   std::vector<ValueInfo> values;
   std::unique_ptr<unsigned char, FreeDeleter> arena;
   std::unique_ptr<unsigned char, FreeDeleter> scratch;  // kernels' temporary memory, one call at a time
+  int64_t scratch_bytes = 0;
   std::vector<void*> input_data;         // per run: the caller's buffers and their element counts
   std::vector<void*> output_data;
   std::vector<int64_t> input_numel;

@@ -75,7 +75,10 @@ class MethodVerifier {
         num_values_(length(fm_.values())), num_symbols_(length(fm_.symbols())) {}
 
   bool verify() {
-    if (!verify_inputs_outputs() || !verify_symbols() || !verify_values() || !allocate_arena()) return false;
+    trip_counts_.assign(num_symbols_, nullptr);
+    if (!verify_inputs_outputs() || !verify_symbols()) return false;
+    find_trip_counts(fm_.instructions(), 0);
+    if (!verify_values() || !allocate_arena()) return false;
     defined_.assign(num_values_, 0);
     loop_symbols_.assign(num_symbols_, 0);
     for (uint32_t v = 0; v < num_values_; ++v)
@@ -89,6 +92,7 @@ class MethodVerifier {
     m_.output_data.assign(length(fm_.outputs()), nullptr);
     m_.input_numel.assign(length(fm_.inputs()), 0);
     m_.output_numel.assign(length(fm_.outputs()), 0);
+    m_.scratch_bytes = max_scratch_;
     if (max_scratch_ > 0) {
       m_.scratch.reset(static_cast<unsigned char*>(std::aligned_alloc(64, (static_cast<uint64_t>(max_scratch_) + 63) / 64 * 64)));
       if (!m_.scratch)
@@ -242,6 +246,8 @@ class MethodVerifier {
           Interval offset;
           if (!view_offset_range(fm_, i, m_.symbol_bounds.data(), num_symbols_, &offset))
             return fail("view value %u: its offset overflows at the symbols' bounds or is malformed", i);
+          if (offset.lo < 0 && !lowest_offset_in_loops(i, &offset.lo))
+            return fail("view value %u: its offset overflows at the symbols' bounds or is malformed", i);
           if (offset.lo < 0) return fail("view value %u starts %lld elements before its base", i,
                                          static_cast<long long>(offset.lo));
           int64_t last = 0, last_byte = 0;
@@ -312,12 +318,15 @@ class MethodVerifier {
         types[k].max_sizes[d] = size.hi;
       }
     }
+    // A kernel that writes an input in place (copy_ into a view) writes it, not reads it: the
+    // LSTM/GRU loops fill their output buffers row by row that way.
+    const int in_place = program_.kernels[call.op()]->writes_input;
     for (uint32_t k = 0; k < num_inputs; ++k) {
       const uint32_t index = call.inputs()->Get(k);
       for (uint32_t o = 0; o < num_outputs; ++o)
         if (call.outputs()->Get(o) == index)
           return fail("call of %s reads value %u, which it writes itself (a cycle)", op, index);
-      if (!is_defined(index))
+      if (static_cast<int>(k) != in_place && !is_defined(index))
         return fail("call of %s reads value %u before any instruction writes it", op, index);
     }
     for (uint32_t o = 0; o < num_outputs; ++o) {
@@ -327,10 +336,10 @@ class MethodVerifier {
     }
     // A kernel that writes an input in place may write the caller's buffers, never a constant
     // (read-only memory of the mapped file).
-    const int in_place = program_.kernels[call.op()]->writes_input;
     if (in_place >= 0 && (static_cast<uint32_t>(in_place) >= num_inputs ||
                           m_.values[m_.values[call.inputs()->Get(in_place)].root].location == Location::Constant))
       return fail("call of %s writes its input %d in place, which is missing or a constant", op, in_place);
+    if (in_place >= 0) define(call.inputs()->Get(in_place));
     for (uint32_t o = 0; o < num_outputs; ++o) define(call.outputs()->Get(o));
     // Expressions in attributes (a cache position) are evaluated by the kernel on every run.
     if (const auto* attributes = call.attributes())
@@ -350,6 +359,79 @@ class MethodVerifier {
     if (scratch_bytes > max_scratch_) max_scratch_ = scratch_bytes;
     return true;
   }
+
+  // Note [Views in reverse loops]
+  // A loop that walks a buffer backwards (an LSTM/GRU's reverse direction) reads row
+  // L - 1 - step: over the box of the symbols' bounds that offset goes below 0 (step at its
+  // maximum, L at its minimum), yet step never passes trip_count - 1. A loop index is 0 until
+  // its loop runs (every run resets it) and in [0, trip_count - 1] from then on, so an affine
+  // offset is lowest at step = 0 or at step = trip_count - 1, whatever the other symbols are:
+  // the loader takes the lower of those two minima, for one loop index whose loop's trip count
+  // depends on no loop index.
+  void find_trip_counts(const flatbuffers::Vector<flatbuffers::Offset<program::Instruction>>* instructions,
+                        int depth) {
+    if (depth > kMaxLoopDepth) return;  // refused when the instructions are verified
+    for (uint32_t i = 0; i < length(instructions); ++i)
+      if (const program::Loop* loop = instructions->Get(i)->instruction_as_Loop()) {
+        if (loop->index_symbol() < num_symbols_) trip_counts_[loop->index_symbol()] = loop->trip_count();
+        find_trip_counts(loop->body(), depth + 1);
+      }
+  }
+
+  // The lowest offset of view `index` as Note [Views in reverse loops] bounds it (unchanged
+  // when the note does not apply); false on an overflow.
+  bool lowest_offset_in_loops(uint32_t index, int64_t* lowest) {
+    int64_t constant = 0;
+    std::vector<int64_t> coefficients(num_symbols_, 0);
+    auto add_expr = [&](const program::Expr* e, int64_t scale) {
+      if (e == nullptr) return true;
+      int64_t scaled = 0;
+      if (__builtin_mul_overflow(e->constant(), scale, &scaled) || __builtin_add_overflow(constant, scaled, &constant))
+        return false;
+      for (uint32_t t = 0; t < length(e->terms()); ++t) {
+        const program::Term* term = e->terms()->Get(t);
+        if (term->symbol() >= num_symbols_ || __builtin_mul_overflow(term->coefficient(), scale, &scaled) ||
+            __builtin_add_overflow(coefficients[term->symbol()], scaled, &coefficients[term->symbol()]))
+          return false;
+      }
+      return true;
+    };
+    for (const program::Value* v = &value(index); v->location() == Location::View; v = &value(v->base()))
+      if (!add_expr(v->view_offset(), 1)) return false;
+    uint32_t step = num_symbols_;
+    for (uint32_t sym = 0; sym < num_symbols_; ++sym) {
+      if (coefficients[sym] >= 0 || value_source(sym) != program::SymbolSource::LoopIndex) continue;
+      if (step != num_symbols_ || trip_counts_[sym] == nullptr) return true;
+      step = sym;
+    }
+    if (step == num_symbols_) return true;
+    for (uint32_t t = 0; t < length(trip_counts_[step]->terms()); ++t) {
+      const uint32_t sym = trip_counts_[step]->terms()->Get(t)->symbol();
+      if (sym >= num_symbols_ || value_source(sym) == program::SymbolSource::LoopIndex) return true;
+    }
+    // The form's minimum over the box with step = 0, and with step = trip_count - 1.
+    auto form_minimum = [&](int64_t* minimum) {
+      Interval range{constant, constant};
+      for (uint32_t sym = 0; sym < num_symbols_; ++sym) {
+        Interval product;
+        if (!multiply_ranges(Interval{coefficients[sym], coefficients[sym]}, m_.symbol_bounds[sym], &product) ||
+            !add_ranges(range, product, &range))
+          return false;
+      }
+      *minimum = range.lo;
+      return true;
+    };
+    const int64_t step_coefficient = coefficients[step];
+    int64_t at_first = 0, at_last = 0;
+    coefficients[step] = 0;
+    if (!form_minimum(&at_first) || !add_expr(trip_counts_[step], step_coefficient) ||
+        __builtin_sub_overflow(constant, step_coefficient, &constant) || !form_minimum(&at_last))
+      return false;
+    *lowest = std::min(at_first, at_last);
+    return true;
+  }
+
+  program::SymbolSource value_source(uint32_t symbol) const { return fm_.symbols()->Get(symbol)->source(); }
 
   // Writing a value defines its root's memory and with it every view of that root.
   void define(uint32_t index) { defined_[m_.values[index].root] = 1; }
@@ -415,6 +497,7 @@ class MethodVerifier {
   uint32_t num_values_, num_symbols_;
   std::vector<uint8_t> defined_;
   std::vector<uint8_t> loop_symbols_;
+  std::vector<const program::Expr*> trip_counts_;  // per loop index symbol: its loop's trip count
   size_t max_operands_ = 0;
   int64_t max_scratch_ = 0;
   uint64_t arena_needed_ = 0;  // the end of the arena's last value

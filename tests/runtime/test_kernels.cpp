@@ -326,6 +326,156 @@ TEST(RuntimeKernels, ConvolutionsEqualEager) {
   }
 }
 
+AttributeSpec ints_attribute(const char* name, std::vector<int64_t> values) {
+  return AttributeSpec{.name = name, .kind = fb::AttributeKind::Ints, .ints = std::move(values)};
+}
+AttributeSpec int_attribute(const char* name, int64_t value) {
+  return AttributeSpec{.name = name, .kind = fb::AttributeKind::Int, .int_value = value};
+}
+
+// The attributes the exporter records for a pooling call (src/ops/pooling.cpp, trace_windows).
+std::vector<AttributeSpec> pool_attributes(std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                                           std::vector<int64_t> padding, bool ceil_mode) {
+  return {ints_attribute("kernel_size", std::move(kernel)), ints_attribute("stride", std::move(stride)),
+          ints_attribute("padding", std::move(padding)), int_attribute("ceil_mode", ceil_mode)};
+}
+
+TEST(RuntimeKernels, MaxPoolingEqualsEager) {
+  manual_seed(21);
+  {  // 2-d on a transposed view, dilation, ceil_mode, with indices
+    Tensor x = randn({2, 3, 11, 9});
+    const Tensor xt = x.transpose(2, 3);  // [2, 3, 9, 11]
+    auto [expected, indices] = max_pool2d_with_indices(xt, {3, 2}, {2, 3}, {1, 1}, {1, 2}, true);
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes()), idx = p.output(indices.sizes(), kInt64);
+    auto attributes = pool_attributes({3, 2}, {2, 3}, {1, 1}, true);
+    attributes.push_back(ints_attribute("dilation", {1, 2}));
+    attributes.push_back(int_attribute("return_indices", 1));
+    p.call("max_pool2d", {p.view(xi, {2, 3, 9, 11}, {297, 99, 1, 9})}, {out, idx}, attributes);
+    const std::vector<Tensor> result = p.run();
+    expect_bitwise_equal(result[0], expected);
+    expect_bitwise_equal(result[1], indices);
+  }
+  {  // 1-d unbatched [C, L], float64, no indices
+    Tensor x = randn({4, 13}, TensorOptions().dtype(kFloat64));
+    Tensor expected = max_pool1d(x, {4}, {3}, {2});
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes(), kFloat64);
+    p.call("max_pool1d", {xi}, {out}, pool_attributes({4}, {3}, {2}, false));
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+  {  // 3-d
+    Tensor x = randn({1, 2, 5, 6, 7});
+    Tensor expected = max_pool3d(x, {2, 3, 2}, {2, 2, 3});
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes());
+    p.call("max_pool3d", {xi}, {out}, pool_attributes({2, 3, 2}, {2, 2, 3}, {0}, false));
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+}
+
+TEST(RuntimeKernels, AveragePoolingEqualsEager) {
+  manual_seed(22);
+  {  // padding left out of the divisor, ceil_mode
+    Tensor x = randn({2, 3, 10, 7});
+    Tensor expected = avg_pool2d(x, {3, 3}, {2, 2}, {1, 1}, true, false);
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes());
+    auto attributes = pool_attributes({3, 3}, {2, 2}, {1, 1}, true);
+    attributes.push_back(int_attribute("count_include_pad", 0));
+    attributes.push_back(int_attribute("divisor_override", 0));
+    p.call("avg_pool2d", {xi}, {out}, attributes);
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+  {  // 3-d with divisor_override, float64
+    Tensor x = randn({2, 1, 4, 5, 6}, TensorOptions().dtype(kFloat64));
+    Tensor expected = avg_pool3d(x, {2, 2, 3}, {1, 2, 2}, {1, 0, 1}, false, true, 5);
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes(), kFloat64);
+    auto attributes = pool_attributes({2, 2, 3}, {1, 2, 2}, {1, 0, 1}, false);
+    attributes.push_back(int_attribute("divisor_override", 5));
+    p.call("avg_pool3d", {xi}, {out}, attributes);
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+  {  // 1-d
+    Tensor x = randn({3, 2, 9});
+    Tensor expected = avg_pool1d(x, {3}, {2}, {1});
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(expected.sizes());
+    p.call("avg_pool1d", {xi}, {out}, pool_attributes({3}, {2}, {1}, false));
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+}
+
+TEST(RuntimeKernels, PoolingRefusesBadAttributesAtLoadAndWrongSizesAtRun) {
+  const Tensor x = randn({1, 2, 8, 8});
+  auto run_message = [&](const char* op, std::vector<AttributeSpec> attributes, IntArrayRef out_sizes) {
+    ProgramMaker p;
+    uint32_t xi = p.input(x), out = p.output(out_sizes);
+    p.call(op, {xi}, {out}, std::move(attributes));
+    EmberRtStatus status = EMBER_RT_OK;
+    p.run(&status);
+    return std::make_pair(status, std::string(ember_rt_last_error()));
+  };
+  // Refused at load: padding beyond half the kernel, a zero kernel, a Float where Ints belong.
+  {
+    ProgramSpec spec;
+    spec.operators = {"max_pool2d"};
+    MethodSpec m;
+    m.values = {ValueSpec{.name = "x", .shape = lits({1, 2, 8, 8}), .location = fb::Location::Input, .slot = 0},
+                ValueSpec{.name = "y", .shape = lits({1, 2, 4, 4}), .location = fb::Location::Output, .slot = 0}};
+    m.inputs = {0};
+    m.outputs = {1};
+    auto load = [&](std::vector<AttributeSpec> attributes) {
+      m.instructions = {call({.op = 0, .inputs = {0}, .outputs = {1}, .attributes = std::move(attributes)})};
+      spec.methods = {m};
+      return std::make_unique<Loaded>(spec);
+    };
+    for (auto attributes : {pool_attributes({2, 2}, {2, 2}, {2, 0}, false), pool_attributes({0, 2}, {1, 1}, {0}, false),
+                            std::vector<AttributeSpec>{AttributeSpec{.name = "kernel_size",
+                                                                     .kind = fb::AttributeKind::Float, .float_value = 2}}}) {
+      const auto loaded = load(attributes);
+      EXPECT_EQ(loaded->status, EMBER_RT_ERROR_INVALID_PROGRAM);
+      EXPECT_NE(loaded->message.find("[max_pool2d]"), std::string::npos) << loaded->message;
+    }
+    EXPECT_EQ(load(pool_attributes({2, 2}, {2, 2}, {0}, true))->status, EMBER_RT_OK);
+  }
+  // An output whose size the windows do not give: an error at run naming both sizes.
+  const auto [status, message] = run_message("avg_pool2d", pool_attributes({3, 3}, {3, 3}, {0}, false), {1, 2, 4, 4});
+  EXPECT_EQ(status, EMBER_RT_ERROR_KERNEL);
+  EXPECT_NE(message.find("[avg_pool2d] spatial dim 0: input 8 gives 2 outputs, the output has 4"), std::string::npos)
+      << message;
+}
+
+TEST(RuntimeKernels, CatAndStackEqualEager) {
+  manual_seed(23);
+  Tensor a = randn({2, 3, 4}), b = randn({2, 5, 4}), c = randn({4, 3, 2});
+  {
+    Tensor expected = cat({a, b, c.permute({2, 1, 0})}, 1);  // a strided third part
+    ProgramMaker p;
+    uint32_t ai = p.input(a), bi = p.input(b), ci = p.input(c), out = p.output(expected.sizes());
+    p.call("cat", {ai, bi, p.view(ci, {2, 3, 4}, {1, 2, 6})}, {out}, {int_attribute("dim", 1)});
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+  for (int64_t dim : {0, 1, 3}) {
+    Tensor d = randn({2, 3, 4});
+    Tensor expected = stack({a, d}, dim);
+    ProgramMaker p;
+    uint32_t ai = p.input(a), di = p.input(d), out = p.output(expected.sizes());
+    p.call("stack", {ai, di}, {out}, {int_attribute("dim", dim)});
+    expect_bitwise_equal(p.run()[0], expected);
+  }
+  {  // inputs that do not fill the output: an error, not a partial write
+    ProgramMaker p;
+    uint32_t ai = p.input(a), out = p.output({2, 4, 4});
+    p.call("cat", {ai}, {out}, {int_attribute("dim", 1)});
+    EmberRtStatus status = EMBER_RT_OK;
+    p.run(&status);
+    EXPECT_EQ(status, EMBER_RT_ERROR_KERNEL);
+    EXPECT_NE(std::string(ember_rt_last_error()).find("[cat]"), std::string::npos);
+  }
+}
+
 TEST(RuntimeKernels, CopyIntoAConstantIsRefusedAtLoad) {
   ProgramSpec spec;
   spec.operators = {"copy_"};

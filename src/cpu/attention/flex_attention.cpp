@@ -1,6 +1,7 @@
 #include "cpu/attention/flex_attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -39,6 +40,11 @@ const char* at(const Operand& o, int64_t b, int64_t h, int64_t row, size_t item)
   return static_cast<const char*>(o.data) + (b * o.stride_b + h * o.stride_h + row * o.stride_row) * static_cast<int64_t>(item);
 }
 
+// The row of (b, h, block) in lists (b and h of a broadcast mask are 0).
+int64_t list_row(const BlockLists& lists, int64_t b, int64_t h, int64_t block) {
+  return ((lists.batch == 1 ? 0 : b) * lists.heads + (lists.heads == 1 ? 0 : h)) * lists.blocks + block;
+}
+
 // Calls fn(block, partial) for the blocks visited from block `block` of (b, h): partial
 // ones first, then full ones; every block as full without a block mask.
 template <typename F>
@@ -48,7 +54,7 @@ void for_each_visited(const FlexProblem& p, const BlockLists& lists, int64_t all
     for (int64_t i = 0; i < all_blocks; ++i) fn(i, false);
     return;
   }
-  const int64_t row = ((lists.batch == 1 ? 0 : b) * lists.heads + (lists.heads == 1 ? 0 : h)) * lists.blocks + block;
+  const int64_t row = list_row(lists, b, h, block);
   for (int32_t j = 0; j < lists.num[row]; ++j) fn(lists.indices[row * lists.max_entries + j], true);
   if (lists.full_num)
     for (int32_t j = 0; j < lists.full_num[row]; ++j) fn(lists.full_indices[row * lists.max_entries + j], false);
@@ -100,13 +106,22 @@ enum class Form { Rows, Panels, TransposedPanels };
 template <typename T>
 class PackedBlocks {
  public:
+  static int64_t block_size(const Layout<T>& g, int64_t dim, int64_t block_len, Form form) {
+    return form == Form::Rows     ? block_len * dim
+           : form == Form::Panels ? round_up(dim, g.k.panel_width) * block_len
+                                  : round_up(block_len, g.k.panel_width) * dim;
+  }
+  // Elements of the packed operand: what `storage` must hold.
+  static int64_t elements(const Layout<T>& g, int64_t batch, int64_t heads, int64_t len, int64_t dim,
+                          int64_t block_len, Form form) {
+    return batch * heads * ceil_div(len, block_len) * block_size(g, dim, block_len, form);
+  }
+
+  // Packs into `storage` (caller-owned, elements() long), or into memory of its own when null.
   PackedBlocks(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t batch, int64_t heads, int64_t len,
-               int64_t dim, int64_t block_len, Form form, T scale)
-      : batch_(batch), heads_(heads), blocks_((len + block_len - 1) / block_len),
-        block_size_(form == Form::Rows ? block_len * dim
-                    : form == Form::Panels ? round_up(dim, g.k.panel_width) * block_len
-                                           : round_up(block_len, g.k.panel_width) * dim),
-        data_(allocate(batch * heads * blocks_ * block_size_)) {
+               int64_t dim, int64_t block_len, Form form, T scale, T* storage = nullptr)
+      : batch_(batch), heads_(heads), blocks_(ceil_div(len, block_len)), block_size_(block_size(g, dim, block_len, form)),
+        data_(storage ? Buffer(storage, Free{0}) : allocate(batch * heads * blocks_ * block_size_)) {
     parallel_for(0, batch * heads * blocks_, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t blk = i % blocks_, h = i / blocks_ % heads, b = i / blocks_ / heads;
@@ -126,8 +141,10 @@ class PackedBlocks {
 
  private:
   struct Free {
-    size_t bytes;
-    void operator()(T* data) const { core::free_bytes(data, bytes); }
+    size_t bytes;  // 0: caller-owned storage
+    void operator()(T* data) const {
+      if (bytes > 0) core::free_bytes(data, bytes);
+    }
   };
   using Buffer = std::unique_ptr<T[], Free>;
   // From ember's allocator: its large-block cache spares the page faults of fresh memory.
@@ -144,8 +161,76 @@ class PackedBlocks {
 int64_t kv_batch_of(const FlexProblem& p) { return p.k.stride_b == 0 && p.batch > 1 ? 1 : p.batch; }
 
 template <typename T>
-PackedBlocks<T> pack_keys(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form, T scale) {
-  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, scale);
+PackedBlocks<T> pack_keys(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form, T scale,
+                          T* storage = nullptr) {
+  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, scale, storage);
+}
+
+template <typename T>
+int64_t packed_keys_elements(const FlexProblem& p, const Layout<T>& g, int64_t dim, Form form) {
+  return PackedBlocks<T>::elements(g, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form);
+}
+
+// Note [Flex workspace]
+// A caller that may not allocate (the program runtime) passes one block of memory sized by
+// flex_forward_workspace_bytes. Its shared buffers (packed keys and values, or the decode
+// path's partial results) come first, then `workspace_slots` per-task scratch areas; the
+// tasks then run as that many chunks, each with its own area. A task computes the same values
+// whichever chunk runs it, so results equal the allocating path's bitwise.
+class Carver {
+ public:
+  explicit Carver(void* base) : base_(static_cast<char*>(base)) {}
+  template <typename T>
+  T* take(int64_t count) {
+    T* p = base_ ? reinterpret_cast<T*>(base_ + used_) : nullptr;
+    used_ += round_up(std::max<int64_t>(count, 1) * static_cast<int64_t>(sizeof(T)), 64);
+    return p;
+  }
+  int64_t used() const { return used_; }
+
+ private:
+  char* base_;
+  int64_t used_ = 0;
+};
+
+// A task's scratch: a slot of the workspace, else the calling thread's buffers.
+template <typename T>
+class TaskScratch {
+ public:
+  explicit TaskScratch(void* slot) : slot_(slot), carver_(slot) {}
+  T* get(Buffer which, int64_t size) { return slot_ ? carver_.take<T>(size) : scratch<T>(which, size); }
+
+ private:
+  void* slot_;
+  Carver carver_;
+};
+
+// Runs fn(task_begin, task_end, scratch) over [0, tasks): chunks of one task with per-thread
+// scratch, or one chunk per workspace slot (Note [Flex workspace]).
+template <typename T, typename F>
+void run_tasks(const FlexProblem& p, int64_t tasks, char* slots, int64_t slot_bytes, F fn) {
+  if (p.workspace == nullptr) {
+    parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+      TaskScratch<T> scratch(nullptr);
+      fn(lo, hi, scratch);
+    });
+    return;
+  }
+  const int64_t n = p.workspace_slots;
+  parallel_for(0, n, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t k = lo; k < hi; ++k) {
+      TaskScratch<T> scratch(slots + k * slot_bytes);
+      fn(k * tasks / n, (k + 1) * tasks / n, scratch);
+    }
+  });
+}
+
+// Bytes of one slot holding per-task buffers of these element counts, carved in this order.
+template <typename T, size_t N>
+int64_t slot_bytes_of(const std::array<int64_t, N>& sizes) {
+  Carver slot(nullptr);
+  for (int64_t size : sizes) slot.take<T>(size);
+  return slot.used();
 }
 
 template <typename T>
@@ -153,20 +238,45 @@ PackedBlocks<T> pack_queries(const FlexProblem& p, const Layout<T>& g, const Ope
   return PackedBlocks<T>(p, g, o, p.batch, p.heads_q, p.q_len, dim, g.bq, form, scale);
 }
 
+// Per-task buffers of forward_impl: q, scores, acc, row_max, row_sum.
+template <typename T>
+std::array<int64_t, 5> forward_task_sizes(const FlexProblem& p, const Layout<T>& g) {
+  return {g.bq * p.head_dim, g.bq * g.ld_s, g.bq * g.ld_ev, g.bq, g.bq};
+}
+
+// forward_impl's workspace: packed keys and values, then the slots.
+template <typename T>
+struct ForwardWorkspace {
+  T* keys;
+  T* values;
+  char* slots;
+  int64_t slot_bytes, bytes;
+  ForwardWorkspace(const FlexProblem& p, const Layout<T>& g, void* base, int64_t num_slots) {
+    Carver c(base);
+    keys = c.take<T>(packed_keys_elements<T>(p, g, p.head_dim, Form::TransposedPanels));
+    values = c.take<T>(packed_keys_elements<T>(p, g, p.value_dim, Form::Panels));
+    slot_bytes = slot_bytes_of<T>(forward_task_sizes<T>(p, g));
+    slots = c.take<char>(num_slots * slot_bytes);
+    bytes = c.used();
+  }
+};
+
 template <typename T>
 void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
   const Layout<T> g(p);
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   T* lse = static_cast<T*>(lse_out);
-  const PackedBlocks<T> keys = pack_keys<T>(p, g, p.k, E, Form::TransposedPanels, T(1));
-  const PackedBlocks<T> values = pack_keys<T>(p, g, p.v, Ev, Form::Panels, T(1));
-  parallel_for(0, p.batch * p.heads_q * g.q_blocks, 1, [&](int64_t lo, int64_t hi) {
-    T* q = scratch<T>(kQ, g.bq * E);
-    T* scores = scratch<T>(kScores, g.bq * g.ld_s);
-    T* acc = scratch<T>(kAccA, g.bq * g.ld_ev);
-    T* row_max = scratch<T>(kRowA, g.bq);
-    T* row_sum = scratch<T>(kRowB, g.bq);
+  const ForwardWorkspace<T> w(p, g, p.workspace, p.workspace_slots);
+  const PackedBlocks<T> keys = pack_keys<T>(p, g, p.k, E, Form::TransposedPanels, T(1), p.workspace ? w.keys : nullptr);
+  const PackedBlocks<T> values = pack_keys<T>(p, g, p.v, Ev, Form::Panels, T(1), p.workspace ? w.values : nullptr);
+  const std::array<int64_t, 5> sizes = forward_task_sizes<T>(p, g);
+  run_tasks<T>(p, p.batch * p.heads_q * g.q_blocks, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch<T>& s) {
+    T* q = s.get(kQ, sizes[0]);
+    T* scores = s.get(kScores, sizes[1]);
+    T* acc = s.get(kAccA, sizes[2]);
+    T* row_max = s.get(kRowA, sizes[3]);
+    T* row_sum = s.get(kRowB, sizes[4]);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
@@ -209,37 +319,87 @@ bool use_decode_path(const FlexProblem& p) {
   return p.q_len <= kMaxDecodeLength && p.q_len <= p.q_block && (!p.has_block_mask || p.kv_lists.heads == 1);
 }
 
+// The decode path's geometry: query rows per (batch, kv head) and ranges of key blocks.
+struct DecodeShape {
+  int64_t rows, heads, splits;
+  template <typename T>
+  DecodeShape(const FlexProblem& p, const Layout<T>& g)
+      : rows(g.group * p.q_len), heads(p.batch * p.heads_kv),
+        splits(std::clamp<int64_t>(64 / std::max<int64_t>(heads, 1), 1, std::max<int64_t>(g.kv_blocks, 1))) {}
+};
+
+// Per-task buffers of decode_impl: q, key_t, value, scores.
+template <typename T>
+std::array<int64_t, 4> decode_task_sizes(const FlexProblem& p, const Layout<T>& g, const DecodeShape& d) {
+  return {d.rows * p.head_dim, g.ld_s * p.head_dim, g.bkv * g.ld_ev, d.rows * g.ld_s};
+}
+
+// decode_impl's workspace: the ranges' partial results, the merge's rows, then the slots.
+template <typename T>
+struct DecodeWorkspace {
+  T *part_acc, *part_max, *part_sum, *merged, *inverse;
+  char* slots;
+  int64_t slot_bytes, bytes;
+  DecodeWorkspace(const FlexProblem& p, const Layout<T>& g, const DecodeShape& d, void* base, int64_t num_slots) {
+    Carver c(base);
+    part_acc = c.take<T>(d.heads * d.splits * d.rows * g.ld_ev);
+    part_max = c.take<T>(d.heads * d.splits * d.rows);
+    part_sum = c.take<T>(d.heads * d.splits * d.rows);
+    merged = c.take<T>(d.rows * g.ld_ev);
+    inverse = c.take<T>(d.rows);
+    slot_bytes = slot_bytes_of<T>(decode_task_sizes<T>(p, g, d));
+    slots = c.take<char>(num_slots * slot_bytes);
+    bytes = c.used();
+  }
+};
+
+// The visited blocks of (b, h, block) as for_each_visited orders them: how many, and the i-th.
+int64_t visit_count(const FlexProblem& p, const BlockLists& lists, int64_t all_blocks, int64_t b, int64_t h,
+                    int64_t block) {
+  if (!p.has_block_mask) return all_blocks;
+  const int64_t row = list_row(lists, b, h, block);
+  return lists.num[row] + (lists.full_num ? lists.full_num[row] : 0);
+}
+
+std::pair<int64_t, bool> visit_at(const FlexProblem& p, const BlockLists& lists, int64_t b, int64_t h, int64_t block,
+                                  int64_t i) {
+  if (!p.has_block_mask) return {i, false};
+  const int64_t row = list_row(lists, b, h, block);
+  if (i < lists.num[row]) return {lists.indices[row * lists.max_entries + i], true};
+  return {lists.full_indices[row * lists.max_entries + i - lists.num[row]], false};
+}
+
 template <typename T>
 void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
   const Layout<T> g(p);
   const auto& K = g.k;
-  const int64_t E = p.head_dim, Ev = p.value_dim, rows = g.group * p.q_len, heads = p.batch * p.heads_kv;
-  const int64_t splits = std::clamp<int64_t>(64 / std::max<int64_t>(heads, 1), 1, std::max<int64_t>(g.kv_blocks, 1));
-  std::vector<T> part_acc(static_cast<size_t>(heads * splits * rows * g.ld_ev));
-  std::vector<T> part_max(static_cast<size_t>(heads * splits * rows)), part_sum(part_max.size());
-  parallel_for(0, heads * splits, 1, [&](int64_t lo, int64_t hi) {
-    T* q = scratch<T>(kQ, rows * E);
-    T* key_t = scratch<T>(kKeyT, g.ld_s * E);
-    T* value = scratch<T>(kValueT, g.bkv * g.ld_ev);
-    T* scores = scratch<T>(kScores, rows * g.ld_s);
-    std::vector<std::pair<int64_t, bool>> visits;
+  const DecodeShape d(p, g);
+  const int64_t E = p.head_dim, Ev = p.value_dim, rows = d.rows, heads = d.heads, splits = d.splits;
+  // Without a workspace, the shared buffers come from memory of its own (the slots are unused).
+  std::unique_ptr<char[]> owned;
+  if (p.workspace == nullptr) owned.reset(new char[static_cast<size_t>(DecodeWorkspace<T>(p, g, d, nullptr, 0).bytes)]);
+  const DecodeWorkspace<T> w(p, g, d, p.workspace ? p.workspace : owned.get(), p.workspace_slots);
+  const std::array<int64_t, 4> sizes = decode_task_sizes<T>(p, g, d);
+  run_tasks<T>(p, heads * splits, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch<T>& s) {
+    T* q = s.get(kQ, sizes[0]);
+    T* key_t = s.get(kKeyT, sizes[1]);
+    T* value = s.get(kValueT, sizes[2]);
+    T* scores = s.get(kScores, sizes[3]);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t split = task % splits, bh = task / splits, b = bh / p.heads_kv, hk = bh % p.heads_kv;
       const int64_t h0 = hk * g.group;
       for (int64_t j = 0; j < g.group; ++j)
         K.pack_rows(p.dtype, at(p.q, b, h0 + j, 0, g.item), p.q.stride_row, p.q.stride_col, p.q_len, E,
                     static_cast<T>(p.scale), q + j * p.q_len * E, E);
-      T* acc = part_acc.data() + task * rows * g.ld_ev;
-      T* row_max = part_max.data() + task * rows;
-      T* row_sum = part_sum.data() + task * rows;
+      T* acc = w.part_acc + task * rows * g.ld_ev;
+      T* row_max = w.part_max + task * rows;
+      T* row_sum = w.part_sum + task * rows;
       std::fill(row_max, row_max + rows, -std::numeric_limits<T>::infinity());
       std::fill(row_sum, row_sum + rows, T(0));
       std::fill(acc, acc + rows * g.ld_ev, T(0));
-      visits.clear();
-      for_each_visited(p, p.kv_lists, g.kv_blocks, b, h0, 0, [&](int64_t kvb, bool partial) { visits.emplace_back(kvb, partial); });
-      const auto n = static_cast<int64_t>(visits.size());
+      const int64_t n = visit_count(p, p.kv_lists, g.kv_blocks, b, h0, 0);
       for (int64_t i = split * n / splits; i < (split + 1) * n / splits; ++i) {
-        const auto [kvb, partial] = visits[static_cast<size_t>(i)];
+        const auto [kvb, partial] = visit_at(p, p.kv_lists, b, h0, 0, i);
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) continue;
         K.pack_panels(p.dtype, at(p.k, b, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, E, cols, T(1), key_t);
@@ -255,24 +415,23 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
   });
   // Merge the ranges of each (batch, kv head); its rows are consecutive rows of out and lse.
   T* lse = static_cast<T*>(lse_out);
-  std::vector<T> merged(static_cast<size_t>(rows * g.ld_ev)), inverse(static_cast<size_t>(rows));
   for (int64_t bh = 0; bh < heads; ++bh) {
     const int64_t row0 = ((bh / p.heads_kv) * p.heads_q + (bh % p.heads_kv) * g.group) * p.q_len;
     for (int64_t r = 0; r < rows; ++r) {
       T max = -std::numeric_limits<T>::infinity(), sum = 0;
-      for (int64_t s = 0; s < splits; ++s) max = std::max(max, part_max[static_cast<size_t>((bh * splits + s) * rows + r)]);
-      T* m = merged.data() + r * g.ld_ev;
+      for (int64_t s = 0; s < splits; ++s) max = std::max(max, w.part_max[(bh * splits + s) * rows + r]);
+      T* m = w.merged + r * g.ld_ev;
       std::fill(m, m + Ev, T(0));
       for (int64_t s = 0; s < splits && max != -std::numeric_limits<T>::infinity(); ++s) {
         const int64_t at_row = (bh * splits + s) * rows + r;
-        const T w = std::exp(part_max[static_cast<size_t>(at_row)] - max);
-        sum += w * part_sum[static_cast<size_t>(at_row)];
-        for (int64_t j = 0; j < Ev; ++j) m[j] += w * part_acc[static_cast<size_t>(at_row * g.ld_ev + j)];
+        const T weight = std::exp(w.part_max[at_row] - max);
+        sum += weight * w.part_sum[at_row];
+        for (int64_t j = 0; j < Ev; ++j) m[j] += weight * w.part_acc[at_row * g.ld_ev + j];
       }
       lse[row0 + r] = sum > T(0) ? max + std::log(sum) : -std::numeric_limits<T>::infinity();
-      inverse[static_cast<size_t>(r)] = sum > T(0) ? T(1) / sum : T(0);
+      w.inverse[r] = sum > T(0) ? T(1) / sum : T(0);
     }
-    K.store_rows(merged.data(), g.ld_ev, rows, Ev, inverse.data(), p.dtype,
+    K.store_rows(w.merged, g.ld_ev, rows, Ev, w.inverse, p.dtype,
                  static_cast<char*>(out) + row0 * Ev * static_cast<int64_t>(g.item), Ev, 1);
   }
 }
@@ -467,7 +626,26 @@ void backward_impl(const FlexProblem& p, const void* out, const void* lse, const
 
 }  // namespace
 
+namespace {
+
+template <typename T>
+int64_t workspace_bytes(const FlexProblem& p, int64_t slots) {
+  FlexProblem decode = p;
+  decode.q_len = std::min({p.q_len, kMaxDecodeLength, p.q_block});
+  const Layout<T> g(p), decode_g(decode);
+  return std::max(ForwardWorkspace<T>(p, g, nullptr, slots).bytes,
+                  DecodeWorkspace<T>(decode, decode_g, DecodeShape(decode, decode_g), nullptr, slots).bytes);
+}
+
+}  // namespace
+
+int64_t flex_forward_workspace_bytes(const FlexProblem& problem, int64_t slots) {
+  return problem.dtype == kFloat64 ? workspace_bytes<double>(problem, slots) : workspace_bytes<float>(problem, slots);
+}
+
 void flex_forward(const FlexProblem& problem, void* out, void* lse) {
+  EMBER_CHECK(problem.workspace == nullptr || problem.workspace_slots > 0, "flex_attention",
+              "a workspace needs at least one slot, got ", problem.workspace_slots);
   const bool decode = use_decode_path(problem);
   if (problem.dtype == kFloat64) decode ? decode_impl<double>(problem, out, lse) : forward_impl<double>(problem, out, lse);
   else decode ? decode_impl<float>(problem, out, lse) : forward_impl<float>(problem, out, lse);

@@ -37,7 +37,15 @@ struct FlexProblem {
   BlockLists kv_lists;          // per query block (forward, dQ)
   BlockLists q_lists;           // per key block (dK, dV)
   TileFunction score_mod, mask_mod;
+  // flex_forward's memory when set (Note [Flex workspace]): flex_forward_workspace_bytes(
+  // problem, workspace_slots) bytes, 64-byte aligned; the forward then allocates nothing.
+  void* workspace = nullptr;
+  int64_t workspace_slots = 0;
 };
+
+// Bytes of a workspace with `slots` task slots, enough for flex_forward on every problem
+// equal to this one but for q_len and kv_len at most its own.
+int64_t flex_forward_workspace_bytes(const FlexProblem& problem, int64_t slots);
 
 // out: contiguous [B, Hq, L, Ev] of dtype; lse: [B, Hq, L] (double for float64, else float).
 void flex_forward(const FlexProblem& problem, void* out, void* lse);

@@ -9,19 +9,6 @@
 
 namespace ember::rt::kernels {
 
-// Attribute `name`'s value for spatial dim d (one value serves every dim).
-inline bool conv_attribute(const program::Call* call, const char* name, int spatial, int d, int64_t fallback,
-                           int64_t* value) {
-  const program::Attribute* a = find_attribute(call, name);
-  *value = fallback;
-  if (a == nullptr) return true;
-  if (a->kind() != program::AttributeKind::Ints || a->ints() == nullptr ||
-      (a->ints()->size() != 1 && a->ints()->size() != static_cast<uint32_t>(spatial)))
-    return false;
-  *value = a->ints()->Get(a->ints()->size() == 1 ? 0 : static_cast<uint32_t>(d));
-  return true;
-}
-
 // conv_shape of src/ops/conv.cpp from the operands' sizes; false (and a message) when they
 // do not form a convolution.
 template <int kSpatial>
@@ -41,9 +28,9 @@ bool conv_shape(const char* op, const program::Call* call, const int64_t* x, con
   for (int d = 0; d < kSpatial; ++d) {
     const int k = 3 - kSpatial + d;
     int64_t stride = 1, padding = 0, dilation = 1;
-    if (!conv_attribute(call, "stride", kSpatial, d, 1, &stride) ||
-        !conv_attribute(call, "padding", kSpatial, d, 0, &padding) ||
-        !conv_attribute(call, "dilation", kSpatial, d, 1, &dilation) || stride <= 0 || dilation <= 0 || padding < 0)
+    if (!per_dim_attribute(call, "stride", kSpatial, d, 1, &stride) ||
+        !per_dim_attribute(call, "padding", kSpatial, d, 0, &padding) ||
+        !per_dim_attribute(call, "dilation", kSpatial, d, 1, &dilation) || stride <= 0 || dilation <= 0 || padding < 0)
       return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] stride and dilation must be positive and padding >= 0 (Ints)",
                         op);
     const int64_t padded = x[2 + d] + 2 * padding, reach = dilation * (w[2 + d] - 1) + 1;

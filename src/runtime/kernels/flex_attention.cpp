@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cpu/attention/flex_attention.h"
+#include "cpu/parallel.h"
 #include "runtime/kernels/support.h"
 
 namespace ember::rt::kernels {
@@ -79,11 +80,30 @@ bool read_attributes(const program::Call* call, const int64_t* symbols, Attribut
 
 int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
-// Scratch: lse, then the kv-wise lists num, indices, full_num, full_indices (int32).
+// Scratch: lse, then the kv-wise lists num, indices, full_num, full_indices (int32), then
+// the forward's workspace (Note [Flex workspace] in src/cpu/attention/flex_attention.cpp).
 struct Layout {
   int64_t lse_bytes, q_blocks, kv_blocks;
   int64_t bytes() const { return aligned_bytes(lse_bytes) + 2 * aligned_bytes(q_blocks * 4) + 2 * aligned_bytes(q_blocks * kv_blocks * 4); }
 };
+
+// The problem of q [B, Hq, L, E], k [Bk, Hkv, S, E], v [Bk, Hkv, S, Ev] without its data.
+cpu::attention::FlexProblem problem_of(program::ScalarType dtype, const int64_t* q, const int64_t* k, const int64_t* v,
+                                       const Attributes& a) {
+  cpu::attention::FlexProblem p;
+  p.dtype = to_ember(dtype);
+  p.batch = q[0];
+  p.heads_q = q[1];
+  p.q_len = q[2];
+  p.head_dim = q[3];
+  p.heads_kv = k[1];
+  p.kv_len = k[2];
+  p.value_dim = v[3];
+  p.q_block = a.block_q;
+  p.kv_block = a.block_kv;
+  p.has_block_mask = true;
+  return p;
+}
 
 bool check(const KernelSignature& s, Error& error) {
   if (!check_operands(s, 3, 3, 1, error) || !check_same_dtype(s, error)) return false;
@@ -105,7 +125,13 @@ bool check(const KernelSignature& s, Error& error) {
   const OperandType &q = s.inputs[0], &k = s.inputs[1];
   const Layout layout{q.max_sizes[0] * q.max_sizes[1] * q.max_sizes[2] * lse_element, ceil_div(q.max_sizes[2], a.block_q),
                       ceil_div(k.max_sizes[2], a.block_kv)};
-  *s.scratch_bytes = layout.bytes();
+  if (s.inputs[0].max_sizes[1] == 0 || s.inputs[1].max_sizes[1] == 0)
+    return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[flex_attention] query and key need at least one head");
+  // One workspace slot per pool thread at the largest sizes; a run with fewer threads or
+  // smaller sizes uses part of it.
+  const cpu::attention::FlexProblem largest =
+      problem_of(t, q.max_sizes, k.max_sizes, s.inputs[2].max_sizes, a);
+  *s.scratch_bytes = aligned_bytes(layout.bytes()) + cpu::attention::flex_forward_workspace_bytes(largest, cpu::num_threads());
   return true;
 }
 
@@ -122,6 +148,7 @@ bool run(const KernelCall& c, Error& error) {
     return fail(error, "flex_attention", "query heads must equal key heads, or be a multiple with enable_gqa");
   if (out.sizes[0] != B || out.sizes[1] != Hq || out.sizes[2] != L || out.sizes[3] != v.sizes[3] || !out.is_contiguous())
     return fail(error, "flex_attention", "the output must be contiguous [B, Hq, L, Ev]");
+  if (out.numel() == 0) return true;
   constexpr int64_t kMaxLength = std::numeric_limits<int32_t>::max();
   if (L >= kMaxLength || S >= kMaxLength || a.q_offset >= kMaxLength || a.q_offset < 0 || a.window >= kMaxLength)
     return fail(error, "flex_attention", "lengths, q_offset and window must fit in int32");
@@ -145,15 +172,14 @@ bool run(const KernelCall& c, Error& error) {
       if (state == 2) full_indices[qb * layout.kv_blocks + full_num[qb]++] = static_cast<int32_t>(kb);
     }
   }
-  cpu::attention::FlexProblem p;
-  p.dtype = to_ember(q.dtype);
-  p.batch = B;
-  p.heads_q = Hq;
-  p.q_len = L;
-  p.head_dim = E;
-  p.heads_kv = Hkv;
-  p.kv_len = S;
-  p.value_dim = v.sizes[3];
+  cpu::attention::FlexProblem p = problem_of(q.dtype, q.sizes, k.sizes, v.sizes, a);
+  // As many workspace slots as fit, up to one per pool thread (check() sized the scratch).
+  p.workspace = scratch + aligned_bytes(layout.bytes());
+  const int64_t workspace_bytes = c.scratch_bytes - aligned_bytes(layout.bytes());
+  for (p.workspace_slots = cpu::num_threads();
+       p.workspace_slots > 0 && cpu::attention::flex_forward_workspace_bytes(p, p.workspace_slots) > workspace_bytes;)
+    --p.workspace_slots;
+  if (p.workspace_slots == 0) return fail(error, "flex_attention", "sizes beyond the bounds its scratch was sized for");
   auto operand = [B](const TensorView& t) {
     return cpu::attention::Operand{t.data, t.sizes[0] == 1 && B > 1 ? 0 : t.strides[0], t.strides[1], t.strides[2],
                                    t.strides[3]};
@@ -162,9 +188,6 @@ bool run(const KernelCall& c, Error& error) {
   p.k = operand(k);
   p.v = operand(v);
   p.scale = a.has_scale ? a.scale : 1.0 / std::sqrt(static_cast<double>(E));
-  p.q_block = a.block_q;
-  p.kv_block = a.block_kv;
-  p.has_block_mask = true;
   p.kv_lists = cpu::attention::BlockLists{num, indices, full_num, full_indices, 1, 1, layout.q_blocks, layout.kv_blocks};
   p.mask_mod = ember::detail::TileFunction{&apply_mask, &mask};
   cpu::attention::flex_forward(p, out.data, lse);

@@ -1,6 +1,7 @@
-// rotary_embedding: x [..., T, hd] rotated by the positions' angles, cos/sin [T, hd / 2] in the
-// compute dtype (float64 for float64 x, else float32) (nn::functional::rotary_embedding:
-// cpu::rotary_embedding on x with a contiguous last dim and contiguous cos/sin).
+// rotary_embedding: x [..., T, hd] rotated by the positions' angles, cos/sin [T, hd / 2] of a
+// floating dtype (nn::functional::rotary_embedding: cos/sin converted to the compute dtype,
+// float64 for float64 x, else float32, then cpu::rotary_embedding on x with a contiguous last
+// dim and contiguous cos/sin).
 #include "cpu/rotary_embedding.h"
 #include "runtime/kernels/support.h"
 
@@ -18,15 +19,22 @@ bool check(const KernelSignature& s, Error& error) {
       x != program::ScalarType::BFloat16)
     return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[rotary_embedding] expected floating-point x, got %s",
                       dtype_name(x));
-  if (s.inputs[1].dtype != compute || s.inputs[2].dtype != compute || s.outputs[0].dtype != x)
-    return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM,
-                      "[rotary_embedding] cos and sin must be %s for %s x (the exporter converts them)",
-                      dtype_name(compute), dtype_name(x));
+  for (int k = 1; k <= 2; ++k) {
+    const program::ScalarType t = s.inputs[k].dtype;
+    if (t != program::ScalarType::Float32 && t != program::ScalarType::Float64 && t != program::ScalarType::Float16 &&
+        t != program::ScalarType::BFloat16)
+      return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[rotary_embedding] expected floating-point cos and sin, got %s",
+                        dtype_name(t));
+  }
+  if (s.outputs[0].dtype != x)
+    return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[rotary_embedding] output of dtype %s for %s x",
+                      dtype_name(s.outputs[0].dtype), dtype_name(x));
   if (s.inputs[0].dim < 2 || s.inputs[1].dim != 2 || s.inputs[2].dim != 2 || s.outputs[0].dim != s.inputs[0].dim)
     return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM,
                       "[rotary_embedding] expects x [..., T, hd], cos and sin [T, hd / 2], out like x");
-  *s.scratch_bytes = aligned_bytes(s.inputs[0].max_bytes) + aligned_bytes(s.inputs[1].max_bytes) +
-                     aligned_bytes(s.inputs[2].max_bytes);
+  // x, then cos and sin in the compute dtype.
+  const int64_t table_bytes = element_size(compute) * s.inputs[1].max_sizes[0] * s.inputs[1].max_sizes[1];
+  *s.scratch_bytes = aligned_bytes(s.inputs[0].max_bytes) + 2 * aligned_bytes(table_bytes);
   return true;
 }
 
@@ -43,9 +51,13 @@ bool run(const KernelCall& c, Error& error) {
   TensorView x = c.inputs[0], cos, sin;
   if (x.strides[last] != 1 && !make_contiguous("rotary_embedding", c.inputs[0], scratch, &x, error)) return false;
   scratch += aligned_bytes(c.inputs[0].numel() * element_size(x.dtype));
-  if (!contiguous_or_copy("rotary_embedding", c.inputs[1], scratch, &cos, error)) return false;
-  scratch += aligned_bytes(c.inputs[1].numel() * element_size(cos.dtype));
-  if (!contiguous_or_copy("rotary_embedding", c.inputs[2], scratch, &sin, error)) return false;
+  const program::ScalarType compute = compute_dtype(x.dtype);
+  const int64_t table_bytes = aligned_bytes(c.inputs[1].numel() * element_size(compute));
+  TensorView* tables[2] = {&cos, &sin};
+  for (int k = 1; k <= 2; ++k, scratch += table_bytes) {
+    if (c.inputs[k].dtype == compute && c.inputs[k].is_contiguous()) *tables[k - 1] = c.inputs[k];
+    else if (!make_contiguous_as("rotary_embedding", c.inputs[k], compute, scratch, tables[k - 1], error)) return false;
+  }
   cpu::RotaryLayout layout;
   layout.lead_sizes = x.sizes;
   layout.lead_strides = x.strides;

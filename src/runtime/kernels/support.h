@@ -54,6 +54,19 @@ inline bool int_attribute(const program::Call* call, const char* name, const int
   return false;
 }
 
+// Attribute `name`'s value for spatial dim d of `spatial` (Ints of one value serve every dim).
+inline bool per_dim_attribute(const program::Call* call, const char* name, int spatial, int d, int64_t fallback,
+                              int64_t* value) {
+  const program::Attribute* a = find_attribute(call, name);
+  *value = fallback;
+  if (a == nullptr) return true;
+  if (a->kind() != program::AttributeKind::Ints || a->ints() == nullptr ||
+      (a->ints()->size() != 1 && a->ints()->size() != static_cast<uint32_t>(spatial)))
+    return false;
+  *value = a->ints()->Get(a->ints()->size() == 1 ? 0 : static_cast<uint32_t>(d));
+  return true;
+}
+
 inline bool float_attribute(const program::Call* call, const char* name, double fallback, double* value) {
   const program::Attribute* a = find_attribute(call, name);
   *value = fallback;
@@ -111,18 +124,27 @@ inline bool run_elementwise(const char* op, cpu::InnerLoop loop, const cpu::Elem
   return true;
 }
 
-// Copies `src` into contiguous memory at `dst` (the cast loop to its own dtype, as
-// Tensor::contiguous).
-inline bool make_contiguous(const char* op, const TensorView& src, void* dst, TensorView* out, Error& error) {
+// Copies `src` into contiguous memory at `dst` converted to `dtype` (Tensor::to(dtype).contiguous():
+// the copy loop within a dtype, the cast loop across dtypes).
+inline bool make_contiguous_as(const char* op, const TensorView& src, program::ScalarType dtype, void* dst,
+                               TensorView* out, Error& error) {
   *out = src;
   out->data = dst;
+  out->dtype = dtype;
   int64_t stride = 1;
   for (int d = src.dim - 1; d >= 0; --d) {
     out->strides[d] = stride;
     stride *= src.sizes[d];
   }
   const TensorView inputs[1] = {src};
-  return run_elementwise(op, EMBER_KERNEL(copy_loop)(to_ember(src.dtype)), {}, *out, inputs, error);
+  const cpu::InnerLoop loop = dtype == src.dtype ? EMBER_KERNEL(copy_loop)(to_ember(src.dtype))
+                                                 : EMBER_KERNEL(cast_loop)(to_ember(src.dtype), to_ember(dtype));
+  return run_elementwise(op, loop, {}, *out, inputs, error);
+}
+
+// Copies `src` into contiguous memory at `dst` (Tensor::contiguous).
+inline bool make_contiguous(const char* op, const TensorView& src, void* dst, TensorView* out, Error& error) {
+  return make_contiguous_as(op, src, src.dtype, dst, out, error);
 }
 
 // `view` itself when contiguous, else its contiguous copy in `scratch`.

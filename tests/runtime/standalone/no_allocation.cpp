@@ -6,10 +6,17 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <new>
 #include <vector>
 
 #include "ember/backends.h"
+#include "ember/ember.h"
+#include "ember/models/gpt.h"
+#include "tiny_gpt.h"
+#include "train/export_gpt.h"
 #include "runtime_test_util.h"
 #include "sample_programs.h"
 
@@ -173,6 +180,68 @@ TEST(RuntimeNoAllocation, ParallelKernelsAndTheGemmAllocateNothingOnceWarm) {
     EmberRtStatus status = EMBER_RT_OK;
     EXPECT_EQ(allocations_during_run(loaded.method(), &input, 1, &output, 1, &status), 0) << "run " << run;
     EXPECT_EQ(status, EMBER_RT_OK) << ember_rt_last_error();
+  }
+}
+
+// The exported GPT (f32, GQA, two layers): prefill at several prompt lengths and decode steps
+// after it allocate nothing once a first prefill has run (the pool and OpenBLAS set up), and
+// their logits equal eager forward_cached bitwise (the same kernels: OpenBLAS forced).
+TEST(RuntimeNoAllocation, GPTPrefillAndDecodeAllocateNothing) {
+  backends::set_gemm_backend("openblas");
+  manual_seed(3);
+  const models::GPTConfig config = tiny_gpt_config();
+  models::GPT model(config);
+  model->eval();
+  NoGradGuard no_grad;
+  const std::string path = ::testing::TempDir() + "/no_allocation_gpt.ember";
+  train::export_gpt(model).save(path);
+  std::ifstream file(path, std::ios::binary);
+  Loaded loaded(std::vector<unsigned char>(std::istreambuf_iterator<char>(file), {}));
+  std::filesystem::remove(path);
+  ASSERT_EQ(loaded.status, EMBER_RT_OK) << loaded.message;
+  EmberRtMethod* prefill = loaded.method("prefill");
+  EmberRtMethod* decode = loaded.method("decode");
+  ASSERT_TRUE(prefill != nullptr && decode != nullptr);
+
+  const int64_t kv_heads = config.n_kv_heads, head_dim = config.dim / config.n_heads, vocab = config.vocab_size;
+  std::vector<std::vector<float>> caches(static_cast<size_t>(2 * config.n_layers),
+                                         std::vector<float>(static_cast<size_t>(kv_heads * config.max_seq_len * head_dim)));
+  std::vector<EmberRtTensor> inputs(1 + caches.size());
+  for (size_t i = 0; i < caches.size(); ++i)
+    inputs[1 + i] = tensor(caches[i].data(), EMBER_RT_FLOAT32, {1, kv_heads, config.max_seq_len, head_dim});
+  std::vector<float> logits(static_cast<size_t>(config.max_seq_len * vocab));
+  EmberRtTensor output = tensor(logits.data(), EMBER_RT_FLOAT32, {}, logits.size() * sizeof(float));
+  auto equals_eager = [&](const Tensor& eager, int64_t rows) {
+    const Tensor expected = eager.contiguous();
+    return std::memcmp(expected.data_ptr<float>(), logits.data(), static_cast<size_t>(rows * vocab) * sizeof(float)) == 0;
+  };
+
+  std::vector<int64_t> warm_tokens = {1, 2, 3};
+  inputs[0] = tensor(warm_tokens.data(), EMBER_RT_INT64, {1, 3});
+  ASSERT_EQ(ember_rt_run(prefill, inputs.data(), inputs.size(), &output, 1), EMBER_RT_OK) << ember_rt_last_error();
+  for (int64_t prompt : {1, 7, 20}) {
+    const Tensor tokens = randint(0, vocab, {1, prompt}, TensorOptions().dtype(kInt64));
+    models::GPTCache eager_cache = model->make_cache(1);
+    const Tensor eager = model->forward_cached(tokens, eager_cache);
+    inputs[0] = tensor(const_cast<int64_t*>(tokens.data_ptr<int64_t>()), EMBER_RT_INT64, {1, prompt});
+    EmberRtStatus status = EMBER_RT_OK;
+    EXPECT_EQ(allocations_during_run(prefill, inputs.data(), inputs.size(), &output, 1, &status), 0)
+        << "prefill of " << prompt;
+    ASSERT_EQ(status, EMBER_RT_OK) << ember_rt_last_error();
+    EXPECT_TRUE(equals_eager(eager, prompt)) << "prefill of " << prompt;
+    std::vector<EmberRtTensor> decode_inputs(inputs.size() + 1);
+    std::copy(inputs.begin() + 1, inputs.end(), decode_inputs.begin() + 2);
+    for (int64_t pos = prompt; pos < prompt + 3; ++pos) {
+      const Tensor next = randint(0, vocab, {1, 1}, TensorOptions().dtype(kInt64));
+      const Tensor eager_step = model->forward_cached(next, eager_cache);
+      int64_t position = pos;
+      decode_inputs[0] = tensor(const_cast<int64_t*>(next.data_ptr<int64_t>()), EMBER_RT_INT64, {1, 1});
+      decode_inputs[1] = tensor(&position, EMBER_RT_INT64, {});
+      EXPECT_EQ(allocations_during_run(decode, decode_inputs.data(), decode_inputs.size(), &output, 1, &status), 0)
+          << "decode at " << pos;
+      ASSERT_EQ(status, EMBER_RT_OK) << ember_rt_last_error();
+      EXPECT_TRUE(equals_eager(eager_step, 1)) << "decode at " << pos;
+    }
   }
 }
 
