@@ -465,6 +465,26 @@ TEST(RuntimeKernels, CatAndStackEqualEager) {
     p.call("stack", {ai, di}, {out}, {int_attribute("dim", dim)});
     expect_bitwise_equal(p.run()[0], expected);
   }
+  {  // refused at load: dim past the output's dims, an input of another rank
+    ProgramSpec spec;
+    spec.operators = {"cat", "stack"};
+    MethodSpec m;
+    m.values = {ValueSpec{.name = "a", .shape = lits({2, 3}), .location = fb::Location::Input, .slot = 0},
+                ValueSpec{.name = "b", .shape = lits({2}), .location = fb::Location::Input, .slot = 1},
+                ValueSpec{.name = "y", .shape = lits({4, 3}), .location = fb::Location::Output, .slot = 0}};
+    m.inputs = {0, 1};
+    m.outputs = {2};
+    for (const auto& [op, inputs, dim, fragment] :
+         {std::tuple<uint32_t, std::vector<uint32_t>, int64_t, std::string>{0, {0, 0}, 2, "[cat] dim 2 outside"},
+          {0, {0, 1}, 0, "[cat] inputs of 1 dims for an output of 2"},
+          {1, {0, 0}, 0, "[stack] inputs of 2 dims for an output of 2"}}) {
+      m.instructions = {call({.op = op, .inputs = inputs, .outputs = {2}, .attributes = {int_attribute("dim", dim)}})};
+      spec.methods = {m};
+      Loaded loaded(spec);
+      EXPECT_EQ(loaded.status, EMBER_RT_ERROR_INVALID_PROGRAM);
+      EXPECT_NE(loaded.message.find(fragment), std::string::npos) << loaded.message;
+    }
+  }
   {  // inputs that do not fill the output: an error, not a partial write
     ProgramMaker p;
     uint32_t ai = p.input(a), out = p.output({2, 4, 4});

@@ -2,6 +2,7 @@
 // one place, are rejected with a status and a message that names the fault.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -162,6 +163,33 @@ TEST(RuntimeLoader, RejectsAValueIndexPastTheTable) {
   p = add_relu_program();
   method(p).inputs = {7};
   expect_invalid(p, "input 0 names value 7 of 4");
+}
+
+// A loop reading its input backwards, row T - 1 - t (Note [Views in reverse loops]): loads,
+// and runs h = relu(h + x[T - 1 - t]); one row further back, or a trip count that may be 0
+// (the index stays 0, the row is -1), reaches before the input and is refused.
+TEST(RuntimeLoader, ViewsOfReverseLoopsAreBoundedByTheTripCount) {
+  ProgramSpec p = recurrence_program();
+  method(p).symbols[0].min = 1;
+  method(p).values[3].view_offset = ExprSpec{-4, {{0, 4}, {1, -4}}};
+  {
+    Loaded loaded(p);
+    ASSERT_EQ(loaded.status, EMBER_RT_OK) << loaded.message;
+    std::vector<float> x = {1, -2, 3, 4, -5, 6, 7, 8, -9, 10, 11, -12}, y(4);
+    EmberRtTensor input = tensor(x.data(), EMBER_RT_FLOAT32, {3, 4});
+    EmberRtTensor output = tensor(y.data(), EMBER_RT_FLOAT32, {}, y.size() * sizeof(float));
+    ASSERT_EQ(ember_rt_run(loaded.method(), &input, 1, &output, 1), EMBER_RT_OK) << ember_rt_last_error();
+    for (int c = 0; c < 4; ++c) {
+      float h = 0;
+      for (int row = 2; row >= 0; --row) h = std::max(h + x[static_cast<size_t>(row * 4 + c)], 0.0f);
+      EXPECT_EQ(y[static_cast<size_t>(c)], h) << "column " << c;
+    }
+  }
+  method(p).values[3].view_offset = ExprSpec{-8, {{0, 4}, {1, -4}}};
+  expect_invalid(p, "view value 3 starts -4 elements before its base");
+  method(p).values[3].view_offset = ExprSpec{-4, {{0, 4}, {1, -4}}};
+  method(p).symbols[0].min = 0;  // T = 0: the row T - 1 is -1
+  expect_invalid(p, "view value 3 starts -4 elements before its base");
 }
 
 TEST(RuntimeLoader, RejectsAValueUsedBeforeItIsDefined) {
