@@ -8,6 +8,7 @@
 #include "ember/ember.h"
 #include "ember/export.h"
 #include "export_test_utils.h"
+#include "sample_models.h"
 
 namespace ember {
 namespace {
@@ -25,17 +26,7 @@ size_t count_loops(const std::vector<export_ir::Instruction>& instructions, size
 template <typename Module>
 void expect_exported_rnn_equals_eager(Module rnn, int64_t layers, int64_t directions, int64_t input_size) {
   rnn->eval();
-  auto forward = [rnn](const std::vector<Tensor>& in) mutable {
-    auto result = rnn->forward(in[0]);
-    std::vector<Tensor> out = {std::get<0>(result)};
-    if constexpr (std::is_same_v<std::decay_t<decltype(std::get<1>(result))>, Tensor>) {
-      out.push_back(std::get<1>(result));
-    } else {
-      out.push_back(std::get<0>(std::get<1>(result)));
-      out.push_back(std::get<1>(std::get<1>(result)));
-    }
-    return out;
-  };
+  auto forward = test::rnn_outputs(rnn);
   ExportedProgram program = export_program(*rnn, forward, {randn({5, 2, input_size})},
                                            ExportOptions().dynamic_dim(0, 0, Dim("L", 1, 40)));
   const auto& method = program.method("forward");

@@ -14,6 +14,7 @@
 #include "ember/backends.h"
 #include "ember/ember.h"
 #include "ember/export.h"
+#include "../export/sample_models.h"
 #include "runtime_test_util.h"
 
 namespace ember::rt::testing {
@@ -82,17 +83,7 @@ template <typename Module>
 void expect_rnn_runs_equal_eager(Module rnn, int64_t input_size, const std::string& name) {
   backends::set_gemm_backend("openblas");
   rnn->eval();
-  Forward forward = [rnn](const std::vector<Tensor>& in) mutable {
-    auto result = rnn->forward(in[0]);
-    std::vector<Tensor> out = {std::get<0>(result)};
-    if constexpr (std::is_same_v<std::decay_t<decltype(std::get<1>(result))>, Tensor>) {
-      out.push_back(std::get<1>(result));
-    } else {
-      out.push_back(std::get<0>(std::get<1>(result)));
-      out.push_back(std::get<1>(std::get<1>(result)));
-    }
-    return out;
-  };
+  const Forward forward = test::rnn_outputs(rnn);
   const ExportedProgram program = export_program(*rnn, forward, {randn({5, 2, input_size})},
                                                  ExportOptions().dynamic_dim(0, 0, Dim("L", 1, 40)));
   const auto loaded = load_saved(program, name);
@@ -120,34 +111,10 @@ TEST(RuntimeExportedModels, TwoLayerBidirectionalGRU) {
   expect_rnn_runs_equal_eager(nn::GRU(nn::GRUOptions(5, 7).num_layers(2).bidirectional(true)), 5, "gru2");
 }
 
-class SmallCNNImpl : public nn::Module {
- public:
-  SmallCNNImpl() {
-    conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(3, 8, 3).padding(1)));
-    bn1 = register_module("bn1", nn::BatchNorm2d(8));
-    pool1 = register_module("pool1", nn::MaxPool2d(nn::MaxPool2dOptions(2)));
-    conv2 = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(8, 6, 3).stride(2)));
-    pool2 = register_module("pool2", nn::AvgPool2d(nn::AvgPool2dOptions(2).padding(1)));
-    fc = register_module("fc", nn::Linear(6 * 2 * 2, 5));
-  }
-  // x: [N, 3, 12, 12] -> [N, 5]
-  Tensor forward(const Tensor& x) {
-    Tensor h = pool1->forward(bn1->forward(conv1->forward(x)).relu());  // [N, 8, 6, 6]
-    h = pool2->forward(conv2->forward(h));                               // [N, 6, 2, 2]
-    return fc->forward(h.flatten(1));
-  }
-  nn::Conv2d conv1{nullptr}, conv2{nullptr};
-  nn::BatchNorm2d bn1{nullptr};
-  nn::MaxPool2d pool1{nullptr};
-  nn::AvgPool2d pool2{nullptr};
-  nn::Linear fc{nullptr};
-};
-EMBER_MODULE(SmallCNN);
-
 TEST(RuntimeExportedModels, SmallCNN) {
   backends::set_gemm_backend("openblas");
   manual_seed(54);
-  SmallCNN cnn;
+  test::SmallCNN cnn;
   {
     NoGradGuard no_grad;  // running statistics that are not the initial 0 and 1
     cnn->bn1->running_mean.copy_(randn({8}) * 0.1);
