@@ -8,23 +8,13 @@
 #include "ember/ember.h"
 #include "ember/models/gpt.h"
 #include "export_test_utils.h"
+#include "sample_models.h"
 #include "train/export_gpt.h"
 
 namespace ember {
 namespace {
 
-models::GPTConfig tiny_config(int64_t window = 0) {
-  models::GPTConfig c;
-  c.vocab_size = 40;
-  c.dim = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.hidden_dim = 64;
-  c.max_seq_len = 48;
-  c.window = window;
-  return c;
-}
+using test::tiny_gpt_config;
 
 Tensor random_tokens(int64_t n, int64_t vocab) { return randint(0, vocab, {1, n}, TensorOptions().dtype(kInt64)); }
 
@@ -33,7 +23,7 @@ class ExportGPT : public ::testing::TestWithParam<std::tuple<int64_t, ScalarType
 
 TEST_P(ExportGPT, PrefillThenDecodeEqualEagerBitwise) {
   manual_seed(20);
-  models::GPT model(tiny_config(std::get<0>(GetParam())));
+  models::GPT model(tiny_gpt_config(std::get<0>(GetParam())));
   model->set_compute_dtype(std::get<1>(GetParam()));
   model->eval();
   ExportedProgram program = train::export_gpt(model);
@@ -70,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(WindowAndDtype, ExportGPT,
 
 TEST(ExportGPTBounds, PositionsOutsideTheBoundsAreErrors) {
   manual_seed(21);
-  models::GPT model(tiny_config());
+  models::GPT model(tiny_gpt_config());
   ExportedProgram program = train::export_gpt(model);
   std::vector<Tensor> caches = train::make_gpt_cache_inputs(model);
   std::vector<Tensor> decode = {random_tokens(1, 40), full({}, int64_t{48}, TensorOptions().dtype(kInt64))};
@@ -83,7 +73,7 @@ TEST(ExportGPTBounds, PositionsOutsideTheBoundsAreErrors) {
 
 TEST(ExportGPTBounds, DecodeUpToTheLastPosition) {
   manual_seed(24);
-  models::GPT model(tiny_config());
+  models::GPT model(tiny_gpt_config());
   ExportedProgram program = train::export_gpt(model);
   NoGradGuard no_grad;
   const int64_t max_len = model->config.max_seq_len;
@@ -105,7 +95,7 @@ TEST(ExportGPTBounds, DecodeUpToTheLastPosition) {
 
 TEST(ExportGPTRefusal, AnOpaqueMaskModIsRefused) {
   manual_seed(25);
-  models::GPT model(tiny_config());
+  models::GPT model(tiny_gpt_config());
   // The training forward's document mask is a mask_mod over captured ids: opaque code.
   auto forward = [model](const std::vector<Tensor>& in) mutable { return std::vector<Tensor>{model->forward(in[0])}; };
   test::expect_error([&] { export_program(*model, forward, {random_tokens(8, 40)}); },
@@ -114,7 +104,7 @@ TEST(ExportGPTRefusal, AnOpaqueMaskModIsRefused) {
 
 TEST(ExportGPTPlan, ArenaWithinTheTargetAndNoOverlap) {
   manual_seed(22);
-  models::GPT model(tiny_config());
+  models::GPT model(tiny_gpt_config());
   ExportedProgram program = train::export_gpt(model);
   for (const char* name : {"prefill", "decode"}) {
     const auto& m = program.method(name);
@@ -128,7 +118,7 @@ TEST(ExportGPTPlan, ArenaWithinTheTargetAndNoOverlap) {
 
 TEST(ExportGPTFile, RoundTrips) {
   manual_seed(23);
-  models::GPT model(tiny_config());
+  models::GPT model(tiny_gpt_config());
   ExportedProgram program = train::export_gpt(model);
   const std::string path = test::temp_path("gpt.ember");
   program.save(path);

@@ -14,7 +14,7 @@
 #include "ember/backends.h"
 #include "ember/ember.h"
 #include "ember/models/gpt.h"
-#include "tiny_gpt.h"
+#include "../export/sample_models.h"
 #include "train/export_gpt.h"
 
 namespace ember::rt::testing {
@@ -66,7 +66,7 @@ class EmberRtGPT : public ::testing::TestWithParam<std::tuple<int64_t, ScalarTyp
 TEST_P(EmberRtGPT, PrefillAndDecodeEqualEagerBitwise) {
   backends::set_gemm_backend("openblas");
   manual_seed(11);
-  const models::GPTConfig config = tiny_gpt_config(std::get<0>(GetParam()));
+  const models::GPTConfig config = test::tiny_gpt_config(std::get<0>(GetParam()));
   models::GPT model(config);
   model->set_compute_dtype(std::get<1>(GetParam()));
   model->eval();

@@ -15,7 +15,7 @@
 #include "ember/backends.h"
 #include "ember/ember.h"
 #include "ember/models/gpt.h"
-#include "tiny_gpt.h"
+#include "../../export/sample_models.h"
 #include "train/export_gpt.h"
 #include "runtime_test_util.h"
 #include "sample_programs.h"
@@ -189,7 +189,7 @@ TEST(RuntimeNoAllocation, ParallelKernelsAndTheGemmAllocateNothingOnceWarm) {
 TEST(RuntimeNoAllocation, GPTPrefillAndDecodeAllocateNothing) {
   backends::set_gemm_backend("openblas");
   manual_seed(3);
-  const models::GPTConfig config = tiny_gpt_config();
+  const models::GPTConfig config = test::tiny_gpt_config();
   models::GPT model(config);
   model->eval();
   NoGradGuard no_grad;
