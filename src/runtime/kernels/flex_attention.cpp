@@ -123,6 +123,20 @@ bool check(const KernelSignature& s, Error& error) {
                       "block_kv > 0, enable_gqa, and a Float scale if any");
   const int64_t lse_element = t == program::ScalarType::Float64 ? 8 : 4;
   const OperandType &q = s.inputs[0], &k = s.inputs[1];
+  // Bounds that keep the scratch arithmetic below 2^63 (a run refuses lengths past int32).
+  constexpr int64_t kMaxOperandBytes = int64_t{1} << 48, kMaxListEntries = int64_t{1} << 40;
+  int64_t list_entries = 0;
+  for (const OperandType& operand : s.inputs)
+    if (operand.max_bytes > kMaxOperandBytes)
+      return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[flex_attention] an operand of up to %lld bytes (limit 2^48)",
+                        static_cast<long long>(operand.max_bytes));
+  if (q.max_sizes[2] > INT32_MAX || k.max_sizes[2] > INT32_MAX ||
+      __builtin_mul_overflow(ceil_div(q.max_sizes[2], a.block_q), ceil_div(k.max_sizes[2], a.block_kv), &list_entries) ||
+      list_entries > kMaxListEntries)
+    return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[flex_attention] lengths up to %lld and %lld with blocks %lld "
+                      "and %lld: beyond int32 lengths or 2^40 block pairs", static_cast<long long>(q.max_sizes[2]),
+                      static_cast<long long>(k.max_sizes[2]), static_cast<long long>(a.block_q),
+                      static_cast<long long>(a.block_kv));
   const Layout layout{q.max_sizes[0] * q.max_sizes[1] * q.max_sizes[2] * lse_element, ceil_div(q.max_sizes[2], a.block_q),
                       ceil_div(k.max_sizes[2], a.block_kv)};
   if (s.inputs[0].max_sizes[1] == 0 || s.inputs[1].max_sizes[1] == 0)

@@ -27,14 +27,17 @@ bool pool_geometry(const char* op, const program::Call* call, PoolGeometry* g, E
         !per_dim_attribute(call, "dilation", kSpatial, d, 1, &g->dilation[d]))
       return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[%s] kernel_size, stride, padding and dilation must be Ints of "
                         "1 or %d values", op, kSpatial);
-    const int64_t reach = (g->kernel[d] - 1) * g->dilation[d] + 1;
-    if (g->kernel[d] <= 0 || g->stride[d] <= 0 || g->dilation[d] <= 0 || g->padding[d] < 0 || g->padding[d] > reach / 2)
+    // Sizes up to int32 keep the window arithmetic far from overflowing.
+    const bool in_range = g->kernel[d] > 0 && g->kernel[d] <= INT32_MAX && g->stride[d] > 0 && g->stride[d] <= INT32_MAX &&
+                          g->dilation[d] > 0 && g->dilation[d] <= INT32_MAX;
+    const int64_t reach = in_range ? (g->kernel[d] - 1) * g->dilation[d] + 1 : 0;
+    if (!in_range || g->padding[d] < 0 || g->padding[d] > reach / 2)
       return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[%s] kernel_size %lld, stride %lld, dilation %lld must be "
-                        "positive and padding %lld in [0, half the dilated kernel] (spatial dim %d)", op,
+                        "in [1, 2^31) and padding %lld in [0, half the dilated kernel] (spatial dim %d)", op,
                         static_cast<long long>(g->kernel[d]), static_cast<long long>(g->stride[d]),
                         static_cast<long long>(g->dilation[d]), static_cast<long long>(g->padding[d]), d);
   }
-  if (kKind == PoolKind::Avg && g->dilation[0] * g->dilation[1] * g->dilation[2] != 1)
+  if (kKind == PoolKind::Avg && (g->dilation[0] != 1 || g->dilation[1] != 1 || g->dilation[2] != 1))
     return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[%s] has no dilation", op);
   if (!int_attribute(call, "ceil_mode", nullptr, 0, &g->ceil_mode) ||
       !int_attribute(call, "return_indices", nullptr, 0, &g->return_indices) ||
