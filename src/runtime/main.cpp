@@ -1,5 +1,5 @@
 // ember-rt: runs a .ember program file (libember_rt) without the ember library.
-//   ember-rt PROGRAM                          its methods with their inputs and outputs
+//   ember-rt PROGRAM                          its metadata, methods, inputs and outputs
 //   ember-rt PROGRAM --method NAME --input SHAPE=FILE ... [--output PREFIX]
 //       input i: FILE's raw little-endian bytes in the input's dtype, row-major, of SHAPE
 //       (3x4; "scalar" for 0 dims); output o is written to PREFIX<o>.bin (default out)
@@ -21,8 +21,8 @@ namespace {
 const char* kUsage =
     "usage: ember-rt PROGRAM [--method NAME --input SHAPE=FILE ... [--output PREFIX]]\n"
     "       ember-rt GPT.ember --prompt TEXT [--tokens N] [--temperature X] [--top-k N] [--top-p X] [--seed N]\n"
-    "  PROGRAM alone lists its methods, inputs and outputs; with --method runs NAME on the\n"
-    "  inputs (raw row-major bytes in each input's dtype; SHAPE like 3x4, or scalar) and writes\n"
+    "  PROGRAM alone lists its metadata, methods, inputs and outputs; with --method runs NAME\n"
+    "  on the inputs (raw row-major bytes in each input's dtype; SHAPE like 3x4, or scalar) and writes\n"
     "  output o to PREFIX<o>.bin (default PREFIX: out). With --prompt, continues the text with\n"
     "  an exported GPT as `ember generate` does (defaults: --tokens 200 --temperature 0.8\n"
     "  --top-k 40 --top-p 0.95 --seed 0).\n";
@@ -46,7 +46,26 @@ void print_info(const char* what, size_t index, const EmberRtTensorInfo& info) {
   std::printf("]\n");
 }
 
+// The metadata tools read (the C API looks keys up; it does not list them), with newlines
+// and other control bytes escaped so each entry stays on one line.
+void print_metadata(const EmberRtProgram* program) {
+  for (const char* key : {"max_seq_len", "tokenizer_kind", "tokenizer_state", "gpt_config"}) {
+    const char* value = ember_rt_metadata(program, key);
+    if (value == nullptr) continue;
+    std::printf("metadata %s: ", key);
+    for (const char* c = value; *c; ++c) {
+      const unsigned char byte = static_cast<unsigned char>(*c);
+      if (byte == '\\') std::printf("\\\\");
+      else if (byte == '\n') std::printf("\\n");
+      else if (byte < 0x20 || byte == 0x7f) std::printf("\\x%02x", byte);
+      else std::putchar(byte);
+    }
+    std::printf("\n");
+  }
+}
+
 int list_methods(EmberRtProgram* program) {
+  print_metadata(program);
   for (size_t m = 0; m < ember_rt_num_methods(program); ++m) {
     EmberRtMethod* method = nullptr;
     ember_rt_method(program, ember_rt_method_name(program, m), &method);

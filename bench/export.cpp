@@ -1,0 +1,329 @@
+// `ember bench export`: exported programs in libember_rt against the eager model they came
+// from, side by side in alternating rounds (medians over rounds).
+// - gpt: the demo's GPT (GPTConfig defaults, byte vocabulary; random init, seed 0, as the
+//   latency does not depend on the weights) exported as `ember export` does it. Prefill of a
+//   64-token prompt and per-token decode of the next 64 tokens: ember_rt_run against eager
+//   forward_cached over a KV cache, as `ember generate` runs them. Sizes of the stripped
+//   runtime binaries (core_bytes: libember_rt's core with no kernel; runtime_bytes: ember-rt
+//   with the GPT's op set) and each method's arena against the sum of its intermediates.
+// - lstm_<length>: a 2-layer LSTM exported with a dynamic length (one Loop per layer), at
+//   three lengths. When this build's runtime lacks a kernel the program needs, the program
+//   runs in ExportedProgram::run instead (column interpreter_ms, not rt_ms; runtime_note says
+//   which kernel): the choice follows what ember_rt_load accepts, nothing to switch by hand.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "bench.h"
+#include "ember/ember.h"
+#include "ember/export.h"
+#include "ember/models/gpt.h"
+#include "ember/runtime.h"
+#include "train/export_gpt.h"
+
+namespace ember::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+// ---- binary sizes ----
+
+// A file's size once stripped of symbols and debug sections (a stripped copy is measured;
+// the file itself is left alone), or the reason there is none.
+struct StrippedSize {
+  std::optional<uint64_t> bytes;
+  std::string note;
+};
+
+StrippedSize stripped_size(const std::vector<fs::path>& candidates, const std::string& what) {
+  const auto found = std::find_if(candidates.begin(), candidates.end(), [](const fs::path& p) {
+    std::error_code ec;
+    return !p.empty() && fs::is_regular_file(p, ec);
+  });
+  if (found == candidates.end()) return {std::nullopt, what + " not found (build its target)"};
+  const fs::path copy = fs::temp_directory_path() / ("ember_bench_strip_" + std::to_string(::getpid()));
+  const std::string command = "strip --strip-all -o '" + copy.string() + "' '" + found->string() + "' 2>/dev/null";
+  StrippedSize size;
+  if (std::system(command.c_str()) == 0 && fs::is_regular_file(copy)) {
+    size.bytes = fs::file_size(copy);
+    size.note = found->string();
+  } else {
+    size.note = "strip (binutils) failed on " + found->string();
+  }
+  std::error_code ec;
+  fs::remove(copy, ec);
+  return size;
+}
+
+fs::path sibling_of_this_program(const std::string& name) {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path() : self.parent_path() / name;
+}
+
+// ---- the runtime ----
+
+// One program loaded in libember_rt from the file ExportedProgram::save writes.
+class RuntimeProgram {
+ public:
+  static std::unique_ptr<RuntimeProgram> load(const ExportedProgram& exported, std::string* error) {
+    const fs::path path = fs::temp_directory_path() / ("ember_bench_export_" + std::to_string(::getpid()) + ".ember");
+    exported.save(path.string());
+    EmberRtProgram* program = nullptr;
+    const EmberRtStatus status = ember_rt_load(path.string().c_str(), &program);
+    std::error_code ec;
+    fs::remove(path, ec);  // the map keeps the bytes
+    if (status != EMBER_RT_OK) {
+      *error = ember_rt_last_error();
+      return nullptr;
+    }
+    return std::unique_ptr<RuntimeProgram>(new RuntimeProgram(program));
+  }
+  ~RuntimeProgram() { ember_rt_free(program_); }
+  RuntimeProgram(const RuntimeProgram&) = delete;
+  RuntimeProgram& operator=(const RuntimeProgram&) = delete;
+
+  EmberRtMethod* method(const std::string& name) {
+    EmberRtMethod* method = nullptr;
+    EMBER_CHECK(ember_rt_method(program_, name.c_str(), &method) == EMBER_RT_OK, "bench export",
+                ember_rt_last_error());
+    return method;
+  }
+
+ private:
+  explicit RuntimeProgram(EmberRtProgram* program) : program_(program) {}
+  EmberRtProgram* program_;
+};
+
+EmberRtTensor runtime_tensor(const Tensor& t) {
+  EMBER_CHECK(t.is_contiguous() && t.dim() <= EMBER_RT_MAX_DIMS, "bench export", "a runtime operand must be contiguous");
+  EmberRtTensor r{};
+  r.data = t.data_ptr();
+  r.dtype = static_cast<int32_t>(t.scalar_type());  // EmberRtDtype follows ScalarType's order
+  r.ndim = static_cast<int32_t>(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d) r.sizes[d] = t.size(d);
+  r.capacity_bytes = static_cast<uint64_t>(t.numel() * t.element_size());
+  return r;
+}
+
+// Outputs of a method in buffers sized for its bounds, viewed at the sizes of the last run.
+class RuntimeOutputs {
+ public:
+  explicit RuntimeOutputs(EmberRtMethod* method) {
+    for (size_t o = 0; o < ember_rt_num_outputs(method); ++o) {
+      EmberRtTensorInfo info;
+      ember_rt_output_info(method, o, &info);
+      buffers_.push_back(empty({static_cast<int64_t>(info.max_bytes)}, TensorOptions().dtype(kUInt8)));
+      tensors_.push_back(runtime_tensor(buffers_.back()));
+    }
+  }
+  EmberRtTensor* data() { return tensors_.data(); }
+  size_t size() const { return tensors_.size(); }
+  Tensor operator[](size_t o) const {
+    const EmberRtTensor& t = tensors_[o];
+    std::vector<int64_t> sizes(t.sizes, t.sizes + t.ndim);
+    return from_blob(t.data, sizes, TensorOptions().dtype(static_cast<ScalarType>(t.dtype))).clone();
+  }
+
+ private:
+  std::vector<Tensor> buffers_;
+  std::vector<EmberRtTensor> tensors_;
+};
+
+void run_method(EmberRtMethod* method, const std::vector<Tensor>& inputs, RuntimeOutputs& outputs) {
+  std::vector<EmberRtTensor> operands;
+  for (const Tensor& t : inputs) operands.push_back(runtime_tensor(t));
+  EMBER_CHECK(ember_rt_run(method, operands.data(), operands.size(), outputs.data(), outputs.size()) == EMBER_RT_OK,
+              "bench export", ember_rt_last_error());
+}
+
+nlohmann::json plan_columns(const export_ir::Method& method, const std::string& prefix) {
+  return {{prefix + "arena_bytes", method.arena_bytes},
+          {prefix + "intermediate_bytes", method.intermediate_bytes},
+          {prefix + "arena_ratio", static_cast<double>(method.arena_bytes) /
+                                       static_cast<double>(std::max<uint64_t>(method.intermediate_bytes, 1))}};
+}
+
+// ---- gpt ----
+
+struct Timing {
+  std::vector<double> prefill_ms, decode_ms;  // per round; decode per token
+  Tensor last_logits;
+};
+
+nlohmann::json gpt_row(int rounds) {
+  const models::GPTConfig config;  // the demo's model (ember train's defaults, byte tokenizer)
+  const int64_t prompt_length = 64, decoded = 64;
+  manual_seed(0);
+  models::GPT model(config);
+  model->eval();
+  NoGradGuard no_grad;
+  const ExportedProgram exported = train::export_gpt(model);
+  std::string error;
+  auto runtime = RuntimeProgram::load(exported, &error);
+  EMBER_CHECK(runtime != nullptr, "bench export", "the runtime refused the GPT program: ", error);
+  EmberRtMethod* prefill = runtime->method("prefill");
+  EmberRtMethod* decode = runtime->method("decode");
+  RuntimeOutputs prefill_logits(prefill), decode_logits(decode);
+
+  const Tensor prompt = randint(0, config.vocab_size, {1, prompt_length}, TensorOptions().dtype(kInt64));
+  const Tensor next = randint(0, config.vocab_size, {decoded, 1, 1}, TensorOptions().dtype(kInt64));
+  Timing eager, rt;
+  auto eager_round = [&] {
+    auto start = std::chrono::steady_clock::now();
+    models::GPTCache cache = model->make_cache(1);
+    Tensor logits = model->forward_cached(prompt, cache);
+    eager.prefill_ms.push_back(elapsed_ms(start));
+    start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < decoded; ++i) logits = model->forward_cached(next[i], cache);
+    eager.decode_ms.push_back(elapsed_ms(start) / static_cast<double>(decoded));
+    eager.last_logits = logits;
+  };
+  // The caches are the caller's: zeroed once, as the prefill writes every position it reads.
+  std::vector<Tensor> caches = train::make_gpt_cache_inputs(model);
+  auto rt_round = [&] {
+    std::vector<Tensor> inputs = {prompt};
+    inputs.insert(inputs.end(), caches.begin(), caches.end());
+    auto start = std::chrono::steady_clock::now();
+    run_method(prefill, inputs, prefill_logits);
+    rt.prefill_ms.push_back(elapsed_ms(start));
+    std::vector<Tensor> step_inputs = {Tensor(), full({}, 0, TensorOptions().dtype(kInt64))};
+    step_inputs.insert(step_inputs.end(), caches.begin(), caches.end());
+    start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < decoded; ++i) {
+      step_inputs[0] = next[i];
+      step_inputs[1].fill_(prompt_length + i);
+      run_method(decode, step_inputs, decode_logits);
+    }
+    rt.decode_ms.push_back(elapsed_ms(start) / static_cast<double>(decoded));
+    rt.last_logits = decode_logits[0];
+  };
+  eager_round();  // warm-up: tuned GEMMs, first-touch pages
+  rt_round();
+  eager = rt = Timing{};
+  for (int r = 0; r < rounds; ++r) {
+    eager_round();
+    rt_round();
+  }
+
+  const fs::path rt_cli = sibling_of_this_program("ember-rt");
+  const StrippedSize core = stripped_size({EMBER_RT_CORE_PATH}, "libember_rt_core_only (target ember_rt_core_only)");
+  const StrippedSize runtime_size = stripped_size({rt_cli, EMBER_RT_CLI_PATH}, "ember-rt (target ember_rt_cli)");
+  const double rt_prefill = median(rt.prefill_ms), eager_prefill = median(eager.prefill_ms);
+  const double rt_decode = median(rt.decode_ms), eager_decode = median(eager.decode_ms);
+  note("gpt: prefill rt " + std::to_string(rt_prefill) + " ms, eager " + std::to_string(eager_prefill) +
+       " ms; decode rt " + std::to_string(rt_decode) + " ms/token, eager " + std::to_string(eager_decode));
+  nlohmann::json row = {
+      {"name", "gpt"},
+      {"config", nlohmann::json::parse(config.to_json())},
+      {"weights", "random init, seed 0"},
+      {"prompt_tokens", prompt_length},
+      {"decode_tokens", decoded},
+      {"core_bytes", core.bytes ? nlohmann::json(*core.bytes) : nlohmann::json()},
+      {"core_note", core.note},
+      {"runtime_bytes", runtime_size.bytes ? nlohmann::json(*runtime_size.bytes) : nlohmann::json()},
+      {"runtime_note", runtime_size.note},
+      {"prefill_rt_ms", rt_prefill},
+      {"prefill_eager_ms", eager_prefill},
+      {"prefill_rt_vs_eager", rt_prefill / eager_prefill},
+      {"decode_rt_ms", rt_decode},
+      {"decode_eager_ms", eager_decode},
+      {"decode_rt_vs_eager", rt_decode / eager_decode},
+      {"same_logits", equal(rt.last_logits, eager.last_logits)}};
+  row.update(plan_columns(exported.method("prefill"), "prefill_"));
+  row.update(plan_columns(exported.method("decode"), "decode_"));
+  return row;
+}
+
+// ---- lstm ----
+
+constexpr int64_t kLstmBatch = 4, kLstmInput = 64, kLstmHidden = 128, kLstmMaxLength = 512;
+
+std::vector<Tensor> lstm_outputs(nn::LSTM& lstm, const Tensor& x) {
+  auto [output, state] = lstm->forward(x);
+  return {output, std::get<0>(state), std::get<1>(state)};
+}
+
+nlohmann::json lstm_rows(const std::vector<int64_t>& lengths, int rounds) {
+  manual_seed(0);
+  nn::LSTM lstm(nn::LSTMOptions(kLstmInput, kLstmHidden).num_layers(2));
+  lstm->eval();
+  NoGradGuard no_grad;
+  const ExportedProgram exported =
+      export_program(*lstm, [lstm](const std::vector<Tensor>& in) mutable { return lstm_outputs(lstm, in[0]); },
+                     {randn({8, kLstmBatch, kLstmInput})},
+                     ExportOptions().dynamic_dim(0, 0, Dim("L", 1, kLstmMaxLength)));
+  std::string refusal;
+  auto runtime = RuntimeProgram::load(exported, &refusal);
+  EmberRtMethod* forward = runtime ? runtime->method("forward") : nullptr;
+  std::optional<RuntimeOutputs> outputs;
+  if (forward) outputs.emplace(forward);
+  const std::string exported_column = runtime ? "rt_ms" : "interpreter_ms";
+  auto run_exported = [&](const Tensor& x) {
+    if (!runtime) return exported.run({x});
+    run_method(forward, {x}, *outputs);
+    return std::vector<Tensor>{(*outputs)[0], (*outputs)[1], (*outputs)[2]};
+  };
+
+  nlohmann::json rows = nlohmann::json::array();
+  for (int64_t length : lengths) {
+    const Tensor x = randn({length, kLstmBatch, kLstmInput});
+    std::vector<double> eager_ms, exported_ms;
+    std::vector<Tensor> eager, from_program;
+    auto time = [](std::vector<double>& into, const std::function<void()>& fn) {
+      const auto start = std::chrono::steady_clock::now();
+      fn();
+      into.push_back(elapsed_ms(start));
+    };
+    eager = lstm_outputs(lstm, x);  // warm-up
+    from_program = run_exported(x);
+    for (int r = 0; r < rounds; ++r) {
+      time(eager_ms, [&] { eager = lstm_outputs(lstm, x); });
+      time(exported_ms, [&] { from_program = run_exported(x); });
+    }
+    bool same = true;
+    for (size_t i = 0; i < eager.size(); ++i) same = same && equal(from_program[i], eager[i]);
+    const double e = median(eager_ms), p = median(exported_ms);
+    note("lstm_" + std::to_string(length) + ": " + exported_column + " " + std::to_string(p) + ", eager " +
+         std::to_string(e) + " ms");
+    nlohmann::json row = {{"name", "lstm_" + std::to_string(length)},
+                          {"layers", 2},
+                          {"batch", kLstmBatch},
+                          {"input_size", kLstmInput},
+                          {"hidden_size", kLstmHidden},
+                          {exported_column, p},
+                          {"eager_ms", e},
+                          {"exported_vs_eager", p / e},
+                          {"runtime_note", runtime ? "ember_rt_run" : "ExportedProgram::run: " + refusal},
+                          {"same_outputs", same}};
+    row.update(plan_columns(exported.method("forward"), ""));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+nlohmann::json run(const Options& options) {
+  const int rounds = options.quick ? 3 : 11;
+  nlohmann::json results = nlohmann::json::array();
+  results.push_back(gpt_row(rounds));
+  for (const auto& row : lstm_rows({16, 128, 512}, rounds)) results.push_back(row);
+  return results;
+}
+
+Register reg("export", run);
+
+}  // namespace
+}  // namespace ember::bench
