@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "bench.h"
+#include "gpt_step.h"  // median
 #include "ember/ember.h"
 #include "ember/export.h"
 #include "ember/models/gpt.h"
@@ -29,11 +30,6 @@ namespace ember::bench {
 namespace {
 
 namespace fs = std::filesystem;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();

@@ -6,6 +6,8 @@
 //   ember-rt GPT.ember --prompt TEXT [--tokens N --temperature X --top-k N --top-p X --seed N]
 //       text generation as `ember generate` (the exported GPT's prefill and decode methods)
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -150,6 +152,24 @@ int run_method(EmberRtProgram* program, const std::string& name, const std::vect
       return fail("cannot write an output file");
   }
   return 0;
+}
+
+// Numbers as `ember generate` reads its flags (src/cli/args.cpp): the whole text or nothing.
+bool parse_int(const std::string& text, int64_t* value) {
+  errno = 0;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) return false;
+  *value = parsed;
+  return true;
+}
+
+bool parse_number(const std::string& text, double* value) {
+  char* end = nullptr;
+  const double parsed = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(parsed)) return false;
+  *value = parsed;
+  return true;
 }
 
 // The tokenizers of ember::data (src/data/text.cpp), which ember-rt does not link: "byte", or
@@ -318,6 +338,7 @@ int main(int argc, char** argv) {
   std::string method, prefix = "out";
   std::vector<std::string> inputs;
   GenerateOptions generation;
+  int64_t seed = 0;  // read as ember generate reads it (a signed integer), used as its bits
   bool generating = false;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -326,21 +347,27 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string value = argv[++i];
+    bool parsed = true;
     if (flag == "--method") method = value;
     else if (flag == "--input") inputs.push_back(value);
     else if (flag == "--output") prefix = value;
     else if (flag == "--prompt") generation.prompt = value;
-    else if (flag == "--tokens") generation.tokens = std::strtoll(value.c_str(), nullptr, 10);
-    else if (flag == "--temperature") generation.temperature = std::strtod(value.c_str(), nullptr);
-    else if (flag == "--top-k") generation.top_k = std::strtoll(value.c_str(), nullptr, 10);
-    else if (flag == "--top-p") generation.top_p = std::strtod(value.c_str(), nullptr);
-    else if (flag == "--seed") generation.seed = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--tokens") parsed = parse_int(value, &generation.tokens);
+    else if (flag == "--temperature") parsed = parse_number(value, &generation.temperature);
+    else if (flag == "--top-k") parsed = parse_int(value, &generation.top_k);
+    else if (flag == "--top-p") parsed = parse_number(value, &generation.top_p);
+    else if (flag == "--seed") parsed = parse_int(value, &seed);
     else {
       std::fprintf(stderr, "ember-rt: unknown flag %s\n%s", flag.c_str(), kUsage);
       return 2;
     }
+    if (!parsed) {
+      std::fprintf(stderr, "ember-rt: %s expects a number, got '%s'\n", flag.c_str(), value.c_str());
+      return 2;
+    }
     generating |= flag != "--method" && flag != "--input" && flag != "--output";
   }
+  generation.seed = static_cast<uint64_t>(seed);
   if (generating && (generation.tokens < 0 || generation.top_p <= 0 || generation.top_p > 1)) {
     std::fprintf(stderr, "ember-rt: --tokens must be >= 0 and --top-p in (0, 1]\n");
     return 2;

@@ -63,8 +63,13 @@ expect_metadata char char '\n %abcdefghijklmnopqrstuvwxyz'
 same_text char "The " 100 --seed 1
 same_text char "the quick " 280 --seed 6 --temperature 1.1 --top-k 5 --top-p 0.8
 
-# A program that is not an exported GPT is refused with a message.
-if "$rt" "$work/byte.ember" --method prefill 2>/dev/null >/dev/null; then
-  echo "ember-rt ran prefill without its inputs"; exit 1
+# Flags that are not numbers are refused, as ember generate refuses them.
+if "$rt" "$work/byte.ember" --prompt "The " --tokens 10x 2>"$work/err" >/dev/null; then
+  echo "ember-rt accepted --tokens 10x"; exit 1
 fi
+grep -qF "ember-rt: --tokens expects a number, got '10x'" "$work/err"
+if "$rt" "$work/byte.ember" --prompt "The " --top-p 2 2>"$work/err" >/dev/null; then
+  echo "ember-rt accepted --top-p 2"; exit 1
+fi
+grep -qF -- "--top-p in (0, 1]" "$work/err"
 echo "ember-rt --prompt = ember generate: ok"
