@@ -72,12 +72,17 @@ fs::path sibling_of_this_program(const std::string& name) {
 
 // ---- the runtime ----
 
+fs::path save_to_temp(const ExportedProgram& exported) {
+  const fs::path path = fs::temp_directory_path() / ("ember_bench_export_" + std::to_string(::getpid()) + ".ember");
+  exported.save(path.string());
+  return path;
+}
+
 // One program loaded in libember_rt from the file ExportedProgram::save writes.
 class RuntimeProgram {
  public:
   static std::unique_ptr<RuntimeProgram> load(const ExportedProgram& exported, std::string* error) {
-    const fs::path path = fs::temp_directory_path() / ("ember_bench_export_" + std::to_string(::getpid()) + ".ember");
-    exported.save(path.string());
+    const fs::path path = save_to_temp(exported);
     EmberRtProgram* program = nullptr;
     const EmberRtStatus status = ember_rt_load(path.string().c_str(), &program);
     std::error_code ec;
@@ -153,14 +158,66 @@ nlohmann::json plan_columns(const export_ir::Method& method, const std::string& 
                                        static_cast<double>(std::max<uint64_t>(method.intermediate_bytes, 1))}};
 }
 
-// ---- gpt ----
-
-struct Timing {
-  std::vector<double> prefill_ms, decode_ms;  // per round; decode per token
-  Tensor last_logits;
+// Medians of the milliseconds `eager` and `exported` report (each times its own part, so untimed
+// setup may precede it), called alternately after one warm-up call each.
+struct SideBySide {
+  double eager_ms, exported_ms;  // exported: the program, in the runtime or the interpreter
 };
 
-nlohmann::json gpt_row(int rounds) {
+SideBySide alternate(const std::function<double()>& eager, const std::function<double()>& exported, int reps) {
+  eager();  // warm-up: tuned GEMMs, first-touch pages
+  exported();
+  std::vector<double> eager_ms, exported_ms;
+  for (int r = 0; r < reps; ++r) {
+    eager_ms.push_back(eager());
+    exported_ms.push_back(exported());
+  }
+  return {median(eager_ms), median(exported_ms)};
+}
+
+// ---- gpt ----
+
+// Per-token decode of the ember-rt binary itself (--prompt, as a user runs it), from the wall
+// times of whole runs: runs of `extra` more tokens less runs of one token, so that process
+// start, loading and the prefill cancel. Includes the sampling of each token (vocabulary 256).
+struct CliDecode {
+  std::optional<double> ms;
+  std::string note;
+};
+
+CliDecode ember_rt_decode_ms(const fs::path& rt_cli, ExportedProgram program, int64_t prompt_length, int64_t extra,
+                             int reps) {
+  std::error_code ec;
+  if (rt_cli.empty() || !fs::is_regular_file(rt_cli, ec)) return {std::nullopt, "ember-rt not found"};
+  program.set_metadata("tokenizer_kind", "byte");
+  program.set_metadata("tokenizer_state", "");
+  const fs::path path = save_to_temp(program);
+  auto run_ms = [&](int64_t tokens) -> std::optional<double> {
+    const std::string command = "EMBER_NUM_THREADS=" + std::to_string(get_num_threads()) + " '" + rt_cli.string() +
+                                "' '" + path.string() + "' --prompt " + std::string(prompt_length, 'e') +
+                                " --tokens " + std::to_string(tokens) + " --seed 1 >/dev/null 2>&1";
+    const auto start = std::chrono::steady_clock::now();
+    if (std::system(command.c_str()) != 0) return std::nullopt;
+    return elapsed_ms(start);
+  };
+  std::vector<double> one, more;
+  CliDecode result{std::nullopt, rt_cli.string()};
+  for (int r = 0; r < reps; ++r) {
+    const auto a = run_ms(1), b = run_ms(1 + extra);
+    if (!a || !b) {
+      result.note = rt_cli.string() + " --prompt failed";
+      break;
+    }
+    one.push_back(*a);
+    more.push_back(*b);
+  }
+  if (!one.empty() && one.size() == static_cast<size_t>(reps))
+    result.ms = (median(more) - median(one)) / static_cast<double>(extra);
+  fs::remove(path, ec);
+  return result;
+}
+
+nlohmann::json gpt_row(int reps) {
   const models::GPTConfig config;  // the demo's model (ember train's defaults, byte tokenizer)
   const int64_t prompt_length = 64, decoded = 64;
   manual_seed(0);
@@ -174,54 +231,59 @@ nlohmann::json gpt_row(int rounds) {
   EmberRtMethod* prefill = runtime->method("prefill");
   EmberRtMethod* decode = runtime->method("decode");
   RuntimeOutputs prefill_logits(prefill), decode_logits(decode);
-
   const Tensor prompt = randint(0, config.vocab_size, {1, prompt_length}, TensorOptions().dtype(kInt64));
   const Tensor next = randint(0, config.vocab_size, {decoded, 1, 1}, TensorOptions().dtype(kInt64));
-  Timing eager, rt;
-  auto eager_round = [&] {
-    auto start = std::chrono::steady_clock::now();
-    models::GPTCache cache = model->make_cache(1);
-    Tensor logits = model->forward_cached(prompt, cache);
-    eager.prefill_ms.push_back(elapsed_ms(start));
-    start = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < decoded; ++i) logits = model->forward_cached(next[i], cache);
-    eager.decode_ms.push_back(elapsed_ms(start) / static_cast<double>(decoded));
-    eager.last_logits = logits;
+
+  // Eager: forward_cached over a GPTCache, as ember generate runs it.
+  models::GPTCache cache;
+  Tensor eager_logits;
+  auto eager_prefill = [&] {
+    cache = model->make_cache(1);
+    const auto start = std::chrono::steady_clock::now();
+    eager_logits = model->forward_cached(prompt, cache);
+    return elapsed_ms(start);
   };
-  // The caches are the caller's: zeroed once, as the prefill writes every position it reads.
-  std::vector<Tensor> caches = train::make_gpt_cache_inputs(model);
-  auto rt_round = [&] {
-    std::vector<Tensor> inputs = {prompt};
-    inputs.insert(inputs.end(), caches.begin(), caches.end());
-    auto start = std::chrono::steady_clock::now();
-    run_method(prefill, inputs, prefill_logits);
-    rt.prefill_ms.push_back(elapsed_ms(start));
-    std::vector<Tensor> step_inputs = {Tensor(), full({}, 0, TensorOptions().dtype(kInt64))};
-    step_inputs.insert(step_inputs.end(), caches.begin(), caches.end());
-    start = std::chrono::steady_clock::now();
+  auto eager_decode = [&] {
+    eager_prefill();
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < decoded; ++i) eager_logits = model->forward_cached(next[i], cache);
+    return elapsed_ms(start) / static_cast<double>(decoded);
+  };
+  // The runtime: the program's methods over caches the caller owns (zeroed once: a prefill
+  // writes every position a later call reads).
+  const std::vector<Tensor> caches = train::make_gpt_cache_inputs(model);
+  std::vector<Tensor> prefill_inputs = {prompt};
+  prefill_inputs.insert(prefill_inputs.end(), caches.begin(), caches.end());
+  std::vector<Tensor> decode_inputs = {Tensor(), full({}, 0, TensorOptions().dtype(kInt64))};
+  decode_inputs.insert(decode_inputs.end(), caches.begin(), caches.end());
+  auto rt_prefill = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    run_method(prefill, prefill_inputs, prefill_logits);
+    return elapsed_ms(start);
+  };
+  auto rt_decode = [&] {
+    rt_prefill();
+    const auto start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < decoded; ++i) {
-      step_inputs[0] = next[i];
-      step_inputs[1].fill_(prompt_length + i);
-      run_method(decode, step_inputs, decode_logits);
+      decode_inputs[0] = next[i];
+      decode_inputs[1].fill_(prompt_length + i);
+      run_method(decode, decode_inputs, decode_logits);
     }
-    rt.decode_ms.push_back(elapsed_ms(start) / static_cast<double>(decoded));
-    rt.last_logits = decode_logits[0];
+    return elapsed_ms(start) / static_cast<double>(decoded);
   };
-  eager_round();  // warm-up: tuned GEMMs, first-touch pages
-  rt_round();
-  eager = rt = Timing{};
-  for (int r = 0; r < rounds; ++r) {
-    eager_round();
-    rt_round();
-  }
+  // Prefill calls are short: more of them for a stable median.
+  const SideBySide prefill_ms = alternate(eager_prefill, rt_prefill, 4 * reps);
+  const SideBySide decode_ms = alternate(eager_decode, rt_decode, reps);
 
   const fs::path rt_cli = sibling_of_this_program("ember-rt");
   const StrippedSize core = stripped_size({EMBER_RT_CORE_PATH}, "libember_rt_core_only (target ember_rt_core_only)");
   const StrippedSize runtime_size = stripped_size({rt_cli, EMBER_RT_CLI_PATH}, "ember-rt (target ember_rt_cli)");
-  const double rt_prefill = median(rt.prefill_ms), eager_prefill = median(eager.prefill_ms);
-  const double rt_decode = median(rt.decode_ms), eager_decode = median(eager.decode_ms);
-  note("gpt: prefill rt " + std::to_string(rt_prefill) + " ms, eager " + std::to_string(eager_prefill) +
-       " ms; decode rt " + std::to_string(rt_decode) + " ms/token, eager " + std::to_string(eager_decode));
+  const fs::path rt_cli_found = fs::is_regular_file(rt_cli) ? rt_cli : fs::path(EMBER_RT_CLI_PATH);
+  // 64 + 1 + 128 tokens stay inside max_seq_len 256: no restart in the timed part.
+  const CliDecode cli = ember_rt_decode_ms(rt_cli_found, exported, prompt_length, 128, reps);
+  note("gpt: prefill rt " + std::to_string(prefill_ms.exported_ms) + " ms, eager " + std::to_string(prefill_ms.eager_ms) +
+       " ms; decode rt " + std::to_string(decode_ms.exported_ms) + " ms/token, eager " + std::to_string(decode_ms.eager_ms) +
+       ", ember-rt binary " + (cli.ms ? std::to_string(*cli.ms) : cli.note));
   nlohmann::json row = {
       {"name", "gpt"},
       {"config", nlohmann::json::parse(config.to_json())},
@@ -232,13 +294,16 @@ nlohmann::json gpt_row(int rounds) {
       {"core_note", core.note},
       {"runtime_bytes", runtime_size.bytes ? nlohmann::json(*runtime_size.bytes) : nlohmann::json()},
       {"runtime_note", runtime_size.note},
-      {"prefill_rt_ms", rt_prefill},
-      {"prefill_eager_ms", eager_prefill},
-      {"prefill_rt_vs_eager", rt_prefill / eager_prefill},
-      {"decode_rt_ms", rt_decode},
-      {"decode_eager_ms", eager_decode},
-      {"decode_rt_vs_eager", rt_decode / eager_decode},
-      {"same_logits", equal(rt.last_logits, eager.last_logits)}};
+      {"prefill_rt_ms", prefill_ms.exported_ms},
+      {"prefill_eager_ms", prefill_ms.eager_ms},
+      {"prefill_rt_vs_eager", prefill_ms.exported_ms / prefill_ms.eager_ms},
+      {"decode_rt_ms", decode_ms.exported_ms},
+      {"decode_eager_ms", decode_ms.eager_ms},
+      {"decode_rt_vs_eager", decode_ms.exported_ms / decode_ms.eager_ms},
+      {"decode_ember_rt_binary_ms", cli.ms ? nlohmann::json(*cli.ms) : nlohmann::json()},
+      {"decode_ember_rt_binary_vs_eager", cli.ms ? nlohmann::json(*cli.ms / decode_ms.eager_ms) : nlohmann::json()},
+      {"decode_ember_rt_binary_note", cli.note},
+      {"same_logits", equal(decode_logits[0], eager_logits)}};
   row.update(plan_columns(exported.method("prefill"), "prefill_"));
   row.update(plan_columns(exported.method("decode"), "decode_"));
   return row;
@@ -253,7 +318,7 @@ std::vector<Tensor> lstm_outputs(nn::LSTM& lstm, const Tensor& x) {
   return {output, std::get<0>(state), std::get<1>(state)};
 }
 
-nlohmann::json lstm_rows(const std::vector<int64_t>& lengths, int rounds) {
+nlohmann::json lstm_rows(const std::vector<int64_t>& lengths, int reps) {
   manual_seed(0);
   nn::LSTM lstm(nn::LSTMOptions(kLstmInput, kLstmHidden).num_layers(2));
   lstm->eval();
@@ -277,22 +342,17 @@ nlohmann::json lstm_rows(const std::vector<int64_t>& lengths, int rounds) {
   nlohmann::json rows = nlohmann::json::array();
   for (int64_t length : lengths) {
     const Tensor x = randn({length, kLstmBatch, kLstmInput});
-    std::vector<double> eager_ms, exported_ms;
     std::vector<Tensor> eager, from_program;
-    auto time = [](std::vector<double>& into, const std::function<void()>& fn) {
+    auto timed = [](const std::function<void()>& fn) {
       const auto start = std::chrono::steady_clock::now();
       fn();
-      into.push_back(elapsed_ms(start));
+      return elapsed_ms(start);
     };
-    eager = lstm_outputs(lstm, x);  // warm-up
-    from_program = run_exported(x);
-    for (int r = 0; r < rounds; ++r) {
-      time(eager_ms, [&] { eager = lstm_outputs(lstm, x); });
-      time(exported_ms, [&] { from_program = run_exported(x); });
-    }
+    const SideBySide ms = alternate([&] { return timed([&] { eager = lstm_outputs(lstm, x); }); },
+                                    [&] { return timed([&] { from_program = run_exported(x); }); }, reps);
     bool same = true;
     for (size_t i = 0; i < eager.size(); ++i) same = same && equal(from_program[i], eager[i]);
-    const double e = median(eager_ms), p = median(exported_ms);
+    const double e = ms.eager_ms, p = ms.exported_ms;
     note("lstm_" + std::to_string(length) + ": " + exported_column + " " + std::to_string(p) + ", eager " +
          std::to_string(e) + " ms");
     nlohmann::json row = {{"name", "lstm_" + std::to_string(length)},
@@ -312,10 +372,10 @@ nlohmann::json lstm_rows(const std::vector<int64_t>& lengths, int rounds) {
 }
 
 nlohmann::json run(const Options& options) {
-  const int rounds = options.quick ? 3 : 11;
+  const int reps = options.quick ? 3 : 11;
   nlohmann::json results = nlohmann::json::array();
-  results.push_back(gpt_row(rounds));
-  for (const auto& row : lstm_rows({16, 128, 512}, rounds)) results.push_back(row);
+  results.push_back(gpt_row(reps));
+  for (const auto& row : lstm_rows({16, 128, 512}, reps)) results.push_back(row);
   return results;
 }
 
