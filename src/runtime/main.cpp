@@ -318,7 +318,8 @@ int generate(EmberRtProgram* program, const GenerateOptions& options) {
     const int64_t next = ember::detail::sample_token(logits.data(), static_cast<int64_t>(logits.size()),
                                                      options.temperature, options.top_k, options.top_p, u);
     tokens.push_back(next);
-    std::fputs(tokenizer.decode(next).c_str(), stdout);
+    const std::string text = tokenizer.decode(next);
+    std::fwrite(text.data(), 1, text.size(), stdout);  // not fputs: token 0 of the byte tokenizer is a NUL
     std::fflush(stdout);
     if (i + 1 == options.tokens) break;
     const bool ok = gpt.length() == max_len ? prefill(max_len / 2) : gpt.decode(next, &logits);

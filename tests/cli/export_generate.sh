@@ -2,7 +2,7 @@
 # ember-rt runs the program `ember export` writes as `ember generate` runs the checkpoint:
 # on tiny trained runs, the text ember-rt prints with --prompt is byte for byte the text
 # ember generate prints with the same prompt, token count, sampling flags and seed. Covers
-# the byte and the char tokenizer (its alphabet travels in the program's metadata), a
+# the byte tokenizer (token 0, a NUL byte, included) and the char tokenizer (its alphabet travels in the program's metadata), a
 # sliding window, greedy and non-default sampling, an empty prompt, a prompt longer than
 # max_seq_len (both keep its last max_seq_len tokens) and a generation past max_seq_len
 # (both restart the cache from the latest half of the context).
@@ -54,6 +54,14 @@ same_text byte "The " 100 --seed 5 --temperature 0
 same_text byte "" 40 --seed 2 --top-k 3
 # 4 + 300 tokens pass max_seq_len 256: the cache restarts from the latest 128 tokens.
 same_text byte "The " 300 --seed 3
+# Token 0 of the byte tokenizer is a NUL byte, printed like any other: a near-uniform sampler
+# meets it within a few runs.
+nul_seen=0
+for seed in $(seq 10 29); do
+  same_text byte "The " 200 --seed "$seed" --temperature 3 --top-k 0 --top-p 1
+  if ! tr -d '\000' < "$work/rt.txt" | cmp -s - "$work/rt.txt"; then nul_seen=1; break; fi
+done
+(( nul_seen )) || { echo "no run sampled token 0 (a NUL byte): nothing checked that it is printed"; exit 1; }
 long_prompt="$(printf 'the lazy dog %.0s' {1..25})"  # 325 bytes > 256
 same_text byte "$long_prompt" 20 --seed 4
 
