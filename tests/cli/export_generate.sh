@@ -71,6 +71,16 @@ expect_metadata char char '\n %abcdefghijklmnopqrstuvwxyz'
 same_text char "The " 100 --seed 1
 same_text char "the quick " 280 --seed 6 --temperature 1.1 --top-k 5 --top-p 0.8
 
+# A char alphabet with a NUL byte cannot travel in the metadata (C strings): export refuses it.
+printf 'a\000b\n%%\nab\n%%\n%.0s' {1..100} > "$work/nul_corpus.txt"
+"$ember" train --out "$work/nul" --data "$work/nul_corpus.txt" --tokenizer char --dim 32 --layers 1 --heads 2 \
+  --kv-heads 1 --hidden 64 --seq-len 8 --batch-size 2 --max-steps 1 --eval-every 1000 --ckpt-every 1 --eval-batches 1 \
+  --threads 2 2>/dev/null >/dev/null
+if "$ember" export --run "$work/nul" --out "$work/nul.ember" 2>"$work/err" >/dev/null; then
+  echo "export accepted an alphabet with a NUL byte"; exit 1
+fi
+grep -q "alphabet holds a NUL byte" "$work/err"
+
 # Flags that are not numbers are refused, as ember generate refuses them.
 if "$rt" "$work/byte.ember" --prompt "The " --tokens 10x 2>"$work/err" >/dev/null; then
   echo "ember-rt accepted --tokens 10x"; exit 1
