@@ -182,15 +182,17 @@ SideBySide alternate(const std::function<double()>& eager, const std::function<d
 // Per-token decode of the ember-rt binary itself (--prompt, as a user runs it), from the wall
 // times of whole runs: runs of `extra` more tokens less runs of one token, so that process
 // start, loading and the prefill cancel. Includes the sampling of each token (vocabulary 256).
+// Each rep also runs `eager_decode` (ms per token) between the runs: the side-by-side reference.
 struct CliDecode {
   std::optional<double> ms;
+  double eager_ms = 0;
   std::string note;
 };
 
 CliDecode ember_rt_decode_ms(const fs::path& rt_cli, ExportedProgram program, int64_t prompt_length, int64_t extra,
-                             int reps) {
+                             const std::function<double()>& eager_decode, int reps) {
   std::error_code ec;
-  if (rt_cli.empty() || !fs::is_regular_file(rt_cli, ec)) return {std::nullopt, "ember-rt not found"};
+  if (rt_cli.empty() || !fs::is_regular_file(rt_cli, ec)) return {std::nullopt, 0, "ember-rt not found"};
   program.set_metadata("tokenizer_kind", "byte");
   program.set_metadata("tokenizer_state", "");
   const fs::path path = save_to_temp(program);
@@ -202,10 +204,12 @@ CliDecode ember_rt_decode_ms(const fs::path& rt_cli, ExportedProgram program, in
     if (std::system(command.c_str()) != 0) return std::nullopt;
     return elapsed_ms(start);
   };
-  std::vector<double> one, more;
-  CliDecode result{std::nullopt, rt_cli.string()};
+  std::vector<double> one, more, eager;
+  CliDecode result{std::nullopt, 0, rt_cli.string()};
   for (int r = 0; r < reps; ++r) {
-    const auto a = run_ms(1), b = run_ms(1 + extra);
+    const auto a = run_ms(1);
+    eager.push_back(eager_decode());
+    const auto b = run_ms(1 + extra);
     if (!a || !b) {
       result.note = rt_cli.string() + " --prompt failed";
       break;
@@ -213,8 +217,10 @@ CliDecode ember_rt_decode_ms(const fs::path& rt_cli, ExportedProgram program, in
     one.push_back(*a);
     more.push_back(*b);
   }
-  if (!one.empty() && one.size() == static_cast<size_t>(reps))
+  if (one.size() == static_cast<size_t>(reps)) {
     result.ms = (median(more) - median(one)) / static_cast<double>(extra);
+    result.eager_ms = median(eager);
+  }
   fs::remove(path, ec);
   return result;
 }
@@ -282,10 +288,11 @@ nlohmann::json gpt_row(int reps) {
   const StrippedSize runtime_size = stripped_size({rt_cli, EMBER_RT_CLI_PATH}, "ember-rt (target ember_rt_cli)");
   const fs::path rt_cli_found = fs::is_regular_file(rt_cli) ? rt_cli : fs::path(EMBER_RT_CLI_PATH);
   // 64 + 1 + 190 tokens stay inside max_seq_len 256: no restart in the timed part.
-  const CliDecode cli = ember_rt_decode_ms(rt_cli_found, exported, prompt_length, 190, reps);
+  const CliDecode cli = ember_rt_decode_ms(rt_cli_found, exported, prompt_length, 190, eager_decode, reps);
   note("gpt: prefill rt " + std::to_string(prefill_ms.exported_ms) + " ms, eager " + std::to_string(prefill_ms.eager_ms) +
        " ms; decode rt " + std::to_string(decode_ms.exported_ms) + " ms/token, eager " + std::to_string(decode_ms.eager_ms) +
-       ", ember-rt binary " + (cli.ms ? std::to_string(*cli.ms) : cli.note));
+       "; ember-rt binary " + (cli.ms ? std::to_string(*cli.ms) + " ms/token, eager beside it " +
+                                     std::to_string(cli.eager_ms) : cli.note));
   nlohmann::json row = {
       {"name", "gpt"},
       {"config", nlohmann::json::parse(config.to_json())},
@@ -303,7 +310,8 @@ nlohmann::json gpt_row(int reps) {
       {"decode_eager_ms", decode_ms.eager_ms},
       {"decode_rt_vs_eager", decode_ms.exported_ms / decode_ms.eager_ms},
       {"decode_ember_rt_binary_ms", cli.ms ? nlohmann::json(*cli.ms) : nlohmann::json()},
-      {"decode_ember_rt_binary_vs_eager", cli.ms ? nlohmann::json(*cli.ms / decode_ms.eager_ms) : nlohmann::json()},
+      {"decode_eager_beside_binary_ms", cli.ms ? nlohmann::json(cli.eager_ms) : nlohmann::json()},
+      {"decode_ember_rt_binary_vs_eager", cli.ms ? nlohmann::json(*cli.ms / cli.eager_ms) : nlohmann::json()},
       {"decode_ember_rt_binary_note", cli.note},
       {"same_logits", equal(decode_logits[0], eager_logits)}};
   row.update(plan_columns(exported.method("prefill"), "prefill_"));
@@ -350,8 +358,10 @@ nlohmann::json lstm_rows(const std::vector<int64_t>& lengths, int reps) {
       fn();
       return elapsed_ms(start);
     };
+    // Short sequences take a few milliseconds: more calls for a stable median.
+    const int calls = reps * static_cast<int>(std::max<int64_t>(1, 128 / length));
     const SideBySide ms = alternate([&] { return timed([&] { eager = lstm_outputs(lstm, x); }); },
-                                    [&] { return timed([&] { from_program = run_exported(x); }); }, reps);
+                                    [&] { return timed([&] { from_program = run_exported(x); }); }, calls);
     bool same = true;
     for (size_t i = 0; i < eager.size(); ++i) same = same && equal(from_program[i], eager[i]);
     const double e = ms.eager_ms, p = ms.exported_ms;
