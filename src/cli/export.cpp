@@ -72,6 +72,9 @@ int run_export(const std::vector<std::string>& argv) {
   model->eval();
   ExportedProgram program = train::export_gpt(model);
   program.set_metadata("tokenizer_kind", info.tokenizer_kind);
+  // The runtime hands metadata out as C strings (ember_rt_metadata): a NUL would cut the alphabet.
+  EMBER_CHECK(info.tokenizer_state.find('\0') == std::string::npos, "export",
+              "the char tokenizer's alphabet holds a NUL byte, which a program's metadata cannot carry");
   program.set_metadata("tokenizer_state", info.tokenizer_state);
   check_against_eager(program, model);
   program.save(out);

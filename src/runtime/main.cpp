@@ -1,11 +1,13 @@
 // ember-rt: runs a .ember program file (libember_rt) without the ember library.
-//   ember-rt PROGRAM                          its methods with their inputs and outputs
+//   ember-rt PROGRAM                          its metadata, methods, inputs and outputs
 //   ember-rt PROGRAM --method NAME --input SHAPE=FILE ... [--output PREFIX]
 //       input i: FILE's raw little-endian bytes in the input's dtype, row-major, of SHAPE
 //       (3x4; "scalar" for 0 dims); output o is written to PREFIX<o>.bin (default out)
 //   ember-rt GPT.ember --prompt TEXT [--tokens N --temperature X --top-k N --top-p X --seed N]
 //       text generation as `ember generate` (the exported GPT's prefill and decode methods)
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,8 +23,8 @@ namespace {
 const char* kUsage =
     "usage: ember-rt PROGRAM [--method NAME --input SHAPE=FILE ... [--output PREFIX]]\n"
     "       ember-rt GPT.ember --prompt TEXT [--tokens N] [--temperature X] [--top-k N] [--top-p X] [--seed N]\n"
-    "  PROGRAM alone lists its methods, inputs and outputs; with --method runs NAME on the\n"
-    "  inputs (raw row-major bytes in each input's dtype; SHAPE like 3x4, or scalar) and writes\n"
+    "  PROGRAM alone lists its metadata, methods, inputs and outputs; with --method runs NAME\n"
+    "  on the inputs (raw row-major bytes in each input's dtype; SHAPE like 3x4, or scalar) and writes\n"
     "  output o to PREFIX<o>.bin (default PREFIX: out). With --prompt, continues the text with\n"
     "  an exported GPT as `ember generate` does (defaults: --tokens 200 --temperature 0.8\n"
     "  --top-k 40 --top-p 0.95 --seed 0).\n";
@@ -46,7 +48,26 @@ void print_info(const char* what, size_t index, const EmberRtTensorInfo& info) {
   std::printf("]\n");
 }
 
+// The metadata tools read (the C API looks keys up; it does not list them), with newlines
+// and other control bytes escaped so each entry stays on one line.
+void print_metadata(const EmberRtProgram* program) {
+  for (const char* key : {"max_seq_len", "tokenizer_kind", "tokenizer_state", "gpt_config"}) {
+    const char* value = ember_rt_metadata(program, key);
+    if (value == nullptr) continue;
+    std::printf("metadata %s: ", key);
+    for (const char* c = value; *c; ++c) {
+      const unsigned char byte = static_cast<unsigned char>(*c);
+      if (byte == '\\') std::printf("\\\\");
+      else if (byte == '\n') std::printf("\\n");
+      else if (byte < 0x20 || byte == 0x7f) std::printf("\\x%02x", byte);
+      else std::putchar(byte);
+    }
+    std::printf("\n");
+  }
+}
+
 int list_methods(EmberRtProgram* program) {
+  print_metadata(program);
   for (size_t m = 0; m < ember_rt_num_methods(program); ++m) {
     EmberRtMethod* method = nullptr;
     ember_rt_method(program, ember_rt_method_name(program, m), &method);
@@ -131,6 +152,24 @@ int run_method(EmberRtProgram* program, const std::string& name, const std::vect
       return fail("cannot write an output file");
   }
   return 0;
+}
+
+// Numbers as `ember generate` reads its flags (src/cli/args.cpp): the whole text or nothing.
+bool parse_int(const std::string& text, int64_t* value) {
+  errno = 0;
+  char* end = nullptr;
+  const long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE) return false;
+  *value = parsed;
+  return true;
+}
+
+bool parse_number(const std::string& text, double* value) {
+  char* end = nullptr;
+  const double parsed = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(parsed)) return false;
+  *value = parsed;
+  return true;
 }
 
 // The tokenizers of ember::data (src/data/text.cpp), which ember-rt does not link: "byte", or
@@ -279,7 +318,8 @@ int generate(EmberRtProgram* program, const GenerateOptions& options) {
     const int64_t next = ember::detail::sample_token(logits.data(), static_cast<int64_t>(logits.size()),
                                                      options.temperature, options.top_k, options.top_p, u);
     tokens.push_back(next);
-    std::fputs(tokenizer.decode(next).c_str(), stdout);
+    const std::string text = tokenizer.decode(next);
+    std::fwrite(text.data(), 1, text.size(), stdout);  // not fputs: token 0 of the byte tokenizer is a NUL
     std::fflush(stdout);
     if (i + 1 == options.tokens) break;
     const bool ok = gpt.length() == max_len ? prefill(max_len / 2) : gpt.decode(next, &logits);
@@ -299,6 +339,7 @@ int main(int argc, char** argv) {
   std::string method, prefix = "out";
   std::vector<std::string> inputs;
   GenerateOptions generation;
+  int64_t seed = 0;  // read as ember generate reads it (a signed integer), used as its bits
   bool generating = false;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
@@ -307,21 +348,27 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::string value = argv[++i];
+    bool parsed = true;
     if (flag == "--method") method = value;
     else if (flag == "--input") inputs.push_back(value);
     else if (flag == "--output") prefix = value;
     else if (flag == "--prompt") generation.prompt = value;
-    else if (flag == "--tokens") generation.tokens = std::strtoll(value.c_str(), nullptr, 10);
-    else if (flag == "--temperature") generation.temperature = std::strtod(value.c_str(), nullptr);
-    else if (flag == "--top-k") generation.top_k = std::strtoll(value.c_str(), nullptr, 10);
-    else if (flag == "--top-p") generation.top_p = std::strtod(value.c_str(), nullptr);
-    else if (flag == "--seed") generation.seed = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--tokens") parsed = parse_int(value, &generation.tokens);
+    else if (flag == "--temperature") parsed = parse_number(value, &generation.temperature);
+    else if (flag == "--top-k") parsed = parse_int(value, &generation.top_k);
+    else if (flag == "--top-p") parsed = parse_number(value, &generation.top_p);
+    else if (flag == "--seed") parsed = parse_int(value, &seed);
     else {
       std::fprintf(stderr, "ember-rt: unknown flag %s\n%s", flag.c_str(), kUsage);
       return 2;
     }
+    if (!parsed) {
+      std::fprintf(stderr, "ember-rt: %s expects a number, got '%s'\n", flag.c_str(), value.c_str());
+      return 2;
+    }
     generating |= flag != "--method" && flag != "--input" && flag != "--output";
   }
+  generation.seed = static_cast<uint64_t>(seed);
   if (generating && (generation.tokens < 0 || generation.top_p <= 0 || generation.top_p > 1)) {
     std::fprintf(stderr, "ember-rt: --tokens must be >= 0 and --top-p in (0, 1]\n");
     return 2;

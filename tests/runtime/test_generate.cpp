@@ -64,10 +64,13 @@ std::string run_command(const std::string& command) {
 }
 
 TEST(RuntimeGenerate, EmberRtSamplesAsEmberGenerateDoes) {
-  // Logits favour printable letters, with ties and near-ties for the sampler to order.
+  // Logits favour printable letters and token 0 (a NUL byte, which must be printed too), with
+  // ties and near-ties for the sampler to order.
   std::vector<float> table(static_cast<size_t>(kVocab * kVocab), -8.0f);
-  for (int64_t row = 0; row < kVocab; ++row)
+  for (int64_t row = 0; row < kVocab; ++row) {
     for (int64_t c = 'a'; c <= 'z'; ++c) table[static_cast<size_t>(row * kVocab + c)] = static_cast<float>((row * 7 + c * 13) % 11) * 0.25f;
+    table[static_cast<size_t>(row * kVocab)] = 2.0f;
+  }
   const std::string path = ::testing::TempDir() + "/stand_in_gpt.ember";
   const auto bytes = build_program(stand_in_gpt(table));
   FILE* f = std::fopen(path.c_str(), "wb");
@@ -92,6 +95,7 @@ TEST(RuntimeGenerate, EmberRtSamplesAsEmberGenerateDoes) {
     last = next;
   }
   expected += "\n";
+  ASSERT_NE(expected.find('\0'), std::string::npos) << "the seed samples no token 0: pick another";
   const std::string printed =
       run_command(std::string(EMBER_RT_PATH) + " " + path + " --prompt 'The ' --tokens 20 --seed 1 2>&1");
   EXPECT_EQ(printed, expected);
