@@ -2,6 +2,7 @@
 // blocks (Note [Low-precision GEMM]), and what OpenBLAS runs on this CPU.
 #include <cblas.h>
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cstring>
@@ -47,9 +48,26 @@ void use_single_threaded_blas() {
 
 CBLAS_TRANSPOSE blas_trans(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
 
+// One row of C (a decode step's products): OpenBLAS 0.3.21's gemm packs all of B for it, its
+// gemv reads B once, 4-6x faster at the GPT's decode shapes. y = alpha op(B)^T x + beta y.
+void blas_row(bool ta, bool tb, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const float* b,
+              int64_t ldb, float beta, float* c) {
+  if (beta == 0.0f) std::fill_n(c, n, 0.0f);  // gemv scales y by beta: 0 * NaN must not survive
+  cblas_sgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, static_cast<int>(tb ? n : k), static_cast<int>(tb ? k : n),
+              alpha, b, static_cast<int>(ldb), a, ta ? static_cast<int>(lda) : 1, beta, c, 1);
+}
+
+void blas_row(bool ta, bool tb, int64_t n, int64_t k, double alpha, const double* a, int64_t lda, const double* b,
+              int64_t ldb, double beta, double* c) {
+  if (beta == 0.0) std::fill_n(c, n, 0.0);
+  cblas_dgemv(CblasRowMajor, tb ? CblasNoTrans : CblasTrans, static_cast<int>(tb ? n : k), static_cast<int>(tb ? k : n),
+              alpha, b, static_cast<int>(ldb), a, ta ? static_cast<int>(lda) : 1, beta, c, 1);
+}
+
 // Arguments already validated by fits_blas.
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 1 && k > 0) return blas_row(ta, tb, n, k, alpha, a, lda, b, ldb, beta, c);
   cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
@@ -57,6 +75,7 @@ void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
                const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  if (m == 1 && k > 0) return blas_row(ta, tb, n, k, alpha, a, lda, b, ldb, beta, c);
   cblas_dgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
               static_cast<int>(ldc));
