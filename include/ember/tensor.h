@@ -399,10 +399,10 @@ class Tensor {
   Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& v) const;
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& rhs) const;
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& v) const;
-  // libtorch's list form (c10::List<std::optional<Tensor>> there): indices[d] indexes dim d
-  // (an integer or bool-mask tensor; nullopt keeps the whole dim, as `Slice()`). With
-  // accumulate, values at repeated positions add up (in index order, deterministic);
-  // without, the last write wins.
+  // libtorch's list form (c10::List<std::optional<Tensor>> there): indices[d] indexes dim d,
+  // nullopt keeps it whole (as Slice()); a braced list without `accumulate` picks the
+  // TensorIndex overload, where nullopt is None. accumulate adds repeated positions in index
+  // order (deterministic); without it, which repeated value lands is unspecified, as PyTorch.
   Tensor index(const std::vector<std::optional<Tensor>>& indices) const;
   Tensor& index_put_(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
                      bool accumulate = false) const;
