@@ -149,10 +149,21 @@ TEST(Einsum, Gradcheck) {
   }
 }
 
-TEST(Einsum, DiagonalIsAViewOfTheOperand) {
-  const Tensor x = arange(9, kFloat64).view({3, 3});
-  const Tensor diagonal = einsum("ii->i", {x});
-  EXPECT_TRUE(all_equal(diagonal, {0, 4, 8}));
+TEST(Einsum, ExpandedAndSlicedOperands) {
+  // Stride-0 and stepped views go through the same reshape/bmm path as contiguous ones.
+  const Tensor a = make(uniform_values(3, -1, 1, 31), {3, 1}, kFloat64).expand({3, 4});
+  const Tensor b = make(uniform_values(40, -1, 1, 32), {4, 10}, kFloat64).slice(1, 0, 10, 2);  // [4, 5]
+  const Tensor c = make(uniform_values(30, -1, 1, 33), {5, 6}, kFloat64).t();                   // [6, 5]
+  EXPECT_TRUE(all_close(einsum("ij,jk->ik", {a, b}), reference_einsum("ij,jk->ik", {a, b})));
+  EXPECT_TRUE(all_close(einsum("ij,jk,lk->il", {a, b, c}), reference_einsum("ij,jk,lk->il", {a, b, c})));
+  EXPECT_TRUE(all_close(einsum("ij,ij->i", {a, a}), reference_einsum("ij,ij->i", {a, a})));
+}
+
+TEST(Einsum, TraceAndDiagonalOfAKnownMatrix) {
+  const Tensor x = arange(9, kFloat64).view({3, 3});  // [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+  EXPECT_TRUE(all_equal(einsum("ii->i", {x}), {0, 4, 8}));
+  EXPECT_TRUE(all_equal(einsum("ii", {x}), {12}));
+  EXPECT_TRUE(all_equal(einsum("ij->i", {x}), {3, 12, 21}));
 }
 
 TEST(Einsum, Errors) {
