@@ -2,10 +2,12 @@
 #pragma once
 #include <functional>
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "ember/tensor.h"
+#include "ember/detail/tensor_data_container.h"
 
 namespace ember {
 
@@ -34,20 +36,12 @@ Tensor randn_like(const Tensor& t, std::optional<TensorOptions> options = std::n
 Tensor randint_like(const Tensor& t, int64_t high, std::optional<TensorOptions> options = std::nullopt);
 Tensor randint_like(const Tensor& t, int64_t low, int64_t high, std::optional<TensorOptions> options = std::nullopt);
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options = {});
-// A tensor from values: tensor({1.0, 2.0}) is float32 (like torch::tensor), tensor({1, 2}) int64.
-Tensor tensor(std::initializer_list<double> values, const TensorOptions& options = kFloat32);
-Tensor tensor(std::initializer_list<float> values, const TensorOptions& options = kFloat32);
-Tensor tensor(std::initializer_list<int64_t> values, const TensorOptions& options = kInt64);
-Tensor tensor(std::initializer_list<int> values, const TensorOptions& options = kInt64);
-Tensor tensor(std::initializer_list<bool> values, const TensorOptions& options = kBool);
-Tensor tensor(const std::vector<double>& values, const TensorOptions& options = kFloat32);
-Tensor tensor(const std::vector<float>& values, const TensorOptions& options = kFloat32);
-Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& options = kInt64);
-// A 0-dim tensor of one value, as torch::tensor(2.5) (float32) or torch::tensor(7, kLong).
-Tensor tensor(double value, const TensorOptions& options = kFloat32);
-Tensor tensor(int64_t value, const TensorOptions& options = kInt64);
-Tensor tensor(int value, const TensorOptions& options = kInt64);
-Tensor tensor(bool value, const TensorOptions& options = kBool);
+// A tensor from values, as torch::tensor: a value gives a 0-dim tensor, a braced list a 1-dim
+// one, nested lists more (tensor({{1, 2}, {3, 4}}) is [2, 2]). Without a dtype in `options`,
+// floating values make float32, integers int64 and bools bool; elements of different types
+// or ragged lists are errors naming the position (ember/detail/tensor_data_container.h).
+// A std::vector counts as one list level.
+Tensor tensor(detail::TensorDataContainer values, const TensorOptions& options = {});
 // Borrowed memory: the tensor does not own `data`; `deleter` (if any) runs when the last
 // view of it dies. Copy with .clone() to own it.
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options = {});
@@ -165,6 +159,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
+// self.index_put(indices, values, accumulate): libtorch's list form (see Tensor::index_put_).
+Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                 bool accumulate = false);
 Tensor nonzero(const Tensor& x);
 Tensor masked_select(const Tensor& x, const Tensor& mask);
 Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);
@@ -192,6 +189,16 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // beta * self + alpha * (mat1 @ mat2)
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1, const Scalar& alpha = 1);
 Tensor outer(const Tensor& a, const Tensor& b);
+// Einstein summation with PyTorch's semantics: subscripts [a-zA-Z], "..." broadcasting, an
+// implicit output (the ellipsis, then labels seen once, uppercase before lowercase) or an
+// explicit one after "->"; repeated subscripts in an operand take its diagonal, subscripts
+// missing from the output are summed, size-1 dims broadcast. Operands are contracted
+// pairwise with bmm, left to right or in the order `path` gives (pairs of positions in the
+// current operand list; each pair's product goes to the end, as torch.einsum's path).
+// Differs from libtorch: the operands are a std::vector (libtorch's TensorList is an ArrayRef;
+// both take a braced list).
+Tensor einsum(std::string_view equation, const std::vector<Tensor>& tensors,
+              std::optional<IntArrayRef> path = std::nullopt);
 Tensor mv(const Tensor& self, const Tensor& vec);
 Tensor dot(const Tensor& self, const Tensor& other);
 // beta * self + alpha * bmm(batch1, batch2); beta == 0 ignores self (NaN in it included).

@@ -1,6 +1,8 @@
 // ember::Tensor: a strided view of reference-counted storage, with autograd metadata.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -13,6 +15,7 @@
 #include "ember/error.h"
 #include "ember/hooks.h"
 #include "ember/scalar.h"
+#include "ember/tensor_accessor.h"
 #include "ember/tensor_options.h"
 
 namespace ember {
@@ -60,6 +63,47 @@ class Tensor {
   template <typename T> T* data_ptr() const;
   template <typename T> T item() const;
   Scalar item() const;
+
+  // Strided element access without bounds checks (ember/tensor_accessor.h). T must be the
+  // dtype's C++ type (const T for read-only access) and N the tensor's dim, else an error
+  // naming accessor. The accessor points at this tensor's sizes and strides: never call it on
+  // a temporary.
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() const& {
+    static_assert(N > 0, "accessor is used for indexing tensor, for scalars use *data_ptr<T>()");
+    return {checked_accessor_data<T, N>("accessor"), sizes().data(), strides().data()};
+  }
+  template <typename T, size_t N>
+  TensorAccessor<T, N> accessor() && = delete;
+  // The packed forms copy the sizes and strides (libtorch's CUDA-kernel arguments);
+  // packed_accessor32 refuses tensors whose offsets do not fit in int32.
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+  GenericPackedTensorAccessor<T, N, PtrTraits, index_t> generic_packed_accessor() const& {
+    static_assert(N > 0, "accessor is used for indexing tensor, for scalars use *data_ptr<T>()");
+    T* data = checked_accessor_data<T, N>("packed_accessor");
+    if constexpr (sizeof(index_t) < sizeof(int64_t)) {
+      int64_t extent = 1;
+      for (int64_t d = 0; d < dim(); ++d) extent += (size(d) - 1) * std::abs(stride(d));
+      EMBER_CHECK(numel() <= std::numeric_limits<index_t>::max() && extent <= std::numeric_limits<index_t>::max(),
+                  "packed_accessor32", "numel needs to be smaller than 2^31 for 32-bit indexing, got numel ",
+                  numel(), " spanning ", extent, " elements");
+    }
+    return {data, sizes().data(), strides().data()};
+  }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits, typename index_t = int64_t>
+  GenericPackedTensorAccessor<T, N, PtrTraits, index_t> generic_packed_accessor() && = delete;
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() const& {
+    return generic_packed_accessor<T, N, PtrTraits, int32_t>();
+  }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor32<T, N, PtrTraits> packed_accessor32() && = delete;
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() const& {
+    return generic_packed_accessor<T, N, PtrTraits, int64_t>();
+  }
+  template <typename T, size_t N, template <typename U> class PtrTraits = DefaultPtrTraits>
+  PackedTensorAccessor64<T, N, PtrTraits> packed_accessor64() && = delete;
 
   std::string toString() const;
 
@@ -355,6 +399,15 @@ class Tensor {
   Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& v) const;
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& rhs) const;
   Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& v) const;
+  // libtorch's list form (c10::List<std::optional<Tensor>> there): indices[d] indexes dim d,
+  // nullopt keeps it whole (as Slice()); a braced list without `accumulate` picks the
+  // TensorIndex overload, where nullopt is None. accumulate adds repeated positions in index
+  // order (deterministic); without it, which repeated value lands is unspecified, as PyTorch.
+  Tensor index(const std::vector<std::optional<Tensor>>& indices) const;
+  Tensor& index_put_(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                     bool accumulate = false) const;
+  Tensor index_put(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                   bool accumulate = false) const;
   // [count, dim] int64: the multi-index of each nonzero element, in row-major order.
   Tensor nonzero() const;
   Tensor masked_select(const Tensor& mask) const;
@@ -403,6 +456,17 @@ class Tensor {
   Tensor& operator^=(const Scalar& o) { return bitwise_xor_(o); }
 
  private:
+  template <typename T, size_t N>
+  T* checked_accessor_data(const char* op) const {
+    using Element = std::remove_const_t<T>;
+    EMBER_CHECK(defined(), op, "called on an undefined tensor");
+    EMBER_CHECK(dim() == static_cast<int64_t>(N), op, "expected ", N, " dims but tensor has ", dim(), " (shape ",
+                sizes(), ")");
+    EMBER_CHECK(CppTypeToScalarType<Element>::value == scalar_type(), op, "expected dtype ",
+                dtype_name(CppTypeToScalarType<Element>::value), " but the tensor is ", dtype_name(scalar_type()));
+    return static_cast<Element*>(data_ptr());
+  }
+
   std::shared_ptr<TensorImpl> impl_;
 };
 

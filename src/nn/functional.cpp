@@ -88,21 +88,6 @@ Tensor dropout(const Tensor& input, const DropoutFuncOptions& options) {
   return ember::dropout(input, options.p(), options.training());
 }
 
-Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options) {
-  const double p = options.p();
-  EMBER_CHECK(p >= 0 && p <= 1, "dropout2d", "probability has to be between 0 and 1, but got ", p);
-  EMBER_CHECK(input.dim() == 3 || input.dim() == 4, "dropout2d",
-              "expected an input [N, C, H, W] or [C, H, W], got ", input.dim(), " dimensions ", input.sizes());
-  if (!options.training() || p == 0) return input;
-  if (p == 1) return input * zeros({}, input.scalar_type());
-  // One draw per channel: the mask keeps the batch and channel dims and broadcasts over H, W.
-  std::vector<int64_t> mask_shape = input.sizes();
-  mask_shape[mask_shape.size() - 1] = 1;
-  mask_shape[mask_shape.size() - 2] = 1;
-  Tensor mask = bernoulli(empty(mask_shape, input.scalar_type()), 1 - p).div_(1 - p);
-  return input * mask;
-}
-
 Tensor relu(const Tensor& input) { return ember::relu(input); }
 Tensor gelu(const Tensor& input, const GELUFuncOptions& options) { return ember::gelu(input, options.approximate()); }
 Tensor silu(const Tensor& input) { return ember::silu(input); }

@@ -1,7 +1,9 @@
 // Tensor factories.
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <optional>
+#include <string>
 
 #include "ops/op_utils.h"
 
@@ -25,16 +27,15 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
   return o.has_dtype() ? o : o.dtype(t.scalar_type());
 }
 
-// `values` are stored as `storage` (their C++ type), then converted to the options' dtype: a
-// 1-dim tensor of n values, or `sizes` when given (one value with sizes {} is 0-dim).
+// `values` (row-major, of shape `sizes`) are stored as `storage` (their C++ type), then
+// converted to the options' dtype.
 template <typename T>
-Tensor from_values(const T* values, size_t n, const TensorOptions& options, ScalarType storage,
-                   std::optional<std::vector<int64_t>> sizes = std::nullopt) {
+Tensor from_values(const std::vector<T>& values, IntArrayRef sizes, const TensorOptions& options, ScalarType storage) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   check_device_available(options.device(), "tensor");
-  Tensor t = core::make_tensor(sizes.value_or(std::vector<int64_t>{static_cast<int64_t>(n)}), storage);
+  Tensor t = core::make_tensor(sizes.vec(), storage);
   core::launch("tensor", [&] {
-    return [copied = std::vector<T>(values, values + n), out = static_cast<T*>(t.data_ptr())] {
+    return [copied = values, out = static_cast<T*>(t.data_ptr())] {
       std::copy(copied.begin(), copied.end(), out);
     };
   });
@@ -164,21 +165,128 @@ Tensor scalar_tensor(const Scalar& value, const TensorOptions& options) {
   return finish(ops::scalar_to_tensor(value, dtype_or(options, kFloat32, "scalar_tensor")), options);
 }
 
-Tensor tensor(std::initializer_list<double> v, const TensorOptions& o) { return from_values(v.begin(), v.size(), o, kFloat64); }
-Tensor tensor(std::initializer_list<float> v, const TensorOptions& o) { return from_values(v.begin(), v.size(), o, kFloat32); }
-Tensor tensor(std::initializer_list<int64_t> v, const TensorOptions& o) { return from_values(v.begin(), v.size(), o, kInt64); }
-Tensor tensor(std::initializer_list<int> v, const TensorOptions& o) {
-  std::vector<int64_t> wide(v.begin(), v.end());
-  return from_values(wide.data(), wide.size(), o, kInt64);
+namespace {
+
+std::string position_name(const std::vector<int64_t>& position) {
+  if (position.empty()) return "the value";
+  std::string out = "element ";
+  for (int64_t i : position) {
+    out += '[';
+    out += std::to_string(i);
+    out += ']';
+  }
+  return out;
 }
-Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) { return from_values(v.begin(), v.size(), o, kBool); }
-Tensor tensor(const std::vector<double>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kFloat64); }
-Tensor tensor(const std::vector<float>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kFloat32); }
-Tensor tensor(const std::vector<int64_t>& v, const TensorOptions& o) { return from_values(v.data(), v.size(), o, kInt64); }
-Tensor tensor(double value, const TensorOptions& o) { return from_values(&value, 1, o, kFloat64, std::vector<int64_t>{}); }
-Tensor tensor(int64_t value, const TensorOptions& o) { return from_values(&value, 1, o, kInt64, std::vector<int64_t>{}); }
-Tensor tensor(int value, const TensorOptions& o) { return tensor(static_cast<int64_t>(value), o); }
-Tensor tensor(bool value, const TensorOptions& o) { return from_values(&value, 1, o, kBool, std::vector<int64_t>{}); }
+
+// The values of a nested list in row-major order, its sizes taken along the first elements
+// and every other list checked against them.
+struct NestedValues {
+  std::vector<int64_t> sizes;
+  std::vector<Scalar> values;
+  std::vector<ScalarType> source_types;
+
+  explicit NestedValues(const detail::TensorDataContainer& data) {
+    for (const auto* node = &data; !node->is_scalar(); node = &node->elements().front()) {
+      sizes.push_back(node->is_tensor() ? node->tensor().numel() : static_cast<int64_t>(node->elements().size()));
+      if (node->is_tensor() || node->elements().empty()) break;
+    }
+    std::vector<int64_t> position;
+    visit(data, position);
+  }
+
+  void visit(const detail::TensorDataContainer& node, std::vector<int64_t>& position) {
+    const size_t depth = position.size();
+    if (node.is_scalar()) {
+      EMBER_CHECK(depth == sizes.size(), "tensor", "ragged nested list: ", position_name(position),
+                  " is a value where a list of ", sizes[depth], " elements was expected (as in element [0]...)");
+      add(node.scalar(), node.source_type());
+      return;
+    }
+    const int64_t count = node.is_tensor() ? node.tensor().numel() : static_cast<int64_t>(node.elements().size());
+    EMBER_CHECK(depth < sizes.size(), "tensor", "ragged nested list: ", position_name(position), " is a list of ",
+                count, " elements where a value was expected (as in element [0]...)");
+    EMBER_CHECK(count == sizes[depth], "tensor", "ragged nested list: ", position_name(position), " has ", count,
+                " elements, expected ", sizes[depth], " (as in element [0]...)");
+    if (node.is_tensor()) {
+      EMBER_CHECK(depth + 1 == sizes.size(), "tensor", "ragged nested list: ", position_name(position),
+                  " is a vector of values where lists were expected (as in element [0]...)");
+      const Tensor& t = node.tensor();
+      const bool floating = t.is_floating_point();
+      const Tensor wide = t.to(floating ? kFloat64 : kInt64);
+      for (int64_t i = 0; i < count; ++i) {
+        add(floating ? Scalar(wide.data_ptr<double>()[i]) : Scalar(wide.data_ptr<int64_t>()[i]), node.source_type());
+      }
+      return;
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      position.push_back(i);
+      visit(node.elements()[i], position);
+      position.pop_back();
+    }
+  }
+
+  void add(const Scalar& value, ScalarType source_type) {
+    values.push_back(value);
+    if (std::find(source_types.begin(), source_types.end(), source_type) == source_types.end())
+      source_types.push_back(source_type);
+  }
+};
+
+// torch::tensor's defaults: C++ int and int64 give int64, float and double the default
+// float32, other element types their own. Differs from libtorch, which refuses mixed element
+// types: they take the widest category, as Python's torch.tensor([1, 2.5]).
+ScalarType default_dtype(const std::vector<ScalarType>& source_types) {
+  if (source_types.empty()) return kFloat32;
+  if (source_types.size() == 1) {
+    const ScalarType t = source_types[0];
+    return t == kInt32 || t == kInt64 ? kInt64 : t == kFloat32 || t == kFloat64 ? kFloat32 : t;
+  }
+  bool floating = false, integral = false;
+  for (ScalarType t : source_types) {
+    floating = floating || is_floating_point(t);
+    integral = integral || is_integral(t, /*include_bool=*/false);
+  }
+  return floating ? kFloat32 : integral ? kInt64 : kBool;
+}
+
+}  // namespace
+
+namespace detail {
+
+namespace {
+template <typename T>
+Tensor vector_tensor(const std::vector<T>& values) {
+  const ScalarType dtype = CppTypeToScalarType<T>::value;
+  return from_values(values, {static_cast<int64_t>(values.size())}, dtype, dtype);
+}
+}  // namespace
+
+TensorDataContainer::TensorDataContainer(const std::vector<double>& values) : TensorDataContainer(vector_tensor(values)) {}
+TensorDataContainer::TensorDataContainer(const std::vector<float>& values) : TensorDataContainer(vector_tensor(values)) {}
+TensorDataContainer::TensorDataContainer(const std::vector<int64_t>& values) : TensorDataContainer(vector_tensor(values)) {}
+TensorDataContainer::TensorDataContainer(const std::vector<int32_t>& values) : TensorDataContainer(vector_tensor(values)) {}
+
+}  // namespace detail
+
+Tensor tensor(detail::TensorDataContainer data, const TensorOptions& o) {
+  if (data.is_tensor()) {  // a vector: one conversion, no per-value walk
+    check_device_available(o.device(), "tensor");
+    const ScalarType dtype = o.has_dtype() ? o.dtype() : default_dtype({data.source_type()});
+    return finish(data.tensor().to(dtype), o);
+  }
+  const NestedValues nested(data);
+  const ScalarType dtype = o.has_dtype() ? o.dtype() : default_dtype(nested.source_types);
+  const TensorOptions options = TensorOptions(o).dtype(dtype);
+  const size_t n = nested.values.size();
+  if (is_floating_point(dtype)) {
+    std::vector<double> values(n);
+    for (size_t i = 0; i < n; ++i) values[i] = nested.values[i].toDouble();
+    return from_values(values, nested.sizes, options, kFloat64);
+  }
+  std::vector<int64_t> values(n);
+  for (size_t i = 0; i < n; ++i) values[i] = nested.values[i].toLong();
+  return from_values(values, nested.sizes, options, kInt64);
+}
 
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options) {
   return from_blob(data, sizes, core::contiguous_strides(sizes.vec()), options);

@@ -157,7 +157,10 @@ Tensor index_impl(const Tensor& self, const std::vector<TensorIndex>& indices, c
   return plan.dims.empty() ? plan.view : gather_advanced(plan, op);
 }
 
-Tensor& index_put_impl(const Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& rhs) {
+// With accumulate, scatter_add sums repeated positions in index order (Note [Deterministic
+// index accumulation]); without, scatter lets the last write win.
+Tensor& index_put_impl(const Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& rhs,
+                       bool accumulate = false) {
   const char* op = "index_put_";
   EMBER_CHECK(rhs.defined(), op, "called with an undefined value tensor");
   // The flat (row-major) position in self of each indexed element, found by indexing positions.
@@ -172,12 +175,43 @@ Tensor& index_put_impl(const Tensor& self, const std::vector<TensorIndex>& indic
   const Tensor flat_positions = positions.reshape({-1});
   auto put = [&](const Tensor& a) {
     const Tensor values = rhs.to(a.scalar_type()).expand(shape).reshape({-1});
-    return a.reshape({-1}).scatter(0, flat_positions, values).view(a.sizes());
+    const Tensor flat = a.reshape({-1});
+    return (accumulate ? flat.scatter_add(0, flat_positions, values) : flat.scatter(0, flat_positions, values))
+        .view(a.sizes());
   };
   return ops::inplace(self, op, {rhs}, put, [&] { ops::copy_into(self, put(self)); });
 }
 
+// libtorch's List<optional<Tensor>> form as Python indices: a tensor per dim, nullopt as `:`.
+std::vector<TensorIndex> as_tensor_indices(const std::vector<std::optional<Tensor>>& indices) {
+  std::vector<TensorIndex> out;
+  out.reserve(indices.size());
+  for (const auto& index : indices) {
+    if (index.has_value()) out.emplace_back(*index);
+    else out.emplace_back(indexing::Slice());
+  }
+  return out;
+}
+
 }  // namespace
+
+Tensor Tensor::index(const std::vector<std::optional<Tensor>>& indices) const {
+  return index_impl(*this, as_tensor_indices(indices), "index");
+}
+Tensor& Tensor::index_put_(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                           bool accumulate) const {
+  return index_put_impl(*this, as_tensor_indices(indices), values, accumulate);
+}
+Tensor Tensor::index_put(const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                         bool accumulate) const {
+  Tensor out = clone();
+  out.index_put_(indices, values, accumulate);
+  return out;
+}
+Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                 bool accumulate) {
+  return self.index_put(indices, values, accumulate);
+}
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {
   return index_impl(*this, std::vector<TensorIndex>(indices), "index");

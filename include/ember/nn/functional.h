@@ -31,9 +31,13 @@ Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
 // order.
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
-// Zeroes whole channels: input [N, C, H, W] (or unbatched [C, H, W]) times a mask
-// [N, C, 1, 1] of 0 (probability p) or 1 / (1 - p) in training; the identity otherwise.
+// Zero whole channels: input [N, C, *spatial] (or unbatched [C, *spatial]) times a mask
+// [N, C, 1, ...] of 0 (probability p) or 1 / (1 - p) in training; the identity otherwise.
+// dropout1d takes 1 spatial dim, dropout2d 2, dropout3d 3. Differs from libtorch, which
+// accepts other ranks: any other rank is an error naming the op.
+Tensor dropout1d(const Tensor& input, const Dropout1dFuncOptions& options = {});
 Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {});
+Tensor dropout3d(const Tensor& input, const Dropout3dFuncOptions& options = {});
 
 // ---- vision (input [N, C, *spatial] or unbatched [C, *spatial]) --------------------------------
 // Convolutions as ember::conv1d/2d/3d, with padding kSame / kValid too; kSame with an even

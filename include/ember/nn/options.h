@@ -83,9 +83,25 @@ struct DropoutFuncOptions {
   EMBER_ARG(double, p) = 0.5;
   EMBER_ARG(bool, training) = true;
 };
-// Dropout2d takes Dropout's options, as in libtorch (no `inplace` here).
+// Dropout1d/2d/3d take Dropout's options, as in libtorch (no `inplace` here).
+using Dropout1dOptions = DropoutOptions;
 using Dropout2dOptions = DropoutOptions;
+using Dropout3dOptions = DropoutOptions;
+using Dropout1dFuncOptions = DropoutFuncOptions;
 using Dropout2dFuncOptions = DropoutFuncOptions;
+using Dropout3dFuncOptions = DropoutFuncOptions;
+
+struct FlattenOptions {
+  EMBER_ARG(int64_t, start_dim) = 1;
+  EMBER_ARG(int64_t, end_dim) = -1;
+};
+
+// Differs from libtorch: no named-tensor form (dimname, namedshape); ember has no dim names.
+struct UnflattenOptions {
+  UnflattenOptions(int64_t dim, std::vector<int64_t> sizes) : dim_(dim), sizes_(std::move(sizes)) {}
+  EMBER_ARG(int64_t, dim);
+  EMBER_ARG(std::vector<int64_t>, sizes);
+};
 
 // ---- activations ---------------------------------------------------------------------------
 
@@ -193,7 +209,9 @@ using KLDivFuncOptions = KLDivLossOptions;
 namespace functional {
 using nn::BinaryCrossEntropyWithLogitsFuncOptions;
 using nn::CrossEntropyFuncOptions;
+using nn::Dropout1dFuncOptions;
 using nn::Dropout2dFuncOptions;
+using nn::Dropout3dFuncOptions;
 using nn::DropoutFuncOptions;
 using nn::EmbeddingFuncOptions;
 using nn::GELUFuncOptions;

@@ -15,15 +15,6 @@ Tensor DropoutImpl::forward(const Tensor& input) {
 }
 void DropoutImpl::pretty_print(std::ostream& stream) const { stream << "Dropout(p=" << options.p() << ")"; }
 
-Dropout2dImpl::Dropout2dImpl(const Dropout2dOptions& options_) : options(options_) {
-  EMBER_CHECK(options.p() >= 0 && options.p() <= 1, "Dropout2d", "probability has to be between 0 and 1, but got ",
-              options.p());
-}
-Tensor Dropout2dImpl::forward(const Tensor& input) {
-  return functional::dropout2d(input, Dropout2dFuncOptions().p(options.p()).training(is_training()));
-}
-void Dropout2dImpl::pretty_print(std::ostream& stream) const { stream << "Dropout2d(p=" << options.p() << ")"; }
-
 Tensor ReLUImpl::forward(const Tensor& input) { return ember::relu(input); }
 
 GELUImpl::GELUImpl(const GELUOptions& options_) : options(options_) {

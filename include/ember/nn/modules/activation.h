@@ -16,16 +16,23 @@ class DropoutImpl : public Module {
 };
 EMBER_MODULE(Dropout);
 
-// Zeroes whole channels of [N, C, H, W] (or [C, H, W]) with probability p, scaling the rest
-// by 1/(1-p), in training mode (F::dropout2d); the identity in eval mode.
-class Dropout2dImpl : public Module {
+// Zeroes whole channels of [N, C, *spatial] (or [C, *spatial]) with probability p, scaling
+// the rest by 1/(1-p), in training mode (F::dropout1d/2d/3d for 1-3 spatial dims); the
+// identity in eval mode. One template for the three, as libtorch's _DropoutNd.
+template <int64_t SpatialDims>
+class FeatureDropoutImpl : public Module {
  public:
-  explicit Dropout2dImpl(const Dropout2dOptions& options = {});
+  explicit FeatureDropoutImpl(const DropoutOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
-  Dropout2dOptions options;
+  DropoutOptions options;
 };
+using Dropout1dImpl = FeatureDropoutImpl<1>;
+using Dropout2dImpl = FeatureDropoutImpl<2>;
+using Dropout3dImpl = FeatureDropoutImpl<3>;
+EMBER_MODULE(Dropout1d);
 EMBER_MODULE(Dropout2d);
+EMBER_MODULE(Dropout3d);
 
 class ReLUImpl : public Module {
  public:

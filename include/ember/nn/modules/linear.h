@@ -41,4 +41,33 @@ class EmbeddingImpl : public Module {
 };
 EMBER_MODULE(Embedding);
 
+// Returns its input (libtorch's takes no constructor arguments, unlike Python's).
+class IdentityImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+};
+EMBER_MODULE(Identity);
+
+// input.flatten(start_dim, end_dim); defaults keep the batch dim: [N, *] -> [N, prod(*)].
+class FlattenImpl : public Module {
+ public:
+  explicit FlattenImpl(const FlattenOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  FlattenOptions options;
+};
+EMBER_MODULE(Flatten);
+
+// input.unflatten(dim, sizes): dim becomes `sizes` (one entry may be -1, inferred).
+class UnflattenImpl : public Module {
+ public:
+  UnflattenImpl(int64_t dim, std::vector<int64_t> sizes) : UnflattenImpl(UnflattenOptions(dim, std::move(sizes))) {}
+  explicit UnflattenImpl(UnflattenOptions options);
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  UnflattenOptions options;
+};
+EMBER_MODULE(Unflatten);
+
 }  // namespace ember::nn
