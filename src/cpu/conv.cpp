@@ -1,10 +1,12 @@
 // im2col / col2im over 1-3 spatial dims and the GEMM calls of convolution's forward and
-// backward (one image at a time, all groups in one batched product).
+// backward (one image at a time, all groups in one batched product); float32 convolutions
+// that oneDNN's direct kernels take go there instead (Note [Convolution on oneDNN]).
 #include "cpu/conv.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/conv_onednn.h"
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
 #include "cpu/type_dispatch.h"
@@ -78,6 +80,11 @@ bool ConvShape::pointwise() const {
 
 int64_t ConvShape::scratch_elements() const { return pointwise() ? 0 : groups * col_rows() * out_plane(); }
 
+int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& s) {
+  if (dtype == kFloat32 && onednn_conv_fits(s)) return onednn_conv_scratch_elements(s);
+  return s.scratch_elements();
+}
+
 void im2col(ScalarType dtype, const ConvShape& s, const void* x, void* col) {
   const int64_t K = s.kernel_volume(), L = s.out_plane(), rows = s.in_channels * K;
   dispatch_element_size(element_size(dtype), [&](auto tag) {
@@ -139,6 +146,9 @@ void conv_forward(ScalarType dtype, const ConvShape& s, const void* x, const voi
   const int64_t G = s.groups, cout_g = s.out_channels / G, Kg = s.col_rows(), L = s.out_plane();
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (s.batch == 0 || L == 0 || s.out_channels == 0) return;
+  if (dtype == kFloat32 && onednn_conv_fits(s))
+    return onednn_conv_forward(s, static_cast<const float*>(x), static_cast<const float*>(weight),
+                               static_cast<const float*>(bias), static_cast<float*>(out), static_cast<float*>(scratch));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* xn = static_cast<const char*>(x) + n * s.in_channels * s.in_plane() * item;
     char* on = static_cast<char*>(out) + n * s.out_channels * L * item;
@@ -164,6 +174,9 @@ void conv_backward_input(ScalarType dtype, const ConvShape& s, const void* grad_
                          void* grad_x, void* scratch) {
   const int64_t G = s.groups, cout_g = s.out_channels / G, Kg = s.col_rows(), L = s.out_plane();
   const int64_t item = static_cast<int64_t>(element_size(dtype));
+  if (dtype == kFloat32 && onednn_conv_fits(s))
+    return onednn_conv_backward_input(s, static_cast<const float*>(grad_out), static_cast<const float*>(weight),
+                                      static_cast<float*>(grad_x), static_cast<float*>(scratch));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* gn = static_cast<const char*>(grad_out) + n * s.out_channels * L * item;
     char* xn = static_cast<char*>(grad_x) + n * s.in_channels * s.in_plane() * item;
@@ -180,6 +193,9 @@ void conv_backward_weight(ScalarType dtype, const ConvShape& s, const void* x, c
   const int64_t G = s.groups, cout_g = s.out_channels / G, Kg = s.col_rows(), L = s.out_plane();
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (s.batch == 0) std::memset(grad_weight, 0, static_cast<size_t>(s.out_channels * Kg * item));
+  if (dtype == kFloat32 && onednn_conv_fits(s))
+    return onednn_conv_backward_weight(s, static_cast<const float*>(x), static_cast<const float*>(grad_out),
+                                       static_cast<float*>(grad_weight), static_cast<float*>(scratch));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* xn = static_cast<const char*>(x) + n * s.in_channels * s.in_plane() * item;
     const char* gn = static_cast<const char*>(grad_out) + n * s.out_channels * L * item;

@@ -1,5 +1,5 @@
-// Pooling kernels: every output walks its window as three nested per-dim loops; each plane
-// belongs to one task, so gradients add up in a fixed order.
+// Pooling kernels: every output walks the inside of its window as three nested per-dim
+// loops; each plane belongs to one task, so gradients add up in a fixed order.
 #include "cpu/pooling.h"
 
 #include <algorithm>
@@ -22,26 +22,44 @@ void dispatch_float(ScalarType dtype, Body&& body) {
 
 int64_t planes_per_chunk(int64_t plane_work) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_work)); }
 
-// Calls fn(flat output index, flat input index) for every output position and every input
-// position of its window inside the input, outputs in order.
+// The window steps j of each output that land inside the input, [first, last): found once
+// per call, so the walk below tests no bounds per element.
+struct Span {
+  int64_t first, last;
+};
+
+struct WindowSpans {
+  std::vector<Span> dim[3];
+  explicit WindowSpans(const PoolWindows d[3]) {
+    for (int k = 0; k < 3; ++k) {
+      const PoolWindows& w = d[k];
+      for (int64_t o = 0; o < w.out; ++o) {
+        const int64_t start = w.start[o];
+        const int64_t last = start < w.in ? std::min(w.count[o], (w.in - start + w.step - 1) / w.step) : 0;
+        const int64_t first = start < 0 ? (-start + w.step - 1) / w.step : 0;
+        dim[k].push_back({std::min(first, last), last});
+      }
+    }
+  }
+};
+
+// Calls begin(flat output index, divisor factor), visit(flat output index, flat input
+// index) for every input position of its window inside the input, and end(flat output
+// index), outputs in order.
 template <typename Begin, typename Visit, typename End>
-void for_each_window(const PoolWindows d[3], Begin begin, Visit visit, End end) {
+void for_each_window(const PoolWindows d[3], const WindowSpans& spans, Begin begin, Visit visit, End end) {
   int64_t o = 0;
   for (int64_t a = 0; a < d[0].out; ++a)
     for (int64_t b = 0; b < d[1].out; ++b)
       for (int64_t c = 0; c < d[2].out; ++c, ++o) {
         begin(o, d[0].factor[a] * d[1].factor[b] * d[2].factor[c]);
-        for (int64_t i = 0; i < d[0].count[a]; ++i) {
+        const Span s0 = spans.dim[0][a], s1 = spans.dim[1][b], s2 = spans.dim[2][c];
+        const int64_t start2 = d[2].start[c], step2 = d[2].step;
+        for (int64_t i = s0.first; i < s0.last; ++i) {
           const int64_t p0 = d[0].start[a] + i * d[0].step;
-          if (p0 < 0 || p0 >= d[0].in) continue;
-          for (int64_t j = 0; j < d[1].count[b]; ++j) {
-            const int64_t p1 = d[1].start[b] + j * d[1].step;
-            if (p1 < 0 || p1 >= d[1].in) continue;
-            for (int64_t k = 0; k < d[2].count[c]; ++k) {
-              const int64_t p2 = d[2].start[c] + k * d[2].step;
-              if (p2 < 0 || p2 >= d[2].in) continue;
-              visit(o, (p0 * d[1].in + p1) * d[2].in + p2);
-            }
+          for (int64_t j = s1.first; j < s1.last; ++j) {
+            const int64_t row = (p0 * d[1].in + d[1].start[b] + j * d[1].step) * d[2].in + start2;
+            for (int64_t k = s2.first; k < s2.last; ++k) visit(o, row + k * step2);
           }
         }
         end(o);
@@ -85,6 +103,7 @@ PoolWindows unit_windows() { return {1, 1, 1, {0}, {1}, {1.0}}; }
 void max_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], const void* x, void* out,
                       int64_t* indices) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
+  const WindowSpans spans(d);
   dispatch_float(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, planes, planes_per_chunk(in_plane), [&](int64_t lo, int64_t hi) {
@@ -97,7 +116,7 @@ void max_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], 
         T best = 0;
         int64_t best_at = -1;
         for_each_window(
-            d,
+            d, spans,
             [&](int64_t, double) {
               best = -std::numeric_limits<T>::infinity();
               best_at = -1;
@@ -139,6 +158,7 @@ void max_pool_backward(ScalarType dtype, int64_t planes, int64_t in_plane, int64
 void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], int64_t divisor_override,
                       const void* x, void* out) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
+  const WindowSpans spans(d);
   dispatch_float(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, planes, planes_per_chunk(in_plane), [&](int64_t lo, int64_t hi) {
@@ -147,7 +167,7 @@ void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], 
         T* dst = static_cast<T*>(out) + p * out_plane;
         T sum = 0, divisor = 1;
         for_each_window(
-            d,
+            d, spans,
             [&](int64_t, double factor) {
               sum = 0;
               divisor = static_cast<T>(divisor_override ? static_cast<double>(divisor_override) : factor);
@@ -161,6 +181,7 @@ void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], 
 void avg_pool_backward(ScalarType dtype, int64_t planes, const PoolWindows d[3], int64_t divisor_override,
                        const void* grad_out, void* grad_x) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
+  const WindowSpans spans(d);
   dispatch_float(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, planes, planes_per_chunk(in_plane + out_plane), [&](int64_t lo, int64_t hi) {
@@ -170,7 +191,7 @@ void avg_pool_backward(ScalarType dtype, int64_t planes, const PoolWindows d[3],
         std::fill(dst, dst + in_plane, T(0));
         T share = 0;
         for_each_window(
-            d,
+            d, spans,
             [&](int64_t o, double factor) {
               share = src[o] / static_cast<T>(divisor_override ? static_cast<double>(divisor_override) : factor);
             },
