@@ -7,18 +7,11 @@
 #include <cmath>
 
 #include "cpu/parallel.h"
-#include "cpu/type_dispatch.h"
+#include "cpu/float_dispatch.h"
 #include "ember/error.h"
 
 namespace ember::cpu {
 namespace {
-
-template <typename Body>
-void dispatch_float(ScalarType dtype, Body&& body) {
-  if (dtype == kFloat32) return body(TypeTag<float>{});
-  EMBER_CHECK(dtype == kFloat64, "batch_norm", "not implemented for dtype ", dtype_name(dtype));
-  body(TypeTag<double>{});
-}
 
 // Independent float64 accumulators: the adds pipeline instead of waiting on one sum.
 constexpr int kLanes = 8;
@@ -70,7 +63,7 @@ int64_t channels_per_chunk(const BatchNormShape& s) {
 void batch_norm_forward(ScalarType dtype, const BatchNormShape& s, const void* x, const void* weight,
                         const void* bias, double eps, void* y, double* mean, double* var, double* invstd) {
   const double count = static_cast<double>(s.batch * s.inner);
-  dispatch_float(dtype, [&](auto tag) {
+  dispatch_float32_or_64(dtype, "batch_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* xs = static_cast<const T*>(x);
     const T* w = static_cast<const T*>(weight);
@@ -97,7 +90,7 @@ void batch_norm_backward(ScalarType dtype, const BatchNormShape& s, const void* 
                          const void* weight, const double* mean, const double* invstd, void* grad_x,
                          double* grad_weight, double* grad_bias) {
   const double count = static_cast<double>(s.batch * s.inner);
-  dispatch_float(dtype, [&](auto tag) {
+  dispatch_float32_or_64(dtype, "batch_norm", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* gy = static_cast<const T*>(grad_y);
     const T* xs = static_cast<const T*>(x);

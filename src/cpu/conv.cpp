@@ -9,7 +9,7 @@
 #include "cpu/conv_onednn.h"
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
-#include "cpu/type_dispatch.h"
+#include "cpu/float_dispatch.h"
 #include "ember/error.h"
 
 namespace ember::cpu {
@@ -63,13 +63,6 @@ void kernel_offsets(const ConvShape& s, int64_t r, int64_t k[3]) {
   k[0] = r / (s.kernel[2] * s.kernel[1]);
 }
 
-template <typename Body>
-void dispatch_float(ScalarType dtype, const char* op, Body&& body) {
-  if (dtype == kFloat32) return body(TypeTag<float>{});
-  EMBER_CHECK(dtype == kFloat64, op, "not implemented for dtype ", dtype_name(dtype));
-  body(TypeTag<double>{});
-}
-
 }  // namespace
 
 bool ConvShape::pointwise() const {
@@ -115,7 +108,7 @@ void im2col(ScalarType dtype, const ConvShape& s, const void* x, void* col) {
 
 void col2im(ScalarType dtype, const ConvShape& s, const void* col, void* x) {
   const int64_t K = s.kernel_volume(), L = s.out_plane(), plane_size = s.in_plane();
-  dispatch_float(dtype, "conv", [&](auto tag) {
+  dispatch_float32_or_64(dtype, "conv", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = static_cast<const T*>(col);
     T* dst = static_cast<T*>(x);
@@ -159,7 +152,7 @@ void conv_forward(ScalarType dtype, const ConvShape& s, const void* x, const voi
     }
     // The bias goes in first and the product adds to it (beta = 1): one pass over out.
     if (bias) {
-      dispatch_float(dtype, "conv", [&](auto tag) {
+      dispatch_float32_or_64(dtype, "conv", [&](auto tag) {
         using T = typename decltype(tag)::type;
         for (int64_t c = 0; c < s.out_channels; ++c)
           std::fill_n(reinterpret_cast<T*>(on) + c * L, L, static_cast<const T*>(bias)[c]);

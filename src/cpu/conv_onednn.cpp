@@ -224,6 +224,40 @@ void for_each_image(int64_t batch, const Fn& fn) {
   });
 }
 
+// An operand of one call: its layouts, oneDNN's argument id and the caller's data.
+template <typename Pointer>
+struct Argument {
+  const Operand& operand;
+  int id;
+  Pointer data;
+};
+
+// Forward and input gradient: the weights go to their kernel layout once, then each image's
+// input is staged, `primitive` maps it to the output, and the output is reordered back.
+void map_images(const ConvShape& s, const ConvPlan& p, const dnnl::primitive& primitive,
+                Argument<const float*> weights, Argument<const float*> in, Argument<float*> out, const float* bias,
+                float* scratch) {
+  const void* staged_weights = nullptr;
+  {
+    OneDnnSingleThreaded single_threaded;
+    staged_weights = staged_input(weights.operand, weights.data, scratch, p.scratchpad_bytes);
+  }
+  const bool forward = in.id == DNNL_ARG_SRC;
+  const int64_t x_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
+  const int64_t in_image = forward ? x_image : out_image, result_image = forward ? out_image : x_image;
+  for_each_image(s.batch, [&](int64_t n) {
+    const void* source = staged_input(in.operand, in.data + n * in_image, thread_buffer(0, p.image_floats),
+                                      p.scratchpad_bytes);
+    void* target = output_target(out.operand, out.data + n * result_image, thread_buffer(1, p.image_floats));
+    std::unordered_map<int, memory> args = {{in.id, wrap(in.operand.kernel, source)},
+                                            {weights.id, wrap(weights.operand.kernel, staged_weights)},
+                                            {out.id, wrap(out.operand.kernel, target)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias.plain, bias));
+    execute(primitive, std::move(args), p.scratchpad_bytes);
+    finish_output(out.operand, target, out.data + n * result_image, p.scratchpad_bytes);
+  });
+}
+
 }  // namespace
 
 bool onednn_conv_fits(const ConvShape& s) {
@@ -244,45 +278,16 @@ int64_t onednn_conv_scratch_elements(const ConvShape& s) {
 void onednn_conv_forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* out,
                          float* scratch) {
   const ConvPlan& p = plan_for(s);
-  const void* w = nullptr;
-  {
-    OneDnnSingleThreaded single_threaded;
-    w = staged_input(p.forward_weights, weight, scratch, p.scratchpad_bytes);
-  }
-  const int64_t in_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
-  for_each_image(s.batch, [&](int64_t n) {
-    const void* src = staged_input(p.forward_src, x + n * in_image, thread_buffer(0, p.image_floats),
-                                   p.scratchpad_bytes);
-    void* dst = output_target(p.forward_dst, out + n * out_image, thread_buffer(1, p.image_floats));
-    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, wrap(p.forward_src.kernel, src)},
-                                            {DNNL_ARG_WEIGHTS, wrap(p.forward_weights.kernel, w)},
-                                            {DNNL_ARG_DST, wrap(p.forward_dst.kernel, dst)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias.plain, bias));
-    execute(bias ? p.forward_bias : p.forward, std::move(args), p.scratchpad_bytes);
-    finish_output(p.forward_dst, dst, out + n * out_image, p.scratchpad_bytes);
-  });
+  map_images(s, p, bias ? p.forward_bias : p.forward, {p.forward_weights, DNNL_ARG_WEIGHTS, weight},
+             {p.forward_src, DNNL_ARG_SRC, x}, {p.forward_dst, DNNL_ARG_DST, out}, bias, scratch);
 }
 
 void onednn_conv_backward_input(const ConvShape& s, const float* grad_out, const float* weight, float* grad_x,
                                 float* scratch) {
   const ConvPlan& p = plan_for(s);
-  const void* w = nullptr;
-  {
-    OneDnnSingleThreaded single_threaded;
-    w = staged_input(p.input_weights, weight, scratch, p.scratchpad_bytes);
-  }
-  const int64_t in_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
-  for_each_image(s.batch, [&](int64_t n) {
-    const void* diff_dst = staged_input(p.input_grad_out, grad_out + n * out_image, thread_buffer(0, p.image_floats),
-                                        p.scratchpad_bytes);
-    void* diff_src = output_target(p.input_grad_x, grad_x + n * in_image, thread_buffer(1, p.image_floats));
-    execute(p.backward_input,
-            {{DNNL_ARG_DIFF_DST, wrap(p.input_grad_out.kernel, diff_dst)},
-             {DNNL_ARG_WEIGHTS, wrap(p.input_weights.kernel, w)},
-             {DNNL_ARG_DIFF_SRC, wrap(p.input_grad_x.kernel, diff_src)}},
-            p.scratchpad_bytes);
-    finish_output(p.input_grad_x, diff_src, grad_x + n * in_image, p.scratchpad_bytes);
-  });
+  map_images(s, p, p.backward_input, {p.input_weights, DNNL_ARG_WEIGHTS, weight},
+             {p.input_grad_out, DNNL_ARG_DIFF_DST, grad_out}, {p.input_grad_x, DNNL_ARG_DIFF_SRC, grad_x}, nullptr,
+             scratch);
 }
 
 void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float* grad_out, float* grad_weight,

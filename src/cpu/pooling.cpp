@@ -7,18 +7,11 @@
 #include <limits>
 
 #include "cpu/parallel.h"
-#include "cpu/type_dispatch.h"
+#include "cpu/float_dispatch.h"
 #include "ember/error.h"
 
 namespace ember::cpu {
 namespace {
-
-template <typename Body>
-void dispatch_float(ScalarType dtype, Body&& body) {
-  if (dtype == kFloat32) return body(TypeTag<float>{});
-  EMBER_CHECK(dtype == kFloat64, "pool", "not implemented for dtype ", dtype_name(dtype));
-  body(TypeTag<double>{});
-}
 
 int64_t planes_per_chunk(int64_t plane_work) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, plane_work)); }
 
@@ -104,7 +97,7 @@ void max_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], 
                       int64_t* indices) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
   const WindowSpans spans(d);
-  dispatch_float(dtype, [&](auto tag) {
+  dispatch_float32_or_64(dtype, "pool", [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, planes, planes_per_chunk(in_plane), [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) {
@@ -140,7 +133,7 @@ void max_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], 
 
 void max_pool_backward(ScalarType dtype, int64_t planes, int64_t in_plane, int64_t out_plane, const void* grad_out,
                        const int64_t* indices, void* grad_x) {
-  dispatch_float(dtype, [&](auto tag) {
+  dispatch_float32_or_64(dtype, "pool", [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, planes, planes_per_chunk(in_plane + out_plane), [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) {
@@ -159,7 +152,7 @@ void avg_pool_forward(ScalarType dtype, int64_t planes, const PoolWindows d[3], 
                       const void* x, void* out) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
   const WindowSpans spans(d);
-  dispatch_float(dtype, [&](auto tag) {
+  dispatch_float32_or_64(dtype, "pool", [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, planes, planes_per_chunk(in_plane), [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) {
@@ -182,7 +175,7 @@ void avg_pool_backward(ScalarType dtype, int64_t planes, const PoolWindows d[3],
                        const void* grad_out, void* grad_x) {
   const int64_t in_plane = plane_size(d, true), out_plane = plane_size(d, false);
   const WindowSpans spans(d);
-  dispatch_float(dtype, [&](auto tag) {
+  dispatch_float32_or_64(dtype, "pool", [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, planes, planes_per_chunk(in_plane + out_plane), [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) {

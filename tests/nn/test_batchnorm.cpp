@@ -181,7 +181,6 @@ TEST(BatchNorm, Float32FusedKernelsMatchFloat64Formulas) {
 }
 
 TEST(BatchNorm, FusedBitwiseIdenticalForAnyThreadCount) {
-  const int previous = get_num_threads();
   const Tensor x = uniform({8, 64, 9, 7}, 60, -1, 1, kFloat32), r = uniform({8, 64, 9, 7}, 61, -1, 1, kFloat32);
   auto run = [&] {
     nn::BatchNorm2d bn(nn::BatchNormOptions(64));
@@ -191,13 +190,7 @@ TEST(BatchNorm, FusedBitwiseIdenticalForAnyThreadCount) {
     return std::vector<std::vector<double>>{values(y), values(xl.grad()), values(bn->weight.grad()),
                                             values(bn->running_var)};
   };
-  set_num_threads(1);
-  const auto reference = run();
-  for (int threads : {2, 3}) {
-    set_num_threads(threads);
-    EXPECT_EQ(run(), reference) << threads << " threads";
-  }
-  set_num_threads(previous);
+  expect_same_for_any_thread_count(run);
 }
 
 TEST(BatchNorm, InvalidArgumentsNameTheArgument) {

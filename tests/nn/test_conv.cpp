@@ -327,7 +327,6 @@ TEST(Conv2d, InvalidArgumentsNameTheArgument) {
 }
 
 TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
-  const int previous = get_num_threads();
   const Tensor x = uniform({3, 24, 19, 17}, 95, -1, 1, kFloat32), w = uniform({32, 12, 3, 3}, 96, -1, 1, kFloat32);
   // Output, grad input and grad weight of a grouped strided conv followed by both poolings.
   auto run = [&] {
@@ -337,13 +336,7 @@ TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
     (z * z).sum().backward();
     return std::vector<std::vector<double>>{values(z), values(xl.grad()), values(wl.grad())};
   };
-  set_num_threads(1);
-  const auto reference = run();
-  for (int threads : {2, 3}) {
-    set_num_threads(threads);
-    EXPECT_EQ(run(), reference) << threads << " threads";
-  }
-  set_num_threads(previous);
+  expect_same_for_any_thread_count(run);
 }
 
 TEST(Conv2d, BackwardOfBackwardIsRefused) {
