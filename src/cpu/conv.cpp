@@ -141,7 +141,7 @@ void conv_forward(ScalarType dtype, const ConvShape& s, const void* x, const voi
   if (s.batch == 0 || L == 0 || s.out_channels == 0) return;
   if (dtype == kFloat32 && onednn_conv_fits(s))
     return onednn_conv_forward(s, static_cast<const float*>(x), static_cast<const float*>(weight),
-                               static_cast<const float*>(bias), static_cast<float*>(out), static_cast<float*>(scratch));
+                               static_cast<const float*>(bias), static_cast<float*>(out));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* xn = static_cast<const char*>(x) + n * s.in_channels * s.in_plane() * item;
     char* on = static_cast<char*>(out) + n * s.out_channels * L * item;
@@ -169,7 +169,7 @@ void conv_backward_input(ScalarType dtype, const ConvShape& s, const void* grad_
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (dtype == kFloat32 && onednn_conv_fits(s))
     return onednn_conv_backward_input(s, static_cast<const float*>(grad_out), static_cast<const float*>(weight),
-                                      static_cast<float*>(grad_x), static_cast<float*>(scratch));
+                                      static_cast<float*>(grad_x));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* gn = static_cast<const char*>(grad_out) + n * s.out_channels * L * item;
     char* xn = static_cast<char*>(grad_x) + n * s.in_channels * s.in_plane() * item;

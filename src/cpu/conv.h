@@ -29,7 +29,8 @@ struct ConvShape {
 };
 
 // Elements of dtype the passes below need as scratch for this shape: the im2col column
-// matrix, or the oneDNN path's reordered weights and per-image weight gradients.
+// matrix, or the oneDNN path's per-image weight gradients. conv_forward never needs more
+// than scratch_elements() (the runtime's sizing).
 int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& shape);
 
 // All tensors contiguous: x [batch, in_channels, in...], weight [out_channels,

@@ -20,7 +20,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cpu/gemm_blocks.h"
 #include "cpu/onednn.h"
 #include "cpu/parallel.h"
 
@@ -82,7 +81,7 @@ struct ConvPlan {
   bool reference = false;  // some pass would run oneDNN's reference kernel: not used
   size_t scratchpad_bytes = 0;
   int64_t image_floats = 0;     // the largest per-image operand in a kernel layout
-  int64_t weights_floats = 0;   // weights in either kernel layout
+  int64_t weights_floats = 0;   // the weights in either kernel layout
   int64_t partial_floats = 0;   // one image's weight gradient in its kernel layout
 };
 
@@ -179,10 +178,14 @@ const ConvPlan& plan_for(const ConvShape& shape) {
   return *it->second;
 }
 
-// The calling thread's buffer `slot` (0-2) of at least `floats`, 64-byte aligned, kept between calls.
+// The calling thread's buffer `slot` of at least `floats`, 64-byte aligned, kept between
+// calls: 0 and 1 an image's operands, 2 the scratchpad, 3 the weights in their kernel layout
+// (staged by the calling thread and read by every task of its call).
 float* thread_buffer(int slot, int64_t floats) {
-  float* data = workspace<float>(slot, floats + 16);
-  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(data) + 63) & ~uintptr_t{63});
+  thread_local std::vector<float> buffers[4];
+  std::vector<float>& buffer = buffers[slot];
+  if (static_cast<int64_t>(buffer.size()) < floats + 16) buffer.resize(static_cast<size_t>(floats + 16));
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t{63});
 }
 
 // Runs `primitive` with `args` and the calling thread's scratchpad.
@@ -235,12 +238,12 @@ struct Argument {
 // Forward and input gradient: the weights go to their kernel layout once, then each image's
 // input is staged, `primitive` maps it to the output, and the output is reordered back.
 void map_images(const ConvShape& s, const ConvPlan& p, const dnnl::primitive& primitive,
-                Argument<const float*> weights, Argument<const float*> in, Argument<float*> out, const float* bias,
-                float* scratch) {
+                Argument<const float*> weights, Argument<const float*> in, Argument<float*> out, const float* bias) {
   const void* staged_weights = nullptr;
   {
     OneDnnSingleThreaded single_threaded;
-    staged_weights = staged_input(weights.operand, weights.data, scratch, p.scratchpad_bytes);
+    staged_weights =
+        staged_input(weights.operand, weights.data, thread_buffer(3, p.weights_floats), p.scratchpad_bytes);
   }
   const bool forward = in.id == DNNL_ARG_SRC;
   const int64_t x_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
@@ -272,29 +275,26 @@ bool onednn_conv_fits(const ConvShape& s) {
 
 int64_t onednn_conv_scratch_elements(const ConvShape& s) {
   const ConvPlan& p = plan_for(s);
-  return p.weights_floats + s.batch * p.partial_floats;
+  return s.batch * p.partial_floats;
 }
 
-void onednn_conv_forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* out,
-                         float* scratch) {
+void onednn_conv_forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* out) {
   const ConvPlan& p = plan_for(s);
   map_images(s, p, bias ? p.forward_bias : p.forward, {p.forward_weights, DNNL_ARG_WEIGHTS, weight},
-             {p.forward_src, DNNL_ARG_SRC, x}, {p.forward_dst, DNNL_ARG_DST, out}, bias, scratch);
+             {p.forward_src, DNNL_ARG_SRC, x}, {p.forward_dst, DNNL_ARG_DST, out}, bias);
 }
 
-void onednn_conv_backward_input(const ConvShape& s, const float* grad_out, const float* weight, float* grad_x,
-                                float* scratch) {
+void onednn_conv_backward_input(const ConvShape& s, const float* grad_out, const float* weight, float* grad_x) {
   const ConvPlan& p = plan_for(s);
   map_images(s, p, p.backward_input, {p.input_weights, DNNL_ARG_WEIGHTS, weight},
-             {p.input_grad_out, DNNL_ARG_DIFF_DST, grad_out}, {p.input_grad_x, DNNL_ARG_DIFF_SRC, grad_x}, nullptr,
-             scratch);
+             {p.input_grad_out, DNNL_ARG_DIFF_DST, grad_out}, {p.input_grad_x, DNNL_ARG_DIFF_SRC, grad_x}, nullptr);
 }
 
 void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float* grad_out, float* grad_weight,
                                  float* scratch) {
   const ConvPlan& p = plan_for(s);
   const int64_t in_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
-  float* partials = scratch + p.weights_floats;
+  float* partials = scratch;
   for_each_image(s.batch, [&](int64_t n) {
     const void* src = staged_input(p.weight_x, x + n * in_image, thread_buffer(0, p.image_floats), p.scratchpad_bytes);
     const void* diff_dst = staged_input(p.weight_grad_out, grad_out + n * out_image,
