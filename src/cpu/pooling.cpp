@@ -38,26 +38,20 @@ struct WindowSpans {
 
 // Calls begin(flat output index, divisor factor), visit(flat output index, flat input
 // index) for every input position of its window inside the input, and end(flat output
-// index), outputs in order. The tables are read through locals: the callers' int64 index
-// stores could otherwise alias them and force a reload per element.
+// index), outputs in order.
 template <typename Begin, typename Visit, typename End>
 void for_each_window(const PoolWindows d[3], const WindowSpans& spans, Begin begin, Visit visit, End end) {
-  const int64_t *start0 = d[0].start.data(), *start1 = d[1].start.data(), *start2 = d[2].start.data();
-  const double *factor0 = d[0].factor.data(), *factor1 = d[1].factor.data(), *factor2 = d[2].factor.data();
-  const Span *spans0 = spans.dim[0].data(), *spans1 = spans.dim[1].data(), *spans2 = spans.dim[2].data();
-  const int64_t out0 = d[0].out, out1 = d[1].out, out2 = d[2].out, in1 = d[1].in, in2 = d[2].in;
-  const int64_t step0 = d[0].step, step1 = d[1].step, step2 = d[2].step;
   int64_t o = 0;
-  for (int64_t a = 0; a < out0; ++a)
-    for (int64_t b = 0; b < out1; ++b)
-      for (int64_t c = 0; c < out2; ++c, ++o) {
-        begin(o, factor0[a] * factor1[b] * factor2[c]);
-        const Span s0 = spans0[a], s1 = spans1[b], s2 = spans2[c];
+  for (int64_t a = 0; a < d[0].out; ++a)
+    for (int64_t b = 0; b < d[1].out; ++b)
+      for (int64_t c = 0; c < d[2].out; ++c, ++o) {
+        begin(o, d[0].factor[a] * d[1].factor[b] * d[2].factor[c]);
+        const Span s0 = spans.dim[0][a], s1 = spans.dim[1][b], s2 = spans.dim[2][c];
         for (int64_t i = s0.first; i < s0.last; ++i) {
-          const int64_t p0 = start0[a] + i * step0;
+          const int64_t p0 = d[0].start[a] + i * d[0].step;
           for (int64_t j = s1.first; j < s1.last; ++j) {
-            const int64_t row = (p0 * in1 + start1[b] + j * step1) * in2 + start2[c];
-            for (int64_t k = s2.first; k < s2.last; ++k) visit(o, row + k * step2);
+            const int64_t row = (p0 * d[1].in + d[1].start[b] + j * d[1].step) * d[2].in + d[2].start[c];
+            for (int64_t k = s2.first; k < s2.last; ++k) visit(o, row + k * d[2].step);
           }
         }
         end(o);
