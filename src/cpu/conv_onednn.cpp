@@ -1,10 +1,11 @@
 // Note [Convolution on oneDNN]
 // float32 convolutions that are not pointwise run on oneDNN's direct kernels (those PyTorch's
-// CPU convolution runs), which work on channel-blocked layouts (nChw16c): im2col + GEMM
-// spends its time building and reading a 9x larger column matrix (bench conv, 3x3 rows).
+// CPU convolution runs), which work on channel-blocked layouts (nChw16c) without a column
+// matrix: the 3x3 rows of `ember bench conv` took 1.2-1.4x less CPU than im2col + GEMM.
 // Each image is one task on ember's pool running single-threaded oneDNN (Note [oneDNN
 // threads]) and reorders its operands to and from the blocked layout itself. The weight
-// gradient is one partial per image, summed in image order: results are the same for any
+// gradient is one partial per chunk of images (at most 16 chunks, fixed by the batch size),
+// summed in order within a chunk and then over the chunks: results are the same for any
 // thread count. Plans are built once per shape (batch 1) and shared; every primitive takes
 // the caller's scratchpad, so one plan runs on several threads at once.
 #include "cpu/conv_onednn.h"
@@ -180,7 +181,8 @@ const ConvPlan& plan_for(const ConvShape& shape) {
 
 // The calling thread's buffer `slot` of at least `floats`, 64-byte aligned, kept between
 // calls: 0 and 1 an image's operands, 2 the scratchpad, 3 the weights in their kernel layout
-// (staged by the calling thread and read by every task of its call).
+// (staged by the calling thread and read by every task of its call) or one image's weight
+// gradient.
 float* thread_buffer(int slot, int64_t floats) {
   thread_local std::vector<float> buffers[4];
   std::vector<float>& buffer = buffers[slot];
@@ -218,10 +220,10 @@ void finish_output(const Operand& o, const void* kernel_data, void* data, size_t
           scratchpad_bytes);
 }
 
-// Calls fn(image) for every image of the batch, one task each, with oneDNN single-threaded.
+// Calls fn(task) for task in [0, count), one pool task each, with oneDNN single-threaded.
 template <typename Fn>
-void for_each_image(int64_t batch, const Fn& fn) {
-  parallel_for(0, batch, 1, [&](int64_t lo, int64_t hi) {
+void for_each_task(int64_t count, const Fn& fn) {
+  parallel_for(0, count, 1, [&](int64_t lo, int64_t hi) {
     OneDnnSingleThreaded single_threaded;
     for (int64_t n = lo; n < hi; ++n) fn(n);
   });
@@ -234,6 +236,11 @@ struct Argument {
   int id;
   Pointer data;
 };
+
+// At most this many weight-gradient partials, so the scratch stays bounded for large batches;
+// the chunks of the batch depend on its size alone, not on the thread count.
+constexpr int64_t kMaxWeightPartials = 16;
+int64_t weight_partials(const ConvShape& s) { return std::min(s.batch, kMaxWeightPartials); }
 
 // Forward and input gradient: the weights go to their kernel layout once, then each image's
 // input is staged, `primitive` maps it to the output, and the output is reordered back.
@@ -248,7 +255,7 @@ void map_images(const ConvShape& s, const ConvPlan& p, const dnnl::primitive& pr
   const bool forward = in.id == DNNL_ARG_SRC;
   const int64_t x_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
   const int64_t in_image = forward ? x_image : out_image, result_image = forward ? out_image : x_image;
-  for_each_image(s.batch, [&](int64_t n) {
+  for_each_task(s.batch, [&](int64_t n) {
     const void* source = staged_input(in.operand, in.data + n * in_image, thread_buffer(0, p.image_floats),
                                       p.scratchpad_bytes);
     void* target = output_target(out.operand, out.data + n * result_image, thread_buffer(1, p.image_floats));
@@ -274,8 +281,7 @@ bool onednn_conv_fits(const ConvShape& s) {
 }
 
 int64_t onednn_conv_scratch_elements(const ConvShape& s) {
-  const ConvPlan& p = plan_for(s);
-  return s.batch * p.partial_floats;
+  return weight_partials(s) * plan_for(s).partial_floats;
 }
 
 void onednn_conv_forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* out) {
@@ -294,24 +300,34 @@ void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float
                                  float* scratch) {
   const ConvPlan& p = plan_for(s);
   const int64_t in_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
-  float* partials = scratch;
-  for_each_image(s.batch, [&](int64_t n) {
-    const void* src = staged_input(p.weight_x, x + n * in_image, thread_buffer(0, p.image_floats), p.scratchpad_bytes);
-    const void* diff_dst = staged_input(p.weight_grad_out, grad_out + n * out_image,
-                                        thread_buffer(1, p.image_floats), p.scratchpad_bytes);
-    execute(p.backward_weight,
-            {{DNNL_ARG_SRC, wrap(p.weight_x.kernel, src)},
-             {DNNL_ARG_DIFF_DST, wrap(p.weight_grad_out.kernel, diff_dst)},
-             {DNNL_ARG_DIFF_WEIGHTS, wrap(p.weight_grad.kernel, partials + n * p.partial_floats)}},
-            p.scratchpad_bytes);
-  });
-  // The images' partials add up in image order into the first (or straight into grad_weight).
   const int64_t count = static_cast<int64_t>(p.weight_grad.kernel.get_size() / sizeof(float));
+  const int64_t partial_count = weight_partials(s);
+  float* partials = scratch;
+  // Chunk c of the batch sums its images' gradients in image order into partial c.
+  for_each_task(partial_count, [&](int64_t chunk) {
+    float* partial = partials + chunk * p.partial_floats;
+    const int64_t first = chunk * s.batch / partial_count, last = (chunk + 1) * s.batch / partial_count;
+    for (int64_t n = first; n < last; ++n) {
+      float* target = n == first ? partial : thread_buffer(3, p.partial_floats);
+      const void* src =
+          staged_input(p.weight_x, x + n * in_image, thread_buffer(0, p.image_floats), p.scratchpad_bytes);
+      const void* diff_dst = staged_input(p.weight_grad_out, grad_out + n * out_image,
+                                          thread_buffer(1, p.image_floats), p.scratchpad_bytes);
+      execute(p.backward_weight,
+              {{DNNL_ARG_SRC, wrap(p.weight_x.kernel, src)},
+               {DNNL_ARG_DIFF_DST, wrap(p.weight_grad_out.kernel, diff_dst)},
+               {DNNL_ARG_DIFF_WEIGHTS, wrap(p.weight_grad.kernel, target)}},
+              p.scratchpad_bytes);
+      if (target != partial)
+        for (int64_t e = 0; e < count; ++e) partial[e] += target[e];
+    }
+  });
+  // The partials add up in chunk order into the first (or straight into grad_weight).
   float* sum = p.weight_grad.reorder ? partials : grad_weight;
   parallel_for(0, count, 16384, [&](int64_t lo, int64_t hi) {
     if (sum != partials) std::copy(partials + lo, partials + hi, sum + lo);
-    for (int64_t n = 1; n < s.batch; ++n) {
-      const float* partial = partials + n * p.partial_floats;
+    for (int64_t c = 1; c < partial_count; ++c) {
+      const float* partial = partials + c * p.partial_floats;
       for (int64_t e = lo; e < hi; ++e) sum[e] += partial[e];
     }
   });
