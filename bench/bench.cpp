@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -19,17 +20,27 @@ std::map<std::string, Suite>& registry() {
   return suites;
 }
 
-double time_ms(const std::function<void()>& fn, int reps) {
+StepTimes time_step(const std::function<void()>& fn, int reps) {
+  auto process_cpu_ms = [] {
+    timespec now{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_nsec) / 1e6;
+  };
   fn();
-  std::vector<double> times;
+  std::vector<double> wall, cpu;
   for (int i = 0; i < std::max(reps, 1); ++i) {
-    auto start = std::chrono::steady_clock::now();
+    const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_ms();
     fn();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    cpu.push_back(process_cpu_ms() - cpu_start);
+    wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  std::sort(wall.begin(), wall.end());
+  std::sort(cpu.begin(), cpu.end());
+  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
 }
+
+double time_ms(const std::function<void()>& fn, int reps) { return time_step(fn, reps).wall_ms; }
 
 double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
   Tensor a = randn({m, k}), b = randn({k, n}), c = empty({m, n});

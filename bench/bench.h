@@ -27,6 +27,12 @@ struct Register {
 
 // Median wall time in milliseconds of `fn` over `reps` runs after one warm-up run.
 double time_ms(const std::function<void()>& fn, int reps);
+// Median wall and process CPU milliseconds of fn over reps runs (after one warm-up). On a
+// loaded machine wall time swings with the scheduler while CPU time at one thread does not.
+struct StepTimes {
+  double wall_ms, cpu_ms;
+};
+StepTimes time_step(const std::function<void()>& fn, int reps);
 
 // Median milliseconds of the raw BLAS sgemm C[m,n] = A[m,k] B[k,n] on OpenBLAS's own threads
 // (as many as the ember pool): the reference ember's products are compared with.

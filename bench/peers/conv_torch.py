@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch peer of `ember bench conv`: nn.Conv2d (no bias, padding kernel // 2),
 nn.BatchNorm2d (training) and nn.MaxPool2d(3, 2, 1) forward + backward (of the output's
-sum) on [batch, in, size, size], median of --reps runs after one warm-up. Prints one JSON
-row per --case, in order. Needs PyTorch; not part of the tests.
+sum) on [batch, in, size, size], median wall and process CPU time of --reps runs after one
+warm-up. Prints one JSON row per --case, in order. Needs PyTorch; not part of the tests.
 
   python3 bench/peers/conv_torch.py --case conv,64,64,3,56 [--case bn,64,64,0,56 ...] [--batch 8]
 """
@@ -43,13 +43,14 @@ def main():
             module(x).sum().backward()
 
         step()
-        times = []
+        times, cpu_times = [], []
         for _ in range(args.reps):
-            begin = time.perf_counter()
+            begin, cpu_begin = time.perf_counter(), time.process_time()
             step()
+            cpu_times.append(time.process_time() - cpu_begin)
             times.append(time.perf_counter() - begin)
-        print(json.dumps({"case": case, "torch": torch.__version__, "ms": 1000 * sorted(times)[len(times) // 2]}),
-              flush=True)
+        print(json.dumps({"case": case, "torch": torch.__version__, "ms": 1000 * sorted(times)[len(times) // 2],
+                          "cpu_ms": 1000 * sorted(cpu_times)[len(cpu_times) // 2]}), flush=True)
 
 
 if __name__ == "__main__":

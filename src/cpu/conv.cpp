@@ -1,13 +1,15 @@
 // im2col / col2im over 1-3 spatial dims and the GEMM calls of convolution's forward and
-// backward (one image at a time, all groups in one batched product).
+// backward (one image at a time, all groups in one batched product); float32 convolutions
+// that oneDNN's direct kernels take go there instead (Note [Convolution on oneDNN]).
 #include "cpu/conv.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "cpu/conv_onednn.h"
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
-#include "cpu/type_dispatch.h"
+#include "cpu/float_dispatch.h"
 #include "ember/error.h"
 
 namespace ember::cpu {
@@ -61,13 +63,6 @@ void kernel_offsets(const ConvShape& s, int64_t r, int64_t k[3]) {
   k[0] = r / (s.kernel[2] * s.kernel[1]);
 }
 
-template <typename Body>
-void dispatch_float(ScalarType dtype, const char* op, Body&& body) {
-  if (dtype == kFloat32) return body(TypeTag<float>{});
-  EMBER_CHECK(dtype == kFloat64, op, "not implemented for dtype ", dtype_name(dtype));
-  body(TypeTag<double>{});
-}
-
 }  // namespace
 
 bool ConvShape::pointwise() const {
@@ -76,7 +71,28 @@ bool ConvShape::pointwise() const {
   return true;
 }
 
+namespace {
+
+// ember-rt's copy of this file (EMBER_GEMM_OPENBLAS_ONLY, Note [Runtime size]) links no
+// oneDNN: its convolutions stay on im2col + GEMM, within float32 rounding of eager's.
+bool on_onednn(ScalarType dtype, const ConvShape& s) {
+#ifdef EMBER_GEMM_OPENBLAS_ONLY
+  (void)dtype;
+  (void)s;
+  return false;
+#else
+  return dtype == kFloat32 && onednn_conv_fits(s);
+#endif
+}
+
+}  // namespace
+
 int64_t ConvShape::scratch_elements() const { return pointwise() ? 0 : groups * col_rows() * out_plane(); }
+
+int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& s) {
+  if (on_onednn(dtype, s)) return onednn_conv_scratch_elements(s);
+  return s.scratch_elements();
+}
 
 void im2col(ScalarType dtype, const ConvShape& s, const void* x, void* col) {
   const int64_t K = s.kernel_volume(), L = s.out_plane(), rows = s.in_channels * K;
@@ -108,7 +124,7 @@ void im2col(ScalarType dtype, const ConvShape& s, const void* x, void* col) {
 
 void col2im(ScalarType dtype, const ConvShape& s, const void* col, void* x) {
   const int64_t K = s.kernel_volume(), L = s.out_plane(), plane_size = s.in_plane();
-  dispatch_float(dtype, "conv", [&](auto tag) {
+  dispatch_float32_or_64(dtype, "conv", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* src = static_cast<const T*>(col);
     T* dst = static_cast<T*>(x);
@@ -139,6 +155,9 @@ void conv_forward(ScalarType dtype, const ConvShape& s, const void* x, const voi
   const int64_t G = s.groups, cout_g = s.out_channels / G, Kg = s.col_rows(), L = s.out_plane();
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (s.batch == 0 || L == 0 || s.out_channels == 0) return;
+  if (on_onednn(dtype, s))
+    return onednn_conv_forward(s, static_cast<const float*>(x), static_cast<const float*>(weight),
+                               static_cast<const float*>(bias), static_cast<float*>(out));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* xn = static_cast<const char*>(x) + n * s.in_channels * s.in_plane() * item;
     char* on = static_cast<char*>(out) + n * s.out_channels * L * item;
@@ -149,7 +168,7 @@ void conv_forward(ScalarType dtype, const ConvShape& s, const void* x, const voi
     }
     // The bias goes in first and the product adds to it (beta = 1): one pass over out.
     if (bias) {
-      dispatch_float(dtype, "conv", [&](auto tag) {
+      dispatch_float32_or_64(dtype, "conv", [&](auto tag) {
         using T = typename decltype(tag)::type;
         for (int64_t c = 0; c < s.out_channels; ++c)
           std::fill_n(reinterpret_cast<T*>(on) + c * L, L, static_cast<const T*>(bias)[c]);
@@ -164,6 +183,9 @@ void conv_backward_input(ScalarType dtype, const ConvShape& s, const void* grad_
                          void* grad_x, void* scratch) {
   const int64_t G = s.groups, cout_g = s.out_channels / G, Kg = s.col_rows(), L = s.out_plane();
   const int64_t item = static_cast<int64_t>(element_size(dtype));
+  if (on_onednn(dtype, s))
+    return onednn_conv_backward_input(s, static_cast<const float*>(grad_out), static_cast<const float*>(weight),
+                                      static_cast<float*>(grad_x));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* gn = static_cast<const char*>(grad_out) + n * s.out_channels * L * item;
     char* xn = static_cast<char*>(grad_x) + n * s.in_channels * s.in_plane() * item;
@@ -180,6 +202,9 @@ void conv_backward_weight(ScalarType dtype, const ConvShape& s, const void* x, c
   const int64_t G = s.groups, cout_g = s.out_channels / G, Kg = s.col_rows(), L = s.out_plane();
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (s.batch == 0) std::memset(grad_weight, 0, static_cast<size_t>(s.out_channels * Kg * item));
+  if (on_onednn(dtype, s))
+    return onednn_conv_backward_weight(s, static_cast<const float*>(x), static_cast<const float*>(grad_out),
+                                       static_cast<float*>(grad_weight), static_cast<float*>(scratch));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* xn = static_cast<const char*>(x) + n * s.in_channels * s.in_plane() * item;
     const char* gn = static_cast<const char*>(grad_out) + n * s.out_channels * L * item;

@@ -1,5 +1,6 @@
 // Convolution over 1-3 spatial dims by im2col + GEMM: forward, grad input (GEMM + col2im)
-// and grad weight (im2col + GEMM), for float32 and float64.
+// and grad weight (im2col + GEMM), for float32 and float64; float32 runs on oneDNN's direct
+// kernels where they take the shape (Note [Convolution on oneDNN], cpu/conv_onednn.cpp).
 #pragma once
 #include <cstdint>
 
@@ -23,13 +24,18 @@ struct ConvShape {
   int64_t col_rows() const { return in_channels / groups * kernel_volume(); }
   // A 1x1 kernel with unit stride and no padding reads the input as its own column matrix.
   bool pointwise() const;
-  // Elements of the column scratch the kernels below need (0 when pointwise).
+  // Elements of the im2col column scratch (0 when pointwise).
   int64_t scratch_elements() const;
 };
 
+// Elements of dtype the passes below need as scratch for this shape: the im2col column
+// matrix, or the oneDNN path's per-image weight gradients. conv_forward never needs more
+// than scratch_elements() (the runtime's sizing).
+int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& shape);
+
 // All tensors contiguous: x [batch, in_channels, in...], weight [out_channels,
 // in_channels / groups, kernel...], out [batch, out_channels, out...], bias [out_channels]
-// or null; scratch holds scratch_elements() of dtype.
+// or null; scratch holds conv_scratch_elements(dtype, shape).
 void conv_forward(ScalarType dtype, const ConvShape& shape, const void* x, const void* weight, const void* bias,
                   void* out, void* scratch);
 // grad_x = d(out)/d(x)^T grad_out, overwriting grad_x.

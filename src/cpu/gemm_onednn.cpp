@@ -7,10 +7,6 @@
 // 1 for its duration (omp_set_num_threads acts on the calling thread only), so oneDNN never starts
 // an OpenMP team that would spin against the pool; parallelism comes from the tiles
 // (Note [GEMM tiles] in gemm.cpp). The scratchpad is the caller's: one buffer per thread.
-#include <omp.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <climits>
 #include <map>
 #include <memory>
@@ -21,6 +17,7 @@
 #include "cpu/dispatch.h"
 #include "cpu/gemm_backend.h"
 #include "cpu/gemm_blocks.h"
+#include "cpu/onednn.h"
 #include "ember/error.h"
 
 namespace ember::cpu {
@@ -35,21 +32,6 @@ memory::data_type dnnl_type(ScalarType dtype) {
     case kFloat16: return memory::data_type::f16;
     default: return memory::data_type::undef;
   }
-}
-
-// EMBER_CPU_CAPABILITY=avx2|baseline also caps oneDNN, so the other code paths can be
-// tried on this machine; it must be set before oneDNN's first primitive.
-// Never destroyed: pool threads' streams may outlive any static destructor order.
-dnnl::engine& engine() {
-  static dnnl::engine* instance = [] {
-    switch (cpu_capability()) {
-      case Capability::AVX2: dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); break;
-      case Capability::Baseline: dnnl::set_max_cpu_isa(dnnl::cpu_isa::sse41); break;
-      default: break;
-    }
-    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  }();
-  return *instance;
 }
 
 struct PrimitiveKey {
@@ -92,7 +74,7 @@ Primitive make_primitive(const PrimitiveKey& key) {
     ops.append_sum(key.beta);
     attr.set_post_ops(ops);
   }
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine());
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, onednn_engine());
   p.impl = pd.impl_info_str();
   p.reference = p.impl.rfind("ref", 0) == 0;
   p.scratchpad_bytes = pd.scratchpad_desc().get_size();
@@ -118,27 +100,21 @@ bool usable_ld(int64_t rows, int64_t cols, int64_t& ld) {
 }
 
 void run_one(const PrimitiveKey& key, const void* a, const void* b, void* c) {
-  // Note [oneDNN threads]; the caller's own OpenMP setting is restored after.
-  struct SingleThreaded {
-    int saved = omp_get_max_threads();
-    SingleThreaded() { omp_set_num_threads(1); }
-    ~SingleThreaded() { omp_set_num_threads(saved); }
-  } single_threaded;
+  OneDnnSingleThreaded single_threaded;
   const Primitive& p = cached_primitive(key);
   if (p.reference)
     warn_once("oneDNN runs its reference kernel (" + p.impl + ") for a " + dtype_name(key.dtype) +
                           " product: correct, but far from this CPU's speed");
-  thread_local dnnl::stream stream(engine());
   uint8_t* scratchpad = workspace<uint8_t>(0, static_cast<int64_t>(p.scratchpad_bytes));
-  memory a_mem(p.a, engine(), const_cast<void*>(a)), b_mem(p.b, engine(), const_cast<void*>(b)),
-      c_mem(p.c, engine(), c);
-  memory scratch_mem(memory::desc({static_cast<int64_t>(p.scratchpad_bytes)}, memory::data_type::u8, {1}), engine(),
+  memory a_mem(p.a, onednn_engine(), const_cast<void*>(a)), b_mem(p.b, onednn_engine(), const_cast<void*>(b)),
+      c_mem(p.c, onednn_engine(), c);
+  memory scratch_mem(memory::desc({static_cast<int64_t>(p.scratchpad_bytes)}, memory::data_type::u8, {1}), onednn_engine(),
                      scratchpad);
-  p.matmul.execute(stream, {{DNNL_ARG_SRC, a_mem},
+  p.matmul.execute(onednn_stream(), {{DNNL_ARG_SRC, a_mem},
                             {DNNL_ARG_WEIGHTS, b_mem},
                             {DNNL_ARG_DST, c_mem},
                             {DNNL_ARG_SCRATCHPAD, scratch_mem}});
-  stream.wait();
+  onednn_stream().wait();
 }
 
 // The implementation oneDNN picks for a square product of this dtype, "" when none.
@@ -183,6 +159,26 @@ const Fit& fit() {
 }
 
 }  // namespace
+
+// EMBER_CPU_CAPABILITY=avx2|baseline also caps oneDNN, so the other code paths can be
+// tried on this machine; it must be set before oneDNN's first primitive.
+// Never destroyed: pool threads' streams may outlive any static destructor order.
+dnnl::engine& onednn_engine() {
+  static dnnl::engine* instance = [] {
+    switch (cpu_capability()) {
+      case Capability::AVX2: dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); break;
+      case Capability::Baseline: dnnl::set_max_cpu_isa(dnnl::cpu_isa::sse41); break;
+      default: break;
+    }
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return *instance;
+}
+
+dnnl::stream& onednn_stream() {
+  thread_local dnnl::stream stream(onednn_engine());
+  return stream;
+}
 
 bool onednn_can_run(const GemmArgs& g) {
   const Fit& f = fit();
@@ -231,7 +227,7 @@ GemmBackendReport onednn_report() {
   const dnnl_version_t* v = dnnl_version();
   report.version = std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   try {
-    engine();
+    onednn_engine();
   } catch (const dnnl::error& e) {
     report.why = std::string("oneDNN did not start: ") + e.what() + "; not used";
     return report;

@@ -113,7 +113,7 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor&
   std::vector<int64_t> out_sizes = {s.batch, s.out_channels};
   for (int64_t d = 3 - (weight.dim() - 2); d < 3; ++d) out_sizes.push_back(s.out[d]);
   Tensor out = core::make_tensor(out_sizes, dtype);
-  Tensor scratch = core::make_tensor({s.scratch_elements()}, dtype);
+  Tensor scratch = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
   core::launch(op, [&] {
     return [dtype, s, xp = x.data_ptr(), wp = w.data_ptr(), bp = b.defined() ? b.data_ptr() : nullptr,
             o = out.data_ptr(), work = scratch.data_ptr()] { cpu::conv_forward(dtype, s, xp, wp, bp, o, work); };
@@ -129,7 +129,7 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor&
                                  "double backward (create_graph=true) is not supported");
                      const Tensor g = grads[0].to(dtype).contiguous();
                      const Tensor xs = saved_x.get(), ws = saved_w.get();
-                     Tensor work = core::make_tensor({s.scratch_elements()}, dtype);
+                     Tensor work = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
                      std::vector<Tensor> result(needs.size());
                      if (needs[0]) {
                        result[0] = core::make_tensor(xs.sizes(), dtype);
@@ -241,7 +241,7 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
   std::vector<int64_t> out_sizes = {s.batch, s.in_channels};
   for (int64_t d = 3 - rank; d < 3; ++d) out_sizes.push_back(s.in[d]);
   Tensor out = core::make_tensor(out_sizes, dtype);
-  Tensor scratch = core::make_tensor({s.scratch_elements()}, dtype);
+  Tensor scratch = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
   cpu::conv_backward_input(dtype, s, x.data_ptr(), w.data_ptr(), out.data_ptr(), scratch.data_ptr());
   if (autograd::should_record({input, weight})) {
     SavedTensor saved_x(x), saved_w(w);
@@ -252,7 +252,7 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
           EMBER_CHECK(!is_grad_enabled(), name.c_str(), "double backward (create_graph=true) is not supported");
           const Tensor g = grads[0].to(dtype).contiguous();
           const Tensor xs = saved_x.get(), ws = saved_w.get();
-          Tensor work = core::make_tensor({s.scratch_elements()}, dtype);
+          Tensor work = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
           std::vector<Tensor> result(2);
           if (needs[0]) {
             result[0] = core::make_tensor(xs.sizes(), dtype);

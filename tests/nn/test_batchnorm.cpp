@@ -108,6 +108,91 @@ TEST(BatchNorm, GradcheckAndOtherRanks) {
   EXPECT_EQ(bn3->named_parameters().keys(), (std::vector<std::string>{"weight", "bias"}));
 }
 
+// Gradients of sum(bn(x) * r) with batch statistics, written per channel in float64:
+// grad_bias = sum r, grad_weight = sum r * xhat, grad_x = w / std * (r - mean r - xhat * mean(r * xhat)).
+struct BatchNormGrads {
+  std::vector<double> x, weight, bias;
+};
+BatchNormGrads batch_norm_grads(const Tensor& x, const Tensor& r, const std::vector<double>& w, double eps) {
+  const auto xv = values(x), rv = values(r);
+  const int64_t C = x.size(1), inner = x.numel() / (x.size(0) * C);
+  const double count = static_cast<double>(x.size(0) * inner);
+  const auto s = channel_stats(x);
+  BatchNormGrads g{std::vector<double>(xv.size()), std::vector<double>(C, 0.0), std::vector<double>(C, 0.0)};
+  auto xhat = [&](size_t i) {
+    const size_t c = (i / inner) % C;
+    return (xv[i] - s.mean[c]) / std::sqrt(s.var[c] + eps);
+  };
+  for (size_t i = 0; i < xv.size(); ++i) {
+    g.bias[(i / inner) % C] += rv[i];
+    g.weight[(i / inner) % C] += rv[i] * xhat(i);
+  }
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const size_t c = (i / inner) % C;
+    g.x[i] = w[c] / std::sqrt(s.var[c] + eps) * (rv[i] - g.bias[c] / count - xhat(i) * g.weight[c] / count);
+  }
+  return g;
+}
+
+// float32 runs the fused kernels (Note [Fused BatchNorm]): forward, running stats and every
+// gradient against the float64 formulas, for widths that are and are not multiples of the
+// kernel's 8 accumulators, [N, C] inputs, a non-contiguous input and no affine parameters.
+TEST(BatchNorm, Float32FusedKernelsMatchFloat64Formulas) {
+  struct Case {
+    std::vector<int64_t> sizes;
+    bool affine, transposed;
+  };
+  uint32_t seed = 40;
+  for (const Case& c : {Case{{4, 3, 8, 8}, true, false}, Case{{3, 5, 7, 3}, true, true}, Case{{6, 4}, true, false},
+                        Case{{2, 3, 5, 2, 3}, false, false}}) {
+    SCOPED_TRACE(::testing::PrintToString(c.sizes));
+    const int64_t C = c.sizes[1];
+    Tensor x64 = uniform(c.sizes, seed++, -2, 3);
+    if (c.transposed) x64 = uniform({c.sizes[0], c.sizes[1], c.sizes[3], c.sizes[2]}, seed++, -2, 3).transpose(2, 3);
+    const Tensor r64 = uniform(c.sizes, seed++);
+    const Tensor w64 = uniform({C}, seed++, 0.5, 1.5), b64 = uniform({C}, seed++);
+    const Tensor x = x64.to(kFloat32).requires_grad_(true);
+    const Tensor w = w64.to(kFloat32).requires_grad_(true), b = b64.to(kFloat32).requires_grad_(true);
+    const Tensor running_mean = zeros({C}), running_var = ones({C});
+    auto options = F::BatchNormFuncOptions().training(true).momentum(0.25).eps(1e-3);
+    if (c.affine) options.weight(w).bias(b);
+    const Tensor y = F::batch_norm(x, running_mean, running_var, options);
+    (y * r64.to(kFloat32)).sum().backward();
+    const auto s = channel_stats(x64);
+    const std::vector<double> weight = c.affine ? values(w64) : std::vector<double>(C, 1.0);
+    const std::vector<double> bias = c.affine ? values(b64) : std::vector<double>(C, 0.0);
+    EXPECT_EQ(y.scalar_type(), kFloat32);
+    EXPECT_TRUE(all_close(y, normalized(x64, s.mean, s.var, weight, bias, 1e-3), {1e-5, 1e-5}));
+    const double count = static_cast<double>(x64.numel() / C);
+    std::vector<double> mean, var;
+    for (int64_t ch = 0; ch < C; ++ch) {
+      mean.push_back(0.25 * s.mean[ch]);
+      var.push_back(0.75 + 0.25 * s.var[ch] * count / (count - 1));
+    }
+    EXPECT_TRUE(all_close(running_mean, mean, {1e-6, 1e-6}));
+    EXPECT_TRUE(all_close(running_var, var, {1e-6, 1e-6}));
+    const auto grads = batch_norm_grads(x64, r64, weight, 1e-3);
+    EXPECT_TRUE(all_close(x.grad(), grads.x, {1e-5, 1e-5})) << "grad input";
+    if (c.affine) {
+      EXPECT_TRUE(all_close(w.grad(), grads.weight, {1e-5, 1e-5})) << "grad weight";
+      EXPECT_TRUE(all_close(b.grad(), grads.bias, {1e-5, 1e-5})) << "grad bias";
+    }
+  }
+}
+
+TEST(BatchNorm, FusedBitwiseIdenticalForAnyThreadCount) {
+  const Tensor x = uniform({8, 64, 9, 7}, 60, -1, 1, kFloat32), r = uniform({8, 64, 9, 7}, 61, -1, 1, kFloat32);
+  auto run = [&] {
+    nn::BatchNorm2d bn(nn::BatchNormOptions(64));
+    const Tensor xl = x.clone().requires_grad_(true);
+    const Tensor y = bn(xl);
+    (y * r).sum().backward();
+    return std::vector<std::vector<double>>{values(y), values(xl.grad()), values(bn->weight.grad()),
+                                            values(bn->running_var)};
+  };
+  expect_same_for_any_thread_count(run);
+}
+
 TEST(BatchNorm, InvalidArgumentsNameTheArgument) {
   nn::BatchNorm2d bn(nn::BatchNormOptions(3));
   EXPECT_TRUE(throws_error([&] { bn(zeros({2, 3, 4})); }, {"[BatchNorm2d]", "4-d", "[2, 3, 4]"}));

@@ -1,5 +1,6 @@
 // Conv1d/2d/3d and F::pad: forward against a direct float64 convolution, gradients by
 // gradcheck, every padding option and mode, odd layouts, and the argument errors.
+#include "cpu/conv_onednn.h"
 #include "vision_reference.h"
 
 namespace ember::nntest {
@@ -92,6 +93,89 @@ TEST(Conv2d, Float32MatchesFloat64Reference) {
   const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride(2).padding(1).groups(2));
   EXPECT_EQ(y.scalar_type(), kFloat32);
   EXPECT_TRUE(all_close(y, expected, {1e-5, 1e-5}));
+}
+
+// float32 convolutions that are not pointwise run on oneDNN's direct kernels (Note
+// [Convolution on oneDNN]): the output against the direct float64 convolution and both
+// gradients against the float64 path (im2col + GEMM, gradchecked below), for every shape
+// class: padding, stride, dilation, asymmetric options, groups, depthwise, channel counts
+// that are not multiples of the kernels' blocks, odd sizes, 1-d and 3-d, non-contiguous input.
+TEST(Conv2d, Float32DirectKernelsMatchFloat64) {
+  struct Case {
+    std::vector<int64_t> x_sizes, w_sizes, stride, padding, dilation;
+    int64_t groups;
+    bool bias, channels_last;
+  };
+  const std::vector<Case> cases = {
+      {{2, 16, 9, 11}, {24, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, false},
+      {{3, 5, 13, 10}, {7, 5, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false, false},
+      {{2, 8, 12, 12}, {8, 8, 3, 2}, {1, 2}, {2, 1}, {2, 3}, 1, true, false},
+      {{2, 8, 7, 7}, {12, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true, false},
+      {{2, 16, 10, 9}, {16, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 16, false, false},
+      {{2, 16, 9, 9}, {32, 16, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, true, false},
+      {{1, 32, 8, 8}, {32, 32, 5, 5}, {1, 1}, {0, 0}, {1, 1}, 1, false, false},
+      {{2, 6, 8, 9}, {10, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, true},
+      {{2, 6, 17}, {5, 6, 3}, {2}, {1}, {1}, 1, true, false},
+      {{2, 4, 5, 6, 7}, {6, 4, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, true, false},
+      // More images than weight-gradient partials: chunks of one and two images.
+      {{19, 4, 5, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false, false},
+  };
+  uint32_t seed = 200;
+  for (const Case& c : cases) {
+    SCOPED_TRACE("input " + ::testing::PrintToString(c.x_sizes) + " weight " + ::testing::PrintToString(c.w_sizes));
+    Tensor x64 = uniform(c.x_sizes, seed++);
+    if (c.channels_last) x64 = uniform({c.x_sizes[0], c.x_sizes[2], c.x_sizes[3], c.x_sizes[1]}, seed++).permute({0, 3, 1, 2});
+    const Tensor w64 = uniform(c.w_sizes, seed++), b64 = c.bias ? uniform({c.w_sizes[0]}, seed++) : Tensor();
+    const ConvArgs args{c.stride, c.padding, c.padding, c.dilation, c.groups};
+    std::vector<int64_t> sizes;
+    const auto expected = conv_reference(x64, w64, b64, args, sizes);
+    const Tensor r64 = uniform(sizes, seed++);
+    auto run = [&](ScalarType dtype) {
+      const Tensor x = x64.detach().to(dtype).requires_grad_(true), w = w64.to(dtype).requires_grad_(true);
+      const Tensor b = c.bias ? b64.to(dtype).requires_grad_(true) : Tensor();
+      const Tensor y = ember::convolution(x, w, b, c.stride, c.padding, c.dilation, c.groups);
+      (y * r64.to(dtype)).sum().backward();
+      return std::vector<Tensor>{y, x.grad(), w.grad(), c.bias ? b.grad() : Tensor()};
+    };
+    const auto f32 = run(kFloat32), f64 = run(kFloat64);
+    EXPECT_EQ(f32[0].sizes(), sizes);
+    EXPECT_TRUE(all_close(f32[0], expected, {1e-5, 1e-5}));
+    EXPECT_TRUE(all_close(f32[1], values(f64[1]), {1e-5, 1e-5})) << "grad input";
+    EXPECT_TRUE(all_close(f32[2], values(f64[2]), {1e-5, 1e-5})) << "grad weight";
+    if (c.bias) EXPECT_TRUE(all_close(f32[3], values(f64[3]), {1e-5, 1e-5})) << "grad bias";
+  }
+#if defined(__x86_64__)
+  // On x86-64 oneDNN has a direct kernel for these shapes: the cases above ran it.
+  cpu::ConvShape shape;
+  shape.batch = 2;
+  shape.in_channels = 16;
+  shape.out_channels = 24;
+  shape.in[1] = shape.out[1] = 9;
+  shape.in[2] = shape.out[2] = 11;
+  shape.kernel[1] = shape.kernel[2] = 3;
+  shape.pad[1] = shape.pad[2] = 1;
+  EXPECT_TRUE(cpu::onednn_conv_fits(shape));
+  shape.kernel[1] = shape.kernel[2] = 1;
+  shape.pad[1] = shape.pad[2] = 0;
+  EXPECT_FALSE(cpu::onednn_conv_fits(shape)) << "pointwise convolutions stay a GEMM";
+#endif
+}
+
+// conv_transpose runs the direct kernels' input gradient as its forward, with an output
+// padding that makes oneDNN's padding after negative.
+TEST(ConvTranspose2d, Float32DirectKernelsMatchFloat64) {
+  const Tensor x64 = uniform({2, 16, 5, 6}, 230), w64 = uniform({16, 8, 3, 3}, 231), b64 = uniform({8}, 232);
+  auto run = [&](ScalarType dtype) {
+    const Tensor x = x64.to(dtype).requires_grad_(true), w = w64.to(dtype).requires_grad_(true);
+    const Tensor y = ember::conv_transpose2d(x, w, b64.to(dtype), {2, 2}, {0, 1}, {1, 1}, 1, {1, 1});
+    (y * y).sum().backward();
+    return std::vector<Tensor>{y, x.grad(), w.grad()};
+  };
+  const auto f32 = run(kFloat32), f64 = run(kFloat64);
+  EXPECT_EQ(f32[0].sizes(), f64[0].sizes());
+  EXPECT_TRUE(all_close(f32[0], values(f64[0]), {1e-5, 1e-5}));
+  EXPECT_TRUE(all_close(f32[1], values(f64[1]), {1e-4, 1e-4})) << "grad input";
+  EXPECT_TRUE(all_close(f32[2], values(f64[2]), {1e-4, 1e-4})) << "grad weight";
 }
 
 TEST(Conv2d, ReducedPrecisionComputesInFloat32) {
@@ -245,8 +329,8 @@ TEST(Conv2d, InvalidArgumentsNameTheArgument) {
 }
 
 TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
-  const int previous = get_num_threads();
-  const Tensor x = uniform({3, 24, 19, 17}, 95, -1, 1, kFloat32), w = uniform({32, 12, 3, 3}, 96, -1, 1, kFloat32);
+  // 18 images: the float32 weight gradient sums 16 chunks of one or two images.
+  const Tensor x = uniform({18, 24, 19, 17}, 95, -1, 1, kFloat32), w = uniform({32, 12, 3, 3}, 96, -1, 1, kFloat32);
   // Output, grad input and grad weight of a grouped strided conv followed by both poolings.
   auto run = [&] {
     const Tensor xl = x.clone().requires_grad_(true), wl = w.clone().requires_grad_(true);
@@ -255,13 +339,7 @@ TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
     (z * z).sum().backward();
     return std::vector<std::vector<double>>{values(z), values(xl.grad()), values(wl.grad())};
   };
-  set_num_threads(1);
-  const auto reference = run();
-  for (int threads : {2, 3}) {
-    set_num_threads(threads);
-    EXPECT_EQ(run(), reference) << threads << " threads";
-  }
-  set_num_threads(previous);
+  expect_same_for_any_thread_count(run);
 }
 
 TEST(Conv2d, BackwardOfBackwardIsRefused) {

@@ -51,6 +51,21 @@ TEST(Pooling, ReducedPrecisionComputesInFloat32) {
   EXPECT_TRUE(all_close(avg, pool2d_reference(h, adaptive_ref(7, 3), adaptive_ref(6, 4), false).out));
 }
 
+// Ties (as after a ReLU) and windows of -inf name the window's first position inside the
+// input, as PyTorch, for both dtypes; with padding, stride and dilation.
+TEST(MaxPool2d, TiesAndMinusInfinityTakeTheFirstPosition) {
+  Tensor x = uniform({2, 3, 9, 8}, 8, -3, 3).round().clamp_min(0);
+  x = ember::cat({x, ember::full({1, 3, 9, 8}, -std::numeric_limits<double>::infinity(), kFloat64)});
+  for (ScalarType dtype : {kFloat64, kFloat32}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto ref = pool2d_reference(x, sliding_ref(9, 3, 2, 1, 1, false, true),
+                                      sliding_ref(8, 3, 1, 1, 2, false, true), true);
+    auto [y, indices] = ember::max_pool2d_with_indices(x.to(dtype), {3, 3}, {2, 1}, {1, 1}, {1, 2});
+    EXPECT_TRUE(all_equal(y, ref.out));
+    EXPECT_TRUE(all_equal(indices, ref.indices));
+  }
+}
+
 TEST(MaxPool2d, NanWinsAsInPyTorch) {
   Tensor x = uniform({1, 1, 2, 2}, 4);
   x = ember::cat({x.flatten().slice(0, 0, 2), ember::full({1}, std::nan(""), kFloat64), x.flatten().slice(0, 3, 4)})

@@ -1,5 +1,6 @@
 // Float64 references for the vision layers, written as plain loops over values read from
-// storage: direct convolution (any padding mode), direct pooling windows.
+// storage: direct convolution (any padding mode), direct pooling windows; and the
+// thread-count check their kernels share.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,19 @@
 namespace ember::nntest {
 
 using testutil::all_equal;
+
+// run() returns the same values at 1, 2 and 3 threads; the thread count is restored after.
+template <typename Run>
+void expect_same_for_any_thread_count(Run run) {
+  const int previous = get_num_threads();
+  set_num_threads(1);
+  const auto reference = run();
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    EXPECT_EQ(run(), reference) << threads << " threads";
+  }
+  set_num_threads(previous);
+}
 
 // One convolution's arguments for 1-3 spatial dims; mode is zeros, reflect, replicate or circular.
 struct ConvArgs {

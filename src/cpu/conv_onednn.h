@@ -1,0 +1,23 @@
+// float32 convolution on oneDNN's direct kernels (Note [Convolution on oneDNN]): the three
+// passes of cpu/conv.h, used by it where onednn_conv_fits.
+#pragma once
+#include <cstdint>
+
+#include "cpu/conv.h"
+
+namespace ember::cpu {
+
+// True when oneDNN has an optimised (non-reference) kernel for all three passes of this
+// float32 convolution (batch > 0, non-empty sizes).
+bool onednn_conv_fits(const ConvShape& shape);
+// Elements of float32 scratch onednn_conv_backward_weight needs (one weight gradient per
+// image); the other passes use none of the caller's scratch (the runtime sizes it for im2col).
+int64_t onednn_conv_scratch_elements(const ConvShape& shape);
+
+// As conv_forward, conv_backward_input and conv_backward_weight of cpu/conv.h, for float32.
+void onednn_conv_forward(const ConvShape& shape, const float* x, const float* weight, const float* bias, float* out);
+void onednn_conv_backward_input(const ConvShape& shape, const float* grad_out, const float* weight, float* grad_x);
+void onednn_conv_backward_weight(const ConvShape& shape, const float* x, const float* grad_out, float* grad_weight,
+                                 float* scratch);
+
+}  // namespace ember::cpu
