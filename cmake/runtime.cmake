@@ -86,8 +86,10 @@ target_link_options(ember_rt_core_only PRIVATE ${EMBER_RT_LINK_FLAGS})
 #
 # Note [Runtime size]
 # libember.so's src/cpu objects carry three GEMM backends, the autotune table (JSON) and the
-# profiler; ember-rt compiles its own copy with EMBER_GEMM_OPENBLAS_ONLY (cpu::gemm runs
-# OpenBLAS's tiles directly: the result eager gives under EMBER_GEMM_BACKEND=openblas) and -Os.
+# profiler; ember-rt compiles its own copy with EMBER_RT_CPU (cpu::gemm runs OpenBLAS's tiles
+# directly: the result eager gives under EMBER_GEMM_BACKEND=openblas; the profiler's hooks fold
+# away) and -Os. The SIMD kernels' register arrays must still unroll (EMBER_UNROLLED in
+# src/cpu/simd/gemm_kernels.cpp: -Os left the rows kernel 2-3x slower).
 # -Os changes no floating-point result: the build is ISO C++ (no FP contraction) without
 # -ffast-math, so every operation and its order stay as written (tests/runtime/
 # test_ember_rt_gpt.cpp compares ember-rt's logits with eager's bitwise); the SIMD kernels keep
@@ -108,9 +110,9 @@ foreach(cap IN LISTS EMBER_CAPABILITIES)
   list(APPEND EMBER_RT_SIMD_OBJECTS $<TARGET_OBJECTS:ember_rt_simd_${cap}>)
 endforeach()
 add_library(ember_rt_cpu STATIC ${EMBER_RT_CPU_SOURCES} ${EMBER_RT_SIMD_OBJECTS}
-  ${PROJECT_SOURCE_DIR}/src/core/allocator.cpp ${PROJECT_SOURCE_DIR}/src/core/profiler.cpp)
+  ${PROJECT_SOURCE_DIR}/src/core/allocator.cpp)
 target_include_directories(ember_rt_cpu PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
-target_compile_definitions(ember_rt_cpu PRIVATE EMBER_GEMM_OPENBLAS_ONLY)
+target_compile_definitions(ember_rt_cpu PRIVATE EMBER_RT_CPU)
 target_compile_options(ember_rt_cpu PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_SIZE_FLAGS})
 target_link_libraries(ember_rt_cpu PUBLIC PkgConfig::OPENBLAS Threads::Threads)
 # Its objects still define the backend switch of cpu::gemm, which names the backends left out:

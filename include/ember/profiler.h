@@ -67,7 +67,13 @@ namespace detail {
 // load and a branch at every instrumented site (Note [Profiler buffers] in src/core/profiler.cpp).
 inline constexpr uint32_t kRecording = 1, kMemory = 2;
 extern std::atomic<uint32_t> g_state;
+#ifdef EMBER_RT_CPU
+// ember-rt's copy of the layers below the runtime (Note [Runtime size] in cmake/runtime.cmake)
+// cannot start a profile: every hook folds away.
+inline uint32_t state() { return 0; }
+#else
 inline uint32_t state() { return g_state.load(std::memory_order_relaxed); }
+#endif
 // The allocator's hook: `allocated_bytes` live after a change of `delta` bytes.
 void record_memory(int64_t allocated_bytes, int64_t delta);
 }  // namespace detail

@@ -73,10 +73,10 @@ bool ConvShape::pointwise() const {
 
 namespace {
 
-// ember-rt's copy of this file (EMBER_GEMM_OPENBLAS_ONLY, Note [Runtime size]) links no
+// ember-rt's copy of this file (EMBER_RT_CPU, Note [Runtime size]) links no
 // oneDNN: its convolutions stay on im2col + GEMM, within float32 rounding of eager's.
 bool on_onednn(ScalarType dtype, const ConvShape& s) {
-#ifdef EMBER_GEMM_OPENBLAS_ONLY
+#ifdef EMBER_RT_CPU
   (void)dtype;
   (void)s;
   return false;

@@ -54,6 +54,7 @@ int64_t cache_bytes(int level, bool data) {
 
 CpuFeatures detect() {
   CpuFeatures f;
+  static_cast<IsaFeatures&>(f) = detect_isa_features();
   Regs r0 = cpuid(0);
   char vendor[13] = {};
   std::memcpy(vendor, &r0.ebx, 4);
@@ -68,7 +69,20 @@ CpuFeatures detect() {
     }
     f.model = trimmed(brand);
   }
-  const Regs r1 = cpuid(1);
+  cpu_set_t set;
+  f.logical_cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                                 : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  f.l1d_bytes = cache_bytes(1, true);
+  f.l2_bytes = cache_bytes(2, true);
+  f.l3_bytes = cache_bytes(3, true);
+  return f;
+}
+
+}  // namespace
+
+IsaFeatures detect_isa_features() {
+  IsaFeatures f;
+  const Regs r0 = cpuid(0), r1 = cpuid(1);
   const bool osxsave = bit(r1.ecx, 27);
   const uint64_t xcr = osxsave ? xcr0() : 0;
   const bool os_avx = (xcr & 0x6) == 0x6, os_avx512 = os_avx && (xcr & 0xe0) == 0xe0;
@@ -79,6 +93,7 @@ CpuFeatures detect() {
   if (r0.eax >= 7) {
     const Regs r7 = cpuid(7, 0), r7_1 = cpuid(7, 1);
     f.avx2 = f.avx && bit(r7.ebx, 5);
+    f.bmi2 = bit(r7.ebx, 8);
     f.avx512f = os_avx512 && bit(r7.ebx, 16);
     f.avx512dq = f.avx512f && bit(r7.ebx, 17);
     f.avx512bw = f.avx512f && bit(r7.ebx, 30);
@@ -92,16 +107,8 @@ CpuFeatures detect() {
     f.amx_int8 = os_amx && bit(r7.edx, 25);
     f.amx_fp16 = os_amx && bit(r7_1.eax, 21);
   }
-  cpu_set_t set;
-  f.logical_cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
-                                                                 : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  f.l1d_bytes = cache_bytes(1, true);
-  f.l2_bytes = cache_bytes(2, true);
-  f.l3_bytes = cache_bytes(3, true);
   return f;
 }
-
-}  // namespace
 
 const char* isa_name(Isa isa) {
   switch (isa) {
@@ -112,7 +119,7 @@ const char* isa_name(Isa isa) {
   }
 }
 
-Isa CpuFeatures::best_vector_isa() const {
+Isa IsaFeatures::best_vector_isa() const {
   if (avx512f && avx512bw && avx512vl && avx512dq) return Isa::AVX512;
   if (avx2 && fma) return Isa::AVX2;
   return avx ? Isa::AVX : Isa::SSE;

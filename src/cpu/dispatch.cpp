@@ -4,15 +4,15 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cpu/cpu_info.h"
+
 namespace ember::cpu {
 namespace {
 
 Capability detect() {
-  __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-              __builtin_cpu_supports("bmi2");
-  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const IsaFeatures f = detect_isa_features();
+  const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
   return avx512 ? Capability::AVX512 : avx2 ? Capability::AVX2 : Capability::Baseline;
 }
 
@@ -48,10 +48,8 @@ const char* capability_name(Capability capability) {
 }
 
 bool cpu_has_avx512_bf16() {
-  unsigned eax, ebx, ecx, edx;
-  // CPUID leaf 7 sub-leaf 1, EAX bit 5: AVX512_BF16.
-  __asm__ volatile("cpuid" : "=a"(eax), "=b"(ebx), "=c"(ecx), "=d"(edx) : "a"(7), "c"(1));
-  return g_best == Capability::AVX512 && ((eax >> 5) & 1u);
+  static const bool has = detect_isa_features().avx512_bf16;
+  return g_best == Capability::AVX512 && has;
 }
 
 }  // namespace ember::cpu

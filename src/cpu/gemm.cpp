@@ -117,7 +117,7 @@ namespace {
 // One product on the profiler's timeline: its backend, shape ("[m, k] x [k, n]") and FLOPs.
 // The event covers the choice too: a product's first run may autotune.
 void run_recorded(const GemmArgs& args) {
-#ifdef EMBER_GEMM_OPENBLAS_ONLY
+#ifdef EMBER_RT_CPU
   // ember-rt's build (cmake/runtime.cmake): one backend, so no autotune table, no oneDNN and no
   // profiler are linked; eager under EMBER_GEMM_BACKEND=openblas runs the same tiles.
   openblas_run(args);

@@ -35,7 +35,7 @@ void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, i
 
 }  // namespace ember::cpu
 
-// Kernels of the bf16/f16 paths (src/cpu/simd/gemm_kernels.cpp), declared here for the tests.
+// Kernels of the bf16/f16 paths and ember's float32 rows product (src/cpu/simd/gemm_kernels.cpp).
 // On row-major blocks: widen: dst = float(src). narrow: dst = round(src + beta * dst) to
 // nearest even, dst not read when beta == 0. few_rows: c[m, n] = alpha * a[m, k] op(b) in
 // float32, a contiguous (lda = k), b read directly in its storage type.
@@ -55,3 +55,7 @@ EMBER_DECLARE_KERNEL(void, gemm_few_rows_bf16,
 EMBER_DECLARE_KERNEL(void, gemm_few_rows_f16,
                      (int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
                       int64_t ldb, float* c, int64_t ldc))
+// few_rows in float32 for any m, a's rows lda apart: reads B once per pass of up to four rows.
+EMBER_DECLARE_KERNEL(void, gemm_rows_f32,
+                     (int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool trans_b,
+                      const float* b, int64_t ldb, float* c, int64_t ldc))

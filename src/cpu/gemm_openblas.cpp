@@ -41,6 +41,35 @@ const BlockFormat<float> kFloat16Format{
 namespace {
 
 
+// The instruction set of an OpenBLAS core's kernels (OpenBLAS's kernel/x86_64 names; builds
+// without DYNAMIC_ARCH spell them in capitals).
+Isa core_isa(std::string core) {
+  for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"})
+    if (core == name) return Isa::AVX512;
+  for (const char* name : {"haswell", "zen", "excavator"})
+    if (core == name) return Isa::AVX2;
+  for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
+    if (core == name) return Isa::AVX;
+  return Isa::SSE;  // Prescott, Core2, Nehalem, Atom, Opteron, ...: the generic kernels
+}
+
+// Note [OpenBLAS generic kernel]
+// On a CPU model it does not know (a current Xeon for Debian's 0.3.21), OpenBLAS runs generic
+// SSE kernels. libember's autotuning then picks another backend; ember-rt has only this one.
+// So float32 products run on ember's rows kernel (gemm_rows_f32, run-time dispatched): 3-5x
+// the generic gemv at the GPT's decode shapes, ~2.5x its gemm at prefill shapes. One-row
+// products always do: as fast as OpenBLAS's AVX2 gemv there, and the same result whichever
+// core OpenBLAS picked.
+bool kernel_below_cpu(Isa kernel_isa) {
+  return kernel_isa < std::min(detect_isa_features().best_vector_isa(), Isa::AVX2);
+}
+
+bool openblas_kernel_is_generic() {
+  static const bool generic = kernel_below_cpu(core_isa(openblas_get_corename()));
+  return generic;
+}
+
 void use_single_threaded_blas() {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });
@@ -64,9 +93,13 @@ void blas_row(bool ta, bool tb, int64_t n, int64_t k, double alpha, const double
               alpha, b, static_cast<int>(ldb), a, ta ? static_cast<int>(lda) : 1, beta, c, 1);
 }
 
-// Arguments already validated by fits_blas.
+// Arguments already validated by fits_blas. float32 products that overwrite C with A in rows
+// run on ember's rows kernel when it is faster (Note [OpenBLAS generic kernel]).
 void blas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
                const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const bool a_in_rows = !ta || (m == 1 && lda == 1);
+  if (beta == 0.0f && k > 0 && a_in_rows && (m == 1 || openblas_kernel_is_generic()))
+    return EMBER_KERNEL(gemm_rows_f32)(m, n, k, alpha, a, ta ? k : lda, tb, b, ldb, c, ldc);
   if (m == 1 && k > 0) return blas_row(ta, tb, n, k, alpha, a, lda, b, ldb, beta, c);
   cblas_sgemm(CblasRowMajor, blas_trans(ta), blas_trans(tb), static_cast<int>(m), static_cast<int>(n),
               static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
@@ -131,19 +164,6 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
   }
 }
 
-// The instruction set of an OpenBLAS core's kernels (OpenBLAS's kernel/x86_64 names; builds
-// without DYNAMIC_ARCH spell them in capitals).
-Isa core_isa(std::string core) {
-  for (char& ch : core) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"})
-    if (core == name) return Isa::AVX512;
-  for (const char* name : {"haswell", "zen", "excavator"})
-    if (core == name) return Isa::AVX2;
-  for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller"})
-    if (core == name) return Isa::AVX;
-  return Isa::SSE;  // Prescott, Core2, Nehalem, Atom, Opteron, ...: the generic kernels
-}
-
 }  // namespace
 
 const BlockFormat<float>& float32_format() { return kCopyFormat<float>; }
@@ -179,10 +199,11 @@ GemmBackendReport openblas_report() {
   report.kernel_isa = isa_name(kernel_isa);
   // A kernel below AVX2 on a CPU that has AVX2 is OpenBLAS's generic fallback for a CPU model
   // it does not know: 4-7x slower than the machine (Note [GEMM backends]).
-  report.fits_cpu = kernel_isa >= std::min(cpu_isa, Isa::AVX2);
+  report.fits_cpu = !kernel_below_cpu(kernel_isa);
   report.why = std::string("core ") + report.kernel + " (" + report.kernel_isa + " kernels) on a CPU with " + isa_name(cpu_isa) +
                (report.fits_cpu ? (kernel_isa < cpu_isa ? ": fits, though narrower than the CPU" : ": fits")
-                                : ": a generic fallback for a CPU model this OpenBLAS does not know; not used by auto");
+                                : ": a generic fallback for a CPU model this OpenBLAS does not know; not used by auto, "
+                                  "and its float32 products run on ember's rows kernel");
   report.dtypes = {kFloat32, kFloat64, kBFloat16, kFloat16};
   return report;
 }

@@ -42,8 +42,10 @@ struct Job {
   // inside the op that called parallel_for.
   void run_chunks(bool on_worker) {
     t_in_parallel = true;
+#ifndef EMBER_RT_CPU  // ember-rt has no profiler (ember/profiler.h)
     profiler::RecordFunction task;
     if (on_worker && profiler::is_enabled()) task.begin("pool_task", profiler::Category::PoolTask);
+#endif
     int64_t ran = 0;
     for (int64_t c; (c = next.fetch_add(1)) < chunks; ++ran) {
       if (!failed.load(std::memory_order_relaxed)) {
@@ -59,7 +61,12 @@ struct Job {
       }
       done.fetch_add(1, std::memory_order_acq_rel);
     }
+#ifndef EMBER_RT_CPU
     if (task.active() && ran == 0) task.cancel();
+#else
+    (void)on_worker;
+    (void)ran;
+#endif
     t_in_parallel = false;
   }
 };
@@ -77,7 +84,9 @@ class ThreadPool {
     stopping_ = false;
     for (int i = 0; i + 1 < threads_; ++i)
       workers_.emplace_back([this, i] {
+#ifndef EMBER_RT_CPU  // ember-rt has no profiler (ember/profiler.h)
         profiler::set_thread_name("pool worker " + std::to_string(i + 1));
+#endif
         worker_loop();
       });
   }

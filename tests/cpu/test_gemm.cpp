@@ -477,6 +477,44 @@ TEST(GemmKernels, NarrowAddsBetaTimesOutput) {
   }
 }
 
+// ember's float32 rows product (the OpenBLAS backend's one-row products, and all its float32
+// products where OpenBLAS's kernel is generic) on every instruction set: passes of 4, 2 and 1
+// rows, vector bodies and scalar tails of n and k, padded rows of A, B and C, B transposed or
+// not, alpha scaling, and C overwritten (a NaN there must not survive).
+TEST(GemmKernels, FloatRowsMatchFloat64) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for_each_capability([&] {
+    for (bool trans_b : {false, true})
+      for (int64_t m : {1, 2, 3, 7})
+        for (int64_t n : {1, 7, 8, 9, 33, 70})
+          for (int64_t k : {1, 15, 16, 17, 100}) {
+            const int64_t lda = k + 2, ldb = (trans_b ? k : n) + 3, ldc = n + 1;
+            std::vector<float> a(m * lda), b((trans_b ? n : k) * ldb);
+            std::vector<float> c(m * ldc, std::numeric_limits<float>::quiet_NaN());
+            for (float& x : a) x = dist(rng);
+            for (float& x : b) x = dist(rng);
+            EMBER_KERNEL(gemm_rows_f32)(m, n, k, -1.5f, a.data(), lda, trans_b, b.data(), ldb, c.data(), ldc);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < ldc; ++j) {
+                if (j == n) {
+                  ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "row padding written at row " << i;
+                  continue;
+                }
+                double expected = 0.0, magnitude = 0.0;
+                for (int64_t p = 0; p < k; ++p) {
+                  const double term = double(a[i * lda + p]) * (trans_b ? b[j * ldb + p] : b[p * ldb + j]);
+                  expected += term;
+                  magnitude += std::abs(term);
+                }
+                ASSERT_NEAR(c[i * ldc + j], -1.5 * expected, 1.5 * magnitude * 1e-6 + 1e-30)
+                    << capability_name(cpu_capability()) << " trans_b " << trans_b << " m " << m << " n " << n
+                    << " k " << k << " at " << i << ", " << j;
+              }
+          }
+  });
+}
+
 // Batches of small products run on the pool, larger ones one by one; stride 0 broadcasts.
 TEST(GemmBatched, MatchesPerMatrixReference) {
   struct Shape { int64_t batch, m, n, k; };

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -248,6 +249,22 @@ TEST(GemmFallback, AutoAvoidsOpenBLASGenericKernel) {
   if (report.kernel != "Prescott") GTEST_SKIP() << "this OpenBLAS (" << report.kernel << ") ignores OPENBLAS_CORETYPE";
   EXPECT_FALSE(report.fits_cpu);
   EXPECT_NE(report.why.find("generic fallback"), std::string::npos) << report.why;
+  // Forced anyway, its float32 products run on ember's rows kernel (Note [OpenBLAS generic
+  // kernel]): bit for bit that kernel's result, here on one tile.
+  {
+    const int64_t m = 5, n = 7, k = 9;
+    std::vector<float> a(m * k), b(n * k), c(m * n), expected(m * n);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (float& x : a) x = dist(rng);
+    for (float& x : b) x = dist(rng);
+    const std::optional<GemmBackend> forced = forced_gemm_backend();
+    set_forced_gemm_backend(GemmBackend::OpenBLAS);
+    gemm(kFloat32, false, true, m, n, k, 1.0, a.data(), k, b.data(), k, 0.0, c.data(), n);
+    set_forced_gemm_backend(forced);
+    EMBER_KERNEL(gemm_rows_f32)(m, n, k, 1.0f, a.data(), k, true, b.data(), k, expected.data(), n);
+    EXPECT_EQ(std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)), 0);
+  }
   Product p(512, 512, 512);
   if (!gemm_backend_report(GemmBackend::OneDNN).fits_cpu) GTEST_SKIP() << "no other float32 backend fits here";
   EXPECT_NE(choose_gemm_backend(p.args()), GemmBackend::OpenBLAS);

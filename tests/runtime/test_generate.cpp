@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <limits>
 #include <string>
 
 #include "ember/detail/sampling.h"
@@ -100,6 +101,20 @@ TEST(RuntimeGenerate, EmberRtSamplesAsEmberGenerateDoes) {
       run_command(std::string(EMBER_RT_PATH) + " " + path + " --prompt 'The ' --tokens 20 --seed 1 2>&1");
   EXPECT_EQ(printed, expected);
   std::remove(path.c_str());
+}
+
+// The sampler's order, derived by hand: most likely first, ties by token id, a NaN logit last.
+TEST(RuntimeGenerate, SamplerOrdersByLogitThenTokenId) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double logits[] = {1.0, 3.0, 3.0, nan, 2.0};
+  EXPECT_EQ(detail::sample_token(logits, 5, 0.0, 0, 1.0, 0.9), 1);  // greedy: the tie goes to id 1
+  // top-k 2 keeps tokens 1 and 2 with equal weight: u <= 1/2 draws the first.
+  EXPECT_EQ(detail::sample_token(logits, 5, 1.0, 2, 1.0, 0.5), 1);
+  EXPECT_EQ(detail::sample_token(logits, 5, 1.0, 2, 1.0, 0.75), 2);
+  // top-k 3 adds token 4 (logit 2) with weight e^-1; u = 0.99 lands on it.
+  EXPECT_EQ(detail::sample_token(logits, 5, 1.0, 3, 1.0, 0.99), 4);
+  const double mostly_nan[] = {nan, nan, -1.0, nan};
+  EXPECT_EQ(detail::sample_token(mostly_nan, 4, 0.0, 0, 1.0, 0.5), 2);
 }
 
 }  // namespace

@@ -18,7 +18,13 @@ inline int64_t sample_token(const double* logits, int64_t vocab, double temperat
                             double u) {
   std::vector<int64_t> order(static_cast<size_t>(vocab));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
+  // Most likely first, ties by token id; a NaN logit ranks last. A total order, so std::sort
+  // (smaller than a stable sort in ember-rt) gives exactly one answer.
+  auto rank = [&](int64_t i) { return std::isnan(logits[i]) ? -HUGE_VAL : logits[i]; };
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const double x = rank(a), y = rank(b);
+    return x > y || (x == y && a < b);
+  });
   if (temperature <= 0) return order[0];
   const int64_t keep = top_k > 0 ? std::min(top_k, vocab) : vocab;
   std::vector<double> probs(static_cast<size_t>(keep));

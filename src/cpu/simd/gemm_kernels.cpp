@@ -9,6 +9,10 @@
 
 #include "cpu/simd/float_vector.h"
 
+// The register-array loops below must unroll, so the arrays live in registers: also under the
+// -Os of ember-rt's build, where an array in memory makes a kernel 2-3x slower.
+#define EMBER_UNROLLED _Pragma("GCC unroll 16")
+
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
 
@@ -21,8 +25,10 @@ inline float scalar_fma(float a, float b, float c) {
 #endif
 }
 
-// load/store move kNativeWidth values between storage and a register, rounding to nearest even.
+// Storage: B's element type. load/store move kNativeWidth values between storage and a
+// register, rounding to nearest even.
 struct Bf16 {
+  using Storage = uint16_t;
   static float to_float(uint16_t x) { return bf16_to_float(x); }
   static uint16_t from_float(float x) { return float_to_bf16(x); }
   static vf load(const uint16_t* p) { return vload_bf16(p); }
@@ -30,10 +36,19 @@ struct Bf16 {
 };
 
 struct F16 {
+  using Storage = uint16_t;
   static float to_float(uint16_t x) { return half_to_float(x); }
   static uint16_t from_float(float x) { return float_to_half(x); }
   static vf load(const uint16_t* p) { return vload_f16(p); }
   static void store(uint16_t* p, vf v) { vstore_f16(p, v); }
+};
+
+// float32 B: the OpenBLAS backend's one-row products, and all its float32 products where
+// OpenBLAS runs a generic kernel (gemm_openblas.cpp).
+struct F32 {
+  using Storage = float;
+  static float to_float(float x) { return x; }
+  static vf load(const float* p) { return vload(p); }
 };
 
 template <typename Format>
@@ -71,24 +86,32 @@ constexpr int kMaxRows = kNativeWidth == 16 ? 4 : 2;
 // c[Rows, n] += a[Rows, Steps] * b[Steps, n] for Steps consecutive rows of b, each element
 // summed in p order (vector lanes and scalar leftovers alike).
 template <typename Format, int Rows, int Steps>
-void accumulate_rows(int64_t n, const float* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c, int64_t ldc) {
+void accumulate_rows(int64_t n, const float* a, int64_t lda, const typename Format::Storage* b, int64_t ldb, float* c,
+                     int64_t ldc) {
   float coef[Rows][Steps];
   vf coef_v[Rows][Steps];
+  EMBER_UNROLLED
   for (int i = 0; i < Rows; ++i)
+    EMBER_UNROLLED
     for (int s = 0; s < Steps; ++s) coef_v[i][s] = vset(coef[i][s] = a[i * lda + s]);
   int64_t j = 0;
   for (; j + kNativeWidth <= n; j += kNativeWidth) {
     vf bv[Steps];
+    EMBER_UNROLLED
     for (int s = 0; s < Steps; ++s) bv[s] = Format::load(b + s * ldb + j);
+    EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) {
       vf acc = vload(c + i * ldc + j);
+      EMBER_UNROLLED
       for (int s = 0; s < Steps; ++s) acc = vfma(coef_v[i][s], bv[s], acc);
       vstore(c + i * ldc + j, acc);
     }
   }
   for (; j < n; ++j) {
+    EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) {
       float acc = c[i * ldc + j];
+      EMBER_UNROLLED
       for (int s = 0; s < Steps; ++s) acc = scalar_fma(coef[i][s], Format::to_float(b[s * ldb + j]), acc);
       c[i * ldc + j] = acc;
     }
@@ -98,34 +121,43 @@ void accumulate_rows(int64_t n, const float* a, int64_t lda, const uint16_t* b, 
 // c[Rows, n] = alpha * a[Rows, k] * b[k, n], b rows along n: walks b row by row, four at a
 // time, so its reads stream; the caller keeps n small enough for c to stay in cache.
 template <typename Format, int Rows>
-void few_rows_nn(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
-                 float* c, int64_t ldc) {
+void few_rows_nn(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const typename Format::Storage* b,
+                 int64_t ldb, float* c, int64_t ldc) {
+  EMBER_UNROLLED
   for (int i = 0; i < Rows; ++i)
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = 0.0f;
   int64_t p = 0;
   for (; p + 4 <= k; p += 4) accumulate_rows<Format, Rows, 4>(n, a + p, lda, b + p * ldb, ldb, c, ldc);
   for (; p < k; ++p) accumulate_rows<Format, Rows, 1>(n, a + p, lda, b + p * ldb, ldb, c, ldc);
+  EMBER_UNROLLED
   for (int i = 0; i < Rows; ++i)
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= alpha;
 }
 
 // c[Rows, Cols] = alpha * a[Rows, k] * b[Cols, k]^T: dot products along k.
 template <typename Format, int Rows, int Cols>
-void few_rows_dots(int64_t k, float alpha, const float* a, int64_t lda, const uint16_t* b, int64_t ldb, float* c,
-                   int64_t ldc) {
+void few_rows_dots(int64_t k, float alpha, const float* a, int64_t lda, const typename Format::Storage* b, int64_t ldb,
+                   float* c, int64_t ldc) {
   vf acc[Rows][Cols];
+  EMBER_UNROLLED
   for (int i = 0; i < Rows; ++i)
+    EMBER_UNROLLED
     for (int j = 0; j < Cols; ++j) acc[i][j] = vset(0.0f);
   int64_t p = 0;
   for (; p + kNativeWidth <= k; p += kNativeWidth) {
     vf bv[Cols];
+    EMBER_UNROLLED
     for (int j = 0; j < Cols; ++j) bv[j] = Format::load(b + j * ldb + p);
+    EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) {
       const vf av = vload(a + i * lda + p);
+      EMBER_UNROLLED
       for (int j = 0; j < Cols; ++j) acc[i][j] = vfma(av, bv[j], acc[i][j]);
     }
   }
+  EMBER_UNROLLED
   for (int i = 0; i < Rows; ++i) {
+    EMBER_UNROLLED
     for (int j = 0; j < Cols; ++j) {
       float sum = hsum(acc[i][j]);
       for (int64_t q = p; q < k; ++q) sum = scalar_fma(a[i * lda + q], Format::to_float(b[j * ldb + q]), sum);
@@ -135,21 +167,26 @@ void few_rows_dots(int64_t k, float alpha, const float* a, int64_t lda, const ui
 }
 
 template <typename Format, int Rows>
-void few_rows_nt(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const uint16_t* b, int64_t ldb,
-                 float* c, int64_t ldc) {
+void few_rows_nt(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const typename Format::Storage* b,
+                 int64_t ldb, float* c, int64_t ldc) {
+  // One row keeps eight dot products in flight (the FMA latency times two ports); more rows
+  // share each load of a between four columns. Each dot sums in the same order either way.
+  constexpr int kColumns = Rows == 1 ? 8 : 4;
   int64_t j = 0;
+  for (; j + kColumns <= n; j += kColumns)
+    few_rows_dots<Format, Rows, kColumns>(k, alpha, a, lda, b + j * ldb, ldb, c + j, ldc);
   for (; j + 4 <= n; j += 4) few_rows_dots<Format, Rows, 4>(k, alpha, a, lda, b + j * ldb, ldb, c + j, ldc);
   for (; j < n; ++j) few_rows_dots<Format, Rows, 1>(k, alpha, a, lda, b + j * ldb, ldb, c + j, ldc);
 }
 
 template <typename Format>
-void few_rows(int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
-              int64_t ldb, float* c, int64_t ldc) {
+void few_rows(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool trans_b,
+              const typename Format::Storage* b, int64_t ldb, float* c, int64_t ldc) {
   auto pass = [&]<int Rows>(int64_t i) {
     if (trans_b) {
-      few_rows_nt<Format, Rows>(n, k, alpha, a + i * k, k, b, ldb, c + i * ldc, ldc);
+      few_rows_nt<Format, Rows>(n, k, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
     } else {
-      few_rows_nn<Format, Rows>(n, k, alpha, a + i * k, k, b, ldb, c + i * ldc, ldc);
+      few_rows_nn<Format, Rows>(n, k, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
     }
   };
   int64_t i = 0;
@@ -185,12 +222,29 @@ void gemm_narrow_f16(const float* src, int64_t ld_src, int64_t rows, int64_t col
 
 void gemm_few_rows_bf16(int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
                         int64_t ldb, float* c, int64_t ldc) {
-  few_rows<Bf16>(m, n, k, alpha, a, trans_b, b, ldb, c, ldc);
+  few_rows<Bf16>(m, n, k, alpha, a, k, trans_b, b, ldb, c, ldc);
 }
 
 void gemm_few_rows_f16(int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
                        int64_t ldb, float* c, int64_t ldc) {
-  few_rows<F16>(m, n, k, alpha, a, trans_b, b, ldb, c, ldc);
+  few_rows<F16>(m, n, k, alpha, a, k, trans_b, b, ldb, c, ldc);
+}
+
+// Fewer instantiations than few_rows (ember-rt links this, Note [Runtime size]): passes of
+// kMaxRows rows where B is transposed (a linear layer's weight), single rows otherwise.
+void gemm_rows_f32(int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda, bool trans_b,
+                   const float* b, int64_t ldb, float* c, int64_t ldc) {
+  int64_t i = 0;
+  if (trans_b)
+    for (; i + kMaxRows <= m; i += kMaxRows)
+      few_rows_nt<F32, kMaxRows>(n, k, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+  for (; i < m; ++i) {
+    if (trans_b) {
+      few_rows_nt<F32, 1>(n, k, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+    } else {
+      few_rows_nn<F32, 1>(n, k, alpha, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+    }
+  }
 }
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY
