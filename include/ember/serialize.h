@@ -1,5 +1,6 @@
 // ember::save / ember::load, as torch::save / torch::load in torch/serialize.h: a module (or
-// its holder), an optimizer, a tensor or a vector of tensors, to and from a file.
+// its holder), an optimizer, a tensor or a vector of tensors, to and from a file, a stream or
+// a buffer.
 //
 //   ember::save(model, "model.safetensors");      ember::load(model, "model.safetensors");
 //   ember::save(optimizer, "optim.safetensors");  ember::load(optimizer, "optim.safetensors");
@@ -10,14 +11,25 @@
 // or "tensors" (named "0", "1", ...). Loading a file as another kind is an ember::Error that
 // names both kinds; loading a module is strict (every key, shape and dtype must match) and
 // changes nothing when it fails.
-// Differences from libtorch: the file is safetensors, not a TorchScript zip archive; only
-// paths (no streams or archives); loaded tensors are copies (never views of the file).
+// Where libtorch's archives take them, ember takes a path, a std::ostream / std::istream, a
+// writer function (save) or a buffer `const char* data, size_t size` (load), and a load's
+// optional Device (the CPU only: another device is an error, as everywhere in ember).
+// Differences from libtorch: the bytes are safetensors, not a TorchScript zip archive (a file
+// from torch::save does not load, nor the reverse); no read_func/size_func loads; loaded
+// tensors are copies (never views of the file).
 #pragma once
+#include <cstddef>
+#include <functional>
+#include <iosfwd>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "ember/device.h"
 #include "ember/nn/module.h"
 #include "ember/nn/pimpl.h"
 #include "ember/optim/optimizer.h"
@@ -25,33 +37,84 @@
 
 namespace ember {
 
-void save(const nn::Module& module, const std::string& path);
-void save(const optim::Optimizer& optimizer, const std::string& path);
-void save(const Tensor& tensor, const std::string& path);
-void save(const std::vector<Tensor>& tensors, const std::string& path);
+namespace io {
+struct LoadedTensors;
+}  // namespace io
 
-void load(nn::Module& module, const std::string& path);
-void load(optim::Optimizer& optimizer, const std::string& path);
+// Where ember::save writes: a path (written atomically), a stream, or a function that writes
+// `n` bytes and returns how many it wrote (libtorch's OutputArchive::save_to).
+class SaveTarget {
+ public:
+  using Writer = std::function<size_t(const void* data, size_t n)>;
+  SaveTarget(std::string path) : path_(std::move(path)) {}  // NOLINT: implicit, as libtorch's overloads
+  SaveTarget(const char* path) : path_(path) {}              // NOLINT
+  SaveTarget(std::ostream& out) : out_(&out) {}              // NOLINT
+  template <typename F, typename = std::enable_if_t<std::is_invocable_r_v<size_t, F&, const void*, size_t>>>
+  SaveTarget(F&& writer) : writer_(std::forward<F>(writer)) {}  // NOLINT: a lambda, as libtorch takes it
+
+  // The path, "stream" or "writer function", for errors.
+  std::string name() const;
+  void write(const std::vector<std::pair<std::string, Tensor>>& tensors,
+             const std::map<std::string, std::string>& metadata) const;
+
+ private:
+  std::optional<std::string> path_;
+  std::ostream* out_ = nullptr;
+  Writer writer_;
+};
+
+// Where ember::load reads: a path, a stream (to its end) or a buffer (copied).
+class LoadSource {
+ public:
+  LoadSource(std::string path) : path_(std::move(path)) {}  // NOLINT: implicit, as libtorch's overloads
+  LoadSource(const char* path) : path_(path) {}              // NOLINT
+  LoadSource(std::istream& in) : in_(&in) {}                 // NOLINT
+  LoadSource(const char* data, size_t size) : data_(data), size_(size) {}
+
+  // The path, "stream" or "buffer", for errors.
+  std::string name() const;
+  io::LoadedTensors read() const;
+
+ private:
+  std::optional<std::string> path_;
+  std::istream* in_ = nullptr;
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+void save(const nn::Module& module, const SaveTarget& to);
+void save(const optim::Optimizer& optimizer, const SaveTarget& to);
+void save(const Tensor& tensor, const SaveTarget& to);
+void save(const std::vector<Tensor>& tensors, const SaveTarget& to);
+
+void load(nn::Module& module, const LoadSource& from, std::optional<Device> device = std::nullopt);
+void load(optim::Optimizer& optimizer, const LoadSource& from, std::optional<Device> device = std::nullopt);
 // Replaces `tensor` (or the vector's contents) with the file's.
-void load(Tensor& tensor, const std::string& path);
-void load(std::vector<Tensor>& tensors, const std::string& path);
+void load(Tensor& tensor, const LoadSource& from, std::optional<Device> device = std::nullopt);
+void load(std::vector<Tensor>& tensors, const LoadSource& from, std::optional<Device> device = std::nullopt);
+
+// libtorch's load_from(const char* data, size_t size, device).
+void load(nn::Module& module, const char* data, size_t size, std::optional<Device> device = std::nullopt);
+void load(optim::Optimizer& optimizer, const char* data, size_t size, std::optional<Device> device = std::nullopt);
+void load(Tensor& tensor, const char* data, size_t size, std::optional<Device> device = std::nullopt);
+void load(std::vector<Tensor>& tensors, const char* data, size_t size, std::optional<Device> device = std::nullopt);
 
 // Module holders (nn::Linear) and shared pointers to modules, as libtorch takes them.
-template <typename M>
-void save(const nn::ModuleHolder<M>& module, const std::string& path) {
-  save(static_cast<const nn::Module&>(*module), path);
+template <typename M, typename... Where>
+void save(const nn::ModuleHolder<M>& module, Where&&... where) {
+  save(static_cast<const nn::Module&>(*module), std::forward<Where>(where)...);
 }
-template <typename M, typename = std::enable_if_t<std::is_base_of_v<nn::Module, M>>>
-void save(const std::shared_ptr<M>& module, const std::string& path) {
-  save(static_cast<const nn::Module&>(*module), path);
+template <typename M, typename... Where, typename = std::enable_if_t<std::is_base_of_v<nn::Module, M>>>
+void save(const std::shared_ptr<M>& module, Where&&... where) {
+  save(static_cast<const nn::Module&>(*module), std::forward<Where>(where)...);
 }
-template <typename M>
-void load(nn::ModuleHolder<M>& module, const std::string& path) {
-  load(static_cast<nn::Module&>(*module), path);
+template <typename M, typename... Where>
+void load(nn::ModuleHolder<M>& module, Where&&... where) {
+  load(static_cast<nn::Module&>(*module), std::forward<Where>(where)...);
 }
-template <typename M, typename = std::enable_if_t<std::is_base_of_v<nn::Module, M>>>
-void load(const std::shared_ptr<M>& module, const std::string& path) {
-  load(static_cast<nn::Module&>(*module), path);
+template <typename M, typename... Where, typename = std::enable_if_t<std::is_base_of_v<nn::Module, M>>>
+void load(const std::shared_ptr<M>& module, Where&&... where) {
+  load(static_cast<nn::Module&>(*module), std::forward<Where>(where)...);
 }
 
 }  // namespace ember

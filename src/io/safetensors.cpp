@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <istream>
+#include <ostream>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -133,6 +135,14 @@ SafeOpen::SafeOpen(const std::string& path) : path_(path) {
   mapping_ = std::move(map);
 }
 
+SafeOpen::SafeOpen(std::shared_ptr<const std::vector<unsigned char>> image, std::string name)
+    : path_(std::move(name)) {
+  EMBER_CHECK(image != nullptr, kOp, "'", path_, "': no file image");
+  header_ = parse_safetensors(image->data(), image->size(), path_);
+  bytes_ = image->data();
+  mapping_ = std::move(image);
+}
+
 std::vector<std::string> SafeOpen::keys() const {
   std::vector<std::string> names;
   names.reserve(header_.tensors.size());
@@ -201,13 +211,32 @@ const Tensor& LoadedTensors::at(const std::string& name) const {
   EMBER_FAIL(kOp, "no tensor named '", name, "' among ", tensors.size(), " loaded tensors");
 }
 
-LoadedTensors load_safetensors(const std::string& path) {
-  SafeOpen file(path);
+namespace {
+
+LoadedTensors load_all(const SafeOpen& file) {
   LoadedTensors loaded;
   loaded.metadata = file.metadata();
   loaded.tensors.reserve(file.tensors().size());
   for (const auto& info : file.tensors()) loaded.tensors.emplace_back(info.name, file.get_tensor(info.name));
   return loaded;
+}
+
+}  // namespace
+
+LoadedTensors load_safetensors(const std::string& path) { return load_all(SafeOpen(path)); }
+
+LoadedTensors load_safetensors(std::istream& in, const std::string& name) {
+  auto image = std::make_shared<std::vector<unsigned char>>();
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof(chunk)) || in.gcount() > 0) image->insert(image->end(), chunk, chunk + in.gcount());
+  EMBER_CHECK(!in.bad(), kOp, "'", name, "': reading the stream failed after ", image->size(), " bytes");
+  return load_all(SafeOpen(std::move(image), name));
+}
+
+LoadedTensors load_safetensors(const void* data, size_t size, const std::string& name) {
+  EMBER_CHECK(data != nullptr || size == 0, kOp, "'", name, "': a null buffer of ", size, " bytes");
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  return load_all(SafeOpen(std::make_shared<const std::vector<unsigned char>>(bytes, bytes + size), name));
 }
 
 namespace {
@@ -271,15 +300,17 @@ std::string build_header(const std::string& path, const std::vector<PendingTenso
   return text;
 }
 
-void write_file(AtomicFileWriter& file, const std::string& header, const std::vector<PendingTensor>& tensors) {
+// The file image in order, through write(pointer, bytes): to an atomic file or a stream.
+template <typename Write>
+void write_image(Write&& write, const std::string& header, const std::vector<PendingTensor>& tensors) {
   unsigned char length[8];
   uint64_t n = header.size();
   for (int i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(n >> (8 * i));
-  file.write(length, 8);
-  file.write(header.data(), header.size());
+  write(length, 8);
+  write(header.data(), header.size());
   for (const auto& t : tensors) {
     const Tensor contiguous = t.data.contiguous();
-    file.write(contiguous.data_ptr(), contiguous.nbytes());
+    write(contiguous.data_ptr(), contiguous.nbytes());
   }
 }
 
@@ -289,7 +320,20 @@ void save_safetensors(const std::string& path, const TensorList& tensors, const 
   const std::vector<PendingTensor> pending = prepare_tensors(path, tensors);
   const std::string header = build_header(path, pending, metadata);
 
-  write_file_atomically(path, kOp, [&](AtomicFileWriter& file) { write_file(file, header, pending); });
+  write_file_atomically(path, kOp, [&](AtomicFileWriter& file) {
+    write_image([&](const void* data, size_t n) { file.write(data, n); }, header, pending);
+  });
+}
+
+void save_safetensors(std::ostream& out, const TensorList& tensors, const Metadata& metadata, const std::string& name) {
+  const std::vector<PendingTensor> pending = prepare_tensors(name, tensors);
+  const std::string header = build_header(name, pending, metadata);
+  write_image(
+      [&](const void* data, size_t n) {
+        out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+        EMBER_CHECK(out.good(), kOp, "'", name, "': writing ", n, " bytes to the stream failed");
+      },
+      header, pending);
 }
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors, const Metadata& metadata) {

@@ -2,6 +2,8 @@
 // file holds in its metadata.
 #include "ember/serialize.h"
 
+#include <ostream>
+#include <streambuf>
 #include <string>
 
 #include "ember/error.h"
@@ -28,87 +30,145 @@ std::string described_kind(const io::Metadata& metadata) {
   return "no recorded kind (not written by ember::save; a plain state_dict loads with io::load)";
 }
 
-// The file's tensors once its recorded kind is `kind`.
-io::LoadedTensors load_kind(const std::string& path, const char* kind) {
-  io::LoadedTensors loaded = io::load_safetensors(path);
+// Forwards a stream's bytes to a writer function; a short write fails the stream.
+class WriterBuffer : public std::streambuf {
+ public:
+  explicit WriterBuffer(const SaveTarget::Writer& writer) : writer_(writer) {}
+
+ protected:
+  std::streamsize xsputn(const char* data, std::streamsize n) override {
+    return static_cast<std::streamsize>(writer_(data, static_cast<size_t>(n)));
+  }
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    return writer_(&ch, 1) == 1 ? c : traits_type::eof();
+  }
+
+ private:
+  const SaveTarget::Writer& writer_;
+};
+
+// The tensors `from` holds once its recorded kind is `kind`, for `device` (the CPU only).
+io::LoadedTensors load_kind(const LoadSource& from, const char* kind, const std::optional<Device>& device) {
+  if (device) check_device_available(*device, "ember::load");
+  io::LoadedTensors loaded = from.read();
   auto it = loaded.metadata.find(kKindKey);
-  EMBER_CHECK(it != loaded.metadata.end() && it->second == kind, "ember::load", "'", path, "' holds ",
+  EMBER_CHECK(it != loaded.metadata.end() && it->second == kind, "ember::load", "'", from.name(), "' holds ",
               described_kind(loaded.metadata), ", not ", kind_in_words(kind));
   return loaded;
 }
 
-void save_kind(const std::string& path, const char* kind, const io::TensorList& tensors, io::Metadata metadata = {}) {
+void save_kind(const SaveTarget& to, const char* kind, const io::TensorList& tensors, io::Metadata metadata = {}) {
   metadata[kKindKey] = kind;
-  io::save_safetensors(path, tensors, metadata);
+  to.write(tensors, metadata);
 }
 
 }  // namespace
 
-void save(const nn::Module& module, const std::string& path) {
-  io::TensorList tensors;
-  for (const auto& item : module.state_dict()) tensors.emplace_back(item.key(), item.value());
-  save_kind(path, "module", tensors);
+std::string SaveTarget::name() const {
+  if (path_) return *path_;
+  return out_ ? "stream" : "writer function";
 }
 
-void load(nn::Module& module, const std::string& path) {
-  const io::LoadedTensors loaded = load_kind(path, "module");
+void SaveTarget::write(const io::TensorList& tensors, const io::Metadata& metadata) const {
+  if (path_) return io::save_safetensors(*path_, tensors, metadata);
+  if (out_) return io::save_safetensors(*out_, tensors, metadata, name());
+  EMBER_CHECK(static_cast<bool>(writer_), "ember::save", "the writer function is empty");
+  WriterBuffer buffer(writer_);
+  std::ostream out(&buffer);
+  io::save_safetensors(out, tensors, metadata, name());
+}
+
+std::string LoadSource::name() const {
+  if (path_) return *path_;
+  return in_ ? "stream" : "buffer";
+}
+
+io::LoadedTensors LoadSource::read() const {
+  if (path_) return io::load_safetensors(*path_);
+  if (in_) return io::load_safetensors(*in_, name());
+  return io::load_safetensors(data_, size_, name());
+}
+
+void save(const nn::Module& module, const SaveTarget& to) {
+  io::TensorList tensors;
+  for (const auto& item : module.state_dict()) tensors.emplace_back(item.key(), item.value());
+  save_kind(to, "module", tensors);
+}
+
+void load(nn::Module& module, const LoadSource& from, std::optional<Device> device) {
+  const io::LoadedTensors loaded = load_kind(from, "module", device);
   OrderedDict<std::string, Tensor> dict("state_dict key");
   for (const auto& [name, tensor] : loaded.tensors) dict.insert(name, tensor);
   try {
     module.load_state_dict(dict, /*strict=*/true);
   } catch (const Error& e) {
-    EMBER_FAIL("ember::load", "'", path, "': ", e.what());
+    EMBER_FAIL("ember::load", "'", from.name(), "': ", e.what());
   }
 }
 
-void save(const optim::Optimizer& optimizer, const std::string& path) {
+void save(const optim::Optimizer& optimizer, const SaveTarget& to) {
   const optim::OptimizerStateDict state = optimizer.state_dict();
   io::TensorList tensors(state.tensors.begin(), state.tensors.end());
-  save_kind(path, "optimizer", tensors, {{kOptimizerKey, io::detail::scalars_json(state.scalars, "ember::save")}});
+  save_kind(to, "optimizer", tensors, {{kOptimizerKey, io::detail::scalars_json(state.scalars, "ember::save")}});
 }
 
-void load(optim::Optimizer& optimizer, const std::string& path) {
-  const io::LoadedTensors loaded = load_kind(path, "optimizer");
+void load(optim::Optimizer& optimizer, const LoadSource& from, std::optional<Device> device) {
+  const io::LoadedTensors loaded = load_kind(from, "optimizer", device);
   optim::OptimizerStateDict state;
   const nlohmann::json scalars =
-      io::detail::metadata_json(loaded.metadata, kOptimizerKey, path, "ember::load", "an optimizer file");
-  state.scalars = io::detail::json_value<std::map<std::string, double>>(scalars, kOptimizerKey, path,
+      io::detail::metadata_json(loaded.metadata, kOptimizerKey, from.name(), "ember::load", "an optimizer file");
+  state.scalars = io::detail::json_value<std::map<std::string, double>>(scalars, kOptimizerKey, from.name(),
                                                                         "an object of numbers", "ember::load");
   for (const auto& [name, tensor] : loaded.tensors) state.tensors[name] = tensor;
   try {
     optimizer.load_state_dict(state);
   } catch (const Error& e) {
-    EMBER_FAIL("ember::load", "'", path, "': ", e.what());
+    EMBER_FAIL("ember::load", "'", from.name(), "': ", e.what());
   }
 }
 
-void save(const Tensor& tensor, const std::string& path) {
-  EMBER_CHECK(tensor.defined(), "ember::save", "cannot save an undefined tensor to '", path, "'");
-  save_kind(path, "tensor", {{kTensorName, tensor}});
+void save(const Tensor& tensor, const SaveTarget& to) {
+  EMBER_CHECK(tensor.defined(), "ember::save", "cannot save an undefined tensor to '", to.name(), "'");
+  save_kind(to, "tensor", {{kTensorName, tensor}});
 }
 
-void load(Tensor& tensor, const std::string& path) {
-  const io::LoadedTensors loaded = load_kind(path, "tensor");
-  EMBER_CHECK(loaded.tensors.size() == 1 && loaded.tensors[0].first == kTensorName, "ember::load", "'", path,
+void load(Tensor& tensor, const LoadSource& from, std::optional<Device> device) {
+  const io::LoadedTensors loaded = load_kind(from, "tensor", device);
+  EMBER_CHECK(loaded.tensors.size() == 1 && loaded.tensors[0].first == kTensorName, "ember::load", "'", from.name(),
               "' must hold one tensor named '", kTensorName, "', it holds ", loaded.tensors.size());
   tensor = loaded.tensors[0].second.clone();
 }
 
-void save(const std::vector<Tensor>& tensors, const std::string& path) {
+void save(const std::vector<Tensor>& tensors, const SaveTarget& to) {
   io::TensorList list;
   for (size_t i = 0; i < tensors.size(); ++i) {
     EMBER_CHECK(tensors[i].defined(), "ember::save", "tensor ", i, " of ", tensors.size(), " is undefined");
     list.emplace_back(std::to_string(i), tensors[i]);
   }
-  save_kind(path, "tensors", list);
+  save_kind(to, "tensors", list);
 }
 
-void load(std::vector<Tensor>& tensors, const std::string& path) {
-  const io::LoadedTensors loaded = load_kind(path, "tensors");
+void load(std::vector<Tensor>& tensors, const LoadSource& from, std::optional<Device> device) {
+  const io::LoadedTensors loaded = load_kind(from, "tensors", device);
   std::vector<Tensor> result(loaded.tensors.size());
   // Tensors sit in the file in layout order; "0" .. "n-1" name their places in the vector.
   for (size_t i = 0; i < result.size(); ++i) result[i] = loaded.at(std::to_string(i)).clone();
   tensors = std::move(result);
+}
+
+void load(nn::Module& module, const char* data, size_t size, std::optional<Device> device) {
+  load(module, LoadSource(data, size), device);
+}
+void load(optim::Optimizer& optimizer, const char* data, size_t size, std::optional<Device> device) {
+  load(optimizer, LoadSource(data, size), device);
+}
+void load(Tensor& tensor, const char* data, size_t size, std::optional<Device> device) {
+  load(tensor, LoadSource(data, size), device);
+}
+void load(std::vector<Tensor>& tensors, const char* data, size_t size, std::optional<Device> device) {
+  load(tensors, LoadSource(data, size), device);
 }
 
 }  // namespace ember

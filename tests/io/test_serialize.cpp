@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -137,6 +140,78 @@ TEST(Serialize, AFileOfOneKindIsRefusedByAnother) {
   nn::Linear bigger(3, 3);
   optim::Adam adam(bigger->parameters(), optim::AdamOptions(0.1));
   EXPECT_TRUE(testutil::throws_error([&] { load(adam, optim_path); }, {"[ember::load]", optim_path}));
+}
+
+// libtorch's other targets: a stream, a writer function, a buffer. Each holds the very bytes
+// of the file that save(value, path) writes.
+TEST(Serialize, StreamsWritersAndBuffersHoldTheFileBytes) {
+  manual_seed(3);
+  Net saved;
+  const std::string path = temp_path("net");
+  save(saved, path);
+  std::ifstream file(path, std::ios::binary);
+  const std::string file_bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+
+  std::ostringstream out;
+  save(saved, out);
+  EXPECT_EQ(out.str(), file_bytes);
+  std::string written;
+  save(saved, [&](const void* data, size_t n) {
+    written.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  EXPECT_EQ(written, file_bytes);
+
+  Net from_stream, from_buffer;
+  std::istringstream in(file_bytes);
+  load(from_stream, in);
+  load(from_buffer, written.data(), written.size(), Device(kCPU));
+  for (const auto& item : saved->named_parameters()) {
+    EXPECT_TRUE(same_bytes(item.value(), from_stream->named_parameters()[item.key()])) << item.key();
+    EXPECT_TRUE(same_bytes(item.value(), from_buffer->named_parameters()[item.key()])) << item.key();
+  }
+
+  // Every kind goes through a stream; the kind check names the stream.
+  std::stringstream tensor_stream, vector_stream, optim_stream;
+  const Tensor t = arange(5, kFloat64);
+  save(t, tensor_stream);
+  save(std::vector<Tensor>{t, t.to(kInt64)}, vector_stream);
+  optim::SGD sgd(saved->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  save(sgd, optim_stream);
+  Tensor back;
+  load(back, tensor_stream);
+  EXPECT_TRUE(same_bytes(back, t));
+  std::vector<Tensor> vector_back;
+  load(vector_back, vector_stream);
+  ASSERT_EQ(vector_back.size(), 2u);
+  EXPECT_TRUE(same_bytes(vector_back[1], t.to(kInt64)));
+  optim::SGD sgd_back(from_stream->parameters(), optim::SGDOptions(0.5));
+  load(sgd_back, optim_stream);
+  EXPECT_DOUBLE_EQ(sgd_back.param_groups()[0].options().get_lr(), 0.1);
+  std::istringstream module_again(file_bytes);
+  EXPECT_TRUE(testutil::throws_error([&] { load(back, module_again); }, {"[ember::load]", "'stream' holds a module, not a tensor"}));
+}
+
+TEST(Serialize, BadStreamsBuffersAndDevicesAreErrors) {
+  Net net;
+  std::ostringstream failed;
+  failed.setstate(std::ios::badbit);
+  EXPECT_TRUE(testutil::throws_error([&] { save(net, failed); }, {"stream", "failed"}));
+  // A writer that stops short: libtorch's contract is the count of bytes written.
+  EXPECT_TRUE(testutil::throws_error(
+      [&] { save(net, [](const void*, size_t n) { return n / 2; }); }, {"writer function", "failed"}));
+  EXPECT_TRUE(testutil::throws_error([&] { save(net, SaveTarget::Writer()); }, {"[ember::save]", "empty"}));
+
+  std::ostringstream out;
+  save(net, out);
+  const std::string bytes = out.str();
+  Net other;
+  EXPECT_TRUE(testutil::throws_error([&] { load(other, bytes.data(), bytes.size() - 3); }, {"buffer"}));
+  EXPECT_TRUE(testutil::throws_error([&] { load(other, nullptr, 8); }, {"buffer", "null"}));
+  std::istringstream empty("");
+  EXPECT_TRUE(testutil::throws_error([&] { load(other, empty); }, {"stream"}));
+  EXPECT_TRUE(testutil::throws_error([&] { load(other, bytes.data(), bytes.size(), Device("cuda:0")); },
+                                     {"[ember::load]", "cuda:0", "not available"}));
 }
 
 }  // namespace

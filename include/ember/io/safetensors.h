@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -60,6 +61,9 @@ Header parse_safetensors(const void* bytes, size_t size, const std::string& file
 class SafeOpen {
  public:
   explicit SafeOpen(const std::string& path);
+  // A file image already in memory (read from a stream or a buffer); `name` names it in
+  // errors. Tensors are views of `image`, which they keep alive.
+  SafeOpen(std::shared_ptr<const std::vector<unsigned char>> image, std::string name);
 
   const std::string& path() const { return path_; }
   std::vector<std::string> keys() const;
@@ -90,6 +94,10 @@ struct LoadedTensors {
 };
 
 LoadedTensors load_safetensors(const std::string& path);
+// The whole rest of `in` (or `size` bytes at `data`, copied) as one file; `name` names it in
+// errors.
+LoadedTensors load_safetensors(std::istream& in, const std::string& name = "stream");
+LoadedTensors load_safetensors(const void* data, size_t size, const std::string& name = "buffer");
 
 // Writes atomically: a temporary file in the same directory, fsynced, then renamed over
 // `path` (so tensors still mapped from the old file stay valid). The layout follows the
@@ -98,5 +106,8 @@ LoadedTensors load_safetensors(const std::string& path);
 void save_safetensors(const std::string& path, const TensorList& tensors, const Metadata& metadata = {});
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const Metadata& metadata = {});
+// The same bytes to a stream; a stream that fails is an error naming `name`.
+void save_safetensors(std::ostream& out, const TensorList& tensors, const Metadata& metadata = {},
+                      const std::string& name = "stream");
 
 }  // namespace ember::io
