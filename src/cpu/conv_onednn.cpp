@@ -2,12 +2,13 @@
 // float32 convolutions that are not pointwise run on oneDNN's direct kernels (those PyTorch's
 // CPU convolution runs), which work on channel-blocked layouts (nChw16c) without a column
 // matrix: the 3x3 rows of `ember bench conv` took 1.2-1.4x less CPU than im2col + GEMM.
-// Each image is one task on ember's pool running single-threaded oneDNN (Note [oneDNN
-// threads]) and reorders its operands to and from the blocked layout itself. The weight
-// gradient is one partial per chunk of images (at most 16 chunks, fixed by the batch size),
-// summed in order within a chunk and then over the chunks: results are the same for any
-// thread count. Plans are built once per shape (batch 1) and shared; every primitive takes
-// the caller's scratchpad, so one plan runs on several threads at once.
+// Each chunk of images (image_chunks: fixed by the shape) is one task on ember's pool running
+// single-threaded oneDNN (Note [oneDNN threads]) and reorders its operands to and from the
+// blocked layout itself. The weight gradient is one partial per chunk, summed by the kernel
+// within a chunk and then over the chunks in order: results are the same for any thread
+// count. Weight reorders run as parallel parts. Plans are built once per shape and chunk
+// length and shared; every primitive takes the caller's scratchpad, so one plan runs on
+// several threads at once.
 #include "cpu/conv_onednn.h"
 
 #include <algorithm>
@@ -195,7 +196,7 @@ ConvPlan make_plan(const ConvShape& s) {
 }
 
 // Plans by shape and images per call, shared by every thread: execution only reads them.
-const ConvPlan& plan_for(const ConvShape& shape, int64_t images = 1) {
+const ConvPlan& plan_for(const ConvShape& shape, int64_t images) {
   ConvShape key = shape;
   key.batch = images;
   auto tie = [](const ConvShape& s) {
@@ -276,47 +277,57 @@ void finish_output(const Operand& o, const void* kernel_data, void* data, size_t
   if (o.reorder) run_reorder(o, false, kernel_data, data, scratchpad_bytes);
 }
 
-// An operand of one call: its layouts, oneDNN's argument id and the caller's data.
-template <typename Pointer>
-struct Argument {
-  const Operand& operand;
-  int id;
-  Pointer data;
-};
-
-// The weight gradient is summed by chunks of the batch, one call of oneDNN's kernel each
-// (which adds up the images of its chunk itself, 1.3x faster per image than single images
-// on 14x14 outputs): about kChunkPixels output positions per chunk, at least two chunks (both
-// cores busy at batch 2+) and at most kMaxWeightPartials, so the scratch stays bounded. The
-// chunks depend on the shape alone, not on the thread count.
+// Each pass runs on chunks of the batch, one call of oneDNN's kernel per chunk, which then
+// blocks over the chunk's images itself (weights read once per chunk, the weight gradient
+// summed over the chunk inside the kernel): about kChunkPixels output positions per chunk,
+// at least two chunks (both cores busy at batch 2+) and at most kMaxChunks, so the weight
+// gradient's partials stay bounded. The chunks depend on the shape alone, not on the thread
+// count. A plan serves every chunk of its number of images.
 constexpr int64_t kChunkPixels = 1024;
-constexpr int64_t kMaxWeightPartials = 16;
-int64_t weight_partials(const ConvShape& s) {
+constexpr int64_t kMaxChunks = 16;
+int64_t image_chunks(const ConvShape& s) {
   const int64_t wanted = (s.batch * s.out_plane() + kChunkPixels - 1) / kChunkPixels;
-  return std::clamp(wanted, std::min<int64_t>(s.batch, 2), std::min(s.batch, kMaxWeightPartials));
+  return std::clamp(wanted, std::min<int64_t>(s.batch, 2), std::min(s.batch, kMaxChunks));
 }
-// Images [first, last) of chunk `chunk` of `count`.
+// The first image of chunk `chunk` of `count`: chunks have batch / count images or one more.
 int64_t chunk_begin(const ConvShape& s, int64_t chunk, int64_t count) { return chunk * s.batch / count; }
 
-// Forward and input gradient: the weights go to their kernel layout once, then each image's
-// input is staged, `primitive` maps it to the output, and the output is reordered back.
-void map_images(const ConvShape& s, const ConvPlan& p, const dnnl::primitive& primitive,
-                Argument<const float*> weights, Argument<const float*> in, Argument<float*> out, const float* bias) {
-  const void* staged_weights =
-      staged_input(weights.operand, weights.data, thread_buffer(3, p.weights_floats), p.scratchpad_bytes);
-  const bool forward = in.id == DNNL_ARG_SRC;
+// The primitive and operands of a plan's forward (with or without bias) or input-gradient pass.
+struct Pass {
+  const dnnl::primitive& primitive;
+  const Operand &weights, &in, &out;
+  int in_id, out_id;
+};
+Pass pass_of(const ConvPlan& p, bool forward, bool bias) {
+  if (forward)
+    return {bias ? p.forward_bias : p.forward, p.forward_weights, p.forward_src, p.forward_dst, DNNL_ARG_SRC,
+            DNNL_ARG_DST};
+  return {p.backward_input, p.input_weights, p.input_grad_out, p.input_grad_x, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
+}
+
+// Forward and input gradient: the weights go to their kernel layout once, then each chunk's
+// input is staged, the pass maps it to the output, and the output is reordered back.
+void map_chunks(const ConvShape& s, bool forward, const float* weights, const float* in, float* out,
+                const float* bias) {
+  const int64_t chunks = image_chunks(s), images = s.batch / chunks;
+  const ConvPlan& p = plan_for(s, images);
+  const void* staged_weights = staged_input(pass_of(p, forward, bias).weights, weights,
+                                            thread_buffer(3, p.weights_floats), p.scratchpad_bytes);
   const int64_t x_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
   const int64_t in_image = forward ? x_image : out_image, result_image = forward ? out_image : x_image;
-  for_each_task(s.batch, [&](int64_t n) {
-    const void* source = staged_input(in.operand, in.data + n * in_image, thread_buffer(0, p.image_floats),
-                                      p.scratchpad_bytes);
-    void* target = output_target(out.operand, out.data + n * result_image, thread_buffer(1, p.image_floats));
-    std::unordered_map<int, memory> args = {{in.id, wrap(in.operand.kernel, source)},
-                                            {weights.id, wrap(weights.operand.kernel, staged_weights)},
-                                            {out.id, wrap(out.operand.kernel, target)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias.plain, bias));
-    execute(primitive, std::move(args), p.scratchpad_bytes);
-    finish_output(out.operand, target, out.data + n * result_image, p.scratchpad_bytes);
+  for_each_task(chunks, [&](int64_t chunk) {
+    const int64_t first = chunk_begin(s, chunk, chunks), count = chunk_begin(s, chunk + 1, chunks) - first;
+    const ConvPlan& plan = count == images ? p : plan_for(s, count);
+    const Pass pass = pass_of(plan, forward, bias);
+    const void* source =
+        staged_input(pass.in, in + first * in_image, thread_buffer(0, plan.image_floats), plan.scratchpad_bytes);
+    void* target = output_target(pass.out, out + first * result_image, thread_buffer(1, plan.image_floats));
+    std::unordered_map<int, memory> args = {{pass.in_id, wrap(pass.in.kernel, source)},
+                                            {DNNL_ARG_WEIGHTS, wrap(pass.weights.kernel, staged_weights)},
+                                            {pass.out_id, wrap(pass.out.kernel, target)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(plan.bias.plain, bias));
+    execute(pass.primitive, std::move(args), plan.scratchpad_bytes);
+    finish_output(pass.out, target, out + first * result_image, plan.scratchpad_bytes);
   });
 }
 
@@ -325,39 +336,35 @@ void map_images(const ConvShape& s, const ConvPlan& p, const dnnl::primitive& pr
 bool onednn_conv_fits(const ConvShape& s) {
   if (s.batch <= 0 || s.in_channels <= 0 || s.out_channels <= 0 || s.out_plane() <= 0 || s.pointwise()) return false;
   try {
-    const int64_t partials = weight_partials(s), images = s.batch / partials;
-    const ConvPlan& chunk = plan_for(s, images);
-    if (plan_for(s).reference || chunk.reference) return false;
-    if (s.batch % partials == 0) return true;
-    // Chunks of images + 1 too: their weight gradient must share the layout of the others.
+    const int64_t chunks = image_chunks(s), images = s.batch / chunks;
+    const ConvPlan& p = plan_for(s, images);
+    if (p.reference) return false;
+    if (s.batch % chunks == 0) return true;
+    // The longer chunks' plan shares the weights (and weight gradient) staged in p's layouts.
     const ConvPlan& longer = plan_for(s, images + 1);
-    return !longer.reference && longer.weight_grad.kernel == chunk.weight_grad.kernel;
+    return !longer.reference && longer.forward_weights.kernel == p.forward_weights.kernel &&
+           longer.input_weights.kernel == p.input_weights.kernel && longer.weight_grad.kernel == p.weight_grad.kernel;
   } catch (const dnnl::error&) {
     return false;  // no oneDNN kernel takes this shape (e.g. padding after beyond what it accepts)
   }
 }
 
 int64_t onednn_conv_scratch_elements(const ConvShape& s) {
-  return weight_partials(s) * plan_for(s, s.batch / weight_partials(s)).partial_floats;
+  return image_chunks(s) * plan_for(s, s.batch / image_chunks(s)).partial_floats;
 }
 
 void onednn_conv_forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* out) {
-  const ConvPlan& p = plan_for(s);
-  map_images(s, p, bias ? p.forward_bias : p.forward, {p.forward_weights, DNNL_ARG_WEIGHTS, weight},
-             {p.forward_src, DNNL_ARG_SRC, x}, {p.forward_dst, DNNL_ARG_DST, out}, bias);
+  map_chunks(s, true, weight, x, out, bias);
 }
 
 void onednn_conv_backward_input(const ConvShape& s, const float* grad_out, const float* weight, float* grad_x) {
-  const ConvPlan& p = plan_for(s);
-  map_images(s, p, p.backward_input, {p.input_weights, DNNL_ARG_WEIGHTS, weight},
-             {p.input_grad_out, DNNL_ARG_DIFF_DST, grad_out}, {p.input_grad_x, DNNL_ARG_DIFF_SRC, grad_x}, nullptr);
+  map_chunks(s, false, weight, grad_out, grad_x, nullptr);
 }
 
 void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float* grad_out, float* grad_weight,
                                  float* scratch) {
-  const int64_t partial_count = weight_partials(s);
-  // Chunks have `images` or `images + 1` images; the two plans' gradient layouts agree (checked
-  // by onednn_conv_fits), so their partials add up in that layout.
+  const int64_t partial_count = image_chunks(s);
+  // One partial per chunk; the plans of both chunk lengths share a gradient layout (onednn_conv_fits).
   const int64_t images = s.batch / partial_count;
   const ConvPlan& p = plan_for(s, images);
   const int64_t in_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
