@@ -103,7 +103,7 @@ Operand make_operand(const memory::desc& plain, const memory::desc& kernel, bool
 // Element count rounded up to whole 64-byte lines, so scratch parts stay aligned.
 int64_t aligned_floats(size_t bytes) { return static_cast<int64_t>((bytes + 63) / 64 * 16); }
 
-// The primitives of one convolution shape at batch 1.
+// The primitives of one convolution shape, its batch the images of one call.
 struct ConvPlan {
   dnnl::convolution_forward forward, forward_bias;
   dnnl::convolution_backward_data backward_input;
@@ -115,14 +115,15 @@ struct ConvPlan {
   Operand weight_x, weight_grad_out, weight_grad;
   bool reference = false;  // some pass would run oneDNN's reference kernel: not used
   size_t scratchpad_bytes = 0;
-  int64_t image_floats = 0;     // the largest per-image operand in a kernel layout
+  int64_t chunk_floats = 0;     // the largest operand of one call's images in a kernel layout
   int64_t weights_floats = 0;   // the weights in either kernel layout
-  int64_t partial_floats = 0;   // one image's weight gradient in its kernel layout
+  int64_t partial_floats = 0;   // the weight gradient in its kernel layout
 };
 
 ConvPlan make_plan(const ConvShape& s) {
   const int first = first_spatial_dim(s);
-  memory::dims x_dims = {s.batch, s.in_channels}, out_dims = {s.batch, s.out_channels}, w_dims, strides, dilates, pad_l, pad_r;
+  memory::dims x_dims = {s.batch, s.in_channels}, out_dims = {s.batch, s.out_channels};
+  memory::dims w_dims, strides, dilates, pad_l, pad_r;
   if (s.groups > 1) w_dims = {s.groups, s.out_channels / s.groups, s.in_channels / s.groups};
   else w_dims = {s.out_channels, s.in_channels};
   for (int d = first; d < 3; ++d) {
@@ -187,7 +188,7 @@ ConvPlan make_plan(const ConvShape& s) {
                            &p.input_grad_x, &p.weight_x, &p.weight_grad_out, &p.weight_grad}) {
     p.scratchpad_bytes = std::max(p.scratchpad_bytes, o->scratchpad_bytes);
     if (o != &p.forward_weights && o != &p.input_weights && o != &p.weight_grad)
-      p.image_floats = std::max(p.image_floats, aligned_floats(o->kernel.get_size()));
+      p.chunk_floats = std::max(p.chunk_floats, aligned_floats(o->kernel.get_size()));
   }
   p.weights_floats =
       aligned_floats(std::max(forward.weights_desc().get_size(), backward_input.weights_desc().get_size()));
@@ -200,24 +201,25 @@ const ConvPlan& plan_for(const ConvShape& shape, int64_t images) {
   ConvShape key = shape;
   key.batch = images;
   auto tie = [](const ConvShape& s) {
-    return std::make_tuple(s.batch, s.in_channels, s.out_channels, s.groups, s.in[0], s.in[1], s.in[2], s.out[0], s.out[1],
-                           s.out[2], s.kernel[0], s.kernel[1], s.kernel[2], s.stride[0], s.stride[1], s.stride[2],
-                           s.pad[0], s.pad[1], s.pad[2], s.dilation[0], s.dilation[1], s.dilation[2]);
+    return std::make_tuple(s.batch, s.in_channels, s.out_channels, s.groups, s.in[0], s.in[1], s.in[2], s.out[0],
+                           s.out[1], s.out[2], s.kernel[0], s.kernel[1], s.kernel[2], s.stride[0], s.stride[1],
+                           s.stride[2], s.pad[0], s.pad[1], s.pad[2], s.dilation[0], s.dilation[1], s.dilation[2]);
   };
   using Key = decltype(tie(key));
   static std::mutex mutex;
   static auto* plans = new std::map<Key, std::unique_ptr<ConvPlan>>();  // never destroyed, as the engine
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans->find(tie(key));
-  OneDnnSingleThreaded single_threaded;  // building a primitive may start an OpenMP team otherwise
-  if (it == plans->end()) it = plans->emplace(tie(key), std::make_unique<ConvPlan>(make_plan(key))).first;
+  if (it == plans->end()) {
+    OneDnnSingleThreaded single_threaded;  // building a primitive may otherwise start an OpenMP team
+    it = plans->emplace(tie(key), std::make_unique<ConvPlan>(make_plan(key))).first;
+  }
   return *it->second;
 }
 
 // The calling thread's buffer `slot` of at least `floats`, 64-byte aligned, kept between
-// calls: 0 and 1 an image's operands, 2 the scratchpad, 3 the weights in their kernel layout
-// (staged by the calling thread and read by every task of its call) or one image's weight
-// gradient.
+// calls: 0 and 1 a chunk's operands, 2 the scratchpad, 3 the weights in their kernel layout
+// (staged for the calling thread and read by every task of its call).
 float* thread_buffer(int slot, int64_t floats) {
   thread_local std::vector<float> buffers[4];
   std::vector<float>& buffer = buffers[slot];
@@ -320,8 +322,8 @@ void map_chunks(const ConvShape& s, bool forward, const float* weights, const fl
     const ConvPlan& plan = count == images ? p : plan_for(s, count);
     const Pass pass = pass_of(plan, forward, bias);
     const void* source =
-        staged_input(pass.in, in + first * in_image, thread_buffer(0, plan.image_floats), plan.scratchpad_bytes);
-    void* target = output_target(pass.out, out + first * result_image, thread_buffer(1, plan.image_floats));
+        staged_input(pass.in, in + first * in_image, thread_buffer(0, plan.chunk_floats), plan.scratchpad_bytes);
+    void* target = output_target(pass.out, out + first * result_image, thread_buffer(1, plan.chunk_floats));
     std::unordered_map<int, memory> args = {{pass.in_id, wrap(pass.in.kernel, source)},
                                             {DNNL_ARG_WEIGHTS, wrap(pass.weights.kernel, staged_weights)},
                                             {pass.out_id, wrap(pass.out.kernel, target)}};
@@ -373,10 +375,10 @@ void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float
   for_each_task(partial_count, [&](int64_t chunk) {
     const int64_t first = chunk_begin(s, chunk, partial_count), last = chunk_begin(s, chunk + 1, partial_count);
     const ConvPlan& plan = last - first == images ? p : plan_for(s, last - first);
-    const void* src = staged_input(plan.weight_x, x + first * in_image, thread_buffer(0, plan.image_floats),
+    const void* src = staged_input(plan.weight_x, x + first * in_image, thread_buffer(0, plan.chunk_floats),
                                    plan.scratchpad_bytes);
     const void* diff_dst = staged_input(plan.weight_grad_out, grad_out + first * out_image,
-                                        thread_buffer(1, plan.image_floats), plan.scratchpad_bytes);
+                                        thread_buffer(1, plan.chunk_floats), plan.scratchpad_bytes);
     execute(plan.backward_weight,
             {{DNNL_ARG_SRC, wrap(plan.weight_x.kernel, src)},
              {DNNL_ARG_DIFF_DST, wrap(plan.weight_grad_out.kernel, diff_dst)},
