@@ -283,15 +283,16 @@ void finish_output(const Operand& o, const void* kernel_data, void* data, size_t
 
 // Each pass runs on chunks of the batch, one call of oneDNN's kernel per chunk, which then
 // blocks over the chunk's images itself (weights read once per chunk, the weight gradient
-// summed over the chunk inside the kernel): about kChunkPixels output positions per chunk,
-// at least two chunks (both cores busy at batch 2+) and at most kMaxChunks, so the weight
-// gradient's partials stay bounded. The chunks depend on the shape alone, not on the thread
+// summed over the chunk inside the kernel): as many whole images as fit in kChunkPixels
+// output positions (one image from 32x32 up, so e.g. 28x28 keeps 8 one-image tasks rather
+// than 7 uneven ones), at least two chunks (both cores busy at batch 2+) and at most
+// kMaxChunks, so the weight gradient's partials stay bounded. The chunks depend on the shape alone, not on the thread
 // count. A plan serves every chunk of its number of images.
 constexpr int64_t kChunkPixels = 1024;
 constexpr int64_t kMaxChunks = 16;
 int64_t image_chunks(const ConvShape& s) {
-  const int64_t wanted = (s.batch * s.out_plane() + kChunkPixels - 1) / kChunkPixels;
-  return std::clamp(wanted, std::min<int64_t>(s.batch, 2), std::min(s.batch, kMaxChunks));
+  const int64_t images = std::max<int64_t>(1, kChunkPixels / s.out_plane());
+  return std::clamp((s.batch + images - 1) / images, std::min<int64_t>(s.batch, 2), std::min(s.batch, kMaxChunks));
 }
 // The first image of chunk `chunk` of `count`: chunks have batch / count images or one more.
 int64_t chunk_begin(const ConvShape& s, int64_t chunk, int64_t count) { return chunk * s.batch / count; }
