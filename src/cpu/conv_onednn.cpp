@@ -2,12 +2,13 @@
 // float32 convolutions that are not pointwise run on oneDNN's direct kernels (those PyTorch's
 // CPU convolution runs), which work on channel-blocked layouts (nChw16c) without a column
 // matrix: the 3x3 rows of `ember bench conv` took 1.2-1.4x less CPU than im2col + GEMM.
-// Each image is one task on ember's pool running single-threaded oneDNN (Note [oneDNN
-// threads]) and reorders its operands to and from the blocked layout itself. The weight
-// gradient is one partial per chunk of images (at most 16 chunks, fixed by the batch size),
-// summed in order within a chunk and then over the chunks: results are the same for any
-// thread count. Plans are built once per shape (batch 1) and shared; every primitive takes
-// the caller's scratchpad, so one plan runs on several threads at once.
+// Each chunk of images (image_chunks: fixed by the shape) is one task on ember's pool running
+// single-threaded oneDNN (Note [oneDNN threads]) and reorders its operands to and from the
+// blocked layout itself. The weight gradient is one partial per chunk, summed by the kernel
+// within a chunk and then over the chunks in order: results are the same for any thread
+// count. Weight reorders run as parallel parts. Plans are built once per shape and chunk
+// length and shared; every primitive takes the caller's scratchpad, so one plan runs on
+// several threads at once.
 #include "cpu/conv_onednn.h"
 
 #include <algorithm>
@@ -51,25 +52,60 @@ struct Operand {
   memory::desc plain, kernel;
   std::optional<dnnl::reorder> reorder;
   size_t scratchpad_bytes = 0;
+  // The same reorder split along dim 0 at whole blocks of the kernel layout, so the parts
+  // write disjoint memory and run as parallel tasks (weights only; empty when it doesn't split).
+  struct Part {
+    dnnl::reorder reorder;
+    memory::desc from, to;  // sub-tensors of the whole operand's layouts
+  };
+  std::vector<Part> parts;
 };
 
-Operand make_operand(const memory::desc& plain, const memory::desc& kernel, bool input) {
-  Operand o{plain, kernel, std::nullopt, 0};
-  if (plain == kernel) return o;
+dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to, size_t& scratchpad_bytes) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::reorder::primitive_desc pd(onednn_engine(), from, onednn_engine(), to, attr);
+  scratchpad_bytes = std::max(scratchpad_bytes, pd.scratchpad_desc().get_size());
+  return dnnl::reorder(pd);
+}
+
+// Weight reorders run as at most this many parts, fixed by the shape.
+constexpr int64_t kMaxReorderParts = 8;
+
+Operand make_operand(const memory::desc& plain, const memory::desc& kernel, bool input, bool split = false) {
+  Operand o{plain, kernel, std::nullopt, 0, {}};
+  if (plain == kernel) return o;
   const memory::desc& from = input ? plain : kernel;
   const memory::desc& to = input ? kernel : plain;
-  dnnl::reorder::primitive_desc pd(onednn_engine(), from, onednn_engine(), to, attr);
-  o.scratchpad_bytes = pd.scratchpad_desc().get_size();
-  o.reorder = dnnl::reorder(pd);
+  o.reorder = make_reorder(from, to, o.scratchpad_bytes);
+  // Split only where the kernel layout pads no dim (a whole reorder zeroes the padding) and dim
+  // 0 is a whole number of its blocks.
+  const dnnl_blocking_desc_t& blocking = kernel.data.format_desc.blocking;
+  int64_t block = 1;
+  for (int i = 0; i < blocking.inner_nblks; ++i)
+    if (blocking.inner_idxs[i] == 0) block *= blocking.inner_blks[i];
+  const memory::dims dims = plain.dims();
+  const bool padded = !std::equal(dims.begin(), dims.end(), kernel.data.padded_dims);
+  if (!split || padded || dims[0] % block != 0) return o;
+  const int64_t blocks = dims[0] / block, parts = std::min(blocks, kMaxReorderParts);
+  if (parts < 2) return o;
+  for (int64_t part = 0; part < parts; ++part) {
+    memory::dims part_dims = dims, offsets(dims.size(), 0);
+    offsets[0] = part * blocks / parts * block;
+    part_dims[0] = (part + 1) * blocks / parts * block - offsets[0];
+    const memory::desc plain_part = plain.submemory_desc(part_dims, offsets);
+    const memory::desc kernel_part = kernel.submemory_desc(part_dims, offsets);
+    const memory::desc& from_part = input ? plain_part : kernel_part;
+    const memory::desc& to_part = input ? kernel_part : plain_part;
+    o.parts.push_back({make_reorder(from_part, to_part, o.scratchpad_bytes), from_part, to_part});
+  }
   return o;
 }
 
 // Element count rounded up to whole 64-byte lines, so scratch parts stay aligned.
 int64_t aligned_floats(size_t bytes) { return static_cast<int64_t>((bytes + 63) / 64 * 16); }
 
-// The primitives of one convolution shape at batch 1.
+// The primitives of one convolution shape, its batch the images of one call.
 struct ConvPlan {
   dnnl::convolution_forward forward, forward_bias;
   dnnl::convolution_backward_data backward_input;
@@ -81,14 +117,15 @@ struct ConvPlan {
   Operand weight_x, weight_grad_out, weight_grad;
   bool reference = false;  // some pass would run oneDNN's reference kernel: not used
   size_t scratchpad_bytes = 0;
-  int64_t image_floats = 0;     // the largest per-image operand in a kernel layout
+  int64_t chunk_floats = 0;     // the largest operand of one call's images in a kernel layout
   int64_t weights_floats = 0;   // the weights in either kernel layout
-  int64_t partial_floats = 0;   // one image's weight gradient in its kernel layout
+  int64_t partial_floats = 0;   // the weight gradient in its kernel layout
 };
 
 ConvPlan make_plan(const ConvShape& s) {
   const int first = first_spatial_dim(s);
-  memory::dims x_dims = {1, s.in_channels}, out_dims = {1, s.out_channels}, w_dims, strides, dilates, pad_l, pad_r;
+  memory::dims x_dims = {s.batch, s.in_channels}, out_dims = {s.batch, s.out_channels};
+  memory::dims w_dims, strides, dilates, pad_l, pad_r;
   if (s.groups > 1) w_dims = {s.groups, s.out_channels / s.groups, s.in_channels / s.groups};
   else w_dims = {s.out_channels, s.in_channels};
   for (int d = first; d < 3; ++d) {
@@ -139,21 +176,21 @@ ConvPlan make_plan(const ConvShape& s) {
   p.backward_input = dnnl::convolution_backward_data(backward_input);
   p.backward_weight = dnnl::convolution_backward_weights(backward_weight);
   p.forward_src = make_operand(x_plain, forward.src_desc(), true);
-  p.forward_weights = make_operand(w_plain, forward.weights_desc(), true);
+  p.forward_weights = make_operand(w_plain, forward.weights_desc(), true, true);
   p.forward_dst = make_operand(out_plain, forward.dst_desc(), false);
   p.bias = make_operand(bias_plain, forward_bias.bias_desc(), true);
   p.input_grad_out = make_operand(out_plain, backward_input.diff_dst_desc(), true);
-  p.input_weights = make_operand(w_plain, backward_input.weights_desc(), true);
+  p.input_weights = make_operand(w_plain, backward_input.weights_desc(), true, true);
   p.input_grad_x = make_operand(x_plain, backward_input.diff_src_desc(), false);
   p.weight_x = make_operand(x_plain, backward_weight.src_desc(), true);
   p.weight_grad_out = make_operand(out_plain, backward_weight.diff_dst_desc(), true);
-  p.weight_grad = make_operand(w_plain, backward_weight.diff_weights_desc(), false);
+  p.weight_grad = make_operand(w_plain, backward_weight.diff_weights_desc(), false, true);
   p.reference = p.reference || p.bias.reorder.has_value();
   for (const Operand* o : {&p.forward_src, &p.forward_weights, &p.forward_dst, &p.input_grad_out, &p.input_weights,
                            &p.input_grad_x, &p.weight_x, &p.weight_grad_out, &p.weight_grad}) {
     p.scratchpad_bytes = std::max(p.scratchpad_bytes, o->scratchpad_bytes);
     if (o != &p.forward_weights && o != &p.input_weights && o != &p.weight_grad)
-      p.image_floats = std::max(p.image_floats, aligned_floats(o->kernel.get_size()));
+      p.chunk_floats = std::max(p.chunk_floats, aligned_floats(o->kernel.get_size()));
   }
   p.weights_floats =
       aligned_floats(std::max(forward.weights_desc().get_size(), backward_input.weights_desc().get_size()));
@@ -161,28 +198,30 @@ ConvPlan make_plan(const ConvShape& s) {
   return p;
 }
 
-// Plans by shape (batch left out), shared by every thread: execution only reads them.
-const ConvPlan& plan_for(const ConvShape& shape) {
+// Plans by shape and images per call, shared by every thread: execution only reads them.
+const ConvPlan& plan_for(const ConvShape& shape, int64_t images) {
   ConvShape key = shape;
-  key.batch = 1;
+  key.batch = images;
   auto tie = [](const ConvShape& s) {
-    return std::make_tuple(s.in_channels, s.out_channels, s.groups, s.in[0], s.in[1], s.in[2], s.out[0], s.out[1],
-                           s.out[2], s.kernel[0], s.kernel[1], s.kernel[2], s.stride[0], s.stride[1], s.stride[2],
-                           s.pad[0], s.pad[1], s.pad[2], s.dilation[0], s.dilation[1], s.dilation[2]);
+    return std::make_tuple(s.batch, s.in_channels, s.out_channels, s.groups, s.in[0], s.in[1], s.in[2], s.out[0],
+                           s.out[1], s.out[2], s.kernel[0], s.kernel[1], s.kernel[2], s.stride[0], s.stride[1],
+                           s.stride[2], s.pad[0], s.pad[1], s.pad[2], s.dilation[0], s.dilation[1], s.dilation[2]);
   };
   using Key = decltype(tie(key));
   static std::mutex mutex;
   static auto* plans = new std::map<Key, std::unique_ptr<ConvPlan>>();  // never destroyed, as the engine
   std::lock_guard<std::mutex> lock(mutex);
   auto it = plans->find(tie(key));
-  if (it == plans->end()) it = plans->emplace(tie(key), std::make_unique<ConvPlan>(make_plan(key))).first;
+  if (it == plans->end()) {
+    OneDnnSingleThreaded single_threaded;  // building a primitive may otherwise start an OpenMP team
+    it = plans->emplace(tie(key), std::make_unique<ConvPlan>(make_plan(key))).first;
+  }
   return *it->second;
 }
 
 // The calling thread's buffer `slot` of at least `floats`, 64-byte aligned, kept between
-// calls: 0 and 1 an image's operands, 2 the scratchpad, 3 the weights in their kernel layout
-// (staged by the calling thread and read by every task of its call) or one image's weight
-// gradient.
+// calls: 0 and 1 a chunk's operands, 2 the scratchpad, 3 the weights in their kernel layout
+// (staged for the calling thread and read by every task of its call).
 float* thread_buffer(int slot, int64_t floats) {
   thread_local std::vector<float> buffers[4];
   std::vector<float>& buffer = buffers[slot];
@@ -203,23 +242,6 @@ memory wrap(const memory::desc& desc, const void* data) {
   return memory(desc, onednn_engine(), const_cast<void*>(data));
 }
 
-// An input in the kernel's layout: `data` itself when the layouts agree, else reordered into `buffer`.
-const void* staged_input(const Operand& o, const void* data, void* buffer, size_t scratchpad_bytes) {
-  if (!o.reorder) return data;
-  execute(*o.reorder, {{DNNL_ARG_FROM, wrap(o.plain, data)}, {DNNL_ARG_TO, wrap(o.kernel, buffer)}},
-          scratchpad_bytes);
-  return buffer;
-}
-
-// Where the kernel writes an output: `data` itself when the layouts agree, else `buffer`,
-// which finish_output then reorders into `data`.
-void* output_target(const Operand& o, void* data, void* buffer) { return o.reorder ? buffer : data; }
-void finish_output(const Operand& o, const void* kernel_data, void* data, size_t scratchpad_bytes) {
-  if (!o.reorder) return;
-  execute(*o.reorder, {{DNNL_ARG_FROM, wrap(o.kernel, kernel_data)}, {DNNL_ARG_TO, wrap(o.plain, data)}},
-          scratchpad_bytes);
-}
-
 // Calls fn(task) for task in [0, count), one pool task each, with oneDNN single-threaded.
 template <typename Fn>
 void for_each_task(int64_t count, const Fn& fn) {
@@ -229,42 +251,89 @@ void for_each_task(int64_t count, const Fn& fn) {
   });
 }
 
-// An operand of one call: its layouts, oneDNN's argument id and the caller's data.
-template <typename Pointer>
-struct Argument {
-  const Operand& operand;
-  int id;
-  Pointer data;
-};
-
-// At most this many weight-gradient partials, so the scratch stays bounded for large batches;
-// the chunks of the batch depend on its size alone, not on the thread count.
-constexpr int64_t kMaxWeightPartials = 16;
-int64_t weight_partials(const ConvShape& s) { return std::min(s.batch, kMaxWeightPartials); }
-
-// Forward and input gradient: the weights go to their kernel layout once, then each image's
-// input is staged, `primitive` maps it to the output, and the output is reordered back.
-void map_images(const ConvShape& s, const ConvPlan& p, const dnnl::primitive& primitive,
-                Argument<const float*> weights, Argument<const float*> in, Argument<float*> out, const float* bias) {
-  const void* staged_weights = nullptr;
-  {
+// Runs o's reorder from `from` to `to` (plain to kernel layout for an input, the reverse for
+// an output); its parts, where it has them, as pool tasks.
+void run_reorder(const Operand& o, bool input, const void* from, void* to, size_t scratchpad_bytes) {
+  if (o.parts.empty()) {
     OneDnnSingleThreaded single_threaded;
-    staged_weights =
-        staged_input(weights.operand, weights.data, thread_buffer(3, p.weights_floats), p.scratchpad_bytes);
+    execute(*o.reorder, {{DNNL_ARG_FROM, wrap(input ? o.plain : o.kernel, from)},
+                         {DNNL_ARG_TO, wrap(input ? o.kernel : o.plain, to)}},
+            scratchpad_bytes);
+    return;
   }
-  const bool forward = in.id == DNNL_ARG_SRC;
+  for_each_task(static_cast<int64_t>(o.parts.size()), [&](int64_t part) {
+    const Operand::Part& p = o.parts[static_cast<size_t>(part)];
+    execute(p.reorder, {{DNNL_ARG_FROM, wrap(p.from, from)}, {DNNL_ARG_TO, wrap(p.to, to)}}, scratchpad_bytes);
+  });
+}
+
+// An input in the kernel's layout: `data` itself when the layouts agree, else reordered into `buffer`.
+const void* staged_input(const Operand& o, const void* data, void* buffer, size_t scratchpad_bytes) {
+  if (!o.reorder) return data;
+  run_reorder(o, true, data, buffer, scratchpad_bytes);
+  return buffer;
+}
+
+// Where the kernel writes an output: `data` itself when the layouts agree, else `buffer`,
+// which finish_output then reorders into `data`.
+void* output_target(const Operand& o, void* data, void* buffer) { return o.reorder ? buffer : data; }
+void finish_output(const Operand& o, const void* kernel_data, void* data, size_t scratchpad_bytes) {
+  if (o.reorder) run_reorder(o, false, kernel_data, data, scratchpad_bytes);
+}
+
+// Each pass runs on chunks of the batch, one call of oneDNN's kernel per chunk, which then
+// blocks over the chunk's images itself (weights read once per chunk, the weight gradient
+// summed over the chunk inside the kernel): as many whole images as fit in kChunkPixels
+// output positions (one image per chunk down to 23x23 outputs, so 28x28 keeps 8 one-image
+// tasks at batch 8 rather than 7 uneven ones, which ran 1.2x slower on 2 threads), at least
+// two chunks (both cores busy at batch 2+) and at most kMaxChunks, so the weight gradient's
+// partials stay bounded. The chunks depend on the shape alone, not on the thread count. A
+// plan serves every chunk of its number of images.
+constexpr int64_t kChunkPixels = 1024;
+constexpr int64_t kMaxChunks = 16;
+int64_t image_chunks(const ConvShape& s) {
+  const int64_t images = std::max<int64_t>(1, kChunkPixels / s.out_plane());
+  return std::clamp((s.batch + images - 1) / images, std::min<int64_t>(s.batch, 2), std::min(s.batch, kMaxChunks));
+}
+// The first image of chunk `chunk` of `count`: chunks have batch / count images or one more.
+int64_t chunk_begin(const ConvShape& s, int64_t chunk, int64_t count) { return chunk * s.batch / count; }
+
+// The primitive and operands of a plan's forward (with or without bias) or input-gradient pass.
+struct Pass {
+  const dnnl::primitive& primitive;
+  const Operand &weights, &in, &out;
+  int in_id, out_id;
+};
+Pass pass_of(const ConvPlan& p, bool forward, bool bias) {
+  if (forward)
+    return {bias ? p.forward_bias : p.forward, p.forward_weights, p.forward_src, p.forward_dst, DNNL_ARG_SRC,
+            DNNL_ARG_DST};
+  return {p.backward_input, p.input_weights, p.input_grad_out, p.input_grad_x, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_SRC};
+}
+
+// Forward and input gradient: the weights go to their kernel layout once, then each chunk's
+// input is staged, the pass maps it to the output, and the output is reordered back.
+void map_chunks(const ConvShape& s, bool forward, const float* weights, const float* in, float* out,
+                const float* bias) {
+  const int64_t chunks = image_chunks(s), images = s.batch / chunks;
+  const ConvPlan& p = plan_for(s, images);
+  const void* staged_weights = staged_input(pass_of(p, forward, bias).weights, weights,
+                                            thread_buffer(3, p.weights_floats), p.scratchpad_bytes);
   const int64_t x_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
   const int64_t in_image = forward ? x_image : out_image, result_image = forward ? out_image : x_image;
-  for_each_task(s.batch, [&](int64_t n) {
-    const void* source = staged_input(in.operand, in.data + n * in_image, thread_buffer(0, p.image_floats),
-                                      p.scratchpad_bytes);
-    void* target = output_target(out.operand, out.data + n * result_image, thread_buffer(1, p.image_floats));
-    std::unordered_map<int, memory> args = {{in.id, wrap(in.operand.kernel, source)},
-                                            {weights.id, wrap(weights.operand.kernel, staged_weights)},
-                                            {out.id, wrap(out.operand.kernel, target)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(p.bias.plain, bias));
-    execute(primitive, std::move(args), p.scratchpad_bytes);
-    finish_output(out.operand, target, out.data + n * result_image, p.scratchpad_bytes);
+  for_each_task(chunks, [&](int64_t chunk) {
+    const int64_t first = chunk_begin(s, chunk, chunks), count = chunk_begin(s, chunk + 1, chunks) - first;
+    const ConvPlan& plan = count == images ? p : plan_for(s, count);
+    const Pass pass = pass_of(plan, forward, bias);
+    const void* source =
+        staged_input(pass.in, in + first * in_image, thread_buffer(0, plan.chunk_floats), plan.scratchpad_bytes);
+    void* target = output_target(pass.out, out + first * result_image, thread_buffer(1, plan.chunk_floats));
+    std::unordered_map<int, memory> args = {{pass.in_id, wrap(pass.in.kernel, source)},
+                                            {DNNL_ARG_WEIGHTS, wrap(pass.weights.kernel, staged_weights)},
+                                            {pass.out_id, wrap(pass.out.kernel, target)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, wrap(plan.bias.plain, bias));
+    execute(pass.primitive, std::move(args), plan.scratchpad_bytes);
+    finish_output(pass.out, target, out + first * result_image, plan.scratchpad_bytes);
   });
 }
 
@@ -273,54 +342,52 @@ void map_images(const ConvShape& s, const ConvPlan& p, const dnnl::primitive& pr
 bool onednn_conv_fits(const ConvShape& s) {
   if (s.batch <= 0 || s.in_channels <= 0 || s.out_channels <= 0 || s.out_plane() <= 0 || s.pointwise()) return false;
   try {
-    OneDnnSingleThreaded single_threaded;
-    return !plan_for(s).reference;
+    const int64_t chunks = image_chunks(s), images = s.batch / chunks;
+    const ConvPlan& p = plan_for(s, images);
+    if (p.reference) return false;
+    if (s.batch % chunks == 0) return true;
+    // The longer chunks' plan shares the weights (and weight gradient) staged in p's layouts.
+    const ConvPlan& longer = plan_for(s, images + 1);
+    return !longer.reference && longer.forward_weights.kernel == p.forward_weights.kernel &&
+           longer.input_weights.kernel == p.input_weights.kernel && longer.weight_grad.kernel == p.weight_grad.kernel;
   } catch (const dnnl::error&) {
     return false;  // no oneDNN kernel takes this shape (e.g. padding after beyond what it accepts)
   }
 }
 
 int64_t onednn_conv_scratch_elements(const ConvShape& s) {
-  return weight_partials(s) * plan_for(s).partial_floats;
+  return image_chunks(s) * plan_for(s, s.batch / image_chunks(s)).partial_floats;
 }
 
 void onednn_conv_forward(const ConvShape& s, const float* x, const float* weight, const float* bias, float* out) {
-  const ConvPlan& p = plan_for(s);
-  map_images(s, p, bias ? p.forward_bias : p.forward, {p.forward_weights, DNNL_ARG_WEIGHTS, weight},
-             {p.forward_src, DNNL_ARG_SRC, x}, {p.forward_dst, DNNL_ARG_DST, out}, bias);
+  map_chunks(s, true, weight, x, out, bias);
 }
 
 void onednn_conv_backward_input(const ConvShape& s, const float* grad_out, const float* weight, float* grad_x) {
-  const ConvPlan& p = plan_for(s);
-  map_images(s, p, p.backward_input, {p.input_weights, DNNL_ARG_WEIGHTS, weight},
-             {p.input_grad_out, DNNL_ARG_DIFF_DST, grad_out}, {p.input_grad_x, DNNL_ARG_DIFF_SRC, grad_x}, nullptr);
+  map_chunks(s, false, weight, grad_out, grad_x, nullptr);
 }
 
 void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float* grad_out, float* grad_weight,
                                  float* scratch) {
-  const ConvPlan& p = plan_for(s);
+  const int64_t partial_count = image_chunks(s);
+  // One partial per chunk; the plans of both chunk lengths share a gradient layout (onednn_conv_fits).
+  const int64_t images = s.batch / partial_count;
+  const ConvPlan& p = plan_for(s, images);
   const int64_t in_image = s.in_channels * s.in_plane(), out_image = s.out_channels * s.out_plane();
   const int64_t count = static_cast<int64_t>(p.weight_grad.kernel.get_size() / sizeof(float));
-  const int64_t partial_count = weight_partials(s);
   float* partials = scratch;
-  // Chunk c of the batch sums its images' gradients in image order into partial c.
   for_each_task(partial_count, [&](int64_t chunk) {
-    float* partial = partials + chunk * p.partial_floats;
-    const int64_t first = chunk * s.batch / partial_count, last = (chunk + 1) * s.batch / partial_count;
-    for (int64_t n = first; n < last; ++n) {
-      float* target = n == first ? partial : thread_buffer(3, p.partial_floats);
-      const void* src =
-          staged_input(p.weight_x, x + n * in_image, thread_buffer(0, p.image_floats), p.scratchpad_bytes);
-      const void* diff_dst = staged_input(p.weight_grad_out, grad_out + n * out_image,
-                                          thread_buffer(1, p.image_floats), p.scratchpad_bytes);
-      execute(p.backward_weight,
-              {{DNNL_ARG_SRC, wrap(p.weight_x.kernel, src)},
-               {DNNL_ARG_DIFF_DST, wrap(p.weight_grad_out.kernel, diff_dst)},
-               {DNNL_ARG_DIFF_WEIGHTS, wrap(p.weight_grad.kernel, target)}},
-              p.scratchpad_bytes);
-      if (target != partial)
-        for (int64_t e = 0; e < count; ++e) partial[e] += target[e];
-    }
+    const int64_t first = chunk_begin(s, chunk, partial_count), last = chunk_begin(s, chunk + 1, partial_count);
+    const ConvPlan& plan = last - first == images ? p : plan_for(s, last - first);
+    const void* src = staged_input(plan.weight_x, x + first * in_image, thread_buffer(0, plan.chunk_floats),
+                                   plan.scratchpad_bytes);
+    const void* diff_dst = staged_input(plan.weight_grad_out, grad_out + first * out_image,
+                                        thread_buffer(1, plan.chunk_floats), plan.scratchpad_bytes);
+    execute(plan.backward_weight,
+            {{DNNL_ARG_SRC, wrap(plan.weight_x.kernel, src)},
+             {DNNL_ARG_DIFF_DST, wrap(plan.weight_grad_out.kernel, diff_dst)},
+             {DNNL_ARG_DIFF_WEIGHTS, wrap(plan.weight_grad.kernel, partials + chunk * p.partial_floats)}},
+            plan.scratchpad_bytes);
   });
   // The partials add up in chunk order into the first (or straight into grad_weight).
   float* sum = p.weight_grad.reorder ? partials : grad_weight;
@@ -331,7 +398,6 @@ void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float
       for (int64_t e = lo; e < hi; ++e) sum[e] += partial[e];
     }
   });
-  OneDnnSingleThreaded single_threaded;
   finish_output(p.weight_grad, sum, grad_weight, p.scratchpad_bytes);
 }
 

@@ -11,7 +11,7 @@ namespace ember::cpu {
 // float32 convolution (batch > 0, non-empty sizes).
 bool onednn_conv_fits(const ConvShape& shape);
 // Elements of float32 scratch onednn_conv_backward_weight needs (one weight gradient per
-// image); the other passes use none of the caller's scratch (the runtime sizes it for im2col).
+// chunk of images); the other passes use none of the caller's scratch (the runtime sizes it for im2col).
 int64_t onednn_conv_scratch_elements(const ConvShape& shape);
 
 // As conv_forward, conv_backward_input and conv_backward_weight of cpu/conv.h, for float32.

@@ -6,7 +6,9 @@
 // The composite took ~10 full passes and temporaries forward and as many backward; the fused
 // forward reads x twice for the statistics (float64, two-pass) and writes y once, and the
 // fused backward reads grad_y and x once for the sums and once for grad_x. The tests compare
-// it with a float64 composite and with gradcheck (tests/nn/test_batchnorm.cpp).
+// it with a float64 composite and with gradcheck (tests/nn/test_batchnorm.cpp). The fused
+// backward is first-order: under create_graph=true (a gradient penalty) the backward is
+// composed of ordinary ops instead (batch_norm_backward_composite), so it is differentiable.
 #include "autograd/function.h"
 #include "core/record_op.h"
 #include "core/tensor_impl.h"
@@ -17,6 +19,31 @@
 
 namespace ember::nn::functional {
 namespace {
+
+// The reduction dims {0, 2, 3, ...} of an input [N, C, *].
+std::vector<int64_t> non_channel_dims(const Tensor& input) {
+  std::vector<int64_t> dims = {0};
+  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  return dims;
+}
+
+// The gradients of training-mode batch norm in differentiable ops, recomputing the batch
+// statistics from `input` so that their dependence on it is part of the graph:
+// grad_x = weight * invstd * (g - mean(g) - xhat * mean(g * xhat)), grad_weight = sum(g * xhat),
+// grad_bias = sum(g), with xhat = (x - mean) * invstd.
+std::vector<Tensor> batch_norm_backward_composite(const Tensor& grad_y, const Tensor& input, const Tensor& weight,
+                                                  double eps) {
+  const std::vector<int64_t> dims = non_channel_dims(input);
+  const Tensor g = grad_y.to(input.scalar_type());
+  const Tensor centered = input - input.mean(dims, true);
+  const Tensor invstd = (centered.square().mean(dims, true) + eps).rsqrt();
+  const Tensor xhat = centered * invstd;
+  const Tensor g_xhat = g * xhat;
+  std::vector<int64_t> channel_shape(static_cast<size_t>(input.dim()), 1);
+  channel_shape[1] = input.size(1);
+  const Tensor scale = weight.defined() ? invstd * weight.to(input.scalar_type()).view(channel_shape) : invstd;
+  return {scale * (g - g.mean(dims, true) - xhat * g_xhat.mean(dims, true)), g_xhat.sum(dims), g.sum(dims)};
+}
 
 // Normalises input [N, C, *] with its own statistics, as the composite below; writes the
 // batch's mean and biased variance ([C] float64) for the running statistics.
@@ -41,25 +68,34 @@ Tensor fused_batch_norm_training(const Tensor& input, const Tensor& weight, cons
   if (weight.defined()) inputs.push_back(weight);
   if (bias.defined()) inputs.push_back(bias);
   if (!autograd::should_record(inputs)) return out;
-  autograd::SavedTensor saved_x(x), saved_w(w), saved_mean(mean), saved_invstd(invstd);
+  // The inputs themselves (with their graphs) are kept too, for the composite backward.
+  autograd::SavedTensor saved_x(x), saved_w(w), saved_mean(mean), saved_invstd(invstd), saved_input(input),
+      saved_weight(weight);
   const bool has_weight = weight.defined(), has_bias = bias.defined();
   const ScalarType weight_dtype = has_weight ? weight.scalar_type() : dtype;
   const ScalarType bias_dtype = has_bias ? bias.scalar_type() : dtype;
   autograd::record("NativeBatchNormBackward", inputs, {out},
                    [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
-                     EMBER_CHECK(!is_grad_enabled(), "batch_norm",
-                                 "double backward (create_graph=true) is not supported");
-                     const Tensor g = grads[0].to(dtype).contiguous(), ws = saved_w.get();
-                     Tensor grad_x = needs[0] ? core::make_tensor(g.sizes(), dtype) : Tensor();
-                     Tensor grad_w = core::make_tensor({shape.channels}, kFloat64);
-                     Tensor grad_b = core::make_tensor({shape.channels}, kFloat64);
-                     cpu::batch_norm_backward(dtype, shape, g.data_ptr(), saved_x.get().data_ptr(),
-                                              ws.defined() ? ws.data_ptr() : nullptr,
-                                              saved_mean.get().data_ptr<double>(),
-                                              saved_invstd.get().data_ptr<double>(),
-                                              grad_x.defined() ? grad_x.data_ptr() : nullptr,
-                                              grad_w.data_ptr<double>(), grad_b.data_ptr<double>());
-                     std::vector<Tensor> result = {grad_x};
+                     Tensor grad_x, grad_w, grad_b;
+                     if (is_grad_enabled()) {
+                       const std::vector<Tensor> composite =
+                           batch_norm_backward_composite(grads[0], saved_input.get(), saved_weight.get(), eps);
+                       grad_x = composite[0];
+                       grad_w = composite[1];
+                       grad_b = composite[2];
+                     } else {
+                       const Tensor g = grads[0].to(dtype).contiguous(), ws = saved_w.get();
+                       grad_x = needs[0] ? core::make_tensor(g.sizes(), dtype) : Tensor();
+                       grad_w = core::make_tensor({shape.channels}, kFloat64);
+                       grad_b = core::make_tensor({shape.channels}, kFloat64);
+                       cpu::batch_norm_backward(dtype, shape, g.data_ptr(), saved_x.get().data_ptr(),
+                                                ws.defined() ? ws.data_ptr() : nullptr,
+                                                saved_mean.get().data_ptr<double>(),
+                                                saved_invstd.get().data_ptr<double>(),
+                                                grad_x.defined() ? grad_x.data_ptr() : nullptr,
+                                                grad_w.data_ptr<double>(), grad_b.data_ptr<double>());
+                     }
+                     std::vector<Tensor> result = {needs[0] ? grad_x : Tensor()};
                      if (has_weight) result.push_back(needs[1] ? grad_w.to(weight_dtype) : Tensor());
                      if (has_bias) result.push_back(needs.back() ? grad_b.to(bias_dtype) : Tensor());
                      return result;
@@ -90,8 +126,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
               "running_mean and running_var must both be given or both be undefined");
   EMBER_CHECK(options.training() || running_mean.defined(), "batch_norm",
               "running_mean and running_var are needed in evaluation mode (training=false)");
-  std::vector<int64_t> dims = {0}, shape(static_cast<size_t>(input.dim()), 1);
-  for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
+  const std::vector<int64_t> dims = non_channel_dims(input);
+  std::vector<int64_t> shape(static_cast<size_t>(input.dim()), 1);
   shape[1] = channels;
   const int64_t count = input.numel() / std::max<int64_t>(channels, 1);
   Tensor mean, var, fused;

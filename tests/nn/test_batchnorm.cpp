@@ -180,6 +180,49 @@ TEST(BatchNorm, Float32FusedKernelsMatchFloat64Formulas) {
   }
 }
 
+// create_graph=true (a gradient penalty, as in WGAN-GP) takes the differentiable composite
+// backward: its first-order gradients match the float64 formulas, and the gradients of those
+// gradients match finite differences (gradgradcheck), with and without affine parameters.
+TEST(BatchNorm, DoubleBackwardInTrainingMode) {
+  const Tensor x64 = uniform({3, 2, 2, 3}, 70, -2, 2).transpose(2, 3), r = uniform({3, 2, 3, 2}, 71);
+  const Tensor w64 = uniform({2}, 72, 0.5, 1.5), b64 = uniform({2}, 73);
+  for (bool affine : {true, false}) {
+    SCOPED_TRACE(affine ? "affine" : "no affine");
+    // The first-order gradients of sum(bn(x) * r), built with create_graph=true (grad mode on
+    // also where gradcheck evaluates under no_grad).
+    auto gradients = [&](const std::vector<Tensor>& t) {
+      AutoGradMode grad_mode(true);
+      auto options = F::BatchNormFuncOptions().training(true).eps(1e-3);
+      if (affine) options.weight(t[1]).bias(t[2]);
+      const Tensor y = F::batch_norm(t[0], Tensor(), Tensor(), options);
+      const std::vector<Tensor> inputs = affine ? t : std::vector<Tensor>{t[0]};
+      return autograd::grad({(y * r).sum()}, inputs, {}, true, /*create_graph=*/true);
+    };
+    const Tensor x = leaf(x64), w = leaf(w64), b = leaf(b64);  // x non-contiguous
+    const std::vector<Tensor> first = gradients({x, w, b});
+    const auto expected = batch_norm_grads(x.detach(), r, affine ? values(w64) : std::vector<double>{1, 1}, 1e-3);
+    EXPECT_TRUE(first[0].requires_grad());
+    EXPECT_TRUE(all_close(first[0], expected.x, {1e-10, 1e-10})) << "grad input";
+    if (affine) {
+      EXPECT_TRUE(all_close(first[1], expected.weight, {1e-10, 1e-10})) << "grad weight";
+      EXPECT_TRUE(all_close(first[2], expected.bias, {1e-10, 1e-10})) << "grad bias";
+    }
+    EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& t) {
+                std::vector<Tensor> flat;
+                for (const Tensor& g : gradients(t)) flat.push_back(g.reshape({-1}));
+                return cat(flat);
+              }, {x, w, b}),
+              "");
+  }
+  // A gradient penalty reaches the weight through grad_x.
+  const Tensor x = leaf(x64), w = leaf(w64);
+  const Tensor y = F::batch_norm(x, Tensor(), Tensor(), F::BatchNormFuncOptions().weight(w).training(true));
+  const Tensor grad_x = autograd::grad({(y * r).sum()}, {x}, {}, true, /*create_graph=*/true)[0];
+  grad_x.square().sum().backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_GT(w.grad().abs().sum().item<double>(), 0.0);
+}
+
 TEST(BatchNorm, FusedBitwiseIdenticalForAnyThreadCount) {
   const Tensor x = uniform({8, 64, 9, 7}, 60, -1, 1, kFloat32), r = uniform({8, 64, 9, 7}, 61, -1, 1, kFloat32);
   auto run = [&] {

@@ -117,7 +117,7 @@ TEST(Conv2d, Float32DirectKernelsMatchFloat64) {
       {{2, 6, 8, 9}, {10, 6, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true, true},
       {{2, 6, 17}, {5, 6, 3}, {2}, {1}, {1}, 1, true, false},
       {{2, 4, 5, 6, 7}, {6, 4, 3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 1, true, false},
-      // More images than weight-gradient partials: chunks of one and two images.
+      // Weight-gradient chunks of nine and ten images (two plans).
       {{19, 4, 5, 5}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false, false},
   };
   uint32_t seed = 200;
@@ -329,7 +329,7 @@ TEST(Conv2d, InvalidArgumentsNameTheArgument) {
 }
 
 TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
-  // 18 images: the float32 weight gradient sums 16 chunks of one or two images.
+  // 18 images: the float32 weight gradient sums 4 chunks of four or five images.
   const Tensor x = uniform({18, 24, 19, 17}, 95, -1, 1, kFloat32), w = uniform({32, 12, 3, 3}, 96, -1, 1, kFloat32);
   // Output, grad input and grad weight of a grouped strided conv followed by both poolings.
   auto run = [&] {
