@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch peer of `ember bench conv`: nn.Conv2d (no bias, padding kernel // 2),
-nn.BatchNorm2d (training) and nn.MaxPool2d(3, 2, 1) forward + backward (of the output's
+nn.BatchNorm2d (training), nn.MaxPool2d(3, 2, 1), nn.AvgPool2d(3, 2, 1) and
+nn.AdaptiveAvgPool2d(1) forward + backward (of the output's
 sum) on [batch, in, size, size], median wall and process CPU time of --reps runs after one
 warm-up. Prints one JSON row per --case, in order. Needs PyTorch; not part of the tests.
 
@@ -19,6 +20,10 @@ def module_of(kind, c_in, c_out, kernel):
         return torch.nn.Conv2d(c_in, c_out, kernel, padding=kernel // 2, bias=False)
     if kind == "bn":
         return torch.nn.BatchNorm2d(c_in)
+    if kind == "avgpool":
+        return torch.nn.AvgPool2d(3, stride=2, padding=1)
+    if kind == "adaptiveavgpool":
+        return torch.nn.AdaptiveAvgPool2d(1)
     return torch.nn.MaxPool2d(3, stride=2, padding=1)
 
 

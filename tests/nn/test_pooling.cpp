@@ -161,6 +161,18 @@ TEST(Pooling, OneAndThreeSpatialDims) {
             }, {leaf(x3), leaf(x1)}),
             "");
   EXPECT_TRUE(throws_error([&] { F::max_pool3d(x1, F::MaxPool3dFuncOptions(2)); }, {"[max_pool3d]", "4-d or 5-d"}));
+
+  // An output of one per dim (computed as a mean over the spatial dims) equals the window walk's
+  // reference, unbatched inputs included.
+  EXPECT_TRUE(all_close(F::adaptive_avg_pool1d(x1, F::AdaptiveAvgPool1dFuncOptions(1)),
+                        pool_reference(x1, {adaptive_ref(11, 1)}, false).out));
+  EXPECT_TRUE(all_close(F::adaptive_avg_pool3d(x3, F::AdaptiveAvgPool3dFuncOptions(1)),
+                        pool_reference(x3, {adaptive_ref(5, 1), adaptive_ref(4, 1), adaptive_ref(6, 1)}, false).out));
+  EXPECT_EQ(F::adaptive_avg_pool3d(x3[0], F::AdaptiveAvgPool3dFuncOptions(1)).sizes(), (std::vector<int64_t>{2, 1, 1, 1}));
+  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& t) {
+              return F::adaptive_avg_pool3d(t[0], F::AdaptiveAvgPool3dFuncOptions(1));
+            }, {leaf(x3)}),
+            "");
 }
 
 TEST(Pooling, InvalidArgumentsNameTheArgument) {
