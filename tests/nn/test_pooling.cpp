@@ -168,7 +168,8 @@ TEST(Pooling, OneAndThreeSpatialDims) {
                         pool_reference(x1, {adaptive_ref(11, 1)}, false).out));
   EXPECT_TRUE(all_close(F::adaptive_avg_pool3d(x3, F::AdaptiveAvgPool3dFuncOptions(1)),
                         pool_reference(x3, {adaptive_ref(5, 1), adaptive_ref(4, 1), adaptive_ref(6, 1)}, false).out));
-  EXPECT_EQ(F::adaptive_avg_pool3d(x3[0], F::AdaptiveAvgPool3dFuncOptions(1)).sizes(), (std::vector<int64_t>{2, 1, 1, 1}));
+  EXPECT_EQ(F::adaptive_avg_pool3d(x3[0], F::AdaptiveAvgPool3dFuncOptions(1)).sizes(),
+            (std::vector<int64_t>{2, 1, 1, 1}));
   EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& t) {
               return F::adaptive_avg_pool3d(t[0], F::AdaptiveAvgPool3dFuncOptions(1));
             }, {leaf(x3)}),
