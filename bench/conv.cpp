@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "ember/backends.h"
 #include "ember/ember.h"
 
 namespace ember::bench {
@@ -19,11 +20,12 @@ constexpr int64_t kBatch = 8;
 struct Case {
   std::string kind;
   int64_t in, out, kernel, size;
+  bool winograd = false;  // ember on backends::set_conv_algorithm("winograd"); the peer as always
 
   std::string name() const {
     if (kind == "conv")
       return "conv" + std::to_string(kernel) + "x" + std::to_string(kernel) + "_c" + std::to_string(in) + "to" +
-             std::to_string(out) + "_s" + std::to_string(size);
+             std::to_string(out) + "_s" + std::to_string(size) + (winograd ? "_winograd" : "");
     return kind + "_c" + std::to_string(in) + "_s" + std::to_string(size);
   }
   // The peer's argument: kind,in,out,kernel,size.
@@ -36,6 +38,11 @@ struct Case {
 // Median wall and CPU ms of forward + backward of `module` on x [8, in, size, size]
 // (gradients reset each time).
 StepTimes measure(const Case& c, int reps) {
+  struct Algorithm {
+    std::string before = backends::conv_algorithm();
+    explicit Algorithm(bool winograd) { backends::set_conv_algorithm(winograd ? "winograd" : "direct"); }
+    ~Algorithm() { backends::set_conv_algorithm(before); }
+  } algorithm(c.winograd);
   manual_seed(0);
   Tensor x = randn({kBatch, c.in, c.size, c.size}).requires_grad_();
   std::function<Tensor(const Tensor&)> forward;
@@ -74,7 +81,10 @@ nlohmann::json run(const Options& options) {
   std::vector<Case> cases = {{"conv", 64, 64, 3, 56},    {"conv", 64, 256, 1, 56},  {"conv", 256, 64, 1, 56},
                              {"conv", 128, 128, 3, 28},  {"conv", 256, 256, 3, 14}, {"conv", 256, 256, 1, 14},
                              {"bn", 64, 64, 0, 56},      {"bn", 256, 256, 0, 14},   {"maxpool", 64, 64, 3, 112},
-                             {"avgpool", 64, 64, 3, 112}, {"adaptiveavgpool", 512, 512, 0, 7}};
+                             {"avgpool", 64, 64, 3, 112}, {"adaptiveavgpool", 512, 512, 0, 7},
+                             // The 3x3 rows again on oneDNN's Winograd kernels (opt-in: Note [Winograd convolution]).
+                             {"conv", 64, 64, 3, 56, true}, {"conv", 128, 128, 3, 28, true},
+                             {"conv", 256, 256, 3, 14, true}};
   if (options.quick) cases = {{"conv", 64, 64, 3, 56}, {"conv", 256, 256, 1, 14}, {"bn", 64, 64, 0, 56},
                               {"maxpool", 64, 64, 3, 112}};
   const int reps = options.quick ? 2 : 5;

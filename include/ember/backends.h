@@ -1,5 +1,6 @@
 // The CPU ember runs on and the GEMM backends behind every product (matmul, linear, the fused
-// loss): what each runs here, which one a product uses, and the autotune table.
+// loss): what each runs here, which one a product uses, and the autotune table; the algorithm
+// of float32 3x3 convolutions.
 //
 // Products run on OpenBLAS, oneDNN or ember's own kernels. With the default "auto", the
 // first product of each shape key (dtype, transposes, bucketed sizes, threads) times every
@@ -53,6 +54,17 @@ bool gemm_backend_can_run(const std::string& backend, ScalarType dtype, int64_t 
 // the autotuned one: tuning its key now, on scratch operands, if the table has no entry).
 std::string gemm_backend_for(ScalarType dtype, int64_t m, int64_t k, int64_t n, bool trans_a = false,
                              bool trans_b = false);
+
+// The algorithm of float32 2-d 3x3 convolutions with stride 1: "direct" (the default:
+// oneDNN's direct kernels, which PyTorch's CPU convolution runs) or "winograd" (oneDNN's
+// Winograd F(4x4, 3x3) kernels where it has them, on AVX-512 CPUs: forward and both gradients
+// 1.7-2.5x faster at ResNet's shapes, with about ten times the direct kernels' rounding error,
+// ~5e-7 of the sum of the terms' magnitudes). Shapes without a Winograd kernel stay direct.
+// EMBER_CONV_ALGORITHM=direct|winograd sets the starting choice. Set it before running
+// convolutions, not while another thread runs one.
+std::string conv_algorithm();
+// name: "direct" or "winograd"; throws ember::Error otherwise.
+void set_conv_algorithm(const std::string& name);
 
 struct AutotuneEntry {
   std::string key;      // "bf16 NT 2048x192x576 t2": dtype, transposes, M x K x N buckets, threads

@@ -1,8 +1,9 @@
-// The public face of cpu_info.h and gemm_backend.h (ember/backends.h).
+// The public face of cpu_info.h, gemm_backend.h and the convolution algorithm (ember/backends.h).
 #include "ember/backends.h"
 
 #include <memory>
 
+#include "cpu/conv_onednn.h"
 #include "cpu/cpu_info.h"
 #include "cpu/dispatch.h"
 #include "cpu/gemm_backend.h"
@@ -91,6 +92,14 @@ std::vector<AutotuneEntry> autotune_table() {
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::string conv_algorithm() { return cpu::conv_winograd() ? "winograd" : "direct"; }
+
+void set_conv_algorithm(const std::string& name) {
+  EMBER_CHECK(name == "direct" || name == "winograd", "conv_algorithm", "unknown algorithm '", name,
+              "': expected direct or winograd");
+  cpu::set_conv_winograd(name == "winograd");
 }
 
 }  // namespace ember::backends

@@ -1,11 +1,19 @@
-// float32 convolution on oneDNN's direct kernels (Note [Convolution on oneDNN]): the three
-// passes of cpu/conv.h, used by it where onednn_conv_fits.
+// float32 convolution on oneDNN's direct or Winograd kernels (Note [Convolution on oneDNN]):
+// the three passes of cpu/conv.h, used by it where onednn_conv_fits.
 #pragma once
 #include <cstdint>
 
 #include "cpu/conv.h"
 
 namespace ember::cpu {
+
+// Whether 2-d 3x3 stride-1 convolutions run on oneDNN's Winograd kernels where it has them
+// (Note [Winograd convolution]; ember::backends::set_conv_algorithm). The first call reads
+// EMBER_CONV_ALGORITHM (direct or winograd; default direct).
+bool conv_winograd();
+void set_conv_winograd(bool on);
+// Whether this convolution runs on the Winograd kernels now.
+bool onednn_conv_winograd(const ConvShape& shape);
 
 // True when oneDNN has an optimised (non-reference) kernel for all three passes of this
 // float32 convolution (batch > 0, non-empty sizes).

@@ -1,6 +1,7 @@
 // Conv1d/2d/3d and F::pad: forward against a direct float64 convolution, gradients by
 // gradcheck, every padding option and mode, odd layouts, and the argument errors.
 #include "cpu/conv_onednn.h"
+#include "ember/backends.h"
 #include "vision_reference.h"
 
 namespace ember::nntest {
@@ -340,6 +341,55 @@ TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
     return std::vector<std::vector<double>>{values(z), values(xl.grad()), values(wl.grad())};
   };
   expect_same_for_any_thread_count(run);
+}
+
+// On request, 2-d 3x3 stride-1 convolutions run on oneDNN's Winograd kernels (Note [Winograd
+// convolution]): forward and both gradients within 4e-6 of the sum of their terms' magnitudes
+// of float64 (8x the worst error measured, 5e-7), the same bits for any thread count.
+TEST(Conv2d, WinogradOnRequest) {
+  struct Restore {
+    std::string algorithm = backends::conv_algorithm();
+    ~Restore() { backends::set_conv_algorithm(algorithm); }
+  } restore;
+  EXPECT_TRUE(throws_error([] { backends::set_conv_algorithm("fft"); }, {"[conv_algorithm]", "'fft'", "winograd"}));
+  const Tensor x64 = uniform({3, 32, 14, 14}, 300), w64 = uniform({48, 32, 3, 3}, 301), b64 = uniform({48}, 302);
+  const Tensor r64 = uniform({3, 48, 14, 14}, 303);
+  auto run = [&](ScalarType dtype) {
+    const Tensor x = x64.detach().to(dtype).requires_grad_(true), w = w64.detach().to(dtype).requires_grad_(true);
+    const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions().padding(1).bias(b64.to(dtype)));
+    (y * r64.to(dtype)).sum().backward();
+    return std::vector<Tensor>{y.detach(), x.grad(), w.grad()};
+  };
+  backends::set_conv_algorithm("direct");
+  const auto direct = run(kFloat32), exact = run(kFloat64);
+  backends::set_conv_algorithm("winograd");
+  EXPECT_EQ(backends::conv_algorithm(), "winograd");
+  const auto winograd = run(kFloat32);
+  // The sums of |terms| of each result: the same products with every factor made non-negative.
+  const Tensor ax = x64.abs().requires_grad_(true), aw = w64.abs().requires_grad_(true);
+  const Tensor magnitude = F::conv2d(ax, aw, F::Conv2dFuncOptions().padding(1).bias(b64.abs()));
+  (magnitude * r64.abs()).sum().backward();
+  const std::vector<Tensor> magnitudes = {magnitude, ax.grad(), aw.grad()};
+  const char* names[] = {"output", "grad input", "grad weight"};
+  for (int i = 0; i < 3; ++i) {
+    const double worst = ((winograd[i].to(kFloat64) - exact[i]).abs() / magnitudes[i]).max().item<double>();
+    EXPECT_LE(worst, 4e-6) << names[i];
+    // Winograd kernels exist on AVX-512 CPUs only; elsewhere the direct ones run.
+    const bool ran_winograd = !(winograd[i] == direct[i]).all().item<bool>();
+    EXPECT_EQ(ran_winograd, backends::cpu_info().vector_isa == "avx512") << names[i];
+  }
+  expect_same_for_any_thread_count([&] {
+    std::vector<std::vector<double>> out;
+    for (const Tensor& t : run(kFloat32)) out.push_back(values(t));
+    return out;
+  });
+  // Other shapes keep the direct kernels: a strided 3x3 gives the same bits either way.
+  auto strided = [&] {
+    return values(F::conv2d(x64.to(kFloat32), w64.to(kFloat32), F::Conv2dFuncOptions().stride(2)));
+  };
+  const auto strided_winograd = strided();
+  backends::set_conv_algorithm("direct");
+  EXPECT_EQ(strided(), strided_winograd);
 }
 
 TEST(Conv2d, BackwardOfBackwardIsRefused) {
