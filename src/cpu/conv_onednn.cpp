@@ -82,16 +82,16 @@ Operand make_operand(const memory::desc& plain, const memory::desc& kernel, bool
   const memory::desc& from = input ? plain : kernel;
   const memory::desc& to = input ? kernel : plain;
   o.reorder = make_reorder(from, to, o.scratchpad_bytes);
-  // Split only where the kernel layout pads no dim (a whole reorder zeroes the padding) and dim
-  // 0 is a whole number of its blocks.
-  if (!split || kernel.data.format_kind != dnnl_blocked) return o;  // Winograd's weights are opaque
+  // Split only a blocked layout (Winograd's weights are opaque) that pads no dim (a whole
+  // reorder zeroes the padding) and whose dim 0 is a whole number of its blocks.
+  if (!split || kernel.data.format_kind != dnnl_blocked) return o;
   const dnnl_blocking_desc_t& blocking = kernel.data.format_desc.blocking;
   int64_t block = 1;
   for (int i = 0; i < blocking.inner_nblks; ++i)
     if (blocking.inner_idxs[i] == 0) block *= blocking.inner_blks[i];
   const memory::dims dims = plain.dims();
   const bool padded = !std::equal(dims.begin(), dims.end(), kernel.data.padded_dims);
-  if (!split || padded || dims[0] % block != 0) return o;
+  if (padded || dims[0] % block != 0) return o;
   const int64_t blocks = dims[0] / block, parts = std::min(blocks, kMaxReorderParts);
   if (parts < 2) return o;
   for (int64_t part = 0; part < parts; ++part) {
