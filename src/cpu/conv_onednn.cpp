@@ -1,8 +1,9 @@
 // Note [Convolution on oneDNN]
 // float32 convolutions that are not pointwise run on oneDNN's direct kernels (those PyTorch's
 // CPU convolution runs; on request its Winograd kernels, Note [Winograd convolution]), which
-// work on channel-blocked layouts (nChw16c) without a column matrix: the 3x3 rows of `ember
-// bench conv` took 1.2-1.4x less CPU than im2col + GEMM on the direct kernels.
+// work on channel-blocked (nChw16c) or channels-last activations (Note [Channels-last
+// passes]) without a column matrix: the 3x3 rows of `ember bench conv` took 1.2-1.4x less CPU
+// than im2col + GEMM on the direct kernels.
 // Each chunk of images (image_chunks: fixed by the shape) is one task on ember's pool running
 // single-threaded oneDNN (Note [oneDNN threads]) and reorders its operands to and from the
 // blocked layout itself. The weight gradient is one partial per chunk, summed by the kernel
@@ -122,13 +123,44 @@ struct ConvPlan {
   Operand weight_x, weight_grad_out, weight_grad;
   bool reference = false;  // some pass would run oneDNN's reference kernel: not used
   bool winograd = false;   // the passes run the Winograd kernels
+  std::string kernels;      // onednn_conv_kernels
   size_t scratchpad_bytes = 0;
   int64_t chunk_floats = 0;     // the largest operand of one call's images in a kernel layout
   int64_t weights_floats = 0;   // the weights in either kernel layout
   int64_t partial_floats = 0;   // the weight gradient in its kernel layout
 };
 
-ConvPlan make_plan(const ConvShape& s, dnnl::algorithm algorithm) {
+// Note [Channels-last passes]
+// oneDNN's direct kernels take the activations (input, output and their gradients) either
+// channel-blocked (nChw16c) or channels-last (nhwc). On channels-last the forward runs its
+// brgemm kernel (brgconv) and the gradients the same jit kernels as on the blocked layout.
+// Measured here (AVX-512, one thread, ms; blocked -> channels-last): forward 3.77 -> 3.22 (256
+// channels 14x14, 4 images), 7.55 -> 6.20 (512, 7x7, 8 images), 0.98 -> 0.87 (64 -> 128 stride
+// 2), never slower; the weight gradient 3.81 -> 3.45, 7.93 -> 6.59, 0.97 -> 0.90 (64, 56x56) at
+// stride 1 but 0.99 -> 1.09 at stride 2; the input gradient 1.05 -> 0.95 and 1.09 -> 0.94 at
+// stride 2, even or slower at stride 1 (7.45 -> 7.56). So each pass takes its own layout by a
+// rule fixed by the shape (choose_layouts), where the shape has enough terms per output to pay
+// for the slower reorders to channels-last (kChannelsLastMinTerms): the forward channels-last
+// where oneDNN runs its brgemm kernel there (AVX-512; elsewhere every pass stays blocked), the
+// weight gradient at stride 1 and the input gradient at a larger stride where channels-last
+// runs the same kernel as blocked.
+struct ActivationLayouts {
+  bool forward = false, input_grad = false, weight_grad = false;  // channels-last, else blocked
+};
+
+memory::format_tag channels_last_tag(size_t rank) {
+  return rank == 3 ? memory::format_tag::nwc : rank == 4 ? memory::format_tag::nhwc : memory::format_tag::ndhwc;
+}
+
+// oneDNN's primitive descriptors of the four passes of a shape.
+struct PassDescs {
+  dnnl::convolution_forward::primitive_desc forward, forward_bias;
+  dnnl::convolution_backward_data::primitive_desc backward_input;
+  dnnl::convolution_backward_weights::primitive_desc backward_weight;
+  memory::dims x_dims, out_dims, w_dims;
+};
+
+PassDescs pass_descs(const ConvShape& s, dnnl::algorithm algorithm, ActivationLayouts layouts) {
   const int first = first_spatial_dim(s);
   memory::dims x_dims = {s.batch, s.in_channels}, out_dims = {s.batch, s.out_channels};
   memory::dims w_dims, strides, dilates, pad_l, pad_r;
@@ -144,27 +176,79 @@ ConvPlan make_plan(const ConvShape& s, dnnl::algorithm algorithm) {
     // The padding after: whatever makes the output exactly s.out (it may be negative).
     pad_r.push_back((s.out[d] - 1) * s.stride[d] + (s.kernel[d] - 1) * s.dilation[d] + 1 - s.in[d] - s.pad[d]);
   }
-  const memory::desc x_any(x_dims, memory::data_type::f32, memory::format_tag::any);
-  const memory::desc out_any(out_dims, memory::data_type::f32, memory::format_tag::any);
+  auto activation = [](const memory::dims& dims, bool channels_last) {
+    return memory::desc(dims, memory::data_type::f32,
+                        channels_last ? channels_last_tag(dims.size()) : memory::format_tag::any);
+  };
   const memory::desc w_any(w_dims, memory::data_type::f32, memory::format_tag::any);
   const memory::desc bias_plain = plain_desc({s.out_channels});
-  const memory::desc x_plain = plain_desc(x_dims), out_plain = plain_desc(out_dims), w_plain = plain_desc(w_dims);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   const auto training = dnnl::prop_kind::forward_training;
-  const dnnl::convolution_forward::desc forward_desc(training, algorithm, x_any, w_any, out_any, strides, dilates,
-                                                     pad_l, pad_r);
-  const dnnl::convolution_forward::desc forward_bias_desc(training, algorithm, x_any, w_any, bias_plain, out_any,
-                                                          strides, dilates, pad_l, pad_r);
-  const dnnl::convolution_backward_data::desc backward_input_desc(algorithm, x_any, w_any, out_any, strides, dilates,
-                                                                  pad_l, pad_r);
-  const dnnl::convolution_backward_weights::desc backward_weight_desc(algorithm, x_any, w_any, out_any, strides,
-                                                                      dilates, pad_l, pad_r);
-  dnnl::convolution_forward::primitive_desc forward(forward_desc, attr, onednn_engine());
-  dnnl::convolution_forward::primitive_desc forward_bias(forward_bias_desc, attr, onednn_engine());
-  dnnl::convolution_backward_data::primitive_desc backward_input(backward_input_desc, attr, onednn_engine(), forward);
-  dnnl::convolution_backward_weights::primitive_desc backward_weight(backward_weight_desc, attr, onednn_engine(),
-                                                                     forward);
+  auto forward_on = [&](bool channels_last, bool bias) {
+    const memory::desc x = activation(x_dims, channels_last), out = activation(out_dims, channels_last);
+    if (bias)
+      return dnnl::convolution_forward::primitive_desc(
+          {training, algorithm, x, w_any, bias_plain, out, strides, dilates, pad_l, pad_r}, attr, onednn_engine());
+    return dnnl::convolution_forward::primitive_desc(
+        {training, algorithm, x, w_any, out, strides, dilates, pad_l, pad_r}, attr, onednn_engine());
+  };
+  PassDescs d{forward_on(layouts.forward, false), forward_on(layouts.forward, true), {}, {}, x_dims, out_dims, w_dims};
+  // Each gradient pass is hinted by a forward on its own layout (built only when one differs).
+  std::optional<dnnl::convolution_forward::primitive_desc> other_forward;
+  auto hint = [&](bool channels_last) {
+    if (channels_last == layouts.forward) return d.forward;
+    if (!other_forward) other_forward = forward_on(channels_last, false);
+    return *other_forward;
+  };
+  d.backward_input = dnnl::convolution_backward_data::primitive_desc(
+      {algorithm, activation(x_dims, layouts.input_grad), w_any, activation(out_dims, layouts.input_grad), strides,
+       dilates, pad_l, pad_r},
+      attr, onednn_engine(), hint(layouts.input_grad));
+  d.backward_weight = dnnl::convolution_backward_weights::primitive_desc(
+      {algorithm, activation(x_dims, layouts.weight_grad), w_any, activation(out_dims, layouts.weight_grad), strides,
+       dilates, pad_l, pad_r},
+      attr, onednn_engine(), hint(layouts.weight_grad));
+  return d;
+}
+
+// The reorders between the caller's layout and channels-last (a transpose of each image) take
+// 3-6x longer than those to the blocked layout: measured here, a whole step of 64 channels 3x3
+// at 56x56 (576 terms per output) ran 3% slower on channels-last, 128 at 28x28 (1152) 2-3%
+// faster, 256 at 14x14 (2304) 5% faster. Below this many terms per output every pass stays blocked.
+constexpr int64_t kChannelsLastMinTerms = 1024;
+
+// The layouts of Note [Channels-last passes], from oneDNN's kernels for one image of the shape
+// (so every batch and chunk length of a shape makes the same choice).
+ActivationLayouts choose_layouts(const ConvShape& s) {
+  if (s.col_rows() < kChannelsLastMinTerms) return {};
+  ConvShape image = s;
+  image.batch = 1;
+  try {
+    const PassDescs blocked = pass_descs(image, dnnl::algorithm::convolution_direct, {});
+    const PassDescs channels_last = pass_descs(image, dnnl::algorithm::convolution_direct, {true, true, true});
+    auto impl = [](const dnnl::primitive_desc_base& pd) { return std::string(pd.impl_info_str()); };
+    bool unit_stride = true;
+    for (int d = 0; d < 3; ++d) unit_stride = unit_stride && s.stride[d] == 1;
+    ActivationLayouts layouts;
+    // Measured on AVX-512 only, where oneDNN has the brgemm kernels: elsewhere all blocked.
+    layouts.forward = impl(channels_last.forward).rfind("brg", 0) == 0;
+    if (!layouts.forward) return {};
+    layouts.input_grad = !unit_stride && impl(channels_last.backward_input) == impl(blocked.backward_input);
+    layouts.weight_grad = unit_stride && impl(channels_last.backward_weight) == impl(blocked.backward_weight);
+    return layouts;
+  } catch (const dnnl::error&) {
+    return {};  // no channels-last kernel for some pass: all blocked
+  }
+}
+
+ConvPlan make_plan(const ConvShape& s, dnnl::algorithm algorithm, ActivationLayouts layouts) {
+  const PassDescs d = pass_descs(s, algorithm, layouts);
+  const dnnl::convolution_forward::primitive_desc &forward = d.forward, &forward_bias = d.forward_bias;
+  const dnnl::convolution_backward_data::primitive_desc& backward_input = d.backward_input;
+  const dnnl::convolution_backward_weights::primitive_desc& backward_weight = d.backward_weight;
+  const memory::desc bias_plain = plain_desc({s.out_channels});
+  const memory::desc x_plain = plain_desc(d.x_dims), out_plain = plain_desc(d.out_dims), w_plain = plain_desc(d.w_dims);
 
   ConvPlan p;
   for (const dnnl::primitive_desc_base* pd :
@@ -201,6 +285,12 @@ ConvPlan make_plan(const ConvShape& s, dnnl::algorithm algorithm) {
       aligned_floats(std::max(forward.weights_desc().get_size(), backward_input.weights_desc().get_size()));
   p.partial_floats = aligned_floats(backward_weight.diff_weights_desc().get_size());
   p.winograd = algorithm == dnnl::algorithm::convolution_winograd;
+  auto describe = [](const char* pass, const dnnl::primitive_desc_base& pd, bool channels_last) {
+    return std::string(pass) + " " + pd.impl_info_str() + (channels_last ? " channels-last" : " blocked");
+  };
+  p.kernels = describe("forward", forward, layouts.forward) + ", " +
+              describe("input gradient", backward_input, layouts.input_grad) + ", " +
+              describe("weight gradient", backward_weight, layouts.weight_grad);
   return p;
 }
 
@@ -221,13 +311,22 @@ bool winograd_shape(const ConvShape& s) {
 ConvPlan make_plan(const ConvShape& s, bool winograd) {
   if (winograd && winograd_shape(s)) {
     try {
-      ConvPlan p = make_plan(s, dnnl::algorithm::convolution_winograd);
+      ConvPlan p = make_plan(s, dnnl::algorithm::convolution_winograd, {});
       if (!p.reference) return p;
     } catch (const dnnl::error&) {
       // no Winograd kernel for this shape here
     }
   }
-  return make_plan(s, dnnl::algorithm::convolution_direct);
+  const ActivationLayouts layouts = choose_layouts(s);
+  if (layouts.forward || layouts.input_grad || layouts.weight_grad) {
+    try {
+      ConvPlan p = make_plan(s, dnnl::algorithm::convolution_direct, layouts);
+      if (!p.reference) return p;
+    } catch (const dnnl::error&) {
+      // this batch has no channels-last kernel: blocked below
+    }
+  }
+  return make_plan(s, dnnl::algorithm::convolution_direct, {});
 }
 
 std::atomic<int>& winograd_setting() {
@@ -411,6 +510,10 @@ bool onednn_conv_fits(const ConvShape& s) {
   } catch (const dnnl::error&) {
     return false;  // no oneDNN kernel takes this shape (e.g. padding after beyond what it accepts)
   }
+}
+
+std::string onednn_conv_kernels(const ConvShape& s) {
+  return onednn_conv_fits(s) ? plan_for(s, s.batch / image_chunks(s)).kernels : "";
 }
 
 int64_t onednn_conv_scratch_elements(const ConvShape& s) {

@@ -2,6 +2,7 @@
 // the three passes of cpu/conv.h, used by it where onednn_conv_fits.
 #pragma once
 #include <cstdint>
+#include <string>
 
 #include "cpu/conv.h"
 
@@ -18,6 +19,11 @@ bool onednn_conv_winograd(const ConvShape& shape);
 // True when oneDNN has an optimised (non-reference) kernel for all three passes of this
 // float32 convolution (batch > 0, non-empty sizes).
 bool onednn_conv_fits(const ConvShape& shape);
+// What each pass of this convolution runs: oneDNN's implementation and the activations'
+// layout (Note [Channels-last passes]), e.g. "forward brgconv:avx512_core channels-last,
+// input gradient jit:avx512_core blocked, weight gradient jit:avx512_core channels-last";
+// empty where onednn_conv_fits is false.
+std::string onednn_conv_kernels(const ConvShape& shape);
 // Elements of float32 scratch onednn_conv_backward_weight needs (one weight gradient per
 // chunk of images); the other passes use none of the caller's scratch (the runtime sizes it for im2col).
 int64_t onednn_conv_scratch_elements(const ConvShape& shape);

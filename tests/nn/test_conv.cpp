@@ -143,7 +143,9 @@ TEST(Conv2d, Float32DirectKernelsMatchFloat64) {
     EXPECT_TRUE(all_close(f32[0], expected, {1e-5, 1e-5}));
     EXPECT_TRUE(all_close(f32[1], values(f64[1]), {1e-5, 1e-5})) << "grad input";
     EXPECT_TRUE(all_close(f32[2], values(f64[2]), {1e-5, 1e-5})) << "grad weight";
-    if (c.bias) EXPECT_TRUE(all_close(f32[3], values(f64[3]), {1e-5, 1e-5})) << "grad bias";
+    if (c.bias) {
+      EXPECT_TRUE(all_close(f32[3], values(f64[3]), {1e-5, 1e-5})) << "grad bias";
+    }
   }
 #if defined(__x86_64__)
   // On x86-64 oneDNN has a direct kernel for these shapes: the cases above ran it.
@@ -341,6 +343,58 @@ TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {
     return std::vector<std::vector<double>>{values(z), values(xl.grad()), values(wl.grad())};
   };
   expect_same_for_any_thread_count(run);
+}
+
+// Shapes with at least 1024 terms per output run some passes on channels-last activations
+// (Note [Channels-last passes]): forward and both gradients within float32 rounding of
+// float64, with chunks of one and two images, the same bits for any thread count.
+TEST(Conv2d, ChannelsLastPassesMatchFloat64) {
+  struct Case {
+    int64_t stride;
+    std::vector<int64_t> x_sizes;
+  };
+  uint32_t seed = 400;
+  for (const Case& c : {Case{1, {3, 128, 9, 7}}, Case{2, {3, 128, 11, 10}}}) {
+    SCOPED_TRACE("stride " + std::to_string(c.stride));
+    const Tensor x64 = uniform(c.x_sizes, seed++), w64 = uniform({24, 128, 3, 3}, seed++), b64 = uniform({24}, seed++);
+    const auto options = F::Conv2dFuncOptions().padding(1).stride(c.stride);
+    const Tensor r64 = uniform(F::conv2d(x64, w64, options).sizes(), seed++);
+    auto run = [&](ScalarType dtype) {
+      const Tensor x = x64.detach().to(dtype).requires_grad_(true), w = w64.detach().to(dtype).requires_grad_(true);
+      const Tensor b = b64.detach().to(dtype).requires_grad_(true);
+      const Tensor y = F::conv2d(x, w, F::Conv2dFuncOptions(options).bias(b));
+      (y * r64.to(dtype)).sum().backward();
+      return std::vector<Tensor>{y.detach(), x.grad(), w.grad(), b.grad()};
+    };
+    const auto f32 = run(kFloat32), f64 = run(kFloat64);
+    const char* names[] = {"output", "grad input", "grad weight", "grad bias"};
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(all_close(f32[i], values(f64[i]), {1e-5, 1e-5})) << names[i];
+    expect_same_for_any_thread_count([&] {
+      std::vector<std::vector<double>> out;
+      for (const Tensor& t : run(kFloat32)) out.push_back(values(t));
+      return out;
+    });
+#if defined(__x86_64__)
+    // On AVX-512 oneDNN's forward runs its brgemm kernel on channels-last activations.
+    cpu::ConvShape shape;
+    shape.batch = c.x_sizes[0];
+    shape.in_channels = 128;
+    shape.out_channels = 24;
+    shape.in[1] = c.x_sizes[2];
+    shape.in[2] = c.x_sizes[3];
+    shape.out[1] = (c.x_sizes[2] - 1) / c.stride + 1;
+    shape.out[2] = (c.x_sizes[3] - 1) / c.stride + 1;
+    shape.stride[1] = shape.stride[2] = c.stride;
+    shape.kernel[1] = shape.kernel[2] = 3;
+    shape.pad[1] = shape.pad[2] = 1;
+    const std::string kernels = cpu::onednn_conv_kernels(shape);
+    SCOPED_TRACE(kernels);
+    if (backends::cpu_info().vector_isa == "avx512") {
+      EXPECT_NE(kernels.find("forward brg"), std::string::npos);
+      EXPECT_NE(kernels.find("channels-last"), std::string::npos);
+    }
+#endif
+  }
 }
 
 // On request, 2-d 3x3 stride-1 convolutions run on oneDNN's Winograd kernels (Note [Winograd
