@@ -2,15 +2,15 @@
 // cpp/custom-dataset/custom-dataset.cpp at 77f55b9), ported to ember. Differences from the
 // original:
 //   - namespace torch -> ember, <torch/torch.h> -> <ember/ember.h>, TORCH_MODULE -> EMBER_MODULE;
-//   - OpenCV is not a dependency of ember, so the three OpenCV calls (cv::imread, cv::resize,
-//     cv::split) are replaced by read_ppm below, which reads a binary PPM (P6) image of
-//     options.image_size squared pixels into the same three uint8 channel planes, and
-//     <opencv2/opencv.hpp> (which brought in assert) becomes <cassert>;
+//   - <opencv2/opencv.hpp> -> <opencv2/imgcodecs.hpp> and <opencv2/imgproc.hpp>, the two
+//     OpenCV modules it calls: Debian's opencv.hpp includes every OpenCV module, and
+//     scripts/setup installs only these (and core);
 //   - data paths: the images are ./dataset/*.ppm and ./info.txt lists them (the tests write
 //     a few generated images there, tests/examples/).
 // The network (AlexNet on 224x224 images, 102 classes), the data pipeline and the training
 // loop are the original's.
-#include <cassert>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <stdint.h>
 #include <ember/ember.h>
 #include <fstream>
@@ -33,34 +33,6 @@ struct Options {
 
 static Options options;
 
-// In place of OpenCV (see the top): the B, G, R planes of a binary PPM (P6) image of
-// options.image_size squared pixels, as cv::split gives them for cv::imread's BGR image.
-struct Plane {
-  std::vector<uint8_t> bytes;
-  uint8_t* ptr() { return bytes.data(); }
-};
-
-std::vector<Plane> read_ppm(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::string magic;
-  int width = 0, height = 0, max_value = 0;
-  file >> magic >> width >> height >> max_value;
-  file.get();  // the one whitespace byte before the pixels
-  EMBER_CHECK(file && magic == "P6" && width == options.image_size && height == options.image_size &&
-                  max_value == 255,
-              "read_ppm", path, ": expected a binary PPM of ", options.image_size, "x", options.image_size,
-              " pixels with values up to 255");
-  const size_t pixels = static_cast<size_t>(width) * static_cast<size_t>(height);
-  std::vector<Plane> channels(3, Plane{std::vector<uint8_t>(pixels)});
-  for (size_t i = 0; i < pixels; ++i) {
-    char rgb[3];
-    file.read(rgb, 3);
-    for (int c = 0; c < 3; ++c) channels[2 - c].bytes[i] = static_cast<uint8_t>(rgb[c]);
-  }
-  EMBER_CHECK(static_cast<bool>(file), "read_ppm", path, ": truncated after its header");
-  return channels;
-}
-
 using Data = std::vector<std::pair<std::string, long>>;
 
 class CustomDataset : public ember::data::datasets::Dataset<CustomDataset> {
@@ -73,7 +45,12 @@ class CustomDataset : public ember::data::datasets::Dataset<CustomDataset> {
 
   Example get(size_t index) {
     std::string path = options.datasetPath + data[index].first;
-    std::vector<Plane> channels = read_ppm(path);
+    auto mat = cv::imread(path);
+    assert(!mat.empty());
+
+    cv::resize(mat, mat, cv::Size(options.image_size, options.image_size));
+    std::vector<cv::Mat> channels(3);
+    cv::split(mat, channels);
 
     auto R = ember::from_blob(
         channels[2].ptr(),

@@ -2,7 +2,7 @@
 //   example_data mnist DIR          generated MNIST IDX files in DIR/data (learnable classes)
 //   example_data digits CSV DIR     scikit-learn's digits (CSV or CSV.GZ, read by
 //                                   data::datasets::Digits) in MNIST's layout in DIR/data
-//   example_data custom DIR         generated 224x224 PPM images in DIR/dataset and DIR/info.txt
+//   example_data custom DIR         generated PPM images in DIR/dataset and DIR/info.txt
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -61,7 +61,8 @@ void digits_as_mnist(const std::string& csv, const std::string& dir, bool train)
   write_mnist(dir, train, 28, 28, pixels, labels);
 }
 
-// Image i of class i % 3: a solid colour per class with noise; 8 train and 4 test images.
+// Image i of class i % 3: a solid colour per class with noise; 8 train and 4 test images of
+// sizes around 224x224 (the example resizes each to 224x224 with OpenCV).
 void custom_dataset(const std::string& dir) {
   fs::create_directories(dir + "/dataset");
   std::mt19937 rng(5);
@@ -71,8 +72,9 @@ void custom_dataset(const std::string& dir) {
     const int label = i % 3;
     const std::string name = "image_" + std::to_string(i) + ".ppm";
     std::ofstream image(dir + "/dataset/" + name, std::ios::binary);
-    image << "P6\n224 224\n255\n";
-    for (int p = 0; p < 224 * 224; ++p)
+    const int width = 192 + 16 * (i % 4), height = 240 - 8 * (i % 3);
+    image << "P6\n" << width << " " << height << "\n255\n";
+    for (int p = 0; p < width * height; ++p)
       for (int c = 0; c < 3; ++c) image.put(static_cast<char>((c == label ? 180 : 20) + noise(rng)));
     // No newline after the last line: the example's reading loop stops at end of file.
     info << (i ? "\n" : "") << name << " " << label << " " << (i < 8 ? "train" : "test");
