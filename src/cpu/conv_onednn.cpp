@@ -28,6 +28,7 @@
 
 #include "cpu/onednn.h"
 #include "cpu/parallel.h"
+#include "cpu/transpose.h"
 #include "ember/error.h"
 
 namespace ember::cpu {
@@ -50,12 +51,20 @@ memory::desc plain_desc(const memory::dims& dims) {
   return memory::desc(dims, memory::data_type::f32, strides);
 }
 
+// The channels-last layout of an activation: [batch, positions..., channels].
+memory::format_tag channels_last_tag(size_t rank) {
+  return rank == 3 ? memory::format_tag::nwc : rank == 4 ? memory::format_tag::nhwc : memory::format_tag::ndhwc;
+}
+
 // An operand in the plain layout the caller holds and in the kernel's layout, with the
 // reorder between them (plain -> kernel for inputs, kernel -> plain for outputs); no reorder
 // when the two agree.
 struct Operand {
   memory::desc plain, kernel;
   std::optional<dnnl::reorder> reorder;
+  // The kernel layout is channels-last: the reorder is a transpose of each image, which
+  // ember's transpose_floats runs 2-3x faster than oneDNN's reorder.
+  bool transpose = false;
   size_t scratchpad_bytes = 0;
   // The same reorder split along dim 0 at whole blocks of the kernel layout, so the parts
   // write disjoint memory and run as parallel tasks (weights only; empty when it doesn't split).
@@ -78,11 +87,13 @@ dnnl::reorder make_reorder(const memory::desc& from, const memory::desc& to, siz
 constexpr int64_t kMaxReorderParts = 8;
 
 Operand make_operand(const memory::desc& plain, const memory::desc& kernel, bool input, bool split = false) {
-  Operand o{plain, kernel, std::nullopt, 0, {}};
+  Operand o{plain, kernel, std::nullopt, false, 0, {}};
   if (plain == kernel) return o;
   const memory::desc& from = input ? plain : kernel;
   const memory::desc& to = input ? kernel : plain;
   o.reorder = make_reorder(from, to, o.scratchpad_bytes);
+  o.transpose = plain.dims().size() >= 3 &&
+                kernel == memory::desc(plain.dims(), memory::data_type::f32, channels_last_tag(plain.dims().size()));
   // Split only a blocked layout (Winograd's weights are opaque) that pads no dim (a whole
   // reorder zeroes the padding) and whose dim 0 is a whole number of its blocks.
   if (!split || kernel.data.format_kind != dnnl_blocked) return o;
@@ -148,10 +159,6 @@ struct ActivationLayouts {
   bool forward = false, input_grad = false, weight_grad = false;  // channels-last, else blocked
 };
 
-memory::format_tag channels_last_tag(size_t rank) {
-  return rank == 3 ? memory::format_tag::nwc : rank == 4 ? memory::format_tag::nhwc : memory::format_tag::ndhwc;
-}
-
 // oneDNN's primitive descriptors of the four passes of a shape.
 struct PassDescs {
   dnnl::convolution_forward::primitive_desc forward, forward_bias;
@@ -213,9 +220,11 @@ PassDescs pass_descs(const ConvShape& s, dnnl::algorithm algorithm, ActivationLa
 }
 
 // The reorders between the caller's layout and channels-last (a transpose of each image) take
-// 3-6x longer than those to the blocked layout: measured here, a whole step of 64 channels 3x3
-// at 56x56 (576 terms per output) ran 3% slower on channels-last, 128 at 28x28 (1152) 2-3%
-// faster, 256 at 14x14 (2304) 5% faster. Below this many terms per output every pass stays blocked.
+// longer than those to the blocked layout (oneDNN's 3-6x, transpose_floats about 2x): measured
+// here on oneDNN's, a whole step of 64 channels 3x3 at 56x56 (576 terms per output) ran 3%
+// slower on channels-last, 128 at 28x28 (1152) 2-3% faster, 256 at 14x14 (2304) 5% faster; on
+// transpose_floats 64 channels still gained nothing. Below this many terms per output every
+// pass stays blocked.
 constexpr int64_t kChannelsLastMinTerms = 1024;
 
 // The layouts of Note [Channels-last passes], from oneDNN's kernels for one image of the shape
@@ -392,6 +401,17 @@ void for_each_task(int64_t count, const Fn& fn) {
 // Runs o's reorder from `from` to `to` (plain to kernel layout for an input, the reverse for
 // an output); its parts, where it has them, as pool tasks.
 void run_reorder(const Operand& o, bool input, const void* from, void* to, size_t scratchpad_bytes) {
+  if (o.transpose) {
+    const memory::dims dims = o.plain.dims();
+    int64_t positions = 1;
+    for (size_t d = 2; d < dims.size(); ++d) positions *= dims[d];
+    const int64_t channels = dims[1], image = channels * positions;
+    const auto transpose = EMBER_KERNEL(transpose_floats);
+    for (int64_t n = 0; n < dims[0]; ++n)
+      transpose(static_cast<const float*>(from) + n * image, input ? channels : positions,
+                input ? positions : channels, static_cast<float*>(to) + n * image);
+    return;
+  }
   if (o.parts.empty()) {
     OneDnnSingleThreaded single_threaded;
     execute(*o.reorder, {{DNNL_ARG_FROM, wrap(input ? o.plain : o.kernel, from)},
