@@ -93,6 +93,84 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& b
   return s;
 }
 
+// Note [Convolution passes as ops]
+// A convolution shape s has three passes (cpu/conv.h): the forward F(x, w), the input
+// gradient I(g, w) and the weight gradient W(x, g). Each is linear in both arguments and they
+// are adjoint: <F(x, w), g> = <x, I(g, w)> = <w, W(x, g)>. So each pass's gradients (u the
+// gradient of its output) are passes again:
+//   F(x, w):  dx = I(u, w),  dw = W(x, u)
+//   I(g, w):  dg = F(u, w),  dw = W(u, g)
+//   W(x, g):  dx = I(g, u),  dg = F(x, u)
+// conv_pass records exactly that as its backward, so gradients of any order work
+// (create_graph=true, e.g. a gradient penalty); without create_graph the backward's passes
+// record nothing and only run their kernels. The transposed convolution is the pass I of its
+// adjoint convolution (Note [Transposed convolution as a convolution's adjoint]).
+enum class ConvPass { Forward, Input, Weight };
+
+// The sizes of a pass's output: the convolution's output, input or weight (`rank` spatial dims).
+std::vector<int64_t> pass_sizes(ConvPass pass, const cpu::ConvShape& s, int64_t rank) {
+  std::vector<int64_t> sizes;
+  if (pass == ConvPass::Weight) sizes = {s.out_channels, s.in_channels / s.groups};
+  else sizes = {s.batch, pass == ConvPass::Forward ? s.out_channels : s.in_channels};
+  for (int64_t d = 3 - rank; d < 3; ++d)
+    sizes.push_back(pass == ConvPass::Weight ? s.kernel[d] : pass == ConvPass::Forward ? s.out[d] : s.in[d]);
+  return sizes;
+}
+
+// One pass of shape s on a and b (F: x, w; I: g, w; W: x, g) of `dtype`, plus the bias on
+// the forward (may be undefined); `name` names its kernel call. Differentiable to any order.
+Tensor conv_pass(ConvPass pass, const cpu::ConvShape& s, int64_t rank, ScalarType dtype, const Tensor& a,
+                 const Tensor& b, const Tensor& bias, const char* name) {
+  const Tensor ak = a.detach().to(dtype).contiguous(), bk = b.detach().to(dtype).contiguous();
+  const Tensor biask = bias.defined() ? bias.detach().contiguous() : Tensor();
+  Tensor out = core::make_tensor(pass_sizes(pass, s, rank), dtype);
+  Tensor scratch = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
+  core::launch(name, [&] {
+    return [pass, dtype, s, ap = ak.data_ptr(), bp = bk.data_ptr(), biasp = biask.defined() ? biask.data_ptr() : nullptr,
+            o = out.data_ptr(), work = scratch.data_ptr()] {
+      if (pass == ConvPass::Forward) cpu::conv_forward(dtype, s, ap, bp, biasp, o, work);
+      else if (pass == ConvPass::Input) cpu::conv_backward_input(dtype, s, ap, bp, o, work);
+      else cpu::conv_backward_weight(dtype, s, ap, bp, o, work);
+    };
+  });
+  std::vector<Tensor> inputs = {a, b};
+  if (bias.defined()) inputs.push_back(bias);
+  if (!autograd::should_record(inputs)) return out;
+  // The inputs themselves (not the contiguous copies) so that second derivatives reach them.
+  SavedTensor saved_a(a), saved_b(b);
+  const char* node = pass == ConvPass::Forward ? "ConvolutionBackward"
+                     : pass == ConvPass::Input ? "ConvolutionInputGradBackward"
+                                               : "ConvolutionWeightGradBackward";
+  autograd::record(node, inputs, {out},
+                   [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
+                     const Tensor& u = grads[0];
+                     const Tensor sa = saved_a.get(), sb = saved_b.get();
+                     auto run = [&](ConvPass p, const Tensor& first, const Tensor& second) {
+                       static const char* const names[] = {"conv_forward", "conv_backward_input",
+                                                           "conv_backward_weight"};
+                       return conv_pass(p, s, rank, dtype, first, second, Tensor(), names[static_cast<int>(p)]);
+                     };
+                     std::vector<Tensor> result(needs.size());
+                     if (pass == ConvPass::Forward) {
+                       if (needs[0]) result[0] = run(ConvPass::Input, u, sb);
+                       if (needs[1]) result[1] = run(ConvPass::Weight, sa, u);
+                       if (needs.size() > 2 && needs[2]) {
+                         std::vector<int64_t> dims = {0};
+                         for (int64_t d = 2; d < u.dim(); ++d) dims.push_back(d);
+                         result[2] = u.to(dtype).sum(dims);
+                       }
+                     } else if (pass == ConvPass::Input) {
+                       if (needs[0]) result[0] = run(ConvPass::Forward, u, sb);
+                       if (needs[1]) result[1] = run(ConvPass::Weight, u, sa);
+                     } else {
+                       if (needs[0]) result[0] = run(ConvPass::Input, sb, u);
+                       if (needs[1]) result[1] = run(ConvPass::Forward, sa, u);
+                     }
+                     return result;
+                   });
+  return out;
+}
+
 Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef dilation, int64_t groups, const char* op) {
   EMBER_CHECK(input.defined() && weight.defined(), op, "called with an undefined input or weight");
@@ -107,52 +185,7 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor&
                             padding, dilation, groups, op)
         .to(input.scalar_type());
   }
-  const ScalarType dtype = input.scalar_type();
-  const Tensor x = input.detach().contiguous(), w = weight.detach().contiguous();
-  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
-  std::vector<int64_t> out_sizes = {s.batch, s.out_channels};
-  for (int64_t d = 3 - (weight.dim() - 2); d < 3; ++d) out_sizes.push_back(s.out[d]);
-  Tensor out = core::make_tensor(out_sizes, dtype);
-  Tensor scratch = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
-  core::launch(op, [&] {
-    return [dtype, s, xp = x.data_ptr(), wp = w.data_ptr(), bp = b.defined() ? b.data_ptr() : nullptr,
-            o = out.data_ptr(), work = scratch.data_ptr()] { cpu::conv_forward(dtype, s, xp, wp, bp, o, work); };
-  });
-  std::vector<Tensor> inputs = {input, weight};
-  if (bias.defined()) inputs.push_back(bias);
-  if (!autograd::should_record(inputs)) return out;
-  SavedTensor saved_x(x), saved_w(w);
-  const std::string name = op;
-  autograd::record("ConvolutionBackward", inputs, {out},
-                   [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
-                     EMBER_CHECK(!is_grad_enabled(), name.c_str(),
-                                 "double backward (create_graph=true) is not supported");
-                     const Tensor g = grads[0].to(dtype).contiguous();
-                     const Tensor xs = saved_x.get(), ws = saved_w.get();
-                     Tensor work = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
-                     std::vector<Tensor> result(needs.size());
-                     if (needs[0]) {
-                       result[0] = core::make_tensor(xs.sizes(), dtype);
-                       core::launch("conv_backward_input", [&] {
-                         return [dtype, s, gp = g.data_ptr(), wp = ws.data_ptr(), o = result[0].data_ptr(),
-                                 scratch = work.data_ptr()] { cpu::conv_backward_input(dtype, s, gp, wp, o, scratch); };
-                       });
-                     }
-                     if (needs[1]) {
-                       result[1] = core::make_tensor(ws.sizes(), dtype);
-                       core::launch("conv_backward_weight", [&] {
-                         return [dtype, s, xp = xs.data_ptr(), gp = g.data_ptr(), o = result[1].data_ptr(),
-                                 scratch = work.data_ptr()] { cpu::conv_backward_weight(dtype, s, xp, gp, o, scratch); };
-                       });
-                     }
-                     if (needs.size() > 2 && needs[2]) {
-                       std::vector<int64_t> dims = {0};
-                       for (int64_t d = 2; d < g.dim(); ++d) dims.push_back(d);
-                       result[2] = g.sum(dims);
-                     }
-                     return result;
-                   });
-  return out;
+  return conv_pass(ConvPass::Forward, s, weight.dim() - 2, input.scalar_type(), input, weight, bias, op);
 }
 
 // The rank-named forms check the weight's rank first, so that a wrong one is named as such.
@@ -236,35 +269,7 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
                                stride, padding, output_padding, groups, dilation, rank, op)
         .to(input.scalar_type());
   }
-  const ScalarType dtype = input.scalar_type();
-  const Tensor x = input.detach().contiguous(), w = weight.detach().contiguous();
-  std::vector<int64_t> out_sizes = {s.batch, s.in_channels};
-  for (int64_t d = 3 - rank; d < 3; ++d) out_sizes.push_back(s.in[d]);
-  Tensor out = core::make_tensor(out_sizes, dtype);
-  Tensor scratch = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
-  cpu::conv_backward_input(dtype, s, x.data_ptr(), w.data_ptr(), out.data_ptr(), scratch.data_ptr());
-  if (autograd::should_record({input, weight})) {
-    SavedTensor saved_x(x), saved_w(w);
-    const std::string name = op;
-    autograd::record(
-        "ConvTransposeBackward", {input, weight}, {out},
-        [=](std::vector<Tensor>& grads, const std::vector<bool>& needs) -> std::vector<Tensor> {
-          EMBER_CHECK(!is_grad_enabled(), name.c_str(), "double backward (create_graph=true) is not supported");
-          const Tensor g = grads[0].to(dtype).contiguous();
-          const Tensor xs = saved_x.get(), ws = saved_w.get();
-          Tensor work = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
-          std::vector<Tensor> result(2);
-          if (needs[0]) {
-            result[0] = core::make_tensor(xs.sizes(), dtype);
-            cpu::conv_forward(dtype, s, g.data_ptr(), ws.data_ptr(), nullptr, result[0].data_ptr(), work.data_ptr());
-          }
-          if (needs[1]) {
-            result[1] = core::make_tensor(ws.sizes(), dtype);
-            cpu::conv_backward_weight(dtype, s, g.data_ptr(), xs.data_ptr(), result[1].data_ptr(), work.data_ptr());
-          }
-          return result;
-        });
-  }
+  const Tensor out = conv_pass(ConvPass::Input, s, rank, input.scalar_type(), input, weight, Tensor(), op);
   if (!bias.defined()) return out;
   std::vector<int64_t> bias_shape(static_cast<size_t>(out.dim()), 1);
   bias_shape[1] = s.in_channels;

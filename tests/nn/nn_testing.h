@@ -47,4 +47,17 @@ inline std::string gradcheck(const std::function<Tensor(const std::vector<Tensor
   return autograd::gradcheck_report(fn, inputs, options);
 }
 
+// gradcheck of the first-order gradients `gradients` returns (built with create_graph=true),
+// flattened into one vector: the second derivatives against finite differences.
+inline std::string gradgradcheck(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& gradients,
+                                 const std::vector<Tensor>& inputs) {
+  return gradcheck(
+      [&](const std::vector<Tensor>& t) {
+        std::vector<Tensor> flat;
+        for (const Tensor& g : gradients(t)) flat.push_back(g.reshape({-1}));
+        return cat(flat);
+      },
+      inputs);
+}
+
 }  // namespace ember::nntest
