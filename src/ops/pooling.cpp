@@ -90,8 +90,15 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, const Windows& w, int64
     const std::vector<int64_t> in_sizes = x.sizes();
     autograd::record("MaxPoolBackward", {input}, {out},
                      [=](std::vector<Tensor>& grads, const std::vector<bool>&) -> std::vector<Tensor> {
-                       EMBER_CHECK(!is_grad_enabled(), "max_pool",
-                                   "double backward (create_graph=true) is not supported");
+                       if (is_grad_enabled()) {
+                         // create_graph: the same scatter as differentiable ops (its gradient
+                         // gathers the incoming gradient at the indices).
+                         const std::vector<int64_t> planes_of = {in_sizes[0], in_sizes[1], -1};
+                         const Tensor g = grads[0].to(dtype).reshape(planes_of);
+                         return {zeros({in_sizes[0], in_sizes[1], in_plane}, TensorOptions().dtype(dtype))
+                                     .scatter_add(2, indices.reshape(planes_of), g)
+                                     .reshape(in_sizes)};
+                       }
                        const Tensor g = grads[0].to(dtype).contiguous();
                        Tensor grad_x = core::make_tensor(in_sizes, dtype);
                        core::launch("max_pool_backward", [&] {
@@ -106,33 +113,33 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, const Windows& w, int64
   return {out, indices};
 }
 
-Tensor avg_pool(const Tensor& input, const Windows& w, int64_t rank, int64_t divisor_override) {
+// Average pooling A over windows `w` (adjoint = false: x -> out) or its adjoint A^T, the
+// gradient (adjoint = true: grad_out -> grad_x). Each is linear and the other's adjoint, so
+// each records the other as its backward: gradients of any order (create_graph=true).
+Tensor avg_pool_pass(bool adjoint, const Tensor& input, const Windows& w, int64_t rank, int64_t divisor_override) {
   const ScalarType dtype = input.scalar_type();
   const Tensor x = input.detach().contiguous();
-  Tensor out = core::make_tensor(output_sizes(x, w, rank), dtype);
+  std::vector<int64_t> sizes = {x.size(0), x.size(1)};
+  for (int64_t d = 3 - rank; d < 3; ++d) sizes.push_back(adjoint ? w[d].in : w[d].out);
+  Tensor out = core::make_tensor(sizes, dtype);
   const int64_t planes = x.size(0) * x.size(1);
-  core::launch("avg_pool", [&] {
-    return [dtype, planes, w, divisor_override, in = x.data_ptr(), o = out.data_ptr()] {
-      cpu::avg_pool_forward(dtype, planes, w.data(), divisor_override, in, o);
+  core::launch(adjoint ? "avg_pool_backward" : "avg_pool", [&] {
+    return [adjoint, dtype, planes, w, divisor_override, in = x.data_ptr(), o = out.data_ptr()] {
+      if (adjoint) cpu::avg_pool_backward(dtype, planes, w.data(), divisor_override, in, o);
+      else cpu::avg_pool_forward(dtype, planes, w.data(), divisor_override, in, o);
     };
   });
   if (autograd::should_record({input})) {
-    const std::vector<int64_t> in_sizes = x.sizes();
-    autograd::record("AvgPoolBackward", {input}, {out},
+    autograd::record(adjoint ? "AvgPoolBackwardBackward" : "AvgPoolBackward", {input}, {out},
                      [=](std::vector<Tensor>& grads, const std::vector<bool>&) -> std::vector<Tensor> {
-                       EMBER_CHECK(!is_grad_enabled(), "avg_pool",
-                                   "double backward (create_graph=true) is not supported");
-                       const Tensor g = grads[0].to(dtype).contiguous();
-                       Tensor grad_x = core::make_tensor(in_sizes, dtype);
-                       core::launch("avg_pool_backward", [&] {
-                         return [dtype, planes, w, divisor_override, gp = g.data_ptr(), gx = grad_x.data_ptr()] {
-                           cpu::avg_pool_backward(dtype, planes, w.data(), divisor_override, gp, gx);
-                         };
-                       });
-                       return {grad_x};
+                       return {avg_pool_pass(!adjoint, grads[0].to(dtype), w, rank, divisor_override)};
                      });
   }
   return out;
+}
+
+Tensor avg_pool(const Tensor& input, const Windows& w, int64_t rank, int64_t divisor_override) {
+  return avg_pool_pass(false, input, w, rank, divisor_override);
 }
 
 // Runs fn on a batched input in a type the kernels compute in: an unbatched [C, *spatial]

@@ -176,6 +176,47 @@ TEST(Pooling, OneAndThreeSpatialDims) {
             "");
 }
 
+// create_graph=true (a gradient penalty): the gradients of the poolings' gradients match
+// finite differences (gradgradcheck) in the input and in the gradient flowing in, r: max
+// pooling's gradient scatters r to the indices (a gather of what flows back to it), average
+// pooling's is its adjoint (and that one's gradient the pooling again).
+TEST(Pooling, DoubleBackwardMatchesFiniteDifferences) {
+  using Pool = std::function<Tensor(const Tensor&)>;
+  const std::vector<std::pair<const char*, Pool>> pools = {
+      {"max_pool2d",
+       [](const Tensor& x) {
+         return F::max_pool2d(x, F::MaxPool2dFuncOptions(3).stride(2).padding(1).dilation({1, 2}));
+       }},
+      {"avg_pool2d",
+       [](const Tensor& x) {
+         return F::avg_pool2d(x, F::AvgPool2dFuncOptions(3).stride({2, 1}).padding(1).ceil_mode(true)
+                                     .count_include_pad(false));
+       }},
+      {"avg_pool3d divisor_override",
+       [](const Tensor& x) {
+         return F::avg_pool3d(x.unsqueeze(2), F::AvgPool3dFuncOptions({1, 2, 2}).divisor_override(3));
+       }},
+      {"adaptive_max_pool1d",
+       [](const Tensor& x) { return F::adaptive_max_pool1d(x.flatten(2), F::AdaptiveMaxPool1dFuncOptions(5)); }},
+      {"adaptive_avg_pool2d", [](const Tensor& x) { return F::adaptive_avg_pool2d(x, F::AdaptiveAvgPool2dFuncOptions({3, 2})); }},
+  };
+  uint32_t seed = 600;
+  for (const auto& [name, pool] : pools) {
+    SCOPED_TRACE(name);
+    const Tensor x = leaf(uniform({2, 3, 5, 6}, seed++).transpose(2, 3));  // non-contiguous
+    const Tensor r = leaf(uniform(pool(x).sizes(), seed++));
+    auto gradients = [&](const std::vector<Tensor>& t) {
+      AutoGradMode grad_mode(true);
+      return autograd::grad({(pool(t[0]) * t[1]).sum()}, {t[0]}, {}, true, /*create_graph=*/true);
+    };
+    // The differentiable first-order gradient is the kernels' one.
+    const Tensor first = gradients({x, r})[0];
+    EXPECT_TRUE(first.requires_grad());
+    EXPECT_TRUE(all_close(first, values(autograd::grad({(pool(x) * r).sum()}, {x})[0]), {1e-12, 1e-12}));
+    EXPECT_EQ(gradgradcheck(gradients, {x, r}), "");
+  }
+}
+
 TEST(Pooling, InvalidArgumentsNameTheArgument) {
   const Tensor x = uniform({2, 3, 5, 5}, 30);
   EXPECT_TRUE(throws_error([&] { F::max_pool2d(x, F::MaxPool2dFuncOptions(3).padding(2)); },
