@@ -375,7 +375,8 @@ TEST(Conv2d, ChannelsLastPassesMatchFloat64) {
       return out;
     });
 #if defined(__x86_64__)
-    // On AVX-512 oneDNN's forward runs its brgemm kernel on channels-last activations.
+    // On AVX-512 oneDNN's forward runs its brgemm kernel on channels-last activations
+    // (EMBER_CPU_CAPABILITY lowers oneDNN's instruction set with ember's).
     cpu::ConvShape shape;
     shape.batch = c.x_sizes[0];
     shape.in_channels = 128;
@@ -389,7 +390,7 @@ TEST(Conv2d, ChannelsLastPassesMatchFloat64) {
     shape.pad[1] = shape.pad[2] = 1;
     const std::string kernels = cpu::onednn_conv_kernels(shape);
     SCOPED_TRACE(kernels);
-    if (backends::cpu_info().vector_isa == "avx512") {
+    if (backends::cpu_info().dispatch_isa == "avx512") {
       EXPECT_NE(kernels.find("forward brg"), std::string::npos);
       EXPECT_NE(kernels.find("channels-last"), std::string::npos);
     }
@@ -428,9 +429,10 @@ TEST(Conv2d, WinogradOnRequest) {
   for (int i = 0; i < 3; ++i) {
     const double worst = ((winograd[i].to(kFloat64) - exact[i]).abs() / magnitudes[i]).max().item<double>();
     EXPECT_LE(worst, 4e-6) << names[i];
-    // Winograd kernels exist on AVX-512 CPUs only; elsewhere the direct ones run.
+    // Winograd kernels exist on AVX-512 only (EMBER_CPU_CAPABILITY lowers oneDNN's instruction
+    // set with ember's); elsewhere the direct ones run.
     const bool ran_winograd = !(winograd[i] == direct[i]).all().item<bool>();
-    EXPECT_EQ(ran_winograd, backends::cpu_info().vector_isa == "avx512") << names[i];
+    EXPECT_EQ(ran_winograd, backends::cpu_info().dispatch_isa == "avx512") << names[i];
   }
   expect_same_for_any_thread_count([&] {
     std::vector<std::vector<double>> out;
