@@ -1,16 +1,13 @@
 // PyTorch's C++ custom-dataset example (github.com/pytorch/examples,
-// cpp/custom-dataset/custom-dataset.cpp at 77f55b9), ported to ember. Differences from the
-// original:
-//   - namespace torch -> ember, <torch/torch.h> -> <ember/ember.h>, TORCH_MODULE -> EMBER_MODULE;
-//   - <opencv2/opencv.hpp> -> <opencv2/imgcodecs.hpp> and <opencv2/imgproc.hpp>, the two
-//     OpenCV modules it calls: Debian's opencv.hpp includes every OpenCV module, and
-//     scripts/setup installs only these (and core);
-//   - data paths: the images are ./dataset/*.ppm and ./info.txt lists them (the tests write
-//     a few generated images there, tests/examples/).
+// cpp/custom-dataset/custom-dataset.cpp at 77f55b9), ported to ember. The only difference
+// from the original: namespace torch -> ember, <torch/torch.h> -> <ember/ember.h>,
+// TORCH_MODULE -> EMBER_MODULE. It reads its images with OpenCV from ./dataset, listed in
+// ./info.txt, as the original does; the tests write a few generated images there
+// (tests/examples/) and compile it with tests/examples/stand_in/opencv2/opencv.hpp, which
+// includes the two OpenCV modules it calls (Debian's opencv.hpp needs every module).
 // The network (AlexNet on 224x224 images, 102 classes), the data pipeline and the training
 // loop are the original's.
-#include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
+#include <opencv2/opencv.hpp>
 #include <stdint.h>
 #include <ember/ember.h>
 #include <fstream>

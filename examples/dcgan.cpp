@@ -1,17 +1,15 @@
 // PyTorch's C++ DCGAN example (github.com/pytorch/examples, cpp/dcgan/dcgan.cpp at 77f55b9),
-// ported to ember. Differences from the original:
-//   - namespace torch -> ember, <torch/torch.h> -> <ember/ember.h>, TORCH_MODULE -> EMBER_MODULE;
-//   - argparse (a third-party header) is not a dependency of ember, so its parser is replaced by
-//     a loop reading the one option it declared, "--epochs N" (default 30), with the same
-//     usage-and-exit-1 on a bad argument.
-// Nothing else: it reads the MNIST IDX files from ./data as the original does. The tests run it
-// for one epoch on generated images (ctest examples.dcgan) and check the losses it prints.
+// ported to ember. The only difference from the original: namespace torch -> ember,
+// <torch/torch.h> -> <ember/ember.h>, TORCH_MODULE -> EMBER_MODULE. It reads the MNIST IDX
+// files from ./data as the original does. Its options come from p-ranav's argparse, which
+// Debian does not package: the tests compile it against tests/examples/stand_in/argparse, a
+// stand-in for the calls it makes, where no argparse is installed, run it for one epoch on
+// generated images (ctest examples.dcgan) and check the losses it prints.
 #include <ember/ember.h>
+#include <argparse/argparse.hpp>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <stdexcept>
-#include <string>
 
 // The size of the noise vector fed to the generator.
 const int64_t kNoiseSize = 100;
@@ -101,21 +99,20 @@ nn::Sequential create_discriminator() {
 }
 
 int main(int argc, const char* argv[]) {
-  // What argparse did here: "--epochs N" (default 30), anything else prints usage and exits 1.
-  int64_t epochs = 30;
+  argparse::ArgumentParser parser("cpp/dcgan example");
+  parser.add_argument("--epochs")
+      .help("Number of epochs to train")
+      .default_value(std::int64_t{30})
+      .scan<'i', int64_t>();
   try {
-    for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) != "--epochs" || i + 1 == argc)
-        throw std::invalid_argument(std::string("Unknown argument: ") + argv[i]);
-      epochs = std::stoll(argv[++i]);
-    }
+    parser.parse_args(argc, argv);
   } catch (const std::exception& err) {
     std::cout << err.what() << std::endl;
-    std::cout << "Usage: cpp/dcgan example [--epochs N]  (number of epochs to train, default 30)" << std::endl;
+    std::cout << parser;
     std::exit(1);
   }
   // The number of epochs to train, default value is 30.
-  const int64_t kNumberOfEpochs = epochs;
+  const int64_t kNumberOfEpochs = parser.get<int64_t>("--epochs");
   std::cout << "Traning with number of epochs: " << kNumberOfEpochs
             << std::endl;
 

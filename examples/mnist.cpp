@@ -1,7 +1,7 @@
 // PyTorch's C++ MNIST example (github.com/pytorch/examples, cpp/mnist/mnist.cpp at 77f55b9),
 // ported to ember. Differences from the original, line for line:
 //   - namespace torch -> ember, <torch/torch.h> -> <ember/ember.h>;
-//   - AT_ASSERT(cond) (a c10 macro) -> EMBER_CHECK(cond, "train", "loss is NaN").
+//   - AT_ASSERT (c10's assertion macro) -> EMBER_ASSERT, as TORCH_MODULE -> EMBER_MODULE.
 // Nothing else: it reads the MNIST IDX files from ./data as the original does. The tests run it
 // in a directory of generated images (ctest examples.mnist) and of scikit-learn's 8x8 digits
 // scaled into MNIST's 28x28 layout (examples.mnist_digits: ~86% after its 10 epochs; the digits
@@ -75,7 +75,7 @@ void train(
     optimizer.zero_grad();
     auto output = model.forward(data);
     auto loss = ember::nll_loss(output, targets);
-    EMBER_CHECK(!std::isnan(loss.template item<float>()), "train", "loss is NaN");
+    EMBER_ASSERT(!std::isnan(loss.template item<float>()));
     loss.backward();
     optimizer.step();
 

@@ -65,3 +65,13 @@ template <typename... Args>
   } while (false)
 
 #define EMBER_FAIL(op, ...) ::ember::detail::throw_error(op, __VA_ARGS__)
+
+// EMBER_ASSERT(cond, message parts...): libtorch's AT_ASSERT (c10's TORCH_INTERNAL_ASSERT), so
+// a libtorch program's assertion compiles by the prefix change; throws ember::Error("[assert]
+// Expected <cond> to be true, but got false. message") when cond is false.
+#define EMBER_ASSERT(cond, ...)                                                                              \
+  do {                                                                                                       \
+    if (!(cond))                                                                                             \
+      ::ember::detail::throw_error("assert", "Expected " #cond " to be true, but got false. " __VA_OPT__(, ) \
+                                   __VA_ARGS__);                                                             \
+  } while (false)

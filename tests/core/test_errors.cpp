@@ -31,6 +31,14 @@ TEST(Errors, StrConcatenatesItsArgumentsAsTorchStrDoes) {
   EXPECT_EQ(str('[', 0.5, "] ", std::vector<int64_t>{2, 3}), "[0.5] [2, 3]");
 }
 
+TEST(Errors, AssertNamesTheConditionAsLibtorchsDoes) {
+  const int64_t size = 3;
+  EXPECT_EQ(message_of([&] { EMBER_ASSERT(size == 4); }), "[assert] Expected size == 4 to be true, but got false. ");
+  EXPECT_EQ(message_of([&] { EMBER_ASSERT(size > 5, "size ", size); }),
+            "[assert] Expected size > 5 to be true, but got false. size 3");
+  EXPECT_EQ(message_of([&] { EMBER_ASSERT(size == 3); }), "(no ember::Error)");
+}
+
 TEST(Errors, MatmulShapes) {
   EXPECT_EQ(message_of([] { matmul(ones({2, 3}), ones({4, 5})); }),
             "[matmul] shapes [2, 3] and [4, 5] cannot be multiplied (3 != 4)");

@@ -68,6 +68,13 @@ case $mode in
          END { exit !(n == 3 && !bad) }' "$dir/out.txt" && grep -q '^Training complete!$' "$dir/out.txt" || {
       echo "FAIL: expected 3 lines of finite positive losses and 'Training complete!'"; cat "$dir/out.txt"; exit 1; }
     cat "$dir/out.txt"
+    # A bad option or value: the error and the usage, exit status 1 (the example's own handling).
+    for bad in "--bogus 1" "--epochs x" "--epochs"; do
+      # shellcheck disable=SC2086  # $bad holds the arguments
+      if (cd "$dir" && "$example" $bad) > "$dir/bad.txt" 2>&1 || ! grep -q 'Usage: cpp/dcgan example' "$dir/bad.txt"; then
+        echo "FAIL: '$bad' should print the usage and exit 1"; cat "$dir/bad.txt"; exit 1
+      fi
+    done
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
