@@ -1,4 +1,4 @@
-// ember::Error and the one check macro for user errors.
+// ember::Error, the check macro for user errors and libtorch's assertion macro.
 #pragma once
 #include <sstream>
 #include <stdexcept>
@@ -58,7 +58,7 @@ template <typename... Args>
 }  // namespace ember
 
 // EMBER_CHECK(cond, "op", message parts...): throws ember::Error("[op] message") when cond
-// is false. Vectors print as [a, b, c]. Use assert() for internal invariants instead.
+// is false. Vectors print as [a, b, c]. ember's own code uses assert() for internal invariants.
 #define EMBER_CHECK(cond, op, ...)                                   \
   do {                                                               \
     if (!(cond)) ::ember::detail::throw_error(op, __VA_ARGS__);      \
@@ -67,11 +67,13 @@ template <typename... Args>
 #define EMBER_FAIL(op, ...) ::ember::detail::throw_error(op, __VA_ARGS__)
 
 // EMBER_ASSERT(cond, message parts...): libtorch's AT_ASSERT (c10's TORCH_INTERNAL_ASSERT), so
-// a libtorch program's assertion compiles by the prefix change; throws ember::Error("[assert]
-// Expected <cond> to be true, but got false. message") when cond is false.
-#define EMBER_ASSERT(cond, ...)                                                                              \
-  do {                                                                                                       \
-    if (!(cond))                                                                                             \
-      ::ember::detail::throw_error("assert", "Expected " #cond " to be true, but got false. " __VA_OPT__(, ) \
-                                   __VA_ARGS__);                                                             \
+// a libtorch program's assertion compiles by the prefix change. Where cond is false it throws
+// ember::Error("[assert] `cond` failed at file:line: message parts") (no ": ..." without
+// them); libtorch's text differs ("... INTERNAL ASSERT FAILED at ..."). As in libtorch, a
+// comma outside parentheses splits cond: write EMBER_ASSERT((std::is_same_v<A, B>)).
+#define EMBER_ASSERT(cond, ...)                                                                         \
+  do {                                                                                                  \
+    if (!(cond))                                                                                        \
+      ::ember::detail::throw_error("assert", "`" #cond "` failed at " __FILE__ ":",                     \
+                                   __LINE__ __VA_OPT__(, ": ", ) __VA_ARGS__);                          \
   } while (false)

@@ -63,9 +63,11 @@ struct Operand {
   memory::desc plain, kernel;
   std::optional<dnnl::reorder> reorder;
   // The kernel layout is channels-last: the reorder is a transpose of each image, which
-  // ember's transpose_floats runs 2-3x faster than oneDNN's reorder.
+  // ember's transpose_floats runs 2-3x faster than oneDNN's reorder (no oneDNN reorder then).
   bool transpose = false;
   size_t scratchpad_bytes = 0;
+  // Whether the kernel's layout differs from the plain one (staged through a buffer).
+  bool staged() const { return reorder.has_value() || transpose; }
   // The same reorder split along dim 0 at whole blocks of the kernel layout, so the parts
   // write disjoint memory and run as parallel tasks (weights only; empty when it doesn't split).
   struct Part {
@@ -89,11 +91,14 @@ constexpr int64_t kMaxReorderParts = 8;
 Operand make_operand(const memory::desc& plain, const memory::desc& kernel, bool input, bool split = false) {
   Operand o{plain, kernel, std::nullopt, false, 0, {}};
   if (plain == kernel) return o;
+  // Channels-last exists for ranks 3-5 (a grouped 3-d weight has rank 6).
+  const size_t rank = plain.dims().size();
+  o.transpose = rank >= 3 && rank <= 5 &&
+                kernel == memory::desc(plain.dims(), memory::data_type::f32, channels_last_tag(rank));
+  if (o.transpose) return o;
   const memory::desc& from = input ? plain : kernel;
   const memory::desc& to = input ? kernel : plain;
   o.reorder = make_reorder(from, to, o.scratchpad_bytes);
-  o.transpose = plain.dims().size() >= 3 &&
-                kernel == memory::desc(plain.dims(), memory::data_type::f32, channels_last_tag(plain.dims().size()));
   // Split only a blocked layout (Winograd's weights are opaque) that pads no dim (a whole
   // reorder zeroes the padding) and whose dim 0 is a whole number of its blocks.
   if (!split || kernel.data.format_kind != dnnl_blocked) return o;
@@ -227,8 +232,11 @@ PassDescs pass_descs(const ConvShape& s, dnnl::algorithm algorithm, ActivationLa
 // pass stays blocked.
 constexpr int64_t kChannelsLastMinTerms = 1024;
 
-// The layouts of Note [Channels-last passes], from oneDNN's kernels for one image of the shape
-// (so every batch and chunk length of a shape makes the same choice).
+// The layouts of Note [Channels-last passes], from oneDNN's kernels for one image of the shape,
+// so every batch and chunk length of a shape makes the same choice. (Should a chunk length's
+// channels-last plan fail where one image's did not, make_plan falls back to blocked for that
+// length alone, the two lengths' weight layouts differ and onednn_conv_fits sends the shape to
+// im2col: correct, slower; not seen with oneDNN 2.6.)
 ActivationLayouts choose_layouts(const ConvShape& s) {
   if (s.col_rows() < kChannelsLastMinTerms) return {};
   ConvShape image = s;
@@ -283,7 +291,7 @@ ConvPlan make_plan(const ConvShape& s, dnnl::algorithm algorithm, ActivationLayo
   p.weight_x = make_operand(x_plain, backward_weight.src_desc(), true);
   p.weight_grad_out = make_operand(out_plain, backward_weight.diff_dst_desc(), true);
   p.weight_grad = make_operand(w_plain, backward_weight.diff_weights_desc(), false, true);
-  p.reference = p.reference || p.bias.reorder.has_value();
+  p.reference = p.reference || p.bias.staged();
   for (const Operand* o : {&p.forward_src, &p.forward_weights, &p.forward_dst, &p.input_grad_out, &p.input_weights,
                            &p.input_grad_x, &p.weight_x, &p.weight_grad_out, &p.weight_grad}) {
     p.scratchpad_bytes = std::max(p.scratchpad_bytes, o->scratchpad_bytes);
@@ -295,7 +303,7 @@ ConvPlan make_plan(const ConvShape& s, dnnl::algorithm algorithm, ActivationLayo
   p.partial_floats = aligned_floats(backward_weight.diff_weights_desc().get_size());
   p.winograd = algorithm == dnnl::algorithm::convolution_winograd;
   auto describe = [](const char* pass, const dnnl::primitive_desc_base& pd, bool channels_last) {
-    return std::string(pass) + " " + pd.impl_info_str() + (channels_last ? " channels-last" : " blocked");
+    return std::string(pass) + " " + pd.impl_info_str() + (channels_last ? " channels-last" : " oneDNN's layout");
   };
   p.kernels = describe("forward", forward, layouts.forward) + ", " +
               describe("input gradient", backward_input, layouts.input_grad) + ", " +
@@ -427,16 +435,16 @@ void run_reorder(const Operand& o, bool input, const void* from, void* to, size_
 
 // An input in the kernel's layout: `data` itself when the layouts agree, else reordered into `buffer`.
 const void* staged_input(const Operand& o, const void* data, void* buffer, size_t scratchpad_bytes) {
-  if (!o.reorder) return data;
+  if (!o.staged()) return data;
   run_reorder(o, true, data, buffer, scratchpad_bytes);
   return buffer;
 }
 
 // Where the kernel writes an output: `data` itself when the layouts agree, else `buffer`,
 // which finish_output then reorders into `data`.
-void* output_target(const Operand& o, void* data, void* buffer) { return o.reorder ? buffer : data; }
+void* output_target(const Operand& o, void* data, void* buffer) { return o.staged() ? buffer : data; }
 void finish_output(const Operand& o, const void* kernel_data, void* data, size_t scratchpad_bytes) {
-  if (o.reorder) run_reorder(o, false, kernel_data, data, scratchpad_bytes);
+  if (o.staged()) run_reorder(o, false, kernel_data, data, scratchpad_bytes);
 }
 
 // Each pass runs on chunks of the batch, one call of oneDNN's kernel per chunk, which then
@@ -571,7 +579,7 @@ void onednn_conv_backward_weight(const ConvShape& s, const float* x, const float
             plan.scratchpad_bytes);
   });
   // The partials add up in chunk order into the first (or straight into grad_weight).
-  float* sum = p.weight_grad.reorder ? partials : grad_weight;
+  float* sum = p.weight_grad.staged() ? partials : grad_weight;
   parallel_for(0, count, 16384, [&](int64_t lo, int64_t hi) {
     if (sum != partials) std::copy(partials + lo, partials + hi, sum + lo);
     for (int64_t c = 1; c < partial_count; ++c) {

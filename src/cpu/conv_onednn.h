@@ -21,7 +21,7 @@ bool onednn_conv_winograd(const ConvShape& shape);
 bool onednn_conv_fits(const ConvShape& shape);
 // What each pass of this convolution runs: oneDNN's implementation and the activations'
 // layout (Note [Channels-last passes]), e.g. "forward brgconv:avx512_core channels-last,
-// input gradient jit:avx512_core blocked, weight gradient jit:avx512_core channels-last";
+// input gradient jit:avx512_core oneDNN's layout, weight gradient jit:avx512_core channels-last";
 // empty where onednn_conv_fits is false.
 std::string onednn_conv_kernels(const ConvShape& shape);
 // Elements of float32 scratch onednn_conv_backward_weight needs (one weight gradient per

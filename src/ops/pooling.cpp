@@ -93,10 +93,9 @@ std::tuple<Tensor, Tensor> max_pool(const Tensor& input, const Windows& w, int64
                        if (is_grad_enabled()) {
                          // create_graph: the same scatter as differentiable ops (its gradient
                          // gathers the incoming gradient at the indices).
-                         const std::vector<int64_t> planes_of = {in_sizes[0], in_sizes[1], -1};
-                         const Tensor g = grads[0].to(dtype).reshape(planes_of);
+                         const std::vector<int64_t> out_planes = {in_sizes[0], in_sizes[1], out_plane};
                          return {zeros({in_sizes[0], in_sizes[1], in_plane}, TensorOptions().dtype(dtype))
-                                     .scatter_add(2, indices.reshape(planes_of), g)
+                                     .scatter_add(2, indices.reshape(out_planes), grads[0].to(dtype).reshape(out_planes))
                                      .reshape(in_sizes)};
                        }
                        const Tensor g = grads[0].to(dtype).contiguous();

@@ -31,12 +31,17 @@ TEST(Errors, StrConcatenatesItsArgumentsAsTorchStrDoes) {
   EXPECT_EQ(str('[', 0.5, "] ", std::vector<int64_t>{2, 3}), "[0.5] [2, 3]");
 }
 
-TEST(Errors, AssertNamesTheConditionAsLibtorchsDoes) {
+TEST(Errors, AssertNamesTheConditionAndWhere) {
   const int64_t size = 3;
-  EXPECT_EQ(message_of([&] { EMBER_ASSERT(size == 4); }), "[assert] Expected size == 4 to be true, but got false. ");
-  EXPECT_EQ(message_of([&] { EMBER_ASSERT(size > 5, "size ", size); }),
-            "[assert] Expected size > 5 to be true, but got false. size 3");
+  const int line = __LINE__ + 1;
+  const std::string plain = message_of([&] { EMBER_ASSERT(size == 4); });
+  EXPECT_EQ(plain.rfind("[assert] `size == 4` failed at ", 0), 0u) << plain;
+  EXPECT_TRUE(plain.ends_with("test_errors.cpp:" + std::to_string(line))) << plain;  // nothing after it
+  const std::string with_message = message_of([&] { EMBER_ASSERT(size > 5, "size ", size); });
+  EXPECT_EQ(with_message.rfind("[assert] `size > 5` failed at ", 0), 0u) << with_message;
+  EXPECT_NE(with_message.find(": size 3"), std::string::npos) << with_message;
   EXPECT_EQ(message_of([&] { EMBER_ASSERT(size == 3); }), "(no ember::Error)");
+  EXPECT_EQ(message_of([&] { EMBER_ASSERT((std::is_same_v<int, long>)); }).rfind("[assert] `(std::is_same_v<int, long>)`", 0), 0u);
 }
 
 TEST(Errors, MatmulShapes) {

@@ -71,8 +71,10 @@ case $mode in
     # A bad option or value: the error and the usage, exit status 1 (the example's own handling).
     for bad in "--bogus 1" "--epochs x" "--epochs"; do
       # shellcheck disable=SC2086  # $bad holds the arguments
-      if (cd "$dir" && "$example" $bad) > "$dir/bad.txt" 2>&1 || ! grep -q 'Usage: cpp/dcgan example' "$dir/bad.txt"; then
-        echo "FAIL: '$bad' should print the usage and exit 1"; cat "$dir/bad.txt"; exit 1
+      status=0
+      (cd "$dir" && "$example" $bad) > "$dir/bad.txt" 2>&1 || status=$?
+      if [[ $status -ne 1 ]] || ! grep -q 'Usage: cpp/dcgan example' "$dir/bad.txt"; then
+        echo "FAIL: '$bad' should print the usage and exit 1 (exit status $status)"; cat "$dir/bad.txt"; exit 1
       fi
     done
     ;;

@@ -10,6 +10,24 @@ namespace {
 namespace nn = ember::nn;
 namespace F = ember::nn::functional;
 
+// The kernel-level shape of a 2-d convolution of a [batch, in, height, width] input with a
+// square kernel, padding and stride (what the oneDNN checks below ask about).
+cpu::ConvShape conv2d_shape(int64_t batch, int64_t in, int64_t out, int64_t height, int64_t width, int64_t kernel,
+                            int64_t pad, int64_t stride = 1) {
+  cpu::ConvShape s;
+  s.batch = batch;
+  s.in_channels = in;
+  s.out_channels = out;
+  s.in[1] = height;
+  s.in[2] = width;
+  s.out[1] = (height + 2 * pad - kernel) / stride + 1;
+  s.out[2] = (width + 2 * pad - kernel) / stride + 1;
+  s.kernel[1] = s.kernel[2] = kernel;
+  s.pad[1] = s.pad[2] = pad;
+  s.stride[1] = s.stride[2] = stride;
+  return s;
+}
+
 // Runs F::conv2d with the module-free options and compares with the reference.
 ::testing::AssertionResult conv2d_matches(const Tensor& x, const Tensor& w, const Tensor& b,
                                           const F::Conv2dFuncOptions& options, const ConvArgs& args) {
@@ -149,18 +167,20 @@ TEST(Conv2d, Float32DirectKernelsMatchFloat64) {
   }
 #if defined(__x86_64__)
   // On x86-64 oneDNN has a direct kernel for these shapes: the cases above ran it.
-  cpu::ConvShape shape;
-  shape.batch = 2;
-  shape.in_channels = 16;
-  shape.out_channels = 24;
-  shape.in[1] = shape.out[1] = 9;
-  shape.in[2] = shape.out[2] = 11;
-  shape.kernel[1] = shape.kernel[2] = 3;
-  shape.pad[1] = shape.pad[2] = 1;
-  EXPECT_TRUE(cpu::onednn_conv_fits(shape));
-  shape.kernel[1] = shape.kernel[2] = 1;
-  shape.pad[1] = shape.pad[2] = 0;
-  EXPECT_FALSE(cpu::onednn_conv_fits(shape)) << "pointwise convolutions stay a GEMM";
+  EXPECT_TRUE(cpu::onednn_conv_fits(conv2d_shape(2, 16, 24, 9, 11, 3, 1)));
+  EXPECT_FALSE(cpu::onednn_conv_fits(conv2d_shape(2, 16, 24, 9, 11, 1, 0))) << "pointwise convolutions stay a GEMM";
+  // A grouped 3-d convolution (a rank-6 weight in oneDNN) runs there too.
+  cpu::ConvShape grouped;
+  grouped.batch = 2;
+  grouped.in_channels = 32;
+  grouped.out_channels = 32;
+  grouped.groups = 2;
+  for (int d = 0; d < 3; ++d) {
+    grouped.in[d] = grouped.out[d] = 5 + d;
+    grouped.kernel[d] = 3;
+    grouped.pad[d] = 1;
+  }
+  EXPECT_TRUE(cpu::onednn_conv_fits(grouped)) << "grouped conv3d";
 #endif
 }
 
@@ -377,22 +397,22 @@ TEST(Conv2d, ChannelsLastPassesMatchFloat64) {
 #if defined(__x86_64__)
     // On AVX-512 oneDNN's forward runs its brgemm kernel on channels-last activations
     // (EMBER_CPU_CAPABILITY lowers oneDNN's instruction set with ember's).
-    cpu::ConvShape shape;
-    shape.batch = c.x_sizes[0];
-    shape.in_channels = 128;
-    shape.out_channels = 24;
-    shape.in[1] = c.x_sizes[2];
-    shape.in[2] = c.x_sizes[3];
-    shape.out[1] = (c.x_sizes[2] - 1) / c.stride + 1;
-    shape.out[2] = (c.x_sizes[3] - 1) / c.stride + 1;
-    shape.stride[1] = shape.stride[2] = c.stride;
-    shape.kernel[1] = shape.kernel[2] = 3;
-    shape.pad[1] = shape.pad[2] = 1;
-    const std::string kernels = cpu::onednn_conv_kernels(shape);
+    const std::string kernels =
+        cpu::onednn_conv_kernels(conv2d_shape(c.x_sizes[0], 128, 24, c.x_sizes[2], c.x_sizes[3], 3, 1, c.stride));
     SCOPED_TRACE(kernels);
     if (backends::cpu_info().dispatch_isa == "avx512") {
-      EXPECT_NE(kernels.find("forward brg"), std::string::npos);
-      EXPECT_NE(kernels.find("channels-last"), std::string::npos);
+      // Forward channels-last on the brgemm kernel; the weight gradient channels-last at stride
+      // 1, the input gradient at stride 2, the other one on oneDNN's layout.
+      const bool unit = c.stride == 1;
+      EXPECT_EQ(kernels.rfind("forward brg", 0), 0u);
+      auto layout_of = [&](const std::string& pass) {
+        const size_t begin = kernels.find(pass), end = kernels.find(',', begin);
+        const std::string part = kernels.substr(begin, end == std::string::npos ? end : end - begin);
+        return part.ends_with("channels-last");
+      };
+      EXPECT_TRUE(layout_of("forward"));
+      EXPECT_EQ(layout_of("input gradient"), !unit);
+      EXPECT_EQ(layout_of("weight gradient"), unit);
     }
 #endif
   }
@@ -451,7 +471,7 @@ TEST(Conv2d, WinogradOnRequest) {
 // create_graph=true (a gradient penalty, as in WGAN-GP): the convolution's gradients are
 // convolution passes recorded as ops (Note [Convolution passes as ops]), so the gradients of
 // its gradients match finite differences (gradgradcheck) for strided, dilated, grouped and
-// biased 1-d and 2-d convolutions and a transposed convolution with output_padding.
+// biased 1-d, 2-d and 3-d convolutions and 1-d and 2-d transposed convolutions.
 TEST(Conv2d, DoubleBackwardMatchesFiniteDifferences) {
   struct Case {
     const char* name;
@@ -467,6 +487,14 @@ TEST(Conv2d, DoubleBackwardMatchesFiniteDifferences) {
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv1d(x, w, F::Conv1dFuncOptions().bias(b).padding(1).stride(2));
        }},
+      {"conv3d", {1, 2, 3, 4, 3}, {3, 2, 2, 2, 2},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv3d(x, w, F::Conv3dFuncOptions().bias(b).padding({0, 1, 0}));
+       }},
+      {"conv_transpose1d", {2, 2, 4}, {2, 3, 3},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv_transpose1d(x, w, F::ConvTranspose1dFuncOptions().bias(b).stride(2).padding(1));
+       }},
       {"conv_transpose2d", {2, 4, 3, 2}, {4, 3, 2, 2},
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv_transpose2d(
@@ -477,7 +505,9 @@ TEST(Conv2d, DoubleBackwardMatchesFiniteDifferences) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const Tensor x = leaf(uniform(c.x_sizes, seed++)), w = leaf(uniform(c.w_sizes, seed++));
-    const int64_t out_channels = std::string(c.name) == "conv_transpose2d" ? c.w_sizes[1] * 2 : c.w_sizes[0];
+    const int64_t out_channels = std::string(c.name) == "conv_transpose2d"   ? c.w_sizes[1] * 2
+                                 : std::string(c.name) == "conv_transpose1d" ? c.w_sizes[1]
+                                                                             : c.w_sizes[0];
     const Tensor b = leaf(uniform({out_channels}, seed++));
     const Tensor r = uniform(c.conv(x, w, b).sizes(), seed++);
     // The first-order gradients of sum(conv(x) * r), built with create_graph=true.
@@ -503,6 +533,9 @@ TEST(Conv2d, GradientPenaltyOnTheFloat32Kernels) {
     return std::vector<Tensor>{x.grad(), w.grad()};
   };
   const auto f32 = penalty_grad(kFloat32), f64 = penalty_grad(kFloat64);
+#if defined(__x86_64__)
+  EXPECT_TRUE(cpu::onednn_conv_fits(conv2d_shape(3, 16, 24, 9, 8, 3, 1))) << "the convolution above on oneDNN";
+#endif
   EXPECT_GT(f64[1].abs().max().item<double>(), 1.0);
   EXPECT_TRUE(all_close(f32[0], values(f64[0]), {1e-4, 1e-4})) << "grad input";
   EXPECT_TRUE(all_close(f32[1], values(f64[1]), {1e-4, 1e-4})) << "grad weight";

@@ -2,14 +2,17 @@
 // argparse, a header-only library Debian does not package: the tests compile the example
 // against this file where no argparse/argparse.hpp is installed. It follows that library's
 // behaviour for what it covers: options with a help text, a default value and an integer
-// scan; -h/--help and -v/--version print and exit 0; an unknown argument, a missing value or
-// a value that is not an integer throws std::runtime_error; operator<< prints the help.
+// scan ('i': the base from the prefix, 0x hex, 0 octal, else decimal), "--name value" or
+// "--name=value"; -h/--help and -v/--version print and exit 0; an unknown argument or a
+// missing value throws std::runtime_error, a value that is not an integer
+// std::invalid_argument, one out of range std::range_error; operator<< prints the help.
 #pragma once
 
 #include <any>
-#include <charconv>
+#include <cerrno>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,16 +35,21 @@ class Argument {
     default_ = std::forward<T>(value);
     return *this;
   }
-  // 'i': a decimal integer of type T.
+  Argument& default_value(const char* value) { return default_value(std::string(value)); }
+  // 'i': an integer of type T, its base from its prefix.
   template <char Shape, typename T>
   Argument& scan() {
-    static_assert(Shape == 'i' && std::is_integral_v<T>, "this stand-in scans integers ('i') only");
+    static_assert(Shape == 'i' && std::is_integral_v<T> && std::is_signed_v<T>,
+                  "this stand-in scans signed integers ('i') only");
     parse_ = [](const std::string& text) -> std::any {
-      T value{};
-      const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-      if (error != std::errc() || end != text.data() + text.size())
-        throw std::runtime_error("Failed to parse '" + text + "' as an integer");
-      return value;
+      errno = 0;
+      char* end = nullptr;
+      const long long value = std::strtoll(text.c_str(), &end, 0);
+      if (text.empty() || end != text.c_str() + text.size())
+        throw std::invalid_argument("pattern '" + text + "' not found");
+      if (errno == ERANGE || value < std::numeric_limits<T>::min() || value > std::numeric_limits<T>::max())
+        throw std::range_error("'" + text + "' not representable");
+      return static_cast<T>(value);
     };
     return *this;
   }
@@ -80,8 +88,14 @@ class ArgumentParser {
         std::cout << version_ << std::endl;
         std::exit(0);
       }
-      Argument* argument = find(current);
+      const size_t assign = current.find('=');
+      const std::string name = current.substr(0, assign);
+      Argument* argument = find(name);
       if (argument == nullptr) throw std::runtime_error("Unknown argument: " + current);
+      if (assign != std::string::npos) {
+        argument->value_ = argument->parse_(current.substr(assign + 1));
+        continue;
+      }
       if (i + 1 == argc) throw std::runtime_error("Too few arguments for '" + current + "'.");
       argument->value_ = argument->parse_(argv[++i]);
     }
