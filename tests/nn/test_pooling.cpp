@@ -214,6 +214,10 @@ TEST(Pooling, DoubleBackwardMatchesFiniteDifferences) {
     EXPECT_TRUE(first.requires_grad());
     EXPECT_TRUE(all_close(first, values(autograd::grad({(pool(x) * r).sum()}, {x})[0]), {1e-12, 1e-12}));
     EXPECT_EQ(gradgradcheck(gradients, {x, r}), "");
+    // An empty batch: empty gradients of the right shape.
+    const Tensor empty = leaf(zeros({0, 3, 5, 6}, TensorOptions().dtype(kFloat64)));
+    const Tensor empty_r = zeros(pool(empty).sizes(), TensorOptions().dtype(kFloat64));
+    EXPECT_EQ(gradients({empty, empty_r})[0].sizes(), empty.sizes());
   }
 }
 
