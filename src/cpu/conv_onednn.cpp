@@ -6,7 +6,7 @@
 // than im2col + GEMM on the direct kernels.
 // Each chunk of images (image_chunks: fixed by the shape) is one task on ember's pool running
 // single-threaded oneDNN (Note [oneDNN threads]) and reorders its operands to and from the
-// blocked layout itself. The weight gradient is one partial per chunk, summed by the kernel
+// kernel's layouts itself. The weight gradient is one partial per chunk, summed by the kernel
 // within a chunk and then over the chunks in order: results are the same for any thread
 // count. Weight reorders run as parallel parts. Plans are built once per shape and chunk
 // length and shared; every primitive takes the caller's scratchpad, so one plan runs on
