@@ -14,6 +14,13 @@ namespace {
 
 constexpr int64_t kBatch = 8;
 
+// The convolution algorithm a row asks for, while it lives (then the one before).
+struct ConvAlgorithm {
+  std::string before = backends::conv_algorithm();
+  explicit ConvAlgorithm(bool winograd) { backends::set_conv_algorithm(winograd ? "winograd" : "direct"); }
+  ~ConvAlgorithm() { backends::set_conv_algorithm(before); }
+};
+
 // One row: the layer, channels in/out, kernel, spatial size. kind is conv, bn, maxpool,
 // avgpool (3x3, stride 2, padding 1, as the max pooling) or adaptiveavgpool (to 1x1, a
 // classifier's head).
@@ -28,6 +35,11 @@ struct Case {
              std::to_string(out) + "_s" + std::to_string(size) + (winograd ? "_winograd" : "");
     return kind + "_c" + std::to_string(in) + "_s" + std::to_string(size);
   }
+  // What ember's convolution runs for this row (backends::conv_kernels_for).
+  std::string kernels() const {
+    const ConvAlgorithm algorithm(winograd);
+    return backends::conv_kernels_for({kBatch, in, size, size}, {out, in, kernel, kernel}, {1}, {kernel / 2});
+  }
   // The peer's argument: kind,in,out,kernel,size.
   std::string spec() const {
     return kind + "," + std::to_string(in) + "," + std::to_string(out) + "," + std::to_string(kernel) + "," +
@@ -38,11 +50,7 @@ struct Case {
 // Median wall and CPU ms of forward + backward of `module` on x [8, in, size, size]
 // (gradients reset each time).
 StepTimes measure(const Case& c, int reps) {
-  struct Algorithm {
-    std::string before = backends::conv_algorithm();
-    explicit Algorithm(bool winograd) { backends::set_conv_algorithm(winograd ? "winograd" : "direct"); }
-    ~Algorithm() { backends::set_conv_algorithm(before); }
-  } algorithm(c.winograd);
+  const ConvAlgorithm algorithm(c.winograd);
   manual_seed(0);
   Tensor x = randn({kBatch, c.in, c.size, c.size}).requires_grad_();
   std::function<Tensor(const Tensor&)> forward;
@@ -130,6 +138,7 @@ nlohmann::json run(const Options& options) {
       row["torch_cpu_ms"] = fastest(torch_cpu_ms);
       row["cpu_speedup_vs_torch"] = fastest(torch_cpu_ms) / fastest(ember_cpu_ms);
     }
+    if (cases[i].kind == "conv") row["ember_kernels"] = cases[i].kernels();
     note(row.dump());
     results.push_back(std::move(row));
   }

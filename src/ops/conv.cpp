@@ -1,7 +1,8 @@
 // convolution, conv1d/2d/3d and conv_transpose1d/2d/3d: argument checks and shapes here,
 // im2col + GEMM in cpu/conv.
 #include "cpu/conv.h"
-
+#include "cpu/conv_onednn.h"
+#include "ember/backends.h"
 #include "ops/op_utils.h"
 
 namespace ember {
@@ -62,34 +63,44 @@ void check_operand_dtypes(const Tensor& x, const Tensor& weight, const Tensor& b
   }
 }
 
-// Checks every argument and fills the kernel's shape (spatial dims right-aligned in 3).
-cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride_arg,
-                          IntArrayRef padding_arg, IntArrayRef dilation_arg, int64_t groups, const char* op) {
-  const int64_t spatial = weight.dim() - 2;
-  EMBER_CHECK(x.dim() == spatial + 2, op, "expected a ", spatial + 2, "-d input for a ", spatial + 2,
-              "-d weight ", weight.sizes(), ", got input ", x.sizes());
+// Checks the sizes and arguments of a convolution of x [batch, in, *spatial] with weight
+// [out, in / groups, *kernel] (a 3-5-d weight) and fills the kernel's shape (spatial dims
+// right-aligned in 3).
+cpu::ConvShape conv_shape_of_sizes(IntArrayRef x, IntArrayRef weight, IntArrayRef stride_arg, IntArrayRef padding_arg,
+                                   IntArrayRef dilation_arg, int64_t groups, const char* op) {
+  const int64_t spatial = static_cast<int64_t>(weight.size()) - 2;
+  EMBER_CHECK(spatial >= 1 && spatial <= 3, op, "expected a 3-d, 4-d or 5-d weight, got ", weight);
+  EMBER_CHECK(static_cast<int64_t>(x.size()) == spatial + 2, op, "expected a ", spatial + 2, "-d input for a ",
+              spatial + 2, "-d weight ", weight, ", got input ", x);
   const SpatialArgs a = spatial_args(stride_arg, padding_arg, dilation_arg, spatial, op);
   EMBER_CHECK(groups > 0, op, "groups must be positive, got ", groups);
-  const int64_t in_channels = x.size(1), out_channels = weight.size(0);
+  const int64_t in_channels = x[1], out_channels = weight[0];
   EMBER_CHECK(out_channels % groups == 0, op, "groups (", groups, ") must divide out_channels (", out_channels,
-              ") of weight ", weight.sizes());
-  EMBER_CHECK(weight.size(1) * groups == in_channels, op, "expected input ", x.sizes(), " to have ",
-              weight.size(1) * groups, " channels (weight ", weight.sizes(), ", groups ", groups, "), got ",
-              in_channels, " channels");
-  check_operand_dtypes(x, weight, bias, out_channels, op);
+              ") of weight ", weight);
+  EMBER_CHECK(weight[1] * groups == in_channels, op, "expected input ", x, " to have ", weight[1] * groups,
+              " channels (weight ", weight, ", groups ", groups, "), got ", in_channels, " channels");
   cpu::ConvShape s;
-  s.batch = x.size(0);
+  s.batch = x[0];
   s.in_channels = in_channels;
   s.out_channels = out_channels;
   s.groups = groups;
   for (int64_t d = 0; d < spatial; ++d) {
-    const int64_t in = x.size(2 + d), kernel = weight.size(2 + d);
+    const int64_t in = x[2 + d], kernel = weight[2 + d];
     const int64_t padded = in + 2 * a.padding[d], reach = a.dilation[d] * (kernel - 1) + 1;
     EMBER_CHECK(reach <= padded, op, "kernel size ", kernel, " (dilated: ", reach,
-                ") can't be greater than the padded input size ", padded, " in spatial dim ", d, " (input ", x.sizes(),
+                ") can't be greater than the padded input size ", padded, " in spatial dim ", d, " (input ", x,
                 ", padding ", IntArrayRef(a.padding), ")");
     set_spatial_dim(s, spatial, d, in, (padded - reach) / a.stride[d] + 1, kernel, a);
   }
+  return s;
+}
+
+// Checks every argument and fills the kernel's shape.
+cpu::ConvShape conv_shape(const Tensor& x, const Tensor& weight, const Tensor& bias, IntArrayRef stride_arg,
+                          IntArrayRef padding_arg, IntArrayRef dilation_arg, int64_t groups, const char* op) {
+  const cpu::ConvShape s = conv_shape_of_sizes(x.sizes(), weight.sizes(), stride_arg, padding_arg, dilation_arg,
+                                               groups, op);
+  check_operand_dtypes(x, weight, bias, s.out_channels, op);
   return s;
 }
 
@@ -295,6 +306,20 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
               IntArrayRef dilation, int64_t groups) {
   return conv_of_rank(3, "conv3d", input, weight, bias, stride, padding, dilation, groups);
 }
+
+namespace backends {
+
+std::string conv_kernels_for(const std::vector<int64_t>& input_sizes, const std::vector<int64_t>& weight_sizes,
+                             const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                             const std::vector<int64_t>& dilation, int64_t groups) {
+  const cpu::ConvShape s =
+      conv_shape_of_sizes(input_sizes, weight_sizes, stride, padding, dilation, groups, "conv_kernels_for");
+  const std::string kernels = cpu::onednn_conv_kernels(s);
+  if (!kernels.empty()) return kernels;
+  return s.pointwise() ? "GEMM (pointwise: the input is the column matrix)" : "im2col + GEMM";
+}
+
+}  // namespace backends
 
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {

@@ -418,6 +418,22 @@ TEST(Conv2d, ChannelsLastPassesMatchFloat64) {
   }
 }
 
+// backends::conv_kernels_for names what a convolution of given sizes runs: the oneDNN plan's
+// description, a GEMM for pointwise ones, and the convolution's errors.
+TEST(Conv2d, KernelsForNamesWhatRuns) {
+  const std::string kernels = backends::conv_kernels_for({8, 256, 14, 14}, {256, 256, 3, 3}, {1}, {1});
+  EXPECT_EQ(kernels, cpu::onednn_conv_kernels(conv2d_shape(8, 256, 256, 14, 14, 3, 1)));
+#if defined(__x86_64__)
+  EXPECT_EQ(kernels.rfind("forward ", 0), 0u) << kernels;
+  if (backends::cpu_info().dispatch_isa == "avx512") EXPECT_EQ(kernels.rfind("forward brg", 0), 0u) << kernels;
+#endif
+  EXPECT_EQ(backends::conv_kernels_for({2, 16, 9, 9}, {32, 16, 1, 1}).rfind("GEMM (pointwise", 0), 0u);
+  EXPECT_TRUE(throws_error([] { backends::conv_kernels_for({2, 16, 9}, {32, 16, 3, 3}); },
+                           {"[conv_kernels_for]", "expected a 4-d input"}));
+  EXPECT_TRUE(throws_error([] { backends::conv_kernels_for({2, 16, 9, 9}, {32, 8, 3, 3}, {1}, {1}, {1}, 3); },
+                           {"[conv_kernels_for]", "groups (3)"}));
+}
+
 // On request, 2-d 3x3 stride-1 convolutions run on oneDNN's Winograd kernels (Note [Winograd
 // convolution]): forward and both gradients within 4e-6 of the sum of their terms' magnitudes
 // of float64 (8x the worst error measured, 5e-7), the same bits for any thread count.
