@@ -28,22 +28,24 @@ struct Case {
   std::string kind;
   int64_t in, out, kernel, size;
   bool winograd = false;  // ember on backends::set_conv_algorithm("winograd"); the peer as always
+  bool bf16 = false;      // module and input in bfloat16, on both sides
 
   std::string name() const {
     if (kind == "conv")
       return "conv" + std::to_string(kernel) + "x" + std::to_string(kernel) + "_c" + std::to_string(in) + "to" +
-             std::to_string(out) + "_s" + std::to_string(size) + (winograd ? "_winograd" : "");
+             std::to_string(out) + "_s" + std::to_string(size) + (winograd ? "_winograd" : "") + (bf16 ? "_bf16" : "");
     return kind + "_c" + std::to_string(in) + "_s" + std::to_string(size);
   }
   // What ember's convolution runs for this row (backends::conv_kernels_for).
   std::string kernels() const {
     const ConvAlgorithm algorithm(winograd);
-    return backends::conv_kernels_for({kBatch, in, size, size}, {out, in, kernel, kernel}, {1}, {kernel / 2});
+    return backends::conv_kernels_for({kBatch, in, size, size}, {out, in, kernel, kernel}, {1}, {kernel / 2}, {1}, 1,
+                                      bf16 ? kBFloat16 : kFloat32);
   }
-  // The peer's argument: kind,in,out,kernel,size.
+  // The peer's argument: kind,in,out,kernel,size[,bf16].
   std::string spec() const {
     return kind + "," + std::to_string(in) + "," + std::to_string(out) + "," + std::to_string(kernel) + "," +
-           std::to_string(size);
+           std::to_string(size) + (bf16 ? ",bf16" : "");
   }
 };
 
@@ -52,7 +54,7 @@ struct Case {
 StepTimes measure(const Case& c, int reps) {
   const ConvAlgorithm algorithm(c.winograd);
   manual_seed(0);
-  Tensor x = randn({kBatch, c.in, c.size, c.size}).requires_grad_();
+  Tensor x = randn({kBatch, c.in, c.size, c.size}).to(c.bf16 ? kBFloat16 : kFloat32).requires_grad_();
   std::function<Tensor(const Tensor&)> forward;
   std::shared_ptr<nn::Module> module;
   if (c.kind == "conv") {
@@ -76,6 +78,7 @@ StepTimes measure(const Case& c, int reps) {
     forward = [pool](const Tensor& t) mutable { return pool(t); };
     module = pool.ptr();
   }
+  if (c.bf16) module->to(kBFloat16);
   return time_step(
       [&] {
         x.set_grad(Tensor());
@@ -92,7 +95,10 @@ nlohmann::json run(const Options& options) {
                              {"avgpool", 64, 64, 3, 112}, {"adaptiveavgpool", 512, 512, 0, 7},
                              // The 3x3 rows again on oneDNN's Winograd kernels (opt-in: Note [Winograd convolution]).
                              {"conv", 64, 64, 3, 56, true}, {"conv", 128, 128, 3, 28, true},
-                             {"conv", 256, 256, 3, 14, true}};
+                             {"conv", 256, 256, 3, 14, true},
+                             // bfloat16 module and input on both sides (Note [bfloat16 convolution]).
+                             {"conv", 64, 64, 3, 56, false, true}, {"conv", 128, 128, 3, 28, false, true},
+                             {"conv", 256, 256, 3, 14, false, true}};
   if (options.quick) cases = {{"conv", 64, 64, 3, 56}, {"conv", 256, 256, 1, 14}, {"bn", 64, 64, 0, 56},
                               {"maxpool", 64, 64, 3, 112}};
   const int reps = options.quick ? 2 : 5;

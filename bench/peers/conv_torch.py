@@ -6,6 +6,7 @@ sum) on [batch, in, size, size], median wall and process CPU time of --reps runs
 warm-up. Prints one JSON row per --case, in order. Needs PyTorch; not part of the tests.
 
   python3 bench/peers/conv_torch.py --case conv,64,64,3,56 [--case bn,64,64,0,56 ...] [--batch 8]
+A case may end in ",bf16": module and input in bfloat16.
 """
 import argparse
 import json
@@ -36,11 +37,12 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     for case in args.case:
-        kind, c_in, c_out, kernel, size = case.split(",")
+        kind, c_in, c_out, kernel, size, *dtype = case.split(",")
         c_in, c_out, kernel, size = int(c_in), int(c_out), int(kernel), int(size)
+        dtype = torch.bfloat16 if dtype == ["bf16"] else torch.float32
         torch.manual_seed(0)
-        module = module_of(kind, c_in, c_out, kernel)
-        x = torch.randn(args.batch, c_in, size, size).requires_grad_()
+        module = module_of(kind, c_in, c_out, kernel).to(dtype)
+        x = torch.randn(args.batch, c_in, size, size).to(dtype).requires_grad_()
 
         def step():
             x.grad = None

@@ -65,16 +65,18 @@ std::string gemm_backend_for(ScalarType dtype, int64_t m, int64_t k, int64_t n, 
 std::string conv_algorithm();
 // name: "direct" or "winograd"; throws ember::Error otherwise.
 void set_conv_algorithm(const std::string& name);
-// What a float32 convolution (ember::convolution's arguments, by sizes) runs here, pass by
-// pass: oneDNN's implementations and the activations' layout, e.g. "forward
+// What a convolution (ember::convolution's arguments, by sizes, and its dtype) runs here, pass
+// by pass: oneDNN's implementations and the activations' layout, e.g. "forward
 // brgconv:avx512_core channels-last, input gradient jit:avx512_core oneDNN's layout, weight
-// gradient jit:avx512_core channels-last"; "im2col + GEMM" where oneDNN has no kernel, "GEMM
-// (pointwise: ...)" for 1x1 stride-1 unpadded ones. Invalid sizes throw ember::Error as the
-// convolution would.
-// stride, padding and dilation: one value for every spatial dim or one per dim.
+// gradient jit:avx512_core channels-last"; "im2col + GEMM" where oneDNN has no kernel (and for
+// float64), "GEMM (pointwise: ...)" for 1x1 stride-1 unpadded ones; for float16, and bfloat16
+// without oneDNN's bf16 kernels, "float32 copies: " and the float32 answer. stride, padding
+// and dilation: one value for every spatial dim or one per dim. Invalid sizes throw
+// ember::Error as the convolution would.
 std::string conv_kernels_for(const std::vector<int64_t>& input_sizes, const std::vector<int64_t>& weight_sizes,
                              const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
-                             const std::vector<int64_t>& dilation = {1}, int64_t groups = 1);
+                             const std::vector<int64_t>& dilation = {1}, int64_t groups = 1,
+                             ScalarType dtype = kFloat32);
 
 struct AutotuneEntry {
   std::string key;      // "bf16 NT 2048x192x576 t2": dtype, transposes, M x K x N buckets, threads

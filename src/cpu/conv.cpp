@@ -81,16 +81,23 @@ bool on_onednn(ScalarType dtype, const ConvShape& s) {
   (void)s;
   return false;
 #else
-  return dtype == kFloat32 && onednn_conv_fits(s);
+  return (dtype == kFloat32 || dtype == kBFloat16) && onednn_conv_fits(s, dtype);
 #endif
 }
 
 }  // namespace
 
+bool conv_takes(ScalarType dtype, const ConvShape& s) {
+  return dtype == kFloat32 || dtype == kFloat64 || (dtype == kBFloat16 && on_onednn(dtype, s));
+}
+
 int64_t ConvShape::scratch_elements() const { return pointwise() ? 0 : groups * col_rows() * out_plane(); }
 
 int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& s) {
-  if (on_onednn(dtype, s)) return onednn_conv_scratch_elements(s);
+  if (on_onednn(dtype, s)) {  // float32 partials, counted in elements of dtype
+    const int64_t item = static_cast<int64_t>(element_size(dtype));
+    return (onednn_conv_scratch_elements(s, dtype) * 4 + item - 1) / item;
+  }
   return s.scratch_elements();
 }
 
@@ -156,8 +163,7 @@ void conv_forward(ScalarType dtype, const ConvShape& s, const void* x, const voi
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (s.batch == 0 || L == 0 || s.out_channels == 0) return;
   if (on_onednn(dtype, s))
-    return onednn_conv_forward(s, static_cast<const float*>(x), static_cast<const float*>(weight),
-                               static_cast<const float*>(bias), static_cast<float*>(out));
+    return onednn_conv_forward(s, dtype, x, weight, bias, out);
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* xn = static_cast<const char*>(x) + n * s.in_channels * s.in_plane() * item;
     char* on = static_cast<char*>(out) + n * s.out_channels * L * item;
@@ -184,8 +190,7 @@ void conv_backward_input(ScalarType dtype, const ConvShape& s, const void* grad_
   const int64_t G = s.groups, cout_g = s.out_channels / G, Kg = s.col_rows(), L = s.out_plane();
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (on_onednn(dtype, s))
-    return onednn_conv_backward_input(s, static_cast<const float*>(grad_out), static_cast<const float*>(weight),
-                                      static_cast<float*>(grad_x));
+    return onednn_conv_backward_input(s, dtype, grad_out, weight, grad_x);
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* gn = static_cast<const char*>(grad_out) + n * s.out_channels * L * item;
     char* xn = static_cast<char*>(grad_x) + n * s.in_channels * s.in_plane() * item;
@@ -203,8 +208,7 @@ void conv_backward_weight(ScalarType dtype, const ConvShape& s, const void* x, c
   const int64_t item = static_cast<int64_t>(element_size(dtype));
   if (s.batch == 0) std::memset(grad_weight, 0, static_cast<size_t>(s.out_channels * Kg * item));
   if (on_onednn(dtype, s))
-    return onednn_conv_backward_weight(s, static_cast<const float*>(x), static_cast<const float*>(grad_out),
-                                       static_cast<float*>(grad_weight), static_cast<float*>(scratch));
+    return onednn_conv_backward_weight(s, dtype, x, grad_out, grad_weight, static_cast<float*>(scratch));
   for (int64_t n = 0; n < s.batch; ++n) {
     const char* xn = static_cast<const char*>(x) + n * s.in_channels * s.in_plane() * item;
     const char* gn = static_cast<const char*>(grad_out) + n * s.out_channels * L * item;

@@ -33,6 +33,11 @@ struct ConvShape {
 // than scratch_elements() (the runtime's sizing).
 int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& shape);
 
+// Whether the passes below take `dtype` for this shape: float32 and float64 always, bfloat16
+// where oneDNN's bfloat16 kernels take it (Note [bfloat16 convolution]); otherwise the caller
+// runs float32 copies.
+bool conv_takes(ScalarType dtype, const ConvShape& shape);
+
 // All tensors contiguous: x [batch, in_channels, in...], weight [out_channels,
 // in_channels / groups, kernel...], out [batch, out_channels, out...], bias [out_channels]
 // or null; scratch holds conv_scratch_elements(dtype, shape).

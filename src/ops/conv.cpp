@@ -190,8 +190,9 @@ Tensor convolution_impl(const Tensor& input, const Tensor& weight, const Tensor&
   if (input.dim() == weight.dim() - 1)
     return convolution_impl(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups, op).squeeze(0);
   const cpu::ConvShape s = conv_shape(input, weight, bias, stride, padding, dilation, groups, op);
-  // float16/bfloat16 run on float32 copies (float32 accumulation, one rounding at the end).
-  if (input.scalar_type() == kBFloat16 || input.scalar_type() == kFloat16) {
+  // float16, and bfloat16 where oneDNN has no bf16 kernel for it, run on float32 copies
+  // (float32 accumulation, one rounding at the end).
+  if (!cpu::conv_takes(input.scalar_type(), s)) {
     return convolution_impl(input.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias, stride,
                             padding, dilation, groups, op)
         .to(input.scalar_type());
@@ -275,7 +276,8 @@ Tensor conv_transpose_impl(const Tensor& input, const Tensor& weight, const Tens
                                rank, op)
         .squeeze(0);
   const cpu::ConvShape s = adjoint_shape(input, weight, bias, stride, padding, output_padding, groups, dilation, op);
-  if (input.scalar_type() == kBFloat16 || input.scalar_type() == kFloat16) {
+  // A bf16 bias is added after the pass (below), which would round twice: float32 copies then.
+  if (!cpu::conv_takes(input.scalar_type(), s) || (input.scalar_type() == kBFloat16 && bias.defined())) {
     return conv_transpose_impl(input.to(kFloat32), weight.to(kFloat32), bias.defined() ? bias.to(kFloat32) : bias,
                                stride, padding, output_padding, groups, dilation, rank, op)
         .to(input.scalar_type());
@@ -311,10 +313,14 @@ namespace backends {
 
 std::string conv_kernels_for(const std::vector<int64_t>& input_sizes, const std::vector<int64_t>& weight_sizes,
                              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
-                             const std::vector<int64_t>& dilation, int64_t groups) {
+                             const std::vector<int64_t>& dilation, int64_t groups, ScalarType dtype) {
   const cpu::ConvShape s =
       conv_shape_of_sizes(input_sizes, weight_sizes, stride, padding, dilation, groups, "conv_kernels_for");
-  const std::string kernels = cpu::onednn_conv_kernels(s);
+  EMBER_CHECK(is_floating_point(dtype), "conv_kernels_for", "not implemented for dtype ", dtype_name(dtype),
+              "; use a floating-point dtype");
+  if (!cpu::conv_takes(dtype, s)) return "float32 copies: " + conv_kernels_for(input_sizes, weight_sizes, stride,
+                                                                               padding, dilation, groups, kFloat32);
+  const std::string kernels = dtype == kFloat64 ? "" : cpu::onednn_conv_kernels(s, dtype);
   if (!kernels.empty()) return kernels;
   return s.pointwise() ? "GEMM (pointwise: the input is the column matrix)" : "im2col + GEMM";
 }

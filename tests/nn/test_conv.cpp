@@ -418,6 +418,79 @@ TEST(Conv2d, ChannelsLastPassesMatchFloat64) {
   }
 }
 
+// bfloat16 convolutions on oneDNN's bf16 kernels (Note [bfloat16 convolution]): output and
+// gradients within one bf16 rounding of float32 computed on the same bf16 values and rounded
+// once (what the float32 copies gave), for uneven chunks, bias, stride, groups and the
+// transposed convolution (with a bias it keeps the float32 copies: the bias is added after the
+// pass); the same bits for any thread count.
+TEST(Conv2d, BFloat16MatchesFloat32RoundedOnce) {
+  struct Case {
+    const char* name;
+    std::vector<int64_t> x_sizes, w_sizes;
+    std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> conv;
+  };
+  const std::vector<Case> cases = {
+      {"3x3, three images", {3, 32, 9, 8}, {48, 32, 3, 3},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).padding(1));
+       }},
+      {"strided, grouped", {2, 32, 11, 10}, {32, 16, 3, 3},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride(2).padding(1).groups(2));
+       }},
+      {"transposed", {2, 32, 5, 6}, {32, 16, 3, 3},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv_transpose2d(x, w, F::ConvTranspose2dFuncOptions().bias(b).stride(2));
+       }},
+      {"transposed without bias", {2, 32, 5, 6}, {32, 16, 3, 3},
+       [](const Tensor& x, const Tensor& w, const Tensor& b) {
+         return F::conv_transpose2d(x, w, F::ConvTranspose2dFuncOptions().stride(2)) + 0 * b.view({1, -1, 1, 1});
+       }},
+  };
+  uint32_t seed = 700;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Tensor x = uniform(c.x_sizes, seed++, -1, 1, kBFloat16), w = uniform(c.w_sizes, seed++, -1, 1, kBFloat16);
+    const int64_t out_channels = std::string(c.name).rfind("transposed", 0) == 0 ? c.w_sizes[1] : c.w_sizes[0];
+    const Tensor b = uniform({out_channels}, seed++, -1, 1, kBFloat16);
+    // bf16 values, so that both dtypes' backwards start from the same gradient.
+    const Tensor r = uniform(c.conv(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32)).sizes(), seed++, -1, 1, kBFloat16)
+                         .to(kFloat64);
+    // Output and gradients of sum(conv(x) * r) in dtype, as float64.
+    auto run = [&](ScalarType dtype) {
+      // Fresh leaves (to() of the same dtype returns the tensor itself).
+      const Tensor xl = x.to(dtype).clone().requires_grad_(true), wl = w.to(dtype).clone().requires_grad_(true);
+      const Tensor bl = b.to(dtype).clone().requires_grad_(true);
+      const Tensor y = c.conv(xl, wl, bl);
+      EXPECT_EQ(y.scalar_type(), dtype);
+      (y.to(kFloat64) * r).sum().backward();
+      return std::vector<Tensor>{y.detach(), xl.grad(), wl.grad(), bl.grad()};
+    };
+    const auto bf16 = run(kBFloat16), f32 = run(kFloat32);
+    const char* names[] = {"output", "grad input", "grad weight", "grad bias"};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(bf16[i].scalar_type(), kBFloat16) << names[i];
+      // One rounding apart: the float32 result rounded, and 1/128 of it either way.
+      const Tensor rounded = f32[i].to(kBFloat16).to(kFloat64);
+      const double scale = rounded.abs().max().item<double>();
+      EXPECT_TRUE(all_close(bf16[i], values(rounded), {1.0 / 128, 1e-4 * scale})) << names[i];
+    }
+    expect_same_for_any_thread_count([&] {
+      std::vector<std::vector<double>> out;
+      for (const Tensor& t : run(kBFloat16)) out.push_back(values(t));
+      return out;
+    });
+  }
+#if defined(__x86_64__)
+  // Where the CPU has bf16 instructions (and ember's dispatch uses AVX-512), the bf16 kernels ran.
+  const std::string kernels = cpu::onednn_conv_kernels(conv2d_shape(3, 32, 48, 9, 8, 3, 1), kBFloat16);
+  const auto& extensions = backends::cpu_info().extensions;
+  const bool bf16_cpu = std::find(extensions.begin(), extensions.end(), "avx512_bf16") != extensions.end();
+  if (bf16_cpu && backends::cpu_info().dispatch_isa == "avx512") EXPECT_NE(kernels.find("bf16"), std::string::npos);
+  if (!bf16_cpu) EXPECT_EQ(kernels, "");
+#endif
+}
+
 // backends::conv_kernels_for names what a convolution of given sizes runs: the oneDNN plan's
 // description, a GEMM for pointwise ones, and the convolution's errors.
 TEST(Conv2d, KernelsForNamesWhatRuns) {
@@ -428,6 +501,11 @@ TEST(Conv2d, KernelsForNamesWhatRuns) {
   if (backends::cpu_info().dispatch_isa == "avx512") EXPECT_EQ(kernels.rfind("forward brg", 0), 0u) << kernels;
 #endif
   EXPECT_EQ(backends::conv_kernels_for({2, 16, 9, 9}, {32, 16, 1, 1}).rfind("GEMM (pointwise", 0), 0u);
+  // float64 never runs on oneDNN; float16 runs on float32 copies.
+  EXPECT_EQ(backends::conv_kernels_for({8, 256, 14, 14}, {256, 256, 3, 3}, {1}, {1}, {1}, 1, kFloat64),
+            "im2col + GEMM");
+  EXPECT_EQ(backends::conv_kernels_for({8, 256, 14, 14}, {256, 256, 3, 3}, {1}, {1}, {1}, 1, kFloat16),
+            "float32 copies: " + kernels);
   EXPECT_TRUE(throws_error([] { backends::conv_kernels_for({2, 16, 9}, {32, 16, 3, 3}); },
                            {"[conv_kernels_for]", "expected a 4-d input"}));
   EXPECT_TRUE(throws_error([] { backends::conv_kernels_for({2, 16, 9, 9}, {32, 8, 3, 3}, {1}, {1}, {1}, 3); },
