@@ -71,8 +71,8 @@ void set_conv_algorithm(const std::string& name);
 // gradient jit:avx512_core channels-last"; "im2col + GEMM" where oneDNN has no kernel (and for
 // float64), "GEMM (pointwise: ...)" for 1x1 stride-1 unpadded ones; for float16, and bfloat16
 // without oneDNN's bf16 kernels, "float32 copies: " and the float32 answer. stride, padding
-// and dilation: one value for every spatial dim or one per dim. Invalid sizes throw
-// ember::Error as the convolution would.
+// and dilation: one value for every spatial dim or one per dim. input_sizes are batched
+// ([N, C, *spatial]). Invalid sizes throw ember::Error as the convolution would.
 std::string conv_kernels_for(const std::vector<int64_t>& input_sizes, const std::vector<int64_t>& weight_sizes,
                              const std::vector<int64_t>& stride = {1}, const std::vector<int64_t>& padding = {0},
                              const std::vector<int64_t>& dilation = {1}, int64_t groups = 1,

@@ -101,6 +101,10 @@ int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& s) {
   return s.scratch_elements();
 }
 
+int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& s, bool weight_gradient) {
+  return on_onednn(dtype, s) && !weight_gradient ? 0 : conv_scratch_elements(dtype, s);
+}
+
 void im2col(ScalarType dtype, const ConvShape& s, const void* x, void* col) {
   const int64_t K = s.kernel_volume(), L = s.out_plane(), rows = s.in_channels * K;
   dispatch_element_size(element_size(dtype), [&](auto tag) {

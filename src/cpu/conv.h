@@ -1,6 +1,7 @@
 // Convolution over 1-3 spatial dims by im2col + GEMM: forward, grad input (GEMM + col2im)
-// and grad weight (im2col + GEMM), for float32 and float64; float32 runs on oneDNN's direct
-// kernels where they take the shape (Note [Convolution on oneDNN], cpu/conv_onednn.cpp).
+// and grad weight (im2col + GEMM), for float32 and float64; float32 (and bfloat16, Note
+// [bfloat16 convolution]) runs on oneDNN's kernels where they take the shape (Note
+// [Convolution on oneDNN], cpu/conv_onednn.cpp).
 #pragma once
 #include <cstdint>
 
@@ -32,6 +33,8 @@ struct ConvShape {
 // matrix, or the oneDNN path's per-image weight gradients. conv_forward never needs more
 // than scratch_elements() (the runtime's sizing).
 int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& shape);
+// The same for one pass: on oneDNN only the weight gradient uses scratch.
+int64_t conv_scratch_elements(ScalarType dtype, const ConvShape& shape, bool weight_gradient);
 
 // Whether the passes below take `dtype` for this shape: float32 and float64 always, bfloat16
 // where oneDNN's bfloat16 kernels take it (Note [bfloat16 convolution]); otherwise the caller

@@ -339,8 +339,8 @@ bool winograd_shape(const ConvShape& s) {
 // (AVX512-BF16, batch 8, 2 threads, forward + backward): 64 channels 3x3 at 56x56 12.3 ms in
 // float32 -> 7.2 ms in bf16, 128 at 28x28 11.1 -> 6.1, 256 at 14x14 10.7 -> 6.4; PyTorch's
 // bf16 convolutions 7.2, 6.2, 6.2 ms in the same minute. Elsewhere bf16 keeps the float32
-// copies (oneDNN would emulate bf16, slower). Blocked layouts only: the channels-last rule and
-// ember's transposes are float32's.
+// copies (oneDNN would emulate bf16, slower). No channels-last rule (oneDNN picks the
+// layouts) and no Winograd: those are float32's.
 ConvPlan make_plan(const ConvShape& s, bool winograd, bool bf16) {
   if (bf16) return make_plan(s, dnnl::algorithm::convolution_direct, {}, memory::data_type::bf16);
   if (winograd && winograd_shape(s)) {
@@ -372,7 +372,7 @@ std::atomic<int>& winograd_setting() {
 const ConvPlan& plan_for(const ConvShape& shape, int64_t images, ScalarType dtype) {
   ConvShape key = shape;
   key.batch = images;
-  const bool winograd = conv_winograd(), bf16 = dtype == kBFloat16;
+  const bool bf16 = dtype == kBFloat16, winograd = conv_winograd() && !bf16;  // bf16: direct only
   auto tie = [winograd, bf16](const ConvShape& s) {
     return std::make_tuple(winograd, bf16, s.batch, s.in_channels, s.out_channels, s.groups, s.in[0], s.in[1], s.in[2],
                            s.out[0], s.out[1], s.out[2], s.kernel[0], s.kernel[1], s.kernel[2], s.stride[0],
@@ -546,9 +546,10 @@ bool onednn_conv_winograd(const ConvShape& s) {
 
 bool onednn_conv_fits(const ConvShape& s, ScalarType dtype) {
   if (s.batch <= 0 || s.in_channels <= 0 || s.out_channels <= 0 || s.out_plane() <= 0 || s.pointwise()) return false;
-  // bfloat16 only where the CPU has bf16 instructions: elsewhere oneDNN would emulate them,
-  // slower than the float32 copies.
-  if (dtype != kFloat32 && !(dtype == kBFloat16 && cpu_has_avx512_bf16())) return false;
+  // bfloat16 only where the CPU has bf16 instructions (and EMBER_CPU_CAPABILITY allows
+  // AVX-512): elsewhere oneDNN would emulate them, slower than the float32 copies.
+  const bool bf16_cpu = cpu_has_avx512_bf16() && cpu_capability() == Capability::AVX512;
+  if (dtype != kFloat32 && !(dtype == kBFloat16 && bf16_cpu)) return false;
   try {
     const int64_t chunks = image_chunks(s), images = s.batch / chunks;
     const ConvPlan& p = plan_for(s, images, dtype);

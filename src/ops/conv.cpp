@@ -1,5 +1,7 @@
 // convolution, conv1d/2d/3d and conv_transpose1d/2d/3d: argument checks and shapes here,
 // im2col + GEMM in cpu/conv.
+#include <algorithm>
+
 #include "cpu/conv.h"
 #include "cpu/conv_onednn.h"
 #include "ember/backends.h"
@@ -135,7 +137,7 @@ Tensor conv_pass(ConvPass pass, const cpu::ConvShape& s, int64_t rank, ScalarTyp
   const Tensor ak = a.detach().to(dtype).contiguous(), bk = b.detach().to(dtype).contiguous();
   const Tensor biask = bias.defined() ? bias.detach().contiguous() : Tensor();
   Tensor out = core::make_tensor(pass_sizes(pass, s, rank), dtype);
-  Tensor scratch = core::make_tensor({cpu::conv_scratch_elements(dtype, s)}, dtype);
+  Tensor scratch = core::make_tensor({cpu::conv_scratch_elements(dtype, s, pass == ConvPass::Weight)}, dtype);
   core::launch(name, [&] {
     return [pass, dtype, s, ap = ak.data_ptr(), bp = bk.data_ptr(), biasp = biask.defined() ? biask.data_ptr() : nullptr,
             o = out.data_ptr(), work = scratch.data_ptr()] {
@@ -314,6 +316,9 @@ namespace backends {
 std::string conv_kernels_for(const std::vector<int64_t>& input_sizes, const std::vector<int64_t>& weight_sizes,
                              const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                              const std::vector<int64_t>& dilation, int64_t groups, ScalarType dtype) {
+  for (const std::vector<int64_t>* sizes : {&input_sizes, &weight_sizes})
+    EMBER_CHECK(std::all_of(sizes->begin(), sizes->end(), [](int64_t n) { return n >= 0; }), "conv_kernels_for",
+                "sizes must be non-negative, got ", *sizes);
   const cpu::ConvShape s =
       conv_shape_of_sizes(input_sizes, weight_sizes, stride, padding, dilation, groups, "conv_kernels_for");
   EMBER_CHECK(is_floating_point(dtype), "conv_kernels_for", "not implemented for dtype ", dtype_name(dtype),

@@ -1,8 +1,8 @@
 // conv1d/conv2d/conv3d: out = x * weight (+ bias) over `kSpatial` dims, as ember::convolution
 // (src/ops/conv.cpp: conv_shape, then cpu::conv_forward's im2col + GEMM on contiguous x,
 // weight and bias). Attributes stride, padding, dilation (Ints, one per dim or one for all)
-// and groups (Int). float32 and float64 (eager runs float16/bfloat16 through float32 copies;
-// the exporter records those casts).
+// and groups (Int). float32 and float64 (eager runs float16, and bfloat16 where oneDNN has no
+// bf16 kernel for it, through float32 copies; the exporter records those casts).
 #pragma once
 #include "cpu/conv.h"
 #include "runtime/kernels/support.h"
