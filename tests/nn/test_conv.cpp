@@ -31,6 +31,15 @@ cpu::ConvShape conv2d_shape(int64_t batch, int64_t in, int64_t out, int64_t heig
   return s;
 }
 
+// A convolution of an input and weight of these sizes with a bias of out_channels, as a
+// function of the three (the cases of the tests that compare whole forward + backward runs).
+struct ConvCase {
+  const char* name;
+  std::vector<int64_t> x_sizes, w_sizes;
+  int64_t out_channels;
+  std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> conv;
+};
+
 // Runs F::conv2d with the module-free options and compares with the reference.
 ::testing::AssertionResult conv2d_matches(const Tensor& x, const Tensor& w, const Tensor& b,
                                           const F::Conv2dFuncOptions& options, const ConvArgs& args) {
@@ -427,35 +436,29 @@ TEST(Conv2d, ChannelsLastPassesMatchFloat64) {
 // transposed convolution (with a bias it keeps the float32 copies: the bias is added after the
 // pass); the same bits for any thread count.
 TEST(Conv2d, BFloat16MatchesFloat32RoundedOnce) {
-  struct Case {
-    const char* name;
-    std::vector<int64_t> x_sizes, w_sizes;
-    std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> conv;
-  };
-  const std::vector<Case> cases = {
-      {"3x3, three images", {3, 32, 9, 8}, {48, 32, 3, 3},
+  const std::vector<ConvCase> cases = {
+      {"3x3, three images", {3, 32, 9, 8}, {48, 32, 3, 3}, 48,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).padding(1));
        }},
-      {"strided, grouped", {2, 32, 11, 10}, {32, 16, 3, 3},
+      {"strided, grouped", {2, 32, 11, 10}, {32, 16, 3, 3}, 32,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride(2).padding(1).groups(2));
        }},
-      {"transposed", {2, 32, 5, 6}, {32, 16, 3, 3},
+      {"transposed", {2, 32, 5, 6}, {32, 16, 3, 3}, 16,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv_transpose2d(x, w, F::ConvTranspose2dFuncOptions().bias(b).stride(2));
        }},
-      {"transposed without bias", {2, 32, 5, 6}, {32, 16, 3, 3},
+      {"transposed without bias", {2, 32, 5, 6}, {32, 16, 3, 3}, 16,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv_transpose2d(x, w, F::ConvTranspose2dFuncOptions().stride(2)) + 0 * b.view({1, -1, 1, 1});
        }},
   };
   uint32_t seed = 700;
-  for (const Case& c : cases) {
+  for (const ConvCase& c : cases) {
     SCOPED_TRACE(c.name);
     const Tensor x = uniform(c.x_sizes, seed++, -1, 1, kBFloat16), w = uniform(c.w_sizes, seed++, -1, 1, kBFloat16);
-    const int64_t out_channels = std::string(c.name).rfind("transposed", 0) == 0 ? c.w_sizes[1] : c.w_sizes[0];
-    const Tensor b = uniform({out_channels}, seed++, -1, 1, kBFloat16);
+    const Tensor b = uniform({c.out_channels}, seed++, -1, 1, kBFloat16);
     // bf16 values, so that both dtypes' backwards start from the same gradient.
     const Tensor r = uniform(c.conv(x.to(kFloat32), w.to(kFloat32), b.to(kFloat32)).sizes(), seed++, -1, 1, kBFloat16)
                          .to(kFloat64);
@@ -575,42 +578,34 @@ TEST(Conv2d, WinogradOnRequest) {
 // its gradients match finite differences (gradgradcheck) for strided, dilated, grouped and
 // biased 1-d, 2-d and 3-d convolutions and 1-d and 2-d transposed convolutions.
 TEST(Conv2d, DoubleBackwardMatchesFiniteDifferences) {
-  struct Case {
-    const char* name;
-    std::vector<int64_t> x_sizes, w_sizes;
-    std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> conv;
-  };
-  const std::vector<Case> cases = {
-      {"conv2d", {2, 4, 5, 4}, {6, 2, 3, 2},
+  const std::vector<ConvCase> cases = {
+      {"conv2d", {2, 4, 5, 4}, {6, 2, 3, 2}, 6,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).stride({2, 1}).padding({1, 0}).dilation({1, 2}).groups(2));
        }},
-      {"conv1d", {2, 3, 7}, {2, 3, 3},
+      {"conv1d", {2, 3, 7}, {2, 3, 3}, 2,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv1d(x, w, F::Conv1dFuncOptions().bias(b).padding(1).stride(2));
        }},
-      {"conv3d", {1, 2, 3, 4, 3}, {3, 2, 2, 2, 2},
+      {"conv3d", {1, 2, 3, 4, 3}, {3, 2, 2, 2, 2}, 3,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv3d(x, w, F::Conv3dFuncOptions().bias(b).padding({0, 1, 0}));
        }},
-      {"conv_transpose1d", {2, 2, 4}, {2, 3, 3},
+      {"conv_transpose1d", {2, 2, 4}, {2, 3, 3}, 3,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv_transpose1d(x, w, F::ConvTranspose1dFuncOptions().bias(b).stride(2).padding(1));
        }},
-      {"conv_transpose2d", {2, 4, 3, 2}, {4, 3, 2, 2},
+      {"conv_transpose2d", {2, 4, 3, 2}, {4, 3, 2, 2}, 6,
        [](const Tensor& x, const Tensor& w, const Tensor& b) {
          return F::conv_transpose2d(
              x, w, F::ConvTranspose2dFuncOptions().bias(b).stride(2).output_padding(1).groups(2));
        }},
   };
   uint32_t seed = 500;
-  for (const Case& c : cases) {
+  for (const ConvCase& c : cases) {
     SCOPED_TRACE(c.name);
     const Tensor x = leaf(uniform(c.x_sizes, seed++)), w = leaf(uniform(c.w_sizes, seed++));
-    const int64_t out_channels = std::string(c.name) == "conv_transpose2d"   ? c.w_sizes[1] * 2
-                                 : std::string(c.name) == "conv_transpose1d" ? c.w_sizes[1]
-                                                                             : c.w_sizes[0];
-    const Tensor b = leaf(uniform({out_channels}, seed++));
+    const Tensor b = leaf(uniform({c.out_channels}, seed++));
     const Tensor r = uniform(c.conv(x, w, b).sizes(), seed++);
     // The first-order gradients of sum(conv(x) * r), built with create_graph=true.
     auto gradients = [&](const std::vector<Tensor>& t) {
