@@ -1,4 +1,5 @@
 // The `ember` command.
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -19,6 +20,8 @@ int run_fr_trace(const std::vector<std::string>& args);  // src/cli/fr_trace.cpp
 int run_tune(const std::vector<std::string>& args);      // src/cli/tune.cpp
 int run_profile(const std::vector<std::string>& args);   // src/cli/profile.cpp
 int run_export(const std::vector<std::string>& args);    // src/cli/export.cpp
+int run_generate_model(const std::vector<std::string>& args);  // src/cli/pretrained.cpp
+int run_perplexity(const std::vector<std::string>& args);      // src/cli/pretrained.cpp
 }  // namespace ember::cli
 
 namespace {
@@ -31,6 +34,8 @@ const char* kUsage =
     "  inspect FILE                     list a safetensors file's tensors and metadata\n"
     "  train [FLAGS]                    train a GPT on text (ember train --help)\n"
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
+    "  generate --model DIR [FLAGS]     generate from a Hugging Face model directory (ember generate --model . --help)\n"
+    "  perplexity --model DIR --file F  perplexity of a text under a Hugging Face model (ember perplexity --help)\n"
     "  export --run DIR --out FILE      write a checkpoint's GPT as a .ember program (ember export --help)\n"
     "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"
     "  tune [FLAGS]                     autotune the GEMM backends for a model's products (ember tune --help)\n"
@@ -84,7 +89,13 @@ int main(int argc, char** argv) {
     if (command == "bench") return run_bench(rest);
     if (command == "inspect") return run_inspect(rest);
     if (command == "train") return ember::cli::run_train(rest);
-    if (command == "generate") return ember::cli::run_generate(rest);
+    if (command == "generate") {
+      const bool pretrained = std::any_of(rest.begin(), rest.end(), [](const std::string& a) {
+        return a == "--model" || a.rfind("--model=", 0) == 0;
+      });
+      return pretrained ? ember::cli::run_generate_model(rest) : ember::cli::run_generate(rest);
+    }
+    if (command == "perplexity") return ember::cli::run_perplexity(rest);
     if (command == "export") return ember::cli::run_export(rest);
     if (command == "info") return ember::cli::run_info(rest);
     if (command == "tune") return ember::cli::run_tune(rest);
