@@ -188,7 +188,7 @@ void save_pretrained(CausalLM& model, const std::string& dir_name, int64_t max_s
   // The checkpoint's tensors in transformers' order; a tied head is no parameter of its own.
   const auto parameters = model->named_parameters();
   std::vector<io::TensorList> shards(1);
-  int64_t shard_bytes = 0, total_bytes = 0;
+  int64_t shard_bytes = 0, total_bytes = 0, total_parameters = 0;
   for (const auto& entry : detail::checkpoint_entries(config)) {
     const Tensor* parameter = parameters.find(entry.name);
     EMBER_CHECK(parameter != nullptr, kSave, "the model has no parameter '", entry.name, "'");
@@ -200,6 +200,7 @@ void save_pretrained(CausalLM& model, const std::string& dir_name, int64_t max_s
     shards.back().emplace_back(entry.name, parameter->detach());
     shard_bytes += bytes;
     total_bytes += bytes;
+    total_parameters += parameter->numel();
   }
 
   const io::Metadata metadata = {{"format", "pt"}};
@@ -217,7 +218,7 @@ void save_pretrained(CausalLM& model, const std::string& dir_name, int64_t max_s
       for (const auto& [key, tensor] : shards[i]) weight_map[key] = name;
       written.insert(name);
     }
-    const json index = {{"metadata", {{"total_size", total_bytes}}}, {"weight_map", weight_map}};
+    const json index = {{"metadata", {{"total_parameters", total_parameters}, {"total_size", total_bytes}}}, {"weight_map", weight_map}};
     write_file_atomically((dir / kIndexName).string(), index.dump(2) + "\n", kSave);
     written.insert(kIndexName);
   }
