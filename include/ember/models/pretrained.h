@@ -1,0 +1,126 @@
+// Pretrained causal language models in Hugging Face's layout: from_pretrained builds one
+// configurable decoder (Llama, Mistral, Qwen2, Qwen3, Gemma, Phi-3, GPT-2) from config.json and
+// the safetensors shards, with weights mapped zero-copy; save_pretrained writes the directory
+// back with the same keys. Parameter names equal the checkpoint keys.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/models/pretrained_config.h"
+#include "ember/nn.h"
+#include "ember/nn/attention/kv_cache.h"
+
+namespace ember::models {
+
+struct PretrainedOptions {
+  // Weight and compute dtype: kFloat32 or kBFloat16. Weights stored in it are used as mapped
+  // (no copy); others are converted once, at load.
+  ScalarType dtype = kFloat32;
+  // Longest sequence (prompt + generated) the model accepts; 0: the config's
+  // max_position_embeddings.
+  int64_t max_seq_len = 0;
+  // Owned, writable weights with requires_grad (full fine-tuning). Off: weights stay read-only
+  // views of the files and require no gradient.
+  bool trainable = false;
+};
+
+// A tensor of the checkpoint: its key and shape.
+struct CheckpointTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+};
+// Every tensor a checkpoint of `config` holds (a tied head is not among them), in
+// transformers' order.
+std::vector<CheckpointTensor> checkpoint_tensors(const PretrainedConfig& config);
+
+// Keys and values of every layer, for incremental decoding.
+struct DecoderCache {
+  std::vector<nn::attention::KVCache> layers;
+  int64_t length() const { return layers.empty() ? 0 : layers.front().length(); }
+};
+
+namespace detail {
+class DecoderLayerImpl;
+}
+
+class CausalLMImpl : public nn::Module {
+ public:
+  // `weights` holds one tensor per entry of checkpoint_tensors(config), by name, with that
+  // shape; they become the parameters as given (no copy), requiring grad when
+  // options.trainable. Compute runs in options.dtype.
+  CausalLMImpl(PretrainedConfig config, std::map<std::string, Tensor> weights, const PretrainedOptions& options = {});
+  ~CausalLMImpl() override;
+
+  const PretrainedConfig& config() const { return config_; }
+  int64_t max_seq_len() const { return max_seq_len_; }
+  // float32 or bfloat16: the activations' dtype (weights of another dtype are converted at
+  // every use, as for mixed-precision training over float32 weights).
+  void set_compute_dtype(ScalarType dtype);
+  ScalarType compute_dtype() const { return compute_dtype_; }
+
+  // tokens [B, T] (int64) -> logits [B, T, vocab] in float32. doc_ids [B, T] (optional):
+  // tokens attend only within their document (packed sequences).
+  Tensor forward(const Tensor& tokens, const Tensor& doc_ids = {});
+  // The final normed hidden states [B, T, hidden] in the compute dtype.
+  Tensor hidden(const Tensor& tokens, const Tensor& doc_ids = {});
+  // Mean negative log-likelihood (nats per token) of targets [B, T] through the fused linear
+  // cross-entropy in float32 (no [tokens, vocab] logits); targets of -100 are ignored.
+  Tensor loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids = {});
+
+  // An empty cache for `batch` sequences of up to max_length positions (<= max_seq_len()).
+  DecoderCache make_cache(int64_t batch, int64_t max_length) const;
+  // tokens [B, n] at positions cache.length() .. cache.length() + n - 1 -> logits [B, n,
+  // vocab] (float32); their keys and values join the cache.
+  Tensor forward_cached(const Tensor& tokens, DecoderCache& cache);
+
+  // The LM head's weight [vocab, hidden]: the embedding when tied.
+  const Tensor& lm_head_weight() const;
+
+ private:
+  // Embeds tokens at positions start .. start + T - 1, runs the layers (with the cache when
+  // given) and the final norm.
+  Tensor run(const Tensor& tokens, int64_t start, const Tensor& doc_ids, DecoderCache* cache);
+  // Rows start .. start + length - 1 of the rotary tables in the compute dtype, grown on demand.
+  std::pair<Tensor, Tensor> rope_rows(int64_t start, int64_t length);
+  Tensor final_norm(const Tensor& x) const;
+
+  PretrainedConfig config_;
+  ScalarType compute_dtype_ = kFloat32;
+  int64_t max_seq_len_ = 0;
+  Tensor embedding_, positions_, norm_weight_, norm_bias_, lm_head_;
+  std::vector<std::shared_ptr<detail::DecoderLayerImpl>> layers_;
+  std::vector<int64_t> windows_;  // the distinct sliding windows of the layers (0: none)
+  std::vector<size_t> layer_window_;  // index into windows_ per layer
+  Tensor rope_cos_, rope_sin_;  // [positions computed, rotary_dim / 2] in the compute dtype
+};
+EMBER_MODULE(CausalLM);
+
+// Reads `dir` (config.json, model.safetensors or model.safetensors.index.json and its shards,
+// generation_config.json if present). Missing or unexpected tensors, wrong shapes or dtypes,
+// unknown architectures or rope types are one ember::Error naming the file and the key.
+CausalLM from_pretrained(const std::string& dir, const PretrainedOptions& options = {});
+
+// Writes config.json (the original JSON, its dtype updated), generation_config.json (if one
+// was read) and the weights under their checkpoint keys in `{"format": "pt"}` safetensors: one
+// model.safetensors, or shards of at most max_shard_bytes (a larger tensor gets a shard of its
+// own) with model.safetensors.index.json. Each file is written atomically; shards of an
+// earlier save that this one does not write are removed.
+void save_pretrained(CausalLM& model, const std::string& dir, int64_t max_shard_bytes = 5'000'000'000);
+
+// generation_config.json's eos/bos/pad ids and sampling settings, over config.json's ids.
+GenerationConfig read_generation_config(const std::string& dir);
+
+// Perplexity as llama-perplexity computes it: `ids` cut into non-overlapping windows of ctx
+// tokens (the remainder after the last full window dropped), each window one forward from
+// scratch scoring its tokens 2..ctx; nll is the mean of -log p over the scored tokens.
+struct PerplexityResult {
+  int64_t tokens = 0;  // scored tokens
+  double nll = 0;      // mean nats per token
+  double perplexity = 0;
+};
+PerplexityResult perplexity(CausalLMImpl& model, const std::vector<int64_t>& ids, int64_t ctx);
+
+}  // namespace ember::models

@@ -1,0 +1,207 @@
+// The pretrained decoder as a module: embeddings (scaled, with learned positions or rotary
+// tables), the layers, the final norm and the LM head; full forwards, the fused loss, and
+// incremental decoding over a KV cache.
+#include <algorithm>
+#include <cmath>
+
+#include "decoder_layer.h"
+#include "decoder_layout.h"
+#include "ember/autograd.h"
+#include "ember/functions.h"
+#include "ember/models/gpt.h"
+#include "ember/models/pretrained.h"
+#include "ember/nn/attention/block_mask.h"
+
+namespace ember::models {
+namespace F = ember::nn::functional;
+using detail::WeightRole;
+
+namespace {
+
+constexpr const char* kOp = "CausalLM";
+
+// Names of the checkpoint tensors that `weights` lacks, has beyond `entries`, or holds in
+// another shape: one error listing them all.
+void check_weights(const std::vector<detail::CheckpointEntry>& entries, const std::map<std::string, Tensor>& weights) {
+  std::vector<std::string> missing, unexpected, misshapen;
+  for (const auto& entry : entries) {
+    auto it = weights.find(entry.name);
+    if (it == weights.end() || !it->second.defined()) {
+      missing.push_back(entry.name);
+    } else if (it->second.sizes() != entry.shape) {
+      misshapen.push_back(str(entry.name, " ", it->second.sizes(), " (expected ", entry.shape, ")"));
+    }
+  }
+  for (const auto& [name, tensor] : weights) {
+    const bool known = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.name == name; });
+    if (!known) unexpected.push_back(name);
+  }
+  EMBER_CHECK(missing.empty() && unexpected.empty() && misshapen.empty(), kOp, "weights do not match the config: missing ",
+              missing, ", unexpected ", unexpected, ", wrong shape ", misshapen);
+}
+
+}  // namespace
+
+CausalLMImpl::CausalLMImpl(PretrainedConfig config, std::map<std::string, Tensor> weights,
+                           const PretrainedOptions& options)
+    : nn::Module(architecture_name(config.architecture)), config_(std::move(config)) {
+  set_compute_dtype(options.dtype);
+  max_seq_len_ = options.max_seq_len > 0 ? options.max_seq_len : config_.max_position_embeddings;
+  EMBER_CHECK(options.max_seq_len >= 0, kOp, "max_seq_len must be >= 0, got ", options.max_seq_len);
+  EMBER_CHECK(config_.uses_rope() || max_seq_len_ <= config_.max_position_embeddings, kOp, "max_seq_len ",
+              max_seq_len_, " exceeds the ", config_.max_position_embeddings, " learned positions of ",
+              config_.file);
+  const auto entries = detail::checkpoint_entries(config_);
+  check_weights(entries, weights);
+
+  const bool gpt2 = config_.architecture == Architecture::kGPT2;
+  const std::string layers_prefix = gpt2 ? "transformer.h." : "model.layers.";
+  for (const auto& entry : entries) {
+    Tensor tensor = std::move(weights.at(entry.name));
+    if (entry.layer >= 0) {
+      if (layers_.empty()) {
+        // The layers sit in a ModuleList "model.layers" (GPT-2: "transformer.h"), after the
+        // embeddings in named_parameters() as in transformers' state dict.
+        nn::Module* body = named_children()[gpt2 ? "transformer" : "model"].get();
+        auto list = body->register_module(gpt2 ? "h" : "layers", nn::ModuleList());
+        for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+          layers_.push_back(std::make_shared<detail::DecoderLayerImpl>(config_, i));
+          list->push_back(layers_.back());
+        }
+      }
+      const std::string prefix = layers_prefix + std::to_string(entry.layer) + ".";
+      layers_[static_cast<size_t>(entry.layer)]->add_weight(entry.role, entry.name.substr(prefix.size()),
+                                                             std::move(tensor), options.trainable);
+      continue;
+    }
+    Tensor& stored = detail::register_dotted(*this, entry.name, std::move(tensor), options.trainable);
+    switch (entry.role) {
+      case WeightRole::kEmbedding: embedding_ = stored; break;
+      case WeightRole::kPositions: positions_ = stored; break;
+      case WeightRole::kFinalNorm: norm_weight_ = stored; break;
+      case WeightRole::kFinalNormBias: norm_bias_ = stored; break;
+      case WeightRole::kLmHead: lm_head_ = stored; break;
+      default: break;
+    }
+  }
+
+  for (int64_t window : config_.layer_windows) {
+    auto it = std::find(windows_.begin(), windows_.end(), window);
+    if (it == windows_.end()) it = windows_.insert(windows_.end(), window);
+    layer_window_.push_back(static_cast<size_t>(it - windows_.begin()));
+  }
+}
+
+CausalLMImpl::~CausalLMImpl() = default;
+
+void CausalLMImpl::set_compute_dtype(ScalarType dtype) {
+  EMBER_CHECK(dtype == kFloat32 || dtype == kBFloat16, kOp, "compute dtype must be float32 or bfloat16, got ",
+              dtype_name(dtype));
+  if (dtype != compute_dtype_) rope_cos_ = rope_sin_ = Tensor();
+  compute_dtype_ = dtype;
+}
+
+const Tensor& CausalLMImpl::lm_head_weight() const { return lm_head_.defined() ? lm_head_ : embedding_; }
+
+std::pair<Tensor, Tensor> CausalLMImpl::rope_rows(int64_t start, int64_t length) {
+  const int64_t needed = start + length;
+  if (!rope_cos_.defined() || rope_cos_.size(0) < needed) {
+    // Grown by doubling up to max_seq_len, so that a long context costs its tables only when used.
+    const int64_t have = rope_cos_.defined() ? rope_cos_.size(0) : 0;
+    const int64_t rows = std::min(max_seq_len_, std::max({needed, 2 * have, int64_t{256}}));
+    const std::vector<double> inverse = rope_inverse_frequencies(config_);
+    const int64_t half = static_cast<int64_t>(inverse.size());
+    Tensor cos_table = empty({rows, half}, kFloat64), sin_table = empty({rows, half}, kFloat64);
+    double* cos_data = cos_table.data_ptr<double>();
+    double* sin_data = sin_table.data_ptr<double>();
+    for (int64_t p = 0; p < rows; ++p)
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(p) * inverse[static_cast<size_t>(i)];
+        cos_data[p * half + i] = std::cos(angle);
+        sin_data[p * half + i] = std::sin(angle);
+      }
+    // Rounded once to the compute dtype, as the fused rotary kernel reads them.
+    rope_cos_ = cos_table.to(compute_dtype_);
+    rope_sin_ = sin_table.to(compute_dtype_);
+  }
+  return {rope_cos_.narrow(0, start, length), rope_sin_.narrow(0, start, length)};
+}
+
+Tensor CausalLMImpl::final_norm(const Tensor& x) const {
+  return detail::normalize(x, norm_weight_, norm_bias_, detail::decoder_layout(config_), config_.norm_eps);
+}
+
+Tensor CausalLMImpl::run(const Tensor& tokens, int64_t start, const Tensor& doc_ids, DecoderCache* cache) {
+  EMBER_CHECK(tokens.dim() == 2 && tokens.size(1) > 0 && is_integral(tokens.scalar_type()), kOp,
+              "tokens must be integer [batch, time] with time > 0, got ", dtype_name(tokens.scalar_type()), " of shape ",
+              tokens.sizes());
+  const int64_t B = tokens.size(0), T = tokens.size(1);
+  EMBER_CHECK(start + T <= max_seq_len_, kOp, "positions ", start, " .. ", start + T - 1, " exceed max_seq_len ",
+              max_seq_len_);
+  // Gathered in the weights' dtype, then converted: only the rows used, never the whole table.
+  Tensor x = F::embedding(tokens, embedding_).to(compute_dtype_);
+  const detail::DecoderLayout layout = detail::decoder_layout(config_);
+  if (layout.scale_embedding) {
+    // transformers multiplies by sqrt(hidden) rounded to the compute dtype (55.4256 -> 55.5 in bfloat16).
+    const double scale = std::sqrt(static_cast<double>(config_.hidden_size));
+    x = x * (compute_dtype_ == kBFloat16 ? static_cast<double>(static_cast<float>(BFloat16(static_cast<float>(scale))))
+                                         : static_cast<double>(static_cast<float>(scale)));
+  }
+  if (positions_.defined()) x = x + positions_.narrow(0, start, T).to(compute_dtype_);
+  Tensor cos, sin;
+  if (config_.uses_rope()) std::tie(cos, sin) = rope_rows(start, T);
+
+  std::vector<nn::attention::BlockMask> masks;
+  for (int64_t window : windows_) {
+    masks.push_back(doc_ids.defined() && !cache
+                        ? batch_block_mask(doc_ids, B, T, window)
+                        : nn::attention::causal_block_mask(T, start + T, start, window, nn::attention::BlockSize(64)));
+  }
+  for (size_t i = 0; i < layers_.size(); ++i)
+    x = detail::DecoderLayer(layers_[i])(x, cos, sin, masks[layer_window_[i]], cache ? &cache->layers[i] : nullptr);
+  return final_norm(x);
+}
+
+Tensor CausalLMImpl::hidden(const Tensor& tokens, const Tensor& doc_ids) { return run(tokens, 0, doc_ids, nullptr); }
+
+Tensor CausalLMImpl::forward(const Tensor& tokens, const Tensor& doc_ids) {
+  Tensor h = hidden(tokens, doc_ids);
+  return F::linear(h, lm_head_weight().to(h.scalar_type())).to(kFloat32);
+}
+
+Tensor CausalLMImpl::loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids) {
+  EMBER_CHECK(targets.sizes() == tokens.sizes(), kOp, "targets shape ", targets.sizes(), " must equal tokens shape ",
+              tokens.sizes());
+  // The head and the loss in float32 whatever the compute dtype: a bfloat16 loss keeps 3
+  // significant digits.
+  Tensor h = hidden(tokens, doc_ids).to(kFloat32);
+  return F::linear_cross_entropy(h.reshape({-1, config_.hidden_size}), lm_head_weight().to(kFloat32),
+                                 targets.reshape({-1}));
+}
+
+DecoderCache CausalLMImpl::make_cache(int64_t batch, int64_t max_length) const {
+  EMBER_CHECK(batch > 0 && max_length > 0 && max_length <= max_seq_len_, kOp, "cache of batch ", batch,
+              " and max_length ", max_length, ": expected both positive and max_length <= max_seq_len ", max_seq_len_);
+  DecoderCache cache;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    cache.layers.emplace_back(batch, config_.num_key_value_heads, max_length, config_.head_dim, config_.head_dim,
+                              compute_dtype_);
+  return cache;
+}
+
+Tensor CausalLMImpl::forward_cached(const Tensor& tokens, DecoderCache& cache) {
+  EMBER_CHECK(cache.layers.size() == layers_.size(), kOp, "the cache has ", cache.layers.size(), " layers, the model ",
+              layers_.size());
+  EMBER_CHECK(tokens.dim() == 2 && tokens.size(0) == cache.layers.front().key_buffer().size(0), kOp, "tokens shape ",
+              tokens.sizes(), " does not match the cache's batch ", cache.layers.front().key_buffer().size(0));
+  const int64_t start = cache.length(), max_length = cache.layers.front().max_length();
+  EMBER_CHECK(start + tokens.size(1) <= max_length, kOp, "positions ", start, " .. ", start + tokens.size(1) - 1,
+              " exceed the cache's max_length ", max_length);
+  EMBER_CHECK(cache.layers.front().key_buffer().scalar_type() == compute_dtype_, kOp, "the cache holds ",
+              dtype_name(cache.layers.front().key_buffer().scalar_type()), ", the model computes in ",
+              dtype_name(compute_dtype_));
+  Tensor h = run(tokens, start, {}, &cache);
+  return F::linear(h, lm_head_weight().to(h.scalar_type())).to(kFloat32);
+}
+
+}  // namespace ember::models
