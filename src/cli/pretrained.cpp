@@ -55,6 +55,12 @@ ScalarType parse_dtype(const Args& args) {
   throw UsageError{"--dtype must be float32 or bfloat16, got '" + name + "'"};
 }
 
+models::PretrainedOptions pretrained_options(ScalarType dtype) {
+  models::PretrainedOptions options;
+  options.dtype = dtype;
+  return options;
+}
+
 std::string required(const Args& args, const std::string& flag) {
   if (!args.has(flag)) throw UsageError{"--" + flag + " is required"};
   return args.get(flag, "");
@@ -70,7 +76,7 @@ struct Sampling {
 Sampling sampling_of(const Args& args, const models::GenerationConfig& generation) {
   const bool asked = args.has("temperature") || args.has("top-k") || args.has("top-p");
   Sampling s;
-  if (args.get_switch("greedy") || (!asked && !generation.do_sample)) return s;
+  if (args.get_switch("greedy") || (!asked && !generation.do_sample.value_or(false))) return s;
   s.temperature = args.get_double("temperature", generation.temperature.value_or(1.0));
   s.top_k = args.get_int("top-k", generation.top_k.value_or(50));
   s.top_p = args.get_double("top-p", generation.top_p.value_or(1.0));
@@ -102,7 +108,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
   const auto tokenizer = tokenizers::Tokenizer::from_file(dir + "/tokenizer.json");
   const models::GenerationConfig generation = models::read_generation_config(dir);
   const Sampling sampling = sampling_of(args, generation);
-  models::CausalLM model = models::from_pretrained(dir, models::PretrainedOptions().dtype(parse_dtype(args)));
+  models::CausalLM model = models::from_pretrained(dir, pretrained_options(parse_dtype(args)));
   model->eval();
   NoGradGuard no_grad;
 
@@ -114,7 +120,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
     prompt_ids.push_back(*generation.bos_token_id);
   }
   const int64_t prompt_length = static_cast<int64_t>(prompt_ids.size());
-  const int64_t max_positions = model->max_positions();
+  const int64_t max_positions = model->max_seq_len();
   EMBER_CHECK(prompt_length < max_positions, "generate", "the prompt has ", prompt_length,
               " tokens; the model takes at most ", max_positions, " positions");
   const int64_t cache_length = std::min(max_positions, prompt_length + max_new_tokens);
@@ -122,7 +128,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
 
   std::cout << prompt << std::flush;
   const auto prefill_start = std::chrono::steady_clock::now();
-  Tensor logits = model->forward_cached(tensor(prompt_ids).view({1, prompt_length}), cache).select(1, -1).squeeze(0);
+  Tensor logits = model->forward_cached(tensor(prompt_ids).view({1, prompt_length}), cache, /*logits_to_keep=*/1).select(1, -1).squeeze(0);
   const double prefill_seconds = seconds_since(prefill_start);
 
   tokenizers::DecodeStream stream(tokenizer, /*skip_special_tokens=*/true);
@@ -133,7 +139,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
     const double u = detail::uniform_from_bits(random_bits(seed, static_cast<uint64_t>(generated)));
     const int64_t next =
         detail::sample_token(l.data_ptr<double>(), l.numel(), sampling.temperature, sampling.top_k, sampling.top_p, u);
-    if (generation.is_eos(next)) break;
+    if (std::find(generation.eos_token_ids.begin(), generation.eos_token_ids.end(), next) != generation.eos_token_ids.end()) break;
     ++generated;
     std::cout << stream.step(next) << std::flush;
     if (generated == max_new_tokens || cache.length() == cache_length) break;
@@ -160,7 +166,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
 
   const auto tokenizer = tokenizers::Tokenizer::from_file(dir + "/tokenizer.json");
   const std::vector<int64_t> ids = tokenizer.encode(data::read_text_file(file), /*add_special_tokens=*/false);
-  models::CausalLM model = models::from_pretrained(dir, models::PretrainedOptions().dtype(parse_dtype(args)));
+  models::CausalLM model = models::from_pretrained(dir, pretrained_options(parse_dtype(args)));
   model->eval();
   NoGradGuard no_grad;
   const models::PerplexityResult result = models::perplexity(*model, ids, ctx);

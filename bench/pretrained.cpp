@@ -1,0 +1,138 @@
+// `ember bench pretrained`: prefill and greedy-decode tokens/s of pretrained decoders with the
+// real configurations of Qwen2.5-0.5B and Llama-3.2-1B (random weights made here), in float32
+// and bfloat16. Where a Python with transformers is found (EMBER_TORCH_PYTHON, else python3),
+// bench/peers/pretrained_torch.py runs the same weights (saved by save_pretrained to a scratch
+// directory) with transformers' eager forward and `generate` in the same run.
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "bench.h"
+#include "ember/ember.h"
+#include "ember/models/pretrained.h"
+
+namespace ember::bench {
+namespace {
+
+struct ModelCase {
+  const char* name;
+  const char* config_json;  // the published config.json's fields that shape the compute
+};
+
+const ModelCase kCases[] = {
+    {"qwen2.5-0.5b",
+     R"({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896,
+         "intermediate_size": 4864, "num_hidden_layers": 24, "num_attention_heads": 14,
+         "num_key_value_heads": 2, "max_position_embeddings": 32768, "rms_norm_eps": 1e-06,
+         "rope_theta": 1000000.0, "sliding_window": 32768, "use_sliding_window": false,
+         "max_window_layers": 24, "tie_word_embeddings": true, "hidden_act": "silu",
+         "vocab_size": 151936, "bos_token_id": 151643, "eos_token_id": 151643, "torch_dtype": "bfloat16"})"},
+    {"llama-3.2-1b",
+     R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+         "intermediate_size": 8192, "num_hidden_layers": 16, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "head_dim": 64, "max_position_embeddings": 131072,
+         "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "rope_scaling": {"factor": 32.0,
+         "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192,
+         "rope_type": "llama3"}, "tie_word_embeddings": true, "hidden_act": "silu",
+         "attention_bias": false, "mlp_bias": false, "vocab_size": 128256, "bos_token_id": 128000,
+         "eos_token_id": 128001, "torch_dtype": "bfloat16"})"},
+};
+
+// Random weights of `config` in `dtype`: norms at one, everything else N(0, 0.02).
+CausalLM random_model(const models::PretrainedConfig& config, ScalarType dtype) {
+  manual_seed(0);
+  std::map<std::string, Tensor> weights;
+  for (const models::CheckpointTensor& t : models::checkpoint_tensors(config)) {
+    const bool norm = t.name.find("norm") != std::string::npos && t.shape.size() == 1;
+    weights[t.name] = (norm ? ones(t.shape) : randn(t.shape) * 0.02).to(dtype);
+  }
+  return CausalLM(config, std::move(weights), models::PretrainedOptions{dtype});
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct Speeds {
+  double prefill_tokens_per_s = 0, decode_tokens_per_s = 0;
+};
+
+// Prefill: `prompt` tokens into an empty cache, best of `reps`. Decode: `steps` single-token
+// steps after a 16-token prompt, best of `reps` (tokens per second of the steps alone).
+Speeds measure(CausalLMImpl& model, int64_t prompt, int64_t steps, int reps) {
+  NoGradGuard no_grad;
+  const int64_t vocab = model.config().vocab_size;
+  const Tensor prompt_ids = randint(0, vocab, {1, prompt});
+  Speeds s;
+  double best = 1e30;
+  for (int r = 0; r <= reps; ++r) {  // the first round warms up
+    models::DecoderCache cache = model.make_cache(1, prompt);
+    const auto start = std::chrono::steady_clock::now();
+    model.forward_cached(prompt_ids, cache, /*logits_to_keep=*/1);
+    if (r > 0) best = std::min(best, milliseconds_since(start));
+  }
+  s.prefill_tokens_per_s = static_cast<double>(prompt) / best * 1e3;
+  best = 1e30;
+  for (int r = 0; r <= reps; ++r) {
+    models::DecoderCache cache = model.make_cache(1, 16 + steps);
+    Tensor logits = model.forward_cached(prompt_ids.narrow(1, 0, 16), cache, /*logits_to_keep=*/1);
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < steps; ++i) {
+      const Tensor next = logits.reshape({-1}).argmax().reshape({1, 1});
+      logits = model.forward_cached(next, cache, /*logits_to_keep=*/1);
+    }
+    if (r > 0) best = std::min(best, milliseconds_since(start));
+  }
+  s.decode_tokens_per_s = static_cast<double>(steps) / best * 1e3;
+  return s;
+}
+
+nlohmann::json run(const Options& options) {
+  const int64_t prompt = options.quick ? 64 : 512, steps = options.quick ? 8 : 64;
+  const int reps = options.quick ? 1 : 3;
+  const std::string python = torch_python();
+  if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no transformers columns");
+  const std::filesystem::path scratch = std::filesystem::temp_directory_path() / "ember-bench-pretrained";
+  nlohmann::json results = nlohmann::json::array();
+  for (const ModelCase& c : kCases) {
+    const models::PretrainedConfig config = models::parse_pretrained_config(c.config_json, c.name);
+    for (ScalarType dtype : {kBFloat16, kFloat32}) {
+      const std::string dtype_name = dtype == kBFloat16 ? "bf16" : "f32";
+      const std::string row_name = std::string(c.name) + "_" + dtype_name;
+      note("ember bench pretrained: " + row_name);
+      CausalLM model = random_model(config, dtype);
+      const Speeds ember = measure(*model, prompt, steps, reps);
+      nlohmann::json row = {{"name", row_name},
+                            {"prefill_tokens", prompt},
+                            {"decode_tokens", steps},
+                            {"threads", get_num_threads()},
+                            {"prefill_tokens_per_s", ember.prefill_tokens_per_s},
+                            {"decode_tokens_per_s", ember.decode_tokens_per_s}};
+      if (!python.empty()) {
+        std::filesystem::remove_all(scratch);
+        models::save_pretrained(model, scratch.string());
+        const std::vector<nlohmann::json> peer =
+            run_peer(python, "pretrained_torch.py",
+                     "--model '" + scratch.string() + "' --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32") +
+                         " --prefill " + std::to_string(prompt) + " --decode " + std::to_string(steps) + " --reps " +
+                         std::to_string(reps));
+        if (!peer.empty() && peer.front().contains("prefill_tokens_per_s")) {
+          const double prefill = peer.front().at("prefill_tokens_per_s").get<double>();
+          const double decode = peer.front().at("decode_tokens_per_s").get<double>();
+          row["transformers_prefill_tokens_per_s"] = prefill;
+          row["transformers_decode_tokens_per_s"] = decode;
+          row["prefill_vs_transformers"] = ember.prefill_tokens_per_s / prefill;
+          row["decode_vs_transformers"] = ember.decode_tokens_per_s / decode;
+        }
+        std::filesystem::remove_all(scratch);
+      }
+      results.push_back(row);
+    }
+  }
+  return results;
+}
+
+Register registration("pretrained", run);
+
+}  // namespace
+}  // namespace ember::bench
