@@ -158,6 +158,7 @@ def training_chunks(text, lines_per_chunk=6):
 
 BYTE_TOKENS = ["<0x%02X>" % b for b in range(256)]
 BYTE_FALLBACK_ALPHABET = 160
+PRINTABLE_ASCII = [chr(c) for c in range(33, 127)]
 
 # ---------------------------------------------------------------------------------------------
 # Tokenizer families.
@@ -246,6 +247,24 @@ def fix_byte_fallback_json(tok, n_specials, legacy_merges=False):
     return data
 
 
+def alphabet_limit(corpus, at_least, initial):
+    """The smallest alphabet size >= at_least that falls between two character counts: the
+    trainer's limit_alphabet breaks ties in an unspecified order, so a limit inside a run of
+    equal counts would make the alphabet (and every id) change from run to run. The trainer
+    sees every character of the corpus (spaces as "▁") in all three byte-fallback setups, and
+    counts the characters of its initial alphabet as the maximum."""
+    from collections import Counter
+    counter = Counter(corpus.replace(" ", "▁"))
+    for c in initial:
+        counter[c] = sys.maxsize
+    counts = sorted(counter.values(), reverse=True)
+    n = at_least
+    while n < len(counts) and counts[n - 1] == counts[n]:
+        n += 1
+    assert n < len(counts), "the corpus has too few distinct characters"
+    return n
+
+
 def train_byte_fallback(corpus, specials, train_normalizer, train_pre_tokenizer, vocab_size):
     tok = Tokenizer(tk_models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     if train_normalizer is not None:
@@ -255,8 +274,10 @@ def train_byte_fallback(corpus, specials, train_normalizer, train_pre_tokenizer,
     # The alphabet keeps the most frequent characters only (as sentencepiece's character
     # coverage does): the rarer CJK and emoji of the corpus go through byte fallback, and the
     # vocabulary has room for merges of multi-byte characters.
+    # Printable ASCII is always in the alphabet, as in the released sentencepiece models.
     train_bpe(tok, corpus, vocab_size, special_tokens=list(specials) + BYTE_TOKENS,
-              limit_alphabet=BYTE_FALLBACK_ALPHABET)
+              initial_alphabet=PRINTABLE_ASCII,
+              limit_alphabet=alphabet_limit(corpus, BYTE_FALLBACK_ALPHABET, PRINTABLE_ASCII))
     for i, s in enumerate(list(specials) + BYTE_TOKENS):
         assert tok.token_to_id(s) == i, s
     return tok
@@ -671,7 +692,15 @@ def checks(arch, d, m32, prompt, logits):
 
 def summary():
     log("\nsummary (re-loaded from disk):")
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    with open(os.path.join(TOKENIZERS_DIR, "texts.json"), encoding="utf-8") as f:
+        texts = json.load(f)
+    for arch in ARCHS:  # transformers' own tokenizer loading agrees with `tokenizers`
+        d = os.path.join(MODELS_DIR, arch)
+        hf, ref = AutoTokenizer.from_pretrained(d), Tokenizer.from_file(
+            os.path.join(d, "tokenizer.json"))
+        for t in texts:
+            assert hf(t, add_special_tokens=True)["input_ids"] == ref.encode(t).ids, (arch, t)
     for family in FAMILIES:
         p = os.path.join(TOKENIZERS_DIR, family, "tokenizer.json")
         tok = Tokenizer.from_file(p)
