@@ -174,13 +174,42 @@ def train_bpe(tok, corpus, vocab_size, special_tokens=(), initial_alphabet=(),
     return tok
 
 
+def byte_level_chars(text):
+    """The ByteLevel spelling of text (GPT-2's public bytes-to-unicode table)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    table = {b: chr(c) for b, c in zip(bs, cs)}
+    return "".join(table[b] for b in text.encode("utf-8"))
+
+
 def byte_level_tokenizer(corpus, pre_tokenizer, vocab_size, specials, normalizer=None,
-                         ignore_merges=False):
+                         ignore_merges=False, extra_words=()):
     tok = Tokenizer(tk_models.BPE(ignore_merges=ignore_merges))
     if normalizer is not None:
         tok.normalizer = normalizer
     tok.pre_tokenizer = pre_tokenizer
     train_bpe(tok, corpus, vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    if extra_words:
+        # Whole words in the vocab that no merge makes (as the released Llama-3 vocab has):
+        # only ignore_merges emits them, so the fixtures see whether it is honoured.
+        data = json.loads(tok.to_str())
+        vocab = data["model"]["vocab"]
+        for w in extra_words:
+            w = byte_level_chars(w)
+            assert w not in vocab, w
+            vocab[w] = len(vocab)
+        tok = Tokenizer.from_str(json.dumps(data, ensure_ascii=False))
+        data["model"]["ignore_merges"] = not ignore_merges
+        other = Tokenizer.from_str(json.dumps(data, ensure_ascii=False))
+        for w in extra_words:
+            assert tok.encode(w).ids != other.encode(w).ids, w
     tok.decoder = decoders.ByteLevel()
     # Special tokens after the trained vocabulary, as the real files have them
     # (GPT-2 50256, Llama-3 128000+, Qwen2 151643+).
@@ -204,7 +233,8 @@ def make_llama3(corpus):
         pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
     ])
     specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"]
-    tok = byte_level_tokenizer(corpus, pre, 1000, specials, ignore_merges=True)
+    tok = byte_level_tokenizer(corpus, pre, 1000, specials, ignore_merges=True,
+                               extra_words=[" truths", " unfinished"])
     bot = tok.token_to_id("<|begin_of_text|>")
     # As the released Llama-3 files: ByteLevel (offsets only) then the template adding BOS.
     tok.post_processor = processors.Sequence([
