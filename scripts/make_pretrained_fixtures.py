@@ -45,7 +45,7 @@ import torch
 import tokenizers
 import transformers
 import safetensors
-from safetensors.torch import save_file, load_file
+from safetensors.torch import save_file
 from tokenizers import Tokenizer, Regex, AddedToken
 from tokenizers import models as tk_models
 from tokenizers import normalizers, pre_tokenizers, decoders, processors, trainers
@@ -174,8 +174,8 @@ def train_bpe(tok, corpus, vocab_size, special_tokens=(), initial_alphabet=(),
     return tok
 
 
-def byte_level_chars(text):
-    """The ByteLevel spelling of text (GPT-2's public bytes-to-unicode table)."""
+def byte_level_table():
+    """byte -> character of the ByteLevel alphabet (GPT-2's public bytes-to-unicode table)."""
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
         list(range(ord("®"), ord("ÿ") + 1))
     cs = bs[:]
@@ -185,7 +185,12 @@ def byte_level_chars(text):
             bs.append(b)
             cs.append(256 + n)
             n += 1
-    table = {b: chr(c) for b, c in zip(bs, cs)}
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def byte_level_chars(text):
+    """The ByteLevel spelling of text."""
+    table = byte_level_table()
     return "".join(table[b] for b in text.encode("utf-8"))
 
 
@@ -388,25 +393,18 @@ def tokenizer_config(cfg):
 
 
 def multibyte_merge_count(tok):
-    """Merges whose result holds a non-ASCII character (byte-level: whose bytes include one
-    >= 0x80; byte-fallback: whose text holds one)."""
+    """Merges whose result holds a byte >= 0x80 (byte-level) or a non-ASCII character other
+    than "▁" (byte fallback): the merges of multi-byte characters."""
     data = json.loads(tok.to_str())
-    merges = data["model"]["merges"]
     byte_level = data["decoder"] is not None and data["decoder"]["type"] == "ByteLevel"
-    if byte_level:
-        b2u = {chr(c) for c in range(33, 127)} | {chr(c) for c in range(161, 173)} | \
-            {chr(c) for c in range(174, 256)}
-        ascii_chars = {c for c in b2u if ord(c) < 128}
-        ascii_chars |= {"Ġ", "Ċ", "ĉ", "č"}  # space, \n, \t, \r
+    high = {c for b, c in byte_level_table().items() if b >= 128}
     n = 0
-    for m in merges:
+    for m in data["model"]["merges"]:
         a, b = m.split(" ") if isinstance(m, str) else m
-        s = a + b
         if byte_level:
-            if any(c not in ascii_chars for c in s):
-                n += 1
-        elif any(ord(c) >= 128 and c != "▁" for c in s):
-            n += 1
+            n += any(c in high for c in a + b)
+        else:
+            n += any(ord(c) >= 128 and c != "▁" for c in a + b)
     return n
 
 
