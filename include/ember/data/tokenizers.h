@@ -2,6 +2,7 @@
 // BPE (byte-level, byte-fallback) with the normalizers, pre-tokenizers, post-processors and
 // decoders that Llama, Mistral, Qwen, Gemma, Phi and GPT-2 files use. A component or option
 // the file names and ember does not implement is an ember::Error naming the file and the key.
+// The file's "truncation" and "padding" are not applied: transformers overrides both per call.
 #pragma once
 #include <cstdint>
 #include <memory>
