@@ -22,6 +22,7 @@ int run_profile(const std::vector<std::string>& args);   // src/cli/profile.cpp
 int run_export(const std::vector<std::string>& args);    // src/cli/export.cpp
 int run_generate_model(const std::vector<std::string>& args);  // src/cli/pretrained.cpp
 int run_perplexity(const std::vector<std::string>& args);      // src/cli/pretrained.cpp
+int run_tokenize(const std::vector<std::string>& args);        // src/cli/tokenize.cpp
 }  // namespace ember::cli
 
 namespace {
@@ -37,6 +38,7 @@ const char* kUsage =
     "  generate --model DIR [FLAGS]     generate from a Hugging Face model directory (ember generate --model . --help)\n"
     "  perplexity --model DIR --file F  perplexity of a text under a Hugging Face model (ember perplexity --help)\n"
     "  export --run DIR --out FILE      write a checkpoint's GPT as a .ember program (ember export --help)\n"
+    "  tokenize --model DIR --text T    a text's token ids under DIR/tokenizer.json (ember tokenize --help)\n"
     "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"
     "  tune [FLAGS]                     autotune the GEMM backends for a model's products (ember tune --help)\n"
     "  profile TRACE.json [FLAGS]       the table of a trace from ember train --profile (--sort, --limit)\n"
@@ -97,6 +99,7 @@ int main(int argc, char** argv) {
     }
     if (command == "perplexity") return ember::cli::run_perplexity(rest);
     if (command == "export") return ember::cli::run_export(rest);
+    if (command == "tokenize") return ember::cli::run_tokenize(rest);
     if (command == "info") return ember::cli::run_info(rest);
     if (command == "tune") return ember::cli::run_tune(rest);
     if (command == "profile") return ember::cli::run_profile(rest);
