@@ -14,6 +14,15 @@
 #include "ember/models/pretrained.h"
 #include "ember/nn/attention/block_mask.h"
 
+// Note [One decoder for seven families]: Llama, Mistral, Qwen2, Qwen3, Gemma, Phi-3 and GPT-2
+// differ in a few switches (decoder_layout.h: norm kind, norm weight + 1, embedding scale,
+// fused projections, gated or plain MLP, qk-norm, learned or rotary positions, tied head) and
+// in their checkpoint keys, so one layer class computes all of them and one table
+// (checkpoint_entries) names each weight and gives its role. Weights are used in the layout
+// they are stored in: GPT-2's Conv1D weights [in, out] as x @ W, Phi-3's fused qkv_proj and
+// gate_up_proj as one product split by narrow(), so named_parameters() maps one to one onto
+// the files in both directions and nothing is rearranged at load.
+
 namespace ember::models {
 namespace F = ember::nn::functional;
 using detail::WeightRole;
