@@ -377,6 +377,47 @@ TEST(Pretrained, TrainableWeightsAreOwnedAndGetGradients) {
   }
 }
 
+TEST(Pretrained, BatchRowsEqualSingleRows) {
+  const Reference ref = read_reference("qwen3");
+  models::CausalLM model = models::from_pretrained(model_dir("qwen3"));
+  NoGradGuard no_grad;
+  const Tensor other = ref.input_ids.flip({1});
+  const Tensor batch = cat({ref.input_ids, other}, 0);
+  const Tensor together = model->forward(batch);
+  const Tensor first = model->forward(ref.input_ids), second = model->forward(other);
+  const double scale = max_abs(first);
+  EXPECT_LE(max_abs_diff(together.narrow(0, 0, 1), first), 1e-5 * scale);
+  EXPECT_LE(max_abs_diff(together.narrow(0, 1, 1), second), 1e-5 * scale);
+  models::DecoderCache cache = model->make_cache(2, 24);
+  std::vector<Tensor> pieces = {model->forward_cached(batch.narrow(1, 0, 20), cache)};
+  for (int64_t t = 20; t < 24; ++t) pieces.push_back(model->forward_cached(batch.narrow(1, t, 1), cache));
+  EXPECT_LE(max_abs_diff(cat(pieces, 1), together), 1e-5 * scale);
+}
+
+// Full fine-tuning in mixed precision: float32 weights (the optimizer's), bfloat16 compute.
+TEST(Pretrained, BFloat16ComputeOverFloat32Weights) {
+  const Reference ref = read_reference("llama");
+  models::PretrainedOptions options;
+  options.trainable = true;
+  models::CausalLM model = models::from_pretrained(model_dir("llama"), options);
+  Tensor f32;
+  {
+    NoGradGuard no_grad;
+    f32 = model->forward(ref.input_ids);
+  }
+  model->set_compute_dtype(kBFloat16);
+  {
+    NoGradGuard no_grad;
+    EXPECT_LE(max_abs_diff(model->forward(ref.input_ids), f32), kBFloat16Tolerance * max_abs(f32));
+  }
+  model->loss(ref.input_ids.narrow(1, 0, 23), ref.input_ids.narrow(1, 1, 23)).backward();
+  for (const auto& item : model->named_parameters()) {
+    EXPECT_EQ(item.value().scalar_type(), kFloat32) << item.key();
+    ASSERT_TRUE(item.value().grad().defined()) << item.key();
+    EXPECT_EQ(item.value().grad().scalar_type(), kFloat32) << item.key();
+  }
+}
+
 TEST(Pretrained, DocumentIdsKeepEachDocumentToItself) {
   const Reference ref = read_reference("mistral");
   models::CausalLM model = models::from_pretrained(model_dir("mistral"));
