@@ -39,14 +39,14 @@ const ModelCase kCases[] = {
 };
 
 // Random weights of `config` in `dtype`: norms at one, everything else N(0, 0.02).
-CausalLM random_model(const models::PretrainedConfig& config, ScalarType dtype) {
+models::CausalLM random_model(const models::PretrainedConfig& config, ScalarType dtype) {
   manual_seed(0);
   std::map<std::string, Tensor> weights;
   for (const models::CheckpointTensor& t : models::checkpoint_tensors(config)) {
     const bool norm = t.name.find("norm") != std::string::npos && t.shape.size() == 1;
     weights[t.name] = (norm ? ones(t.shape) : randn(t.shape) * 0.02).to(dtype);
   }
-  return CausalLM(config, std::move(weights), models::PretrainedOptions{dtype});
+  return models::CausalLM(config, std::move(weights), models::PretrainedOptions{dtype});
 }
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
@@ -59,7 +59,7 @@ struct Speeds {
 
 // Prefill: `prompt` tokens into an empty cache, best of `reps`. Decode: `steps` single-token
 // steps after a 16-token prompt, best of `reps` (tokens per second of the steps alone).
-Speeds measure(CausalLMImpl& model, int64_t prompt, int64_t steps, int reps) {
+Speeds measure(models::CausalLMImpl& model, int64_t prompt, int64_t steps, int reps) {
   NoGradGuard no_grad;
   const int64_t vocab = model.config().vocab_size;
   const Tensor prompt_ids = randint(0, vocab, {1, prompt});
@@ -100,7 +100,7 @@ nlohmann::json run(const Options& options) {
       const std::string dtype_name = dtype == kBFloat16 ? "bf16" : "f32";
       const std::string row_name = std::string(c.name) + "_" + dtype_name;
       note("ember bench pretrained: " + row_name);
-      CausalLM model = random_model(config, dtype);
+      models::CausalLM model = random_model(config, dtype);
       const Speeds ember = measure(*model, prompt, steps, reps);
       nlohmann::json row = {{"name", row_name},
                             {"prefill_tokens", prompt},
