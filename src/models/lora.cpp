@@ -158,6 +158,14 @@ std::vector<std::string> lora_target_names(const PretrainedConfig& config) {
   return names;
 }
 
+std::vector<std::string> default_lora_targets(const PretrainedConfig& config) {
+  switch (config.architecture) {
+    case Architecture::kGPT2: return {"c_attn"};
+    case Architecture::kPhi3: return {"qkv_proj"};
+    default: return {"q_proj", "v_proj"};
+  }
+}
+
 void add_lora(CausalLMImpl& model, const LoraConfig& lora) {
   EMBER_CHECK(lora_config(model) == nullptr, kAdd, "the model has LoRA adapters already");
   EMBER_CHECK(lora.rank > 0, kAdd, "rank must be positive, got ", lora.rank);

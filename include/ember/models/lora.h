@@ -27,6 +27,9 @@ struct LoraConfig {
 // Phi-3: "qkv_proj", "o_proj", "gate_up_proj", "down_proj"; GPT-2: "c_attn", "c_proj", "c_fc").
 std::vector<std::string> lora_target_names(const PretrainedConfig& config);
 
+// PEFT's default targets for the architecture: q_proj and v_proj; Phi-3 qkv_proj; GPT-2 c_attn.
+std::vector<std::string> default_lora_targets(const PretrainedConfig& config);
+
 // Freezes every parameter of the model and adds, per targeted projection of every layer,
 // lora_A [rank, in] (kaiming-uniform, as PEFT) and lora_B [out, rank] (zeros) in float32, named
 // "<projection>.lora_A.weight" beside the projection's weight. A target that matches no
