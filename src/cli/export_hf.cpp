@@ -8,8 +8,10 @@
 
 #include "args.h"
 #include "ember/atomic_file.h"
+#include "ember/data/tokenizers.h"
 #include "ember/ember.h"
 #include "ember/models/lora.h"
+#include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
 
 namespace ember::cli {
@@ -23,7 +25,12 @@ const char* kExportHfHelp =
     "Writes the model fine-tuned by `ember train --init ... --out RUN` to DIR as a Hugging Face\n"
     "model directory: config.json, model.safetensors, generation_config.json and the base model's\n"
     "tokenizer files. LoRA adapters are merged into the base weights (in float32, then stored in\n"
-    "--dtype, default float32).\n";
+    "--dtype, default float32).\n"
+    "  --logits-text TEXT --logits-out FILE   also write, for TEXT in the base tokenizer's ids (no\n"
+    "                       special tokens), input_ids [1, T] and the float32 logits [1, T, vocab] of\n"
+    "                       the exported model (logits_merged) and, for LoRA, of the base model with\n"
+    "                       the adapters unmerged (logits_adapters), as safetensors: what\n"
+    "                       scripts/check_pretrained_exports.py compares with transformers and PEFT\n";
 
 // The files besides the weights that make a directory usable by a tokenizer or a pipeline.
 const char* const kTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
@@ -37,7 +44,9 @@ int run_export_hf(const std::vector<std::string>& argv) {
     std::cout << kExportHfHelp;
     return 0;
   }
-  Args args(argv, {"run", "out", "dtype"}, {});
+  Args args(argv, {"run", "out", "dtype", "logits-text", "logits-out"}, {});
+  if (args.has("logits-text") != args.has("logits-out"))
+    throw UsageError{"--logits-text and --logits-out go together"};
   if (!args.has("run") || !args.has("out")) throw UsageError{"--run RUN and --out DIR are required"};
   const std::string run_dir = args.get("run", ""), out_dir = args.get("out", "");
   const std::string dtype = args.get("dtype", "float32");
@@ -58,12 +67,28 @@ int run_export_hf(const std::vector<std::string>& argv) {
 
   // Merged in float32 whatever the training dtype, rounded once when stored.
   models::CausalLM model = models::from_pretrained(run["lora"] ? base_dir : run_dir);
+  Tensor input_ids;
+  io::TensorList logits;
+  if (args.has("logits-text")) {
+    const auto tokenizer = tokenizers::Tokenizer::from_file((fs::path(base_dir) / "tokenizer.json").string());
+    const std::vector<int64_t> ids = tokenizer.encode(args.get("logits-text", ""));
+    EMBER_CHECK(!ids.empty(), kOp, "--logits-text has no tokens");
+    input_ids = tensor(ids, kInt64).view({1, static_cast<int64_t>(ids.size())});
+    logits.emplace_back("input_ids", input_ids);
+  }
+  const auto add_logits = [&](const char* name) {
+    NoGradGuard no_grad;
+    if (input_ids.defined()) logits.emplace_back(name, model->forward(input_ids));
+  };
   if (run["lora"]) {
     models::load_lora(*model, run_dir);
+    add_logits("logits_adapters");
     models::merge_lora(*model);
   }
   if (dtype == "bfloat16") model->to(kBFloat16);
+  add_logits("logits_merged");
   models::save_pretrained(model, out_dir);
+  if (input_ids.defined()) io::save_safetensors(args.get("logits-out", ""), logits);
   for (const char* name : kTokenizerFiles) {
     const fs::path source = fs::path(base_dir) / name;
     if (!fs::exists(source)) continue;
