@@ -3,6 +3,8 @@
 // incremental decoding over a KV cache.
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <tuple>
 
 #include "decoder_layer.h"
 #include "decoder_layout.h"
@@ -11,6 +13,15 @@
 #include "ember/models/gpt.h"
 #include "ember/models/pretrained.h"
 #include "ember/nn/attention/block_mask.h"
+
+// Note [One decoder for seven families]: Llama, Mistral, Qwen2, Qwen3, Gemma, Phi-3 and GPT-2
+// differ in a few switches (decoder_layout.h: norm kind, norm weight + 1, embedding scale,
+// fused projections, gated or plain MLP, qk-norm, learned or rotary positions, tied head) and
+// in their checkpoint keys, so one layer class computes all of them and one table
+// (checkpoint_entries) names each weight and gives its role. Weights are used in the layout
+// they are stored in: GPT-2's Conv1D weights [in, out] as x @ W, Phi-3's fused qkv_proj and
+// gate_up_proj as one product split by narrow(), so named_parameters() maps one to one onto
+// the files in both directions and nothing is rearranged at load.
 
 namespace ember::models {
 namespace F = ember::nn::functional;
@@ -24,7 +35,9 @@ constexpr const char* kOp = "CausalLM";
 // another shape: one error listing them all.
 void check_weights(const std::vector<detail::CheckpointEntry>& entries, const std::map<std::string, Tensor>& weights) {
   std::vector<std::string> missing, unexpected, misshapen;
+  std::set<std::string> expected;
   for (const auto& entry : entries) {
+    expected.insert(entry.name);
     auto it = weights.find(entry.name);
     if (it == weights.end() || !it->second.defined()) {
       missing.push_back(entry.name);
@@ -32,10 +45,8 @@ void check_weights(const std::vector<detail::CheckpointEntry>& entries, const st
       misshapen.push_back(str(entry.name, " ", it->second.sizes(), " (expected ", entry.shape, ")"));
     }
   }
-  for (const auto& [name, tensor] : weights) {
-    const bool known = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.name == name; });
-    if (!known) unexpected.push_back(name);
-  }
+  for (const auto& [name, tensor] : weights)
+    if (!expected.count(name)) unexpected.push_back(name);
   EMBER_CHECK(missing.empty() && unexpected.empty() && misshapen.empty(), kOp, "weights do not match the config: missing ",
               missing, ", unexpected ", unexpected, ", wrong shape ", misshapen);
 }
@@ -189,7 +200,7 @@ DecoderCache CausalLMImpl::make_cache(int64_t batch, int64_t max_length) const {
   return cache;
 }
 
-Tensor CausalLMImpl::forward_cached(const Tensor& tokens, DecoderCache& cache) {
+Tensor CausalLMImpl::forward_cached(const Tensor& tokens, DecoderCache& cache, int64_t logits_to_keep) {
   EMBER_CHECK(cache.layers.size() == layers_.size(), kOp, "the cache has ", cache.layers.size(), " layers, the model ",
               layers_.size());
   EMBER_CHECK(tokens.dim() == 2 && tokens.size(0) == cache.layers.front().key_buffer().size(0), kOp, "tokens shape ",
@@ -200,7 +211,9 @@ Tensor CausalLMImpl::forward_cached(const Tensor& tokens, DecoderCache& cache) {
   EMBER_CHECK(cache.layers.front().key_buffer().scalar_type() == compute_dtype_, kOp, "the cache holds ",
               dtype_name(cache.layers.front().key_buffer().scalar_type()), ", the model computes in ",
               dtype_name(compute_dtype_));
+  EMBER_CHECK(logits_to_keep >= 0, kOp, "logits_to_keep must be >= 0, got ", logits_to_keep);
   Tensor h = run(tokens, start, {}, &cache);
+  if (logits_to_keep > 0 && logits_to_keep < h.size(1)) h = h.narrow(1, h.size(1) - logits_to_keep, logits_to_keep);
   return F::linear(h, lm_head_weight().to(h.scalar_type())).to(kFloat32);
 }
 

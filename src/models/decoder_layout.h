@@ -1,4 +1,5 @@
-// How each pretrained architecture lays out the one decoder: its flags, and the checkpoint key,
+// How each pretrained architecture lays out the one decoder (Note [One decoder for seven
+// families] in causal_lm.cpp): its flags, and the checkpoint key,
 // shape and role of every weight (private to src/models).
 #pragma once
 #include <cstdint>

@@ -191,7 +191,8 @@ ClassDefaults class_defaults(Architecture architecture) {
 
 Activation read_activation(const FieldReader& fields, const char* key, const std::string& name, bool gelu_means_tanh) {
   if (name == "silu" || name == "swish") return Activation::kSiLU;
-  if (name == "gelu" || name == "gelu_python") return gelu_means_tanh ? Activation::kGELUTanh : Activation::kGELU;
+  if (name == "gelu") return gelu_means_tanh ? Activation::kGELUTanh : Activation::kGELU;
+  if (name == "gelu_python") return Activation::kGELU;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast") return Activation::kGELUTanh;
   if (name == "relu") return Activation::kReLU;
   fields.fail(key, "one of silu, swish, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, relu");

@@ -13,6 +13,13 @@
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
 
+// Note [Mapped weights]: when a file holds a tensor in the compute dtype and the weights are
+// not trainable, the parameter is the read-only view of the memory map that io::SafeOpen
+// returns: loading copies nothing and the pages come in on first use; each view keeps the map
+// alive. Saving into the directory the model came from is safe: save_safetensors renames a new
+// file over the old one, whose mapping stays valid. Other dtypes are converted once, at load
+// (never per forward), and trainable weights are owned copies an optimizer may write.
+
 namespace ember::models {
 namespace {
 
@@ -166,7 +173,8 @@ CausalLM from_pretrained(const std::string& dir_name, const PretrainedOptions& o
     EMBER_CHECK(is_floating_file_dtype(info.dtype), kLoad, found.shard->path(), ": tensor '", found.stored_name,
                 "' has dtype ", io::file_dtype_name(info.dtype), ", expected F32, BF16, F16 or F64");
     Tensor tensor = found.shard->get_tensor(found.stored_name);
-    // As mapped when the file holds the compute dtype; otherwise converted once, here.
+    // As mapped when the file holds the compute dtype; otherwise converted once, here (Note
+    // [Mapped weights]).
     if (tensor.scalar_type() != options.dtype) {
       tensor = tensor.to(options.dtype);
     } else if (options.trainable) {

@@ -20,6 +20,13 @@
 #include "ember/models/pretrained.h"
 #include "ember/storage.h"
 
+// The held-out perplexity needs the tokenizer of the fixture (branch `tokenizers`); until it is
+// merged, perplexity() is checked against a float64 computation from forward()'s logits only.
+#if __has_include("ember/data/tokenizers.h")
+#include "ember/data/tokenizers.h"
+#define EMBER_TEST_HAVE_TOKENIZERS 1
+#endif
+
 namespace ember {
 namespace {
 
@@ -97,6 +104,11 @@ const std::vector<std::string> kArchitectures = {"llama", "mistral", "qwen2", "q
 
 class PretrainedFixture : public ::testing::TestWithParam<std::string> {};
 
+// The issue asks for 1e-4 of the logits' scale; ember measures about 1e-6 (float32 rounding in
+// another summation order), and 1e-5 still tells apart mistakes that 1e-4 would let through:
+// gelu's exact and tanh forms differ by 3.9e-5 of the scale on gemma_legacy_gelu.
+constexpr double kFloat32Tolerance = 1e-5;
+
 TEST_P(PretrainedFixture, Float32LogitsMatchTransformers) {
   const Reference ref = read_reference(GetParam());
   models::CausalLM model = models::from_pretrained(model_dir(GetParam()));
@@ -108,7 +120,7 @@ TEST_P(PretrainedFixture, Float32LogitsMatchTransformers) {
   RecordProperty("logit_scale", std::to_string(scale));
   std::printf("[ %s ] float32: max |logit| %.4f, max |ember - transformers| %.3g (%.3g of the scale)\n",
               GetParam().c_str(), scale, error, error / scale);
-  EXPECT_LE(error, 1e-4 * scale);
+  EXPECT_LE(error, kFloat32Tolerance * scale);
 }
 
 // Note [bfloat16 tolerance]: a bfloat16 forward rounds every weight and every intermediate to
@@ -172,6 +184,12 @@ TEST_P(PretrainedFixture, CachedPrefixAndStepsEqualTheFullForward) {
   ASSERT_EQ(at, 24);
   EXPECT_EQ(cache.length(), 24);
   EXPECT_LE(max_abs_diff(cat(pieces, 1), full), 1e-5 * max_abs(full));
+  // A prefill that keeps the last logits only.
+  models::DecoderCache fresh = model->make_cache(1, 24);
+  const Tensor last = model->forward_cached(ref.input_ids, fresh, /*logits_to_keep=*/1);
+  ASSERT_EQ(last.sizes(), (std::vector<int64_t>{1, 1, full.size(2)}));
+  EXPECT_LE(max_abs_diff(last, full.narrow(1, 23, 1)), 1e-5 * max_abs(full));
+  EXPECT_EQ(fresh.length(), 24);
 }
 
 TEST_P(PretrainedFixture, SavePretrainedRoundTripIsBitwise) {
@@ -284,7 +302,50 @@ TEST_P(PretrainedFixture, PerplexityScoresTokensTwoToCtxOfEachWindow) {
   EXPECT_NEAR(result.perplexity, std::exp(result.nll), 1e-12 * result.perplexity);
 }
 
+#ifdef EMBER_TEST_HAVE_TOKENIZERS
+// `ember perplexity`'s definition against transformers' NLL of heldout.txt (1e-4 relative).
+TEST_P(PretrainedFixture, HeldoutPerplexityMatchesTransformers) {
+  const Reference ref = read_reference(GetParam());
+  models::CausalLM model = models::from_pretrained(model_dir(GetParam()));
+  const auto tokenizer = tokenizers::Tokenizer::from_file(model_dir(GetParam()) + "/tokenizer.json");
+  const std::vector<int64_t> ids =
+      tokenizer.encode(read_file(kFixtures + "/" + ref.perplexity.at("file").get<std::string>(), "test"));
+  const models::PerplexityResult result = models::perplexity(*model, ids, ref.perplexity.at("ctx").get<int64_t>());
+  const double nll = ref.perplexity.at("nll").get<double>();
+  EXPECT_EQ(result.tokens, ref.perplexity.at("tokens").get<int64_t>());
+  EXPECT_NEAR(result.nll, nll, 1e-4 * nll);
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(Architectures, PretrainedFixture, ::testing::ValuesIn(kArchitectures),
+                         [](const auto& info) { return info.param; });
+
+// ---- config switches the seven fixtures leave out ------------------------------------------------
+
+// tests/fixtures/pretrained/variants (scripts/make_pretrained_variants.py): biases and linear
+// rope scaling, partial rotary with a window, per-layer windows, GPT-2's inverse-layer scale and
+// exact gelu, Gemma's legacy "gelu".
+class PretrainedVariant : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PretrainedVariant, Float32LogitsMatchTransformersAndTheCache) {
+  const std::string dir = kFixtures + "/variants/" + GetParam();
+  const auto reference = io::load_safetensors(dir + "/reference.safetensors");
+  const Tensor ids = reference.at("input_ids").clone(), expected = reference.at("logits").clone();
+  models::CausalLM model = models::from_pretrained(dir);
+  NoGradGuard no_grad;
+  const Tensor logits = model->forward(ids);
+  const double scale = max_abs(expected);
+  EXPECT_LE(max_abs_diff(logits, expected), kFloat32Tolerance * scale);
+  // Past every window: a prefix of 10, then one token at a time.
+  models::DecoderCache cache = model->make_cache(1, ids.size(1));
+  std::vector<Tensor> pieces = {model->forward_cached(ids.narrow(1, 0, 10), cache)};
+  for (int64_t t = 10; t < ids.size(1); ++t) pieces.push_back(model->forward_cached(ids.narrow(1, t, 1), cache));
+  EXPECT_LE(max_abs_diff(cat(pieces, 1), logits), 1e-5 * scale);
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, PretrainedVariant,
+                         ::testing::Values("llama_bias_linear", "phi3_partial_window", "qwen2_window",
+                                           "qwen3_layer_types", "gpt2_inverse_gelu", "gemma_legacy_gelu"),
                          [](const auto& info) { return info.param; });
 
 // ---- loading details -------------------------------------------------------------------------
@@ -367,6 +428,10 @@ TEST(PretrainedConfig, AbsentFieldsTakeTheDefaultsOfTheirTransformersClass) {
   EXPECT_EQ(gemma.head_dim, 256);
   EXPECT_TRUE(gemma.tie_word_embeddings);
   EXPECT_EQ(gemma.activation, models::Activation::kGELUTanh);  // Gemma's legacy "gelu"
+  EXPECT_EQ(models::parse_pretrained_config(R"({"model_type": "gemma", "hidden_act": "gelu_python"})", "c").activation,
+            models::Activation::kGELU);
+  EXPECT_EQ(models::parse_pretrained_config(R"({"model_type": "llama", "hidden_act": "gelu"})", "c").activation,
+            models::Activation::kGELU);
 
   const auto gpt2 = models::parse_pretrained_config(R"({"model_type": "gpt2", "n_embd": 64, "n_head": 4})", "c");
   EXPECT_EQ(gpt2.intermediate_size, 256);

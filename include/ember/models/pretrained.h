@@ -75,8 +75,11 @@ class CausalLMImpl : public nn::Module {
   // An empty cache for `batch` sequences of up to max_length positions (<= max_seq_len()).
   DecoderCache make_cache(int64_t batch, int64_t max_length) const;
   // tokens [B, n] at positions cache.length() .. cache.length() + n - 1 -> logits [B, n,
-  // vocab] (float32); their keys and values join the cache.
-  Tensor forward_cached(const Tensor& tokens, DecoderCache& cache);
+  // vocab] (float32); their keys and values join the cache. logits_to_keep > 0 (transformers'
+  // name) computes the logits of the last logits_to_keep positions only, [B, logits_to_keep,
+  // vocab]: a prompt's prefill needs its last one, and the head is a quarter of a small
+  // model's prefill.
+  Tensor forward_cached(const Tensor& tokens, DecoderCache& cache, int64_t logits_to_keep = 0);
 
   // The LM head's weight [vocab, hidden]: the embedding when tied.
   const Tensor& lm_head_weight() const;
