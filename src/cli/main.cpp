@@ -20,6 +20,7 @@ int run_tune(const std::vector<std::string>& args);      // src/cli/tune.cpp
 int run_profile(const std::vector<std::string>& args);   // src/cli/profile.cpp
 int run_export(const std::vector<std::string>& args);    // src/cli/export.cpp
 int run_export_hf(const std::vector<std::string>& args); // src/cli/export_hf.cpp
+int run_tokenize(const std::vector<std::string>& args);  // src/cli/tokenize.cpp
 }  // namespace ember::cli
 
 namespace {
@@ -35,6 +36,7 @@ const char* kUsage =
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
     "  export --run DIR --out FILE      write a checkpoint's GPT as a .ember program (ember export --help)\n"
     "  export-hf --run RUN --out DIR    write a fine-tuned model as a Hugging Face directory (adapters merged)\n"
+    "  tokenize --model DIR --text T    a text's token ids under DIR/tokenizer.json (ember tokenize --help)\n"
     "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"
     "  tune [FLAGS]                     autotune the GEMM backends for a model's products (ember tune --help)\n"
     "  profile TRACE.json [FLAGS]       the table of a trace from ember train --profile (--sort, --limit)\n"
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
     if (command == "generate") return ember::cli::run_generate(rest);
     if (command == "export") return ember::cli::run_export(rest);
     if (command == "export-hf") return ember::cli::run_export_hf(rest);
+    if (command == "tokenize") return ember::cli::run_tokenize(rest);
     if (command == "info") return ember::cli::run_info(rest);
     if (command == "tune") return ember::cli::run_tune(rest);
     if (command == "profile") return ember::cli::run_profile(rest);

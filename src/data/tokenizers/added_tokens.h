@@ -12,6 +12,8 @@ namespace ember::tokenizers::detail {
 
 struct AddedToken {
   std::string content;
+  // What decode and id_to_token give: HF gives the normalized content of a normalized=true token.
+  std::string id_text;
   int64_t id = 0;
   bool special = false;
   bool lstrip = false;

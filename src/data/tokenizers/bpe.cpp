@@ -1,8 +1,11 @@
 // The BPE model of HF tokenizers (models/bpe/model.rs, word.rs), read from tokenizer.json.
 #include "data/tokenizers/bpe.h"
 
+#include <cassert>
 #include <cstdio>
 #include <queue>
+
+#include "data/tokenizers/char_classes.h"
 
 namespace ember::tokenizers::detail {
 namespace {
@@ -12,7 +15,44 @@ constexpr size_t kCachedWordBytes = 256;  // longer words are rare: not worth a 
 
 size_t utf8_char_length(unsigned char lead) { return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
 
+uint64_t codepoint_pair(char32_t left, char32_t right) { return (static_cast<uint64_t>(left) << 32) | right; }
+
 }  // namespace
+
+void BpeModel::MergeTable::reserve(size_t count) {
+  size_t capacity = 16;
+  shift_ = 60;
+  while (capacity < 2 * count) {
+    capacity *= 2;
+    --shift_;
+  }
+  slots_.assign(capacity, Slot{});
+}
+
+void BpeModel::MergeTable::insert_or_assign(int32_t left, int32_t right, Merge merge) {
+  assert(size_ < slots_.size() / 2);
+  const uint64_t k = key(left, right);
+  for (size_t slot = slot_of(k);; slot = (slot + 1) & (slots_.size() - 1)) {
+    if (slots_[slot].key == k) {
+      slots_[slot].merge = merge;
+      return;
+    }
+    if (slots_[slot].key == ~uint64_t{0}) {
+      slots_[slot] = {k, merge};
+      ++size_;
+      return;
+    }
+  }
+}
+
+const BpeModel::Merge* BpeModel::MergeTable::find(int32_t left, int32_t right) const {
+  if (slots_.empty()) return nullptr;
+  const uint64_t k = key(left, right);
+  for (size_t slot = slot_of(k);; slot = (slot + 1) & (slots_.size() - 1)) {
+    if (slots_[slot].key == k) return &slots_[slot].merge;
+    if (slots_[slot].key == ~uint64_t{0}) return nullptr;
+  }
+}
 
 BpeModel::BpeModel(const JsonNode& node) {
   if (node.has("type")) {
@@ -59,6 +99,10 @@ BpeModel::BpeModel(const JsonNode& node) {
     auto it = vocab_.find(std::string_view(name));
     byte_tokens_[b] = it == vocab_.end() ? -1 : it->second;
   }
+  for (int c = 0; c < 128; ++c) {
+    auto it = vocab_.find(std::string(1, static_cast<char>(c)));
+    ascii_tokens_[c] = it == vocab_.end() ? -1 : it->second;
+  }
   read_merges(node.at("merges"));
 }
 
@@ -93,7 +137,13 @@ void BpeModel::read_merges(const JsonNode& merges) {
       ids[i] = it->second;
     }
     // A repeated pair keeps its last rank, as HF's map does.
-    merges_[pair_key(ids[0], ids[1])] = Merge{static_cast<int32_t>(rank), ids[2]};
+    merges_.insert_or_assign(ids[0], ids[1], Merge{static_cast<int32_t>(rank), ids[2]});
+    for (size_t at = 0; at < merged.size();) {
+      const size_t next = at + utf8_char_length(static_cast<unsigned char>(merged[at]));
+      if (next >= merged.size()) break;
+      joinable_pairs_.insert(codepoint_pair(codepoint_at(merged, at), codepoint_at(merged, next)));
+      at = next;
+    }
   }
 }
 
@@ -116,8 +166,22 @@ void BpeModel::tokenize(std::string_view word, std::vector<int64_t>& ids) const 
       return;
     }
   }
-  const bool cacheable = word.size() <= kCachedWordBytes;
-  if (cacheable) {
+  if (word.size() <= kCachedWordBytes) {
+    tokenize_cached(word, ids);
+    return;
+  }
+  for (std::string_view part : cut_long_word(word)) {
+    if (part.size() <= kCachedWordBytes) {
+      tokenize_cached(part, ids);
+    } else {
+      std::vector<int32_t> merged = merge_word(part);
+      ids.insert(ids.end(), merged.begin(), merged.end());
+    }
+  }
+}
+
+void BpeModel::tokenize_cached(std::string_view word, std::vector<int64_t>& ids) const {
+  {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     if (auto it = cache_.find(word); it != cache_.end()) {
       ids.insert(ids.end(), it->second.begin(), it->second.end());
@@ -126,10 +190,44 @@ void BpeModel::tokenize(std::string_view word, std::vector<int64_t>& ids) const 
   }
   std::vector<int32_t> merged = merge_word(word);
   ids.insert(ids.end(), merged.begin(), merged.end());
-  if (cacheable) {
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(word), std::move(merged));
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  if (cache_.size() < kCacheCapacity) cache_.emplace(std::string(word), std::move(merged));
+}
+
+// Note [Long words]: without a pre-tokenizer (Llama 2, Gemma) the whole text is one word, and
+// one merge queue over a million symbols spends its time in cache misses. A merge joins two
+// adjacent characters only if its result holds them side by side; where two neighbouring
+// characters are each a token of their own (their first symbols) and no merge result holds
+// the pair, no merge ever crosses between them, so the parts left and right merge alone
+// exactly as within the whole (merges in one part never touch the other's symbols or queue
+// entries). Cut there, the parts are words of ordinary length that the cache serves.
+std::vector<std::string_view> BpeModel::cut_long_word(std::string_view word) const {
+  std::vector<std::string_view> parts;
+  if (!continuing_subword_prefix_.empty() || !end_of_word_suffix_.empty()) return {word};
+  auto is_own_token = [&](size_t at, size_t length) {
+    const unsigned char lead = static_cast<unsigned char>(word[at]);
+    if (lead < 0x80) return ascii_tokens_[lead] >= 0;
+    return vocab_.find(word.substr(at, length)) != vocab_.end();
+  };
+  size_t part_begin = 0;
+  size_t at = 0;
+  size_t length = std::min(utf8_char_length(static_cast<unsigned char>(word[0])), word.size());
+  bool own_token = is_own_token(at, length);
+  while (at + length < word.size()) {
+    const size_t next = at + length;
+    const size_t next_length = std::min(utf8_char_length(static_cast<unsigned char>(word[next])), word.size() - next);
+    const bool next_own_token = is_own_token(next, next_length);
+    if (own_token && next_own_token &&
+        !joinable_pairs_.count(codepoint_pair(codepoint_at(word, at), codepoint_at(word, next)))) {
+      parts.push_back(word.substr(part_begin, next - part_begin));
+      part_begin = next;
+    }
+    at = next;
+    length = next_length;
+    own_token = next_own_token;
   }
+  parts.push_back(word.substr(part_begin));
+  return parts;
 }
 
 std::vector<int32_t> BpeModel::merge_word(std::string_view word) const {
@@ -145,9 +243,18 @@ std::vector<int32_t> BpeModel::merge_word(std::string_view word) const {
     symbols.push_back({id, index - 1, index + 1, false});
   };
   // A pending unknown symbol, added when the next known one comes (or fused with the next unknown).
-  std::optional<int32_t> pending_unk;
+  int32_t pending_unk = -1;
   std::string piece;
+  const bool plain_characters = continuing_subword_prefix_.empty() && end_of_word_suffix_.empty();
   for (size_t at = 0; at < word.size();) {
+    const unsigned char lead = static_cast<unsigned char>(word[at]);
+    if (plain_characters && lead < 0x80 && ascii_tokens_[lead] >= 0) {
+      if (pending_unk >= 0) add(pending_unk);
+      pending_unk = -1;
+      add(ascii_tokens_[lead]);
+      ++at;
+      continue;
+    }
     const size_t length = std::min(utf8_char_length(static_cast<unsigned char>(word[at])), word.size() - at);
     const bool is_first = at == 0, is_last = at + length == word.size();
     piece.clear();
@@ -156,8 +263,8 @@ std::vector<int32_t> BpeModel::merge_word(std::string_view word) const {
     if (is_last) piece += end_of_word_suffix_;
     at += length;
     if (auto it = vocab_.find(piece); it != vocab_.end()) {
-      if (pending_unk) add(*pending_unk);
-      pending_unk.reset();
+      if (pending_unk >= 0) add(pending_unk);
+      pending_unk = -1;
       add(it->second);
       continue;
     }
@@ -171,44 +278,40 @@ std::vector<int32_t> BpeModel::merge_word(std::string_view word) const {
       }
     }
     if (unk_id_) {
-      if (pending_unk && !fuse_unk_) add(*pending_unk);
+      if (pending_unk >= 0 && !fuse_unk_) add(pending_unk);
       pending_unk = *unk_id_;
     }
     // Without an unk_token, HF drops a character it cannot represent.
   }
-  if (pending_unk) add(*pending_unk);
+  if (pending_unk >= 0) add(pending_unk);
   if (symbols.empty()) return {};
   symbols.back().next = -1;
 
-  struct Candidate {
-    int32_t rank, position, new_id;
-    bool operator>(const Candidate& other) const {
-      return rank != other.rank ? rank > other.rank : position > other.position;
-    }
-  };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  // The queue holds (rank, position) as one number, smallest first: HF's order. An entry is
+  // stale when the pair at its position has changed since (its merge rank differs).
+  std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> queue;
   auto push_pair = [&](int32_t left) {
     const int32_t right = symbols[left].next;
     if (right < 0) return;
-    auto it = merges_.find(pair_key(symbols[left].id, symbols[right].id));
-    if (it != merges_.end()) queue.push({it->second.rank, left, it->second.new_id});
+    if (const Merge* merge = merges_.find(symbols[left].id, symbols[right].id))
+      queue.push((static_cast<uint64_t>(merge->rank) << 32) | static_cast<uint32_t>(left));
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) push_pair(i);
   while (!queue.empty()) {
-    const Candidate top = queue.top();
+    const uint64_t top = queue.top();
     queue.pop();
-    Symbol& left = symbols[top.position];
+    const int32_t rank = static_cast<int32_t>(top >> 32), position = static_cast<int32_t>(top & 0xFFFFFFFFu);
+    Symbol& left = symbols[position];
     if (left.removed || left.next < 0) continue;
     Symbol& right = symbols[left.next];
-    // A stale entry: the pair at this position changed since it was queued.
-    auto it = merges_.find(pair_key(left.id, right.id));
-    if (it == merges_.end() || it->second.new_id != top.new_id) continue;
-    left.id = top.new_id;
+    const Merge* merge = merges_.find(left.id, right.id);
+    if (!merge || merge->rank != rank) continue;
+    left.id = merge->new_id;
     right.removed = true;
     left.next = right.next;
-    if (left.next >= 0) symbols[left.next].prev = top.position;
+    if (left.next >= 0) symbols[left.next].prev = position;
     if (left.prev >= 0) push_pair(left.prev);
-    push_pair(top.position);
+    push_pair(position);
   }
   std::vector<int32_t> ids;
   ids.reserve(symbols.size());

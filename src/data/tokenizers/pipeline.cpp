@@ -56,6 +56,7 @@ void Pipeline::read_added_tokens(const JsonNode& list) {
     if (added_by_id_.count(token.id) && added_tokens_[added_by_id_[token.id]].content != token.content)
       id_node.fail("id ", token.id, " is given to two added tokens");
     if (added_by_content_.count(token.content)) continue;  // listed twice: the first stays
+    token.id_text = token.normalized && normalizer_ ? normalizer_->normalize(token.content) : token.content;
     added_by_id_[token.id] = added_tokens_.size();
     added_by_content_.emplace(token.content, token.id);
     if (token.special) special_contents_.emplace(token.content, true);
@@ -67,7 +68,7 @@ void Pipeline::read_added_tokens(const JsonNode& list) {
   for (const AddedToken& token : added_tokens_) {
     if (token.normalized) {
       normalized.push_back(token);
-      normalized_patterns.push_back(normalizer_ ? normalizer_->normalize(token.content) : token.content);
+      normalized_patterns.push_back(token.id_text);
     } else {
       raw.push_back(token);
       raw_patterns.push_back(token.content);
@@ -138,7 +139,7 @@ std::optional<int64_t> Pipeline::token_to_id(std::string_view token) const {
 }
 
 const std::string* Pipeline::id_to_token(int64_t id) const {
-  if (auto it = added_by_id_.find(id); it != added_by_id_.end()) return &added_tokens_[it->second].content;
+  if (auto it = added_by_id_.find(id); it != added_by_id_.end()) return &added_tokens_[it->second].id_text;
   return model_->id_to_token(id);
 }
 

@@ -54,7 +54,7 @@ class ByteLevel : public PreTokenizer {
   void pre_tokenize(std::vector<Split>& splits) const override {
     cut_each(splits, [&](const Split& split, std::vector<Split>& out) {
       Split prefixed = split;
-      if (add_prefix_space_ && !prefixed.text.empty() && prefixed.text[0] != ' ') prefixed.text.insert(0, " ");
+      if (add_prefix_space_ && !prefixed.text.empty() && prefixed.text[0] != ' ') prefixed.text = " " + prefixed.text;
       const size_t first = out.size();
       if (split_pattern_) {
         split_by_runs(prefixed, runs_from_matches(prefixed.text.size(), split_pattern_->find_all(prefixed.text)),
@@ -103,7 +103,7 @@ class Metaspace : public PreTokenizer {
       Split replaced{space.replace_all(split.text, replacement_), split.at_text_start};
       const bool starts_with_replacement = replaced.text.compare(0, replacement_.size(), replacement_) == 0;
       const bool prepend = prepend_ == Prepend::kAlways || (prepend_ == Prepend::kFirst && split.at_text_start);
-      if (prepend && !starts_with_replacement && !replaced.text.empty()) replaced.text.insert(0, replacement_);
+      if (prepend && !starts_with_replacement && !replaced.text.empty()) replaced.text = replacement_ + replaced.text;
       if (!split_) {
         if (!replaced.text.empty()) out.push_back(std::move(replaced));
         return;
