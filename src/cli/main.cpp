@@ -19,6 +19,7 @@ int run_fr_trace(const std::vector<std::string>& args);  // src/cli/fr_trace.cpp
 int run_tune(const std::vector<std::string>& args);      // src/cli/tune.cpp
 int run_profile(const std::vector<std::string>& args);   // src/cli/profile.cpp
 int run_export(const std::vector<std::string>& args);    // src/cli/export.cpp
+int run_tokenize(const std::vector<std::string>& args);  // src/cli/tokenize.cpp
 }  // namespace ember::cli
 
 namespace {
@@ -32,6 +33,7 @@ const char* kUsage =
     "  train [FLAGS]                    train a GPT on text (ember train --help)\n"
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
     "  export --run DIR --out FILE      write a checkpoint's GPT as a .ember program (ember export --help)\n"
+    "  tokenize --model DIR --text T    a text's token ids under DIR/tokenizer.json (ember tokenize --help)\n"
     "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"
     "  tune [FLAGS]                     autotune the GEMM backends for a model's products (ember tune --help)\n"
     "  profile TRACE.json [FLAGS]       the table of a trace from ember train --profile (--sort, --limit)\n"
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
     if (command == "train") return ember::cli::run_train(rest);
     if (command == "generate") return ember::cli::run_generate(rest);
     if (command == "export") return ember::cli::run_export(rest);
+    if (command == "tokenize") return ember::cli::run_tokenize(rest);
     if (command == "info") return ember::cli::run_info(rest);
     if (command == "tune") return ember::cli::run_tune(rest);
     if (command == "profile") return ember::cli::run_profile(rest);

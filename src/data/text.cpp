@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "ember/data/tokenizers.h"
 #include "ember/functions.h"
 #include "ember/atomic_file.h"
 #include "ember/random.h"
@@ -58,7 +59,9 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::string& state) {
   if (kind == "byte") return std::make_unique<ByteTokenizer>();
   if (kind == "char") return std::make_unique<CharTokenizer>(state);
-  EMBER_FAIL("make_tokenizer", "unknown tokenizer '", kind, "' (expected byte or char)");
+  if (kind == "tokenizer.json")
+    return std::make_unique<tokenizers::Tokenizer>(tokenizers::Tokenizer::from_json(state, "tokenizer.json"));
+  EMBER_FAIL("make_tokenizer", "unknown tokenizer '", kind, "' (expected byte, char or tokenizer.json)");
 }
 
 std::vector<std::string> split_documents(const std::string& text) {

@@ -15,17 +15,11 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/atomic_file.h"
+#include "ember/data/tokenizers.h"
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
 #include "ember/storage.h"
-
-// The held-out perplexity needs the tokenizer of the fixture (branch `tokenizers`); until it is
-// merged, perplexity() is checked against a float64 computation from forward()'s logits only.
-#if __has_include("ember/data/tokenizers.h")
-#include "ember/data/tokenizers.h"
-#define EMBER_TEST_HAVE_TOKENIZERS 1
-#endif
 
 namespace ember {
 namespace {
@@ -281,8 +275,7 @@ TEST_P(PretrainedFixture, LossIsTheMeanNegativeLogLikelihoodOfTheLogits) {
   EXPECT_NEAR(model->loss(tokens, targets).item<double>(), sum / static_cast<double>(counted), 1e-5);
 }
 
-// perplexity() against a float64 computation from forward()'s logits over the same windows
-// (until the tokenizer is merged; then the reference's perplexity of heldout.txt).
+// perplexity() against a float64 computation from forward()'s logits over the same windows.
 TEST_P(PretrainedFixture, PerplexityScoresTokensTwoToCtxOfEachWindow) {
   const Reference ref = read_reference(GetParam());
   models::CausalLM model = models::from_pretrained(model_dir(GetParam()));
@@ -302,7 +295,6 @@ TEST_P(PretrainedFixture, PerplexityScoresTokensTwoToCtxOfEachWindow) {
   EXPECT_NEAR(result.perplexity, std::exp(result.nll), 1e-12 * result.perplexity);
 }
 
-#ifdef EMBER_TEST_HAVE_TOKENIZERS
 // `ember perplexity`'s definition against transformers' NLL of heldout.txt (1e-4 relative).
 TEST_P(PretrainedFixture, HeldoutPerplexityMatchesTransformers) {
   const Reference ref = read_reference(GetParam());
@@ -315,7 +307,6 @@ TEST_P(PretrainedFixture, HeldoutPerplexityMatchesTransformers) {
   EXPECT_EQ(result.tokens, ref.perplexity.at("tokens").get<int64_t>());
   EXPECT_NEAR(result.nll, nll, 1e-4 * nll);
 }
-#endif
 
 INSTANTIATE_TEST_SUITE_P(Architectures, PretrainedFixture, ::testing::ValuesIn(kArchitectures),
                          [](const auto& info) { return info.param; });
@@ -431,9 +422,10 @@ TEST(Pretrained, DocumentIdsKeepEachDocumentToItself) {
 
 TEST(Pretrained, ReadGenerationConfig) {
   const models::GenerationConfig qwen2 = models::read_generation_config(model_dir("qwen2"));
-  EXPECT_EQ(qwen2.eos_token_ids, (std::vector<int64_t>{1002, 1000}));
-  EXPECT_EQ(qwen2.bos_token_id, 1000);
-  EXPECT_EQ(qwen2.pad_token_id, 1000);
+  const json generation = read_json(model_dir("qwen2") + "/generation_config.json");
+  EXPECT_EQ(qwen2.eos_token_ids, generation["eos_token_id"].get<std::vector<int64_t>>());
+  EXPECT_EQ(qwen2.bos_token_id, generation["bos_token_id"].get<int64_t>());
+  EXPECT_EQ(qwen2.pad_token_id, generation["pad_token_id"].get<int64_t>());
   EXPECT_EQ(qwen2.top_k, 20);
   EXPECT_EQ(qwen2.do_sample, true);
   EXPECT_DOUBLE_EQ(qwen2.temperature.value_or(0), 0.7);
@@ -441,9 +433,12 @@ TEST(Pretrained, ReadGenerationConfig) {
   TempDirectory dir("generation");
   fs::copy_file(model_dir("llama") + "/config.json", dir.path() + "/config.json");
   const models::GenerationConfig llama = models::read_generation_config(dir.path());
-  EXPECT_EQ(llama.eos_token_ids, (std::vector<int64_t>{1001, 1002}));
-  EXPECT_EQ(llama.bos_token_id, 1000);
+  const json config = read_json(model_dir("llama") + "/config.json");
+  ASSERT_TRUE(config["eos_token_id"].is_array());  // the list form
+  EXPECT_EQ(llama.eos_token_ids, config["eos_token_id"].get<std::vector<int64_t>>());
+  EXPECT_EQ(llama.bos_token_id, config["bos_token_id"].get<int64_t>());
   EXPECT_FALSE(llama.pad_token_id.has_value());
+  EXPECT_FALSE(llama.top_k.has_value());
 }
 
 // ---- the config parser -----------------------------------------------------------------------

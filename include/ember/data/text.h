@@ -47,6 +47,7 @@ class CharTokenizer : public Tokenizer {
   int16_t index_[256];
 };
 
+// kind "byte", "char" or "tokenizer.json" (state: the file's text; ember/data/tokenizers.h).
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& kind, const std::string& state);
 
 // Splits a fortune-style file into documents at lines holding only "%"; a file without such
