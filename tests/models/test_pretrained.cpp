@@ -124,7 +124,7 @@ TEST_P(PretrainedFixture, Float32LogitsMatchTransformers) {
 // head's product) plus what the residual stream accumulated: a handful of u's, times the size
 // of the logits. We allow 8u of the logits' scale (max |logit| of the float32 result): ember's
 // bfloat16 logits measure at most 3.4u from its float32 ones on these fixtures, and
-// transformers' own bfloat16 logits at most 3.3u from its float32 ones, which the test checks
+// transformers' own bfloat16 logits at most 3.5u from its float32 ones, which the test checks
 // against the same bound.
 constexpr double kBFloat16Tolerance = 8.0 / 256.0;
 
@@ -304,6 +304,8 @@ TEST_P(PretrainedFixture, HeldoutPerplexityMatchesTransformers) {
       tokenizer.encode(read_file(kFixtures + "/" + ref.perplexity.at("file").get<std::string>(), "test"));
   const models::PerplexityResult result = models::perplexity(*model, ids, ref.perplexity.at("ctx").get<int64_t>());
   const double nll = ref.perplexity.at("nll").get<double>();
+  std::printf("[ %s ] held-out nll %.9f, transformers %.9f (%.2g relative)\n", GetParam().c_str(), result.nll, nll,
+              std::abs(result.nll - nll) / nll);
   EXPECT_EQ(result.tokens, ref.perplexity.at("tokens").get<int64_t>());
   EXPECT_NEAR(result.nll, nll, 1e-4 * nll);
 }
