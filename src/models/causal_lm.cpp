@@ -57,8 +57,8 @@ CausalLMImpl::CausalLMImpl(PretrainedConfig config, std::map<std::string, Tensor
                            const PretrainedOptions& options)
     : nn::Module(architecture_name(config.architecture)), config_(std::move(config)) {
   set_compute_dtype(options.dtype);
-  max_seq_len_ = options.max_seq_len > 0 ? options.max_seq_len : config_.max_position_embeddings;
   EMBER_CHECK(options.max_seq_len >= 0, kOp, "max_seq_len must be >= 0, got ", options.max_seq_len);
+  max_seq_len_ = options.max_seq_len > 0 ? options.max_seq_len : config_.max_position_embeddings;
   EMBER_CHECK(config_.uses_rope() || max_seq_len_ <= config_.max_position_embeddings, kOp, "max_seq_len ",
               max_seq_len_, " exceeds the ", config_.max_position_embeddings, " learned positions of ",
               config_.file);
