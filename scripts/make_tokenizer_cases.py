@@ -35,7 +35,7 @@ for aps in [True, False]:
         pt({"type": "ByteLevel", "add_prefix_space": aps, "trim_offsets": True, "use_regex": ur}, P.ByteLevel(add_prefix_space=aps, use_regex=ur))
 pt({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Digits", "individual_digits": True}, {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]},
    P.Sequence([P.WhitespaceSplit(), P.Digits(individual_digits=True), P.ByteLevel(add_prefix_space=False, use_regex=False)]))
-ntexts = texts + ["Ünïcödé ﬁ Å Ⅻ ①", "MiXeD CaSe ÀÉ"]
+ntexts = texts + ["Ünïcödé ﬁ Å Ⅻ ①", "MiXeD CaSe ÀÉ", "İSTANBUL ΣΑΣ ǅ ẞ"]
 def nm(cfg, obj):
     for t in ntexts:
         cases.append({"kind": "normalizer", "json": cfg, "input": t, "output": obj.normalize_str(t)})
@@ -92,6 +92,26 @@ full("added", N.Lowercase(), None, None, added, atexts)
 full("added_no_normalizer", None, P.WhitespaceSplit(), D.Fuse(), added, atexts)
 full("fuse_unk", None, None, None, [], ["aé€b", "éé ab", "ÀÀÀ"], {"fuse_unk": True})
 full("no_fuse_unk", None, None, None, [], ["aé€b", "éé ab", "ÀÀÀ"], {"fuse_unk": False})
+# continuing_subword_prefix and end_of_word_suffix.
+t = Tokenizer(models.BPE(vocab={"a": 0, "##b": 1, "b": 2, "c</w>": 3, "##c</w>": 4, "ab": 5, "<unk>": 6, "##bc</w>": 7},
+                         merges=[("a", "##b"), ("##b", "##c</w>")], continuing_subword_prefix="##",
+                         end_of_word_suffix="</w>", unk_token="<unk>"))
+t.pre_tokenizer = P.WhitespaceSplit()
+for text in ["abc", "ab", "c", "a", "b bc abc", "abbc"]:
+    ids = t.encode(text, add_special_tokens=False).ids
+    cases.append({"kind": "tokenizer", "name": "subword_affixes", "json": json.loads(t.to_str()), "input": text, "output": ids,
+                  "decoded": t.decode(ids, skip_special_tokens=False), "decoded_skip": t.decode(ids, skip_special_tokens=True)})
+# Byte-level BPE with added tokens the byte-level alphabet does not spell.
+byte_vocab = {c: i for i, c in enumerate(sorted(P.ByteLevel.alphabet()))}
+t = Tokenizer(models.BPE(vocab=byte_vocab, merges=[]))
+t.pre_tokenizer = P.ByteLevel(add_prefix_space=True)
+t.decoder = D.ByteLevel()
+t.add_special_tokens([AddedToken("<|中|>", special=True, normalized=False)])
+t.add_tokens([AddedToken("naïve", normalized=False), AddedToken(" ok", normalized=False, single_word=True)])
+for text in ["a <|中|> naïve é", "<|中|><|中|>", "so ok", "so ok!", "oki ok"]:
+    ids = t.encode(text, add_special_tokens=False).ids
+    cases.append({"kind": "tokenizer", "name": "byte_level_added", "json": json.loads(t.to_str()), "input": text, "output": ids,
+                  "decoded": t.decode(ids, skip_special_tokens=False), "decoded_skip": t.decode(ids, skip_special_tokens=True)})
 # Long texts through whole fixture tokenizers: without a pre-tokenizer the text is one word,
 # which ember cuts where no merge can join (Note [Long words] in src/data/tokenizers/bpe.cpp).
 import pathlib

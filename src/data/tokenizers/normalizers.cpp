@@ -23,11 +23,15 @@ class UnicodeForm : public Normalizer {
 
 class Lowercase : public Normalizer {
  public:
-  // The simple one-to-one mapping: HF's full mapping differs on U+0130 alone (to "i̇").
+  // HF lowercases char by char with Rust's full mapping, which differs from the simple one on
+  // U+0130 alone (SpecialCasing's one unconditional lowercase entry): "İ" becomes "i̇".
   std::string normalize(std::string text) const override {
-    std::u32string codepoints = utf8_to_codepoints(text, "text");
-    for (char32_t& c : codepoints) c = to_lower(c);
-    return codepoints_to_utf8(codepoints);
+    std::u32string lowered;
+    for (char32_t c : utf8_to_codepoints(text, "text")) {
+      if (c == 0x130) lowered += U"i\u0307";
+      else lowered += to_lower(c);
+    }
+    return codepoints_to_utf8(lowered);
   }
 };
 
