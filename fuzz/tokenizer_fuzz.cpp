@@ -26,14 +26,14 @@ void check_round_trip(const ember::tokenizers::Tokenizer& tokenizer, const std::
   } catch (const ember::Error&) {
     return;  // invalid UTF-8, or a regex that backtracks without end
   }
-  const std::string decoded = tokenizer.decode(ids);
-  if (lossless && decoded != text) __builtin_trap();
-  ember::tokenizers::DecodeStream stream(tokenizer);
-  std::string streamed;
-  for (int64_t id : ids) streamed += stream.step(id);
-  streamed += stream.flush();
-  if (streamed != decoded) __builtin_trap();
-  tokenizer.decode(ids, true);
+  if (lossless && tokenizer.decode(ids) != text) __builtin_trap();
+  for (bool skip_special : {false, true}) {
+    ember::tokenizers::DecodeStream stream(tokenizer, skip_special);
+    std::string streamed;
+    for (int64_t id : ids) streamed += stream.step(id);
+    streamed += stream.flush();
+    if (streamed != tokenizer.decode(ids, skip_special)) __builtin_trap();
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ int run_fr_trace(const std::vector<std::string>& args);  // src/cli/fr_trace.cpp
 int run_tune(const std::vector<std::string>& args);      // src/cli/tune.cpp
 int run_profile(const std::vector<std::string>& args);   // src/cli/profile.cpp
 int run_export(const std::vector<std::string>& args);    // src/cli/export.cpp
+int run_export_hf(const std::vector<std::string>& args);       // src/cli/export_hf.cpp
 int run_generate_model(const std::vector<std::string>& args);  // src/cli/pretrained.cpp
 int run_perplexity(const std::vector<std::string>& args);      // src/cli/pretrained.cpp
 int run_tokenize(const std::vector<std::string>& args);        // src/cli/tokenize.cpp
@@ -33,11 +34,13 @@ const char* kUsage =
     "commands:\n"
     "  bench SUITE [--quick] [--json]   run a benchmark suite (ember bench --list)\n"
     "  inspect FILE                     list a safetensors file's tensors and metadata\n"
-    "  train [FLAGS]                    train a GPT on text (ember train --help)\n"
+    "  train [FLAGS]                    train a GPT on text, or fine-tune a Hugging Face model with\n"
+    "                                   --init DIR (ember train --help)\n"
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
-    "  generate --model DIR [FLAGS]     generate from a Hugging Face model directory (ember generate --model . --help)\n"
+    "  generate --model DIR [FLAGS]     generate from a Hugging Face model directory (--model DIR --help)\n"
     "  perplexity --model DIR --file F  perplexity of a text under a Hugging Face model (ember perplexity --help)\n"
     "  export --run DIR --out FILE      write a checkpoint's GPT as a .ember program (ember export --help)\n"
+    "  export-hf --run RUN --out DIR    write a fine-tuned model as a Hugging Face directory (adapters merged)\n"
     "  tokenize --model DIR --text T    a text's token ids under DIR/tokenizer.json (ember tokenize --help)\n"
     "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"
     "  tune [FLAGS]                     autotune the GEMM backends for a model's products (ember tune --help)\n"
@@ -99,6 +102,7 @@ int main(int argc, char** argv) {
     }
     if (command == "perplexity") return ember::cli::run_perplexity(rest);
     if (command == "export") return ember::cli::run_export(rest);
+    if (command == "export-hf") return ember::cli::run_export_hf(rest);
     if (command == "tokenize") return ember::cli::run_tokenize(rest);
     if (command == "info") return ember::cli::run_info(rest);
     if (command == "tune") return ember::cli::run_tune(rest);

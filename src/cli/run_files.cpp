@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ember/atomic_file.h"
 
 namespace ember::cli {
 
@@ -101,6 +102,20 @@ RunInfo run_info_from(const io::Metadata& metadata, const std::string& checkpoin
   info.tokenizer_state = run.value("tokenizer_state", std::string());
   info.train_json = run.contains("train") ? run["train"].dump() : "{}";
   return info;
+}
+
+std::vector<nlohmann::json> keep_metrics_until(const std::string& path, int64_t last_step) {
+  std::vector<nlohmann::json> kept;
+  std::string text;
+  std::ifstream old(path);
+  for (std::string line; std::getline(old, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > last_step) continue;
+    text += line + "\n";
+    kept.push_back(std::move(j));
+  }
+  write_file_atomically(path, text, "train");
+  return kept;
 }
 
 }  // namespace ember::cli

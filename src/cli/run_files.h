@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ember/data/text.h"
 #include "ember/io/checkpoint.h"
 #include "ember/models/gpt.h"
@@ -19,6 +21,11 @@ struct MetricPoint {
 // them the training throughput (tokens per second of each step).
 void write_loss_svg(const std::string& path, const std::vector<MetricPoint>& train, const std::vector<MetricPoint>& val,
                     const std::vector<MetricPoint>& tokens_per_s);
+
+// A resumed run continues the curve of its checkpoint: the lines of metrics.jsonl up to
+// `last_step` are kept and returned, those past it (written before a crash or kill) dropped. The
+// kept lines replace the file atomically: a kill while they are written loses none.
+std::vector<nlohmann::json> keep_metrics_until(const std::string& path, int64_t last_step);
 
 // What a run's checkpoint carries besides model, optimizer, step and RNG (which
 // io::save_checkpoint stores): the model config, the tokenizer and the run's settings.

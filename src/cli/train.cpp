@@ -1,6 +1,7 @@
 // `ember train`: trains the GPT on a text corpus, with validation, checkpoints and resume.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -13,15 +14,18 @@
 
 #include "args.h"
 #include "ember/ember.h"
-#include "ember/atomic_file.h"
 #include "run_files.h"
 #include "train/train_step.h"
 
 namespace ember::cli {
+
+int run_finetune(const std::vector<std::string>& argv);  // src/cli/finetune.cpp
+
 namespace {
 
 const char* kTrainHelp =
     "usage: ember train [flags]\n"
+    "       ember train --init DIR --data FILE [flags]   fine-tune a Hugging Face model (ember train --init DIR --help)\n"
     "\n"
     "data:\n"
     "  --data PATH          text file, or a directory of fortune files (default: Debian's fortunes)\n"
@@ -465,22 +469,14 @@ class TrainingRun {
                        b.doc_ids.defined() ? b.doc_ids.narrow(0, first, rows) : Tensor()};
   }
 
-  // A resumed run continues the curve of its checkpoint: lines past it (written before a
-  // crash or kill) are dropped, the earlier ones stay in the file and the plot. The kept
-  // lines replace the file atomically: a kill while they are written loses none.
+  // The curves of the metrics kept up to the checkpoint (see cli::keep_metrics_until).
   void keep_metrics_until(const std::string& metrics_path, int64_t last_step) {
-    std::string kept;
-    std::ifstream old(metrics_path);
-    for (std::string line; std::getline(old, line);) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (j.is_discarded() || !j.contains("step") || j["step"].get<int64_t>() > last_step) continue;
-      kept += line + "\n";
+    for (const auto& j : cli::keep_metrics_until(metrics_path, last_step)) {
       if (j.contains("loss")) train_curve_.push_back({j["step"], j["loss"]});
       if (j.contains("step_s"))
         throughput_curve_.push_back({j["step"], static_cast<double>(tokens_per_step()) / j["step_s"].get<double>()});
       if (j.contains("val_loss")) val_curve_.push_back({j["step"], j["val_loss"]});
     }
-    write_file_atomically(metrics_path, kept, "train");
   }
 
   const TrainOptions& o_;
@@ -500,6 +496,9 @@ class TrainingRun {
 }  // namespace
 
 int run_train(const std::vector<std::string>& argv) {
+  const bool fine_tune =
+      std::any_of(argv.begin(), argv.end(), [](const std::string& a) { return a == "--init" || a.starts_with("--init="); });
+  if (fine_tune) return run_finetune(argv);
   if (asks_for_help(argv)) {
     std::cout << kTrainHelp;
     return 0;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "ember/autograd.h"
 #include "ember/functions.h"
 #include "ember/nn/attention/flex_attention.h"
 
@@ -47,6 +48,14 @@ Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias, bool w
   return b.defined() ? out + b : out;
 }
 
+Tensor add_adapter_output(const Tensor& y, const Tensor& x, const LoraAdapter& adapter, bool training) {
+  Tensor input = x.to(kFloat32);
+  if (adapter.dropout > 0) input = F::dropout(input, F::DropoutFuncOptions().p(adapter.dropout).training(training));
+  const Tensor delta = F::linear(F::linear(input, adapter.lora_A), adapter.lora_B) * adapter.scale;
+  if (y.scalar_type() == kFloat32) return y + delta;
+  return (y.to(kFloat32) + delta).to(y.scalar_type());
+}
+
 namespace {
 
 Tensor activate(const Tensor& x, Activation activation) {
@@ -81,6 +90,61 @@ DecoderLayerImpl::DecoderLayerImpl(const PretrainedConfig& config, int64_t index
 
 void DecoderLayerImpl::add_weight(WeightRole role, const std::string& name, Tensor tensor, bool requires_grad) {
   weights_[static_cast<size_t>(role)] = register_dotted(*this, name, std::move(tensor), requires_grad);
+  names_[static_cast<size_t>(role)] = name;
+}
+
+namespace {
+
+// "self_attn.q_proj.weight" -> "self_attn.q_proj": the projection's module.
+std::string module_of(const std::string& weight_name) { return weight_name.substr(0, weight_name.rfind('.')); }
+
+}  // namespace
+
+void DecoderLayerImpl::add_adapter(WeightRole role, Tensor lora_A, Tensor lora_B, double scale, double dropout) {
+  const std::string module = module_of(weight_name(role));
+  LoraAdapter& adapter = adapters_[static_cast<size_t>(role)];
+  adapter.lora_A = register_dotted(*this, module + ".lora_A.weight", std::move(lora_A), true);
+  adapter.lora_B = register_dotted(*this, module + ".lora_B.weight", std::move(lora_B), true);
+  adapter.scale = scale;
+  adapter.dropout = dropout;
+}
+
+void DecoderLayerImpl::merge_adapter(WeightRole role) {
+  const size_t index = static_cast<size_t>(role);
+  LoraAdapter& adapter = adapters_[index];
+  const Tensor& base = weights_[index];
+  Tensor merged;
+  {
+    NoGradGuard no_grad;
+    Tensor delta = adapter.lora_B.matmul(adapter.lora_A) * adapter.scale;  // [out, in]
+    if (layout_.weights_in_by_out) delta = delta.t();
+    merged = (base.to(kFloat32) + delta).to(base.scalar_type()).contiguous();
+  }
+  // The projection's module (a plain holder of weight and bias, the adapters its children) is
+  // rebuilt with the merged weight and without the adapters: the old weight may be a read-only
+  // view of a file, and a module's parameters cannot be removed one by one.
+  nn::Module* parent = this;
+  std::string leaf = module_of(names_[index]);
+  for (size_t dot = leaf.find('.'); dot != std::string::npos; dot = leaf.find('.')) {
+    parent = parent->named_children()[leaf.substr(0, dot)].get();
+    leaf = leaf.substr(dot + 1);
+  }
+  const std::string weight_key = names_[index].substr(names_[index].rfind('.') + 1);
+  auto rebuilt = std::make_shared<nn::Module>(leaf);
+  for (const auto& item : parent->named_children()[leaf]->named_parameters(/*recurse=*/false)) {
+    const bool is_weight = item.key() == weight_key;
+    Tensor& stored = rebuilt->register_parameter(item.key(), is_weight ? merged : item.value(),
+                                                 item.value().requires_grad());
+    if (is_weight) weights_[index] = stored;
+  }
+  parent->replace_module(leaf, rebuilt);
+  adapter = LoraAdapter{};
+}
+
+Tensor DecoderLayerImpl::projection(const Tensor& x, WeightRole role, const Tensor& bias) {
+  Tensor y = project(x, weight(role), bias, layout_.weights_in_by_out);
+  const LoraAdapter& lora = adapter(role);
+  return lora.defined() ? add_adapter_output(y, x, lora, is_training()) : y;
 }
 
 Tensor DecoderLayerImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
@@ -104,18 +168,17 @@ Tensor DecoderLayerImpl::attention(const Tensor& h, const Tensor& rope_cos, cons
   using R = WeightRole;
   // h: [B, T, hidden]; q [B, T, Hq * hd], k and v [B, T, Hkv * hd].
   const int64_t B = h.size(0), T = h.size(1), q_width = heads_ * head_dim_, kv_width = kv_heads_ * head_dim_;
-  const bool in_by_out = layout_.weights_in_by_out;
   Tensor q, k, v;
   if (layout_.fused_qkv) {
     // One product for the three: the weight's rows (columns for [in, out]) are [q | k | v].
-    Tensor qkv = project(h, weight(R::kQKV), weight(R::kQKVBias), in_by_out);
+    Tensor qkv = projection(h, R::kQKV, weight(R::kQKVBias));
     q = qkv.narrow(-1, 0, q_width);
     k = qkv.narrow(-1, q_width, kv_width);
     v = qkv.narrow(-1, q_width + kv_width, kv_width);
   } else {
-    q = project(h, weight(R::kQuery), weight(R::kQueryBias), in_by_out);
-    k = project(h, weight(R::kKey), weight(R::kKeyBias), in_by_out);
-    v = project(h, weight(R::kValue), weight(R::kValueBias), in_by_out);
+    q = projection(h, R::kQuery, weight(R::kQueryBias));
+    k = projection(h, R::kKey, weight(R::kKeyBias));
+    v = projection(h, R::kValue, weight(R::kValueBias));
   }
   q = q.reshape({B, T, heads_, head_dim_});
   k = k.reshape({B, T, kv_heads_, head_dim_});
@@ -138,28 +201,27 @@ Tensor DecoderLayerImpl::attention(const Tensor& h, const Tensor& rope_cos, cons
   }
   Tensor out = nn::attention::flex_attention(
       q, k, v, mask, nn::attention::FlexAttentionOptions().set_enable_gqa(heads_ != kv_heads_).set_scale(attention_scale_));
-  return project(out.transpose(1, 2).reshape({B, T, q_width}), weight(R::kOutput), weight(R::kOutputBias), in_by_out);
+  return projection(out.transpose(1, 2).reshape({B, T, q_width}), R::kOutput, weight(R::kOutputBias));
 }
 
 Tensor DecoderLayerImpl::mlp(const Tensor& h) {
   using R = WeightRole;
-  const bool in_by_out = layout_.weights_in_by_out;
   Tensor inner;
   if (!layout_.gated_mlp) {
-    inner = activate(project(h, weight(R::kUp), weight(R::kUpBias), in_by_out), activation_);
+    inner = activate(projection(h, R::kUp, weight(R::kUpBias)), activation_);
   } else {
     Tensor gate, up;
     if (layout_.fused_gate_up) {
-      Tensor gate_up = project(h, weight(R::kGateUp), {}, in_by_out);
+      Tensor gate_up = projection(h, R::kGateUp);
       gate = gate_up.narrow(-1, 0, intermediate_);
       up = gate_up.narrow(-1, intermediate_, intermediate_);
     } else {
-      gate = project(h, weight(R::kGate), weight(R::kGateBias), in_by_out);
-      up = project(h, weight(R::kUp), weight(R::kUpBias), in_by_out);
+      gate = projection(h, R::kGate, weight(R::kGateBias));
+      up = projection(h, R::kUp, weight(R::kUpBias));
     }
     inner = activation_ == Activation::kSiLU ? F::swiglu(gate, up) : activate(gate, activation_) * up;
   }
-  return project(inner, weight(R::kDown), weight(R::kDownBias), in_by_out);
+  return projection(inner, R::kDown, weight(R::kDownBias));
 }
 
 }  // namespace ember::models::detail

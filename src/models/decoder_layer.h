@@ -26,12 +26,33 @@ Tensor normalize(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
 // dtype than x are converted at this use.
 Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias, bool weight_in_by_out);
 
+// A LoRA adapter on one projection (see lora.h): lora_A [rank, in] and lora_B [out, rank], float32.
+struct LoraAdapter {
+  Tensor lora_A, lora_B;
+  double scale = 0, dropout = 0;
+  bool defined() const { return lora_A.defined(); }
+};
+
+// y + scale * (dropout(x) A^T) B^T, computed in float32 and rounded once to y's dtype, as PEFT
+// runs float32 adapters beside bfloat16 layers.
+Tensor add_adapter_output(const Tensor& y, const Tensor& x, const LoraAdapter& adapter, bool training);
+
 class DecoderLayerImpl : public nn::Module {
  public:
   DecoderLayerImpl(const PretrainedConfig& config, int64_t index);
 
   // Registers a checkpoint tensor of this layer; `name` is its key after "model.layers.N.".
   void add_weight(WeightRole role, const std::string& name, Tensor tensor, bool requires_grad);
+  // The key after "model.layers.N." of the weight with `role` (empty when the layer has none).
+  const std::string& weight_name(WeightRole role) const { return names_[static_cast<size_t>(role)]; }
+
+  // LoRA (lora.cpp): registers lora_A and lora_B beside the projection's weight (its module gets
+  // children "lora_A" and "lora_B", as PEFT names them) and adds their output to the projection.
+  void add_adapter(WeightRole role, Tensor lora_A, Tensor lora_B, double scale, double dropout);
+  const LoraAdapter& adapter(WeightRole role) const { return adapters_[static_cast<size_t>(role)]; }
+  // Replaces the projection's weight by an owned W + scale B A (transposed for [in, out]
+  // weights) in W's dtype and drops the adapter.
+  void merge_adapter(WeightRole role);
 
   // x [B, T, hidden] -> [B, T, hidden]. rope_cos/rope_sin [T, rotary_dim / 2] in x's dtype
   // (undefined without RoPE). With a cache, the new keys and values join it and the queries
@@ -45,13 +66,18 @@ class DecoderLayerImpl : public nn::Module {
   Tensor mlp(const Tensor& h);
   Tensor rotate(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin) const;
   const Tensor& weight(WeightRole role) const { return weights_[static_cast<size_t>(role)]; }
+  // project() on the weight with `role`, plus its LoRA adapter if it has one.
+  Tensor projection(const Tensor& x, WeightRole role, const Tensor& bias = {});
 
   DecoderLayout layout_;
   int64_t heads_, kv_heads_, head_dim_, rotary_dim_, intermediate_;
   double eps_, attention_scale_;
   Activation activation_;
   bool rope_;
-  std::array<Tensor, static_cast<size_t>(WeightRole::kDownBias) + 1> weights_;
+  static constexpr size_t kRoles = static_cast<size_t>(WeightRole::kDownBias) + 1;
+  std::array<Tensor, kRoles> weights_;
+  std::array<std::string, kRoles> names_;
+  std::array<LoraAdapter, kRoles> adapters_;
 };
 EMBER_MODULE(DecoderLayer);
 

@@ -14,13 +14,18 @@ double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, dou
   return min_lr + (lr - min_lr) * 0.5 * (1 + std::cos(M_PI * progress));
 }
 
-optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay) {
+optim::AdamW make_optimizer(const nn::Module& model, double lr, double weight_decay) {
   std::vector<Tensor> decay, no_decay;
-  for (const auto& item : model->named_parameters()) (item.value().dim() >= 2 ? decay : no_decay).push_back(item.value());
+  for (const auto& item : model.named_parameters())
+    if (item.value().requires_grad()) (item.value().dim() >= 2 ? decay : no_decay).push_back(item.value());
   std::vector<optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(weight_decay)));
   groups.emplace_back(no_decay, std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(lr).weight_decay(0)));
   return optim::AdamW(std::move(groups), optim::AdamWOptions(lr));
+}
+
+optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay) {
+  return make_optimizer(*model, lr, weight_decay);
 }
 
 ShardedTraining shard_for_training(models::GPT& model, bool separate_reduce_scatter) {
@@ -48,6 +53,15 @@ bool same_on_all_ranks(int64_t value) {
 StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum,
                       const std::function<data::Batch(int64_t)>& batch_of, double clip,
                       const models::LossOptions& loss_options, const ShardedTraining* sharded) {
+  const LossOf loss_of = [&](const data::Batch& b) {
+    return model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, loss_options);
+  };
+  return train_step(optimizer, *model, accum, batch_of, loss_of, clip, sharded);
+}
+
+StepResult train_step(optim::AdamW& optimizer, const nn::Module& model, int64_t accum,
+                      const std::function<data::Batch(int64_t)>& batch_of, const LossOf& loss_of, double clip,
+                      const ShardedTraining* sharded) {
   StepResult result;
   {
     profiler::Range range("zero_grad");
@@ -61,9 +75,7 @@ StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum
     std::optional<profiler::Range> range(std::in_place, "data");
     data::Batch b = batch_of(micro);
     range.emplace("forward");
-    // Through the holder: FSDP's hooks gather the root's parameters around it.
-    Tensor loss = model.call(&models::GPTImpl::loss, b.inputs, b.targets, b.doc_ids, loss_options) /
-                  static_cast<double>(accum);
+    Tensor loss = loss_of(b) / static_cast<double>(accum);
     result.loss += loss.item<double>();
     if (sharded && last) {
       // Averaged over the ranks while backward runs, rather than after it on the critical path.
@@ -79,8 +91,8 @@ StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum
   }
   if (clip > 0) {
     profiler::Range range("clip_grad_norm_");
-    result.grad_norm = sharded ? distributed::fsdp::clip_grad_norm_(model->parameters(), clip)
-                               : nn::utils::clip_grad_norm_(model->parameters(), clip);
+    result.grad_norm = sharded ? distributed::fsdp::clip_grad_norm_(model.parameters(), clip)
+                               : nn::utils::clip_grad_norm_(model.parameters(), clip);
   }
   profiler::Range range("optimizer.step");
   optimizer.step();

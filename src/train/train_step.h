@@ -12,7 +12,9 @@ namespace ember::train {
 // Linear warmup over `warmup` steps to `lr`, then cosine decay to `min_lr` at step `total`.
 double learning_rate(int64_t step, int64_t warmup, int64_t total, double lr, double min_lr);
 
-// AdamW with weight decay on the matrices and none on the norm weights.
+// AdamW over the parameters that require grad, with weight decay on the matrices and none on
+// the vectors (norm weights, biases).
+optim::AdamW make_optimizer(const nn::Module& model, double lr, double weight_decay);
 optim::AdamW make_optimizer(models::GPT& model, double lr, double weight_decay);
 
 struct StepResult {
@@ -37,8 +39,16 @@ double mean_over_ranks(double value);
 // Whether every rank of the default group passed the same `value`.
 bool same_on_all_ranks(int64_t value);
 
+// The loss of one micro-batch: the model's forward.
+using LossOf = std::function<Tensor(const data::Batch&)>;
+
 // zero_grad, forward and backward of `accum` micro-batches (batch_of(i) gives the i-th, this
-// rank's rows of it under FSDP), gradient clipping to `clip` (0 = off), one optimizer step.
+// rank's rows of it under FSDP), clipping the gradients of the model's parameters to `clip`
+// (0 = off), one optimizer step.
+StepResult train_step(optim::AdamW& optimizer, const nn::Module& model, int64_t accum,
+                      const std::function<data::Batch(int64_t)>& batch_of, const LossOf& loss_of, double clip,
+                      const ShardedTraining* sharded = nullptr);
+// The GPT's step: its loss through the holder (FSDP's hooks gather the root's parameters around it).
 StepResult train_step(models::GPT& model, optim::AdamW& optimizer, int64_t accum,
                       const std::function<data::Batch(int64_t)>& batch_of, double clip,
                       const models::LossOptions& loss_options, const ShardedTraining* sharded = nullptr);

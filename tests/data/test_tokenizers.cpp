@@ -151,11 +151,31 @@ TEST(Tokenizers, StreamingHoldsBackIncompleteCharacters) {
     DecodeStream stream(tokenizer);
     std::vector<std::string> pieces;
     for (int64_t id : ids) pieces.push_back(stream.step(id));
-    EXPECT_EQ(stream.flush(), "");
-    // Llama 2's decoder strips the text's first space, never a letter.
-    EXPECT_EQ(pieces, (std::vector<std::string>{"a", "", "", "中", "", "", "", "😀"})) << family;
+    pieces.push_back(stream.flush());
+    if (std::string(family) == "gpt2") {
+      EXPECT_EQ(pieces, (std::vector<std::string>{"a", "", "", "中", "", "", "", "😀", ""}));
+    } else {
+      // A byte-fallback run waits for its end (here: flush), as one invalid byte would turn
+      // all of it into U+FFFD.
+      EXPECT_EQ(pieces, (std::vector<std::string>{"", "", "", "", "", "", "", "", text}));
+    }
     EXPECT_EQ(tokenizer.decode(ids), text) << family;
   }
+}
+
+TEST(Tokenizers, StreamingNeverRewritesAByteRun) {
+  // "," is a valid run alone; with a lone E5 after it the whole run decodes to U+FFFDs.
+  const Tokenizer& tokenizer = family_tokenizer("llama2");
+  std::vector<int64_t> ids;
+  for (const char* token : {"<0x2C>", "<0xE5>", "<0x2C>"}) ids.push_back(*tokenizer.token_to_id(token));
+  ids.push_back(tokenizer.encode("x").back());
+  for (bool skip : {false, true}) {
+    std::vector<int64_t> with_special = ids;
+    with_special.insert(with_special.begin() + 1, *tokenizer.token_to_id("<s>"));
+    const std::string streamed = stream_decode(tokenizer, with_special, skip);
+    EXPECT_EQ(streamed, tokenizer.decode(with_special, skip));
+  }
+  EXPECT_EQ(tokenizer.decode(ids), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
 }
 
 TEST(Tokenizers, SpecialTokensAreSkippedOnRequest) {
@@ -172,13 +192,18 @@ TEST(Tokenizers, SpecialTokensAreSkippedOnRequest) {
 }
 
 TEST(Tokenizers, StreamingFlushGivesWhatIsHeld) {
-  const Tokenizer& tokenizer = family_tokenizer("llama2");
-  const auto byte = tokenizer.token_to_id("<0xE4>");
-  ASSERT_TRUE(byte.has_value());
-  DecodeStream stream(tokenizer);
-  EXPECT_EQ(stream.step(*byte), "");
-  EXPECT_EQ(stream.flush(), tokenizer.decode({*byte}));  // an incomplete character: U+FFFD
-  EXPECT_EQ(stream.flush(), "");
+  for (const char* family : {"llama2", "gpt2"}) {
+    const Tokenizer& tokenizer = family_tokenizer(family);
+    const auto byte = tokenizer.token_to_id(std::string(family) == "gpt2" ? detail::byte_to_unicode()[0xE4] : "<0xE4>");
+    ASSERT_TRUE(byte.has_value());
+    DecodeStream stream(tokenizer);
+    EXPECT_EQ(stream.step(*byte), "");
+    EXPECT_EQ(stream.flush(), "\xEF\xBF\xBD");  // an incomplete character: U+FFFD
+    EXPECT_EQ(stream.flush(), "");
+    // An unknown id is a named error that leaves the stream usable.
+    EXPECT_NE(error_of([&] { stream.step(-5); }).find("[tokenizer]"), std::string::npos);
+    EXPECT_EQ(stream.step(tokenizer.encode("ok").back()) + stream.flush(), tokenizer.decode({tokenizer.encode("ok").back()}));
+  }
 }
 
 TEST(Tokenizers, MatchHuggingFaceComponentByComponent) {

@@ -47,7 +47,7 @@ class Tokenizer : public ember::data::Tokenizer {
 
 // Incremental decoding for streaming generation: step(id) returns the text that became
 // complete with this id, never half a UTF-8 character (bytes are held back until their
-// character is complete); flush() returns what is still held. The pieces concatenated equal
+// character is complete, byte-fallback runs until they end); flush() returns what is still held. The pieces concatenated equal
 // decode(all ids). As HF's DecodeStream, it decodes a short window of recent ids each step.
 class DecodeStream {
  public:
@@ -61,6 +61,7 @@ class DecodeStream {
   std::vector<int64_t> window_;  // ids from the start of the previous emitted piece
   std::string window_prefix_;    // decode of window_[0, emitted_in_window_)
   size_t emitted_in_window_ = 0;
+  bool in_byte_run_ = false;  // the last decoded id is a byte-fallback token (<0xNN>)
 };
 
 }  // namespace ember::tokenizers

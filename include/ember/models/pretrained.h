@@ -42,8 +42,10 @@ struct DecoderCache {
   int64_t length() const { return layers.empty() ? 0 : layers.front().length(); }
 };
 
+struct LoraConfig;  // lora.h
 namespace detail {
 class DecoderLayerImpl;
+struct LoraAccess;  // lora.cpp: adds, merges and lists the layers' adapters
 }
 
 class CausalLMImpl : public nn::Module {
@@ -83,6 +85,7 @@ class CausalLMImpl : public nn::Module {
   const Tensor& lm_head_weight() const;
 
  private:
+  friend struct detail::LoraAccess;
   // Embeds tokens at positions start .. start + T - 1, runs the layers (with the cache when
   // given) and the final norm.
   Tensor run(const Tensor& tokens, int64_t start, const Tensor& doc_ids, DecoderCache* cache);
@@ -98,6 +101,7 @@ class CausalLMImpl : public nn::Module {
   std::vector<int64_t> windows_;  // the distinct sliding windows of the layers (0: none)
   std::vector<size_t> layer_window_;  // index into windows_ per layer
   Tensor rope_cos_, rope_sin_;  // [positions computed, rotary_dim / 2] in the compute dtype
+  std::shared_ptr<const LoraConfig> lora_;  // the adapters' settings (lora.h); null without any
 };
 EMBER_MODULE(CausalLM);
 

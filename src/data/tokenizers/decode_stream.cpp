@@ -10,6 +10,11 @@ bool ends_with_replacement_character(const std::string& text) {
   return text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0;
 }
 
+// A byte-fallback token, "<0xNN>", which HF's ByteFallback decoder groups with its neighbours.
+bool is_byte_token(const std::string& token) {
+  return token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>';
+}
+
 }  // namespace
 
 DecodeStream::DecodeStream(const Tokenizer& tokenizer, bool skip_special_tokens)
@@ -20,8 +25,13 @@ DecodeStream::DecodeStream(const Tokenizer& tokenizer, bool skip_special_tokens)
 // The window keeps the ids from the previous emission point on: its decode minus the decode of
 // its already emitted part is the new text, the same as the difference over all ids. A text
 // that ends in U+FFFD may be an incomplete character: it waits for the next id (or flush).
+// A run of byte-fallback tokens waits for its end too: ByteFallback turns a whole run into
+// U+FFFDs when any byte of it is invalid, rewriting the characters its first bytes made.
 std::string DecodeStream::step(int64_t id) {
+  const std::string token = tokenizer_.id_to_token(id);  // a named error for an unknown id
   window_.push_back(id);
+  if (!(skip_special_tokens_ && tokenizer_.is_special(id))) in_byte_run_ = is_byte_token(token);
+  if (in_byte_run_) return "";
   const std::string text = tokenizer_.decode(window_, skip_special_tokens_);
   if (text.size() <= window_prefix_.size() || ends_with_replacement_character(text)) return "";
   EMBER_CHECK(text.compare(0, window_prefix_.size(), window_prefix_) == 0, "tokenizer",
@@ -40,6 +50,7 @@ std::string DecodeStream::flush() {
   window_.clear();
   window_prefix_.clear();
   emitted_in_window_ = 0;
+  in_byte_run_ = false;
   return piece;
 }
 
