@@ -4,12 +4,14 @@
 // scripts/make_tokenizer_cases.py), streaming decode, and hostile files and inputs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "data/tokenizers/byte_level.h"
 #include "data/tokenizers/decoders.h"
@@ -175,6 +177,29 @@ TEST(Tokenizers, StreamingNeverRewritesAByteRun) {
     EXPECT_EQ(streamed, tokenizer.decode(with_special, skip));
   }
   EXPECT_EQ(tokenizer.decode(ids), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
+}
+
+TEST(Tokenizers, EncodesFromManyThreadsAtOnce) {
+  // The word cache is shared by the copies of a tokenizer: threads must see the same ids.
+  const Tokenizer tokenizer = family_tokenizer("llama3");
+  const json texts = load_json(std::string(EMBER_PRETRAINED_FIXTURES_DIR) + "/tokenizers/texts.json");
+  std::vector<std::vector<int64_t>> expected;
+  for (const auto& text : texts)
+    expected.push_back(Tokenizer::from_file(family_dir("llama3") + "/tokenizer.json").encode(text));
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const Tokenizer copy = tokenizer;
+      for (int round = 0; round < 20; ++round)
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i + t * 7) % texts.size();
+          if (copy.encode(texts[k].get<std::string>()) != expected[k]) ++mismatches;
+        }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST(Tokenizers, SpecialTokensAreSkippedOnRequest) {
