@@ -145,6 +145,12 @@ TEST(RegexErrors, UnsupportedConstructsAreNamed) {
   EXPECT_EQ(compile_error(R"re(x\p{Han})re"), R"re([tokenizer] regex "x\p{Han}": unsupported construct '\p{Han}' at offset 1)re");
   EXPECT_EQ(compile_error(R"re([[a]b])re"), R"re([tokenizer] regex "[[a]b]": unsupported construct '[' at offset 1)re");
   EXPECT_EQ(compile_error(R"re(a{1,3}+)re"), R"re([tokenizer] regex "a{1,3}+": unsupported construct '{1,3}+' at offset 1)re");
+  EXPECT_EQ(compile_error("(?i:'s|x\u00DF)"),
+            "[tokenizer] regex \"(?i:'s|x\u00DF)\": unsupported construct: case-insensitive '\u00DF' (it folds to "
+            "several code points) at offset 8");
+  EXPECT_EQ(compile_error("(?i:'re|ffi)"),
+            "[tokenizer] regex \"(?i:'re|ffi)\": unsupported construct: case-insensitive 'ff' (U+FB00 folds to it) at "
+            "offset 8");
   for (const char* pattern : {R"re((?<name>a))re", R"re([a&&b])re", R"re((a)\1)re", "a**", R"re(\pL)re", "(?m:a)", "a(?i)b", R"re(\R)re",
                               R"re(\X)re", R"re(\k<a>)re", "(?#c)", "(?i:ss)", "(?i:stra\u00DFe)", "(?i:[\u00DF])", R"re(\0)re",
                               R"re(\cA)re", "a{3,2}", R"re([\s-a])re", R"re(\G)re", R"re(\K)re"}) {

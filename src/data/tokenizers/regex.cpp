@@ -1,5 +1,17 @@
 // The regex engine of the pre-tokenizers: a parser for the Oniguruma subset in regex.h, a
 // compiler to a small backtracking program, and the matcher that runs it with an explicit stack.
+//
+// Note [Regex engine]
+// Oniguruma picks the first alternative that matches (not the longest), and the patterns use
+// lookahead and possessive loops, so this is a backtracking engine like Oniguruma rather than
+// an automaton. Safety: the parser refuses nesting deeper than kMaxNesting, the matcher keeps
+// its alternatives on a heap stack (only lookaheads and atomic groups recurse, as deep as the
+// pattern nests them), a loop iteration that consumes nothing ends the loop, and a match
+// attempt that exceeds a step budget throws. Speed: a quantified single code point (\p{L}+,
+// \s*) is one RepeatChar instruction that scans its run and gives code points back one at a
+// time, without a backtracking entry per iteration; an alternative whose first code point
+// cannot match is skipped without one either; ASCII answers of a class come from a bitmap and
+// BMP categories from one table.
 #include "data/tokenizers/regex.h"
 
 #include <algorithm>
@@ -105,6 +117,7 @@ struct Node {
   Greed greed = Greed::Greedy;                // Repeat
   bool negated = false;                       // LookAhead
   Assertion assertion = Assertion::LineStart; // Assert
+  size_t offset = 0;                          // where the node starts in the pattern
 };
 using NodePtr = std::unique_ptr<Node>;
 
@@ -161,8 +174,6 @@ struct Program {
 
 namespace {
 
-std::string describe(std::u32string_view pattern) { return codepoints_to_utf8(pattern); }
-
 // Recursive descent over the pattern's code points; recursion is bounded by kMaxNesting.
 class Parser {
  public:
@@ -213,7 +224,9 @@ class Parser {
   NodePtr parse_sequence(bool case_insensitive, int depth) {
     auto sequence = make_node(Node::Kind::Concat);
     while (!at_end() && peek() != '|' && peek() != ')') {
+      size_t offset = pos_;
       NodePtr atom = parse_atom(case_insensitive, depth);
+      atom->offset = offset;
       sequence->children.push_back(parse_quantifiers(std::move(atom)));
     }
     if (case_insensitive) refuse_multi_character_folds(*sequence);
@@ -224,23 +237,24 @@ class Parser {
   // Oniguruma lets a case-insensitive "ss" match U+00DF and U+00DF match "ss"; this engine
   // compares one code point at a time, so such literals are refused.
   void refuse_multi_character_folds(const Node& sequence) const {
+    // The folded literals of the sequence; a run breaks at anything else (kNotLiteral).
+    constexpr char32_t kNotLiteral = 0xFFFFFFFF;
     std::u32string folded;
     for (const NodePtr& child : sequence.children) {
-      if (child->kind == Node::Kind::Char && child->matcher.kind == CharMatcher::Kind::FoldedLiteral)
-        folded.push_back(child->matcher.codepoint);
-      else
-        folded.push_back(0);
+      bool literal = child->kind == Node::Kind::Char && child->matcher.kind == CharMatcher::Kind::FoldedLiteral;
+      folded.push_back(literal ? child->matcher.codepoint : kNotLiteral);
     }
     for (size_t i = 0; i < folded.size(); ++i) {
-      if (folded[i] == 0) continue;
+      if (folded[i] == kNotLiteral) continue;
+      size_t offset = sequence.children[i]->offset;
       if (!multi_character_fold(folded[i]).empty())
         fail("unsupported construct: case-insensitive '" + codepoints_to_utf8(folded.substr(i, 1)) +
-                 "' (it folds to several code points)", 0);
+                 "' (it folds to several code points)", offset);
       for (char32_t source : multi_fold_sources()) {
         std::u32string_view fold = multi_character_fold(source);
         if (std::u32string_view(folded).substr(i, fold.size()) == fold)
           fail("unsupported construct: case-insensitive '" + codepoints_to_utf8(fold) + "' (U+" + hex(source) +
-                   " folds to it)", 0);
+                   " folds to it)", offset);
       }
     }
   }
@@ -279,7 +293,7 @@ class Parser {
       case '^': ++pos_; return make_assertion(Assertion::LineStart);
       case '$': ++pos_; return make_assertion(Assertion::LineEnd);
       case '\\': return parse_escape(case_insensitive);
-      case '*': case '+': case '?': fail("quantifier '" + describe(pattern_.substr(pos_, 1)) + "' with nothing to repeat", start);
+      case '*': case '+': case '?': fail("quantifier '" + codepoints_to_utf8(pattern_.substr(pos_, 1)) + "' with nothing to repeat", start);
       case '{':
         if (parse_interval_at(pos_)) fail("quantifier with nothing to repeat", start);
         ++pos_;
