@@ -118,6 +118,7 @@ struct Node {
   bool negated = false;                       // LookAhead
   Assertion assertion = Assertion::LineStart; // Assert
   size_t offset = 0;                          // where the node starts in the pattern
+  bool opaque_group = false;  // written as ( ), (?i: ) or (?-i: ): quantifiable whatever it holds
 };
 using NodePtr = std::unique_ptr<Node>;
 
@@ -152,7 +153,9 @@ struct Instruction {
   bool has_first = false;                   // Split: `first` filters its preferred branch
   CharMatcher matcher;                      // MatchChar, RepeatChar
   CharMatcher first;                        // Split: what the preferred branch must start with
-  uint32_t x = 0, y = 0;  // Split: preferred, other; Jump: x; registers: x; LookAhead/Atomic: body x, next y
+  // Split: preferred branch x, other y. Jump: x. SavePosition: register x. CheckProgress:
+  // register x, loop exit y. LookAhead, Atomic: sub-program x, next instruction y.
+  uint32_t x = 0, y = 0;
   uint32_t min = 0, max = 0;                // RepeatChar
 };
 
@@ -324,6 +327,7 @@ class Parser {
     NodePtr body;
     if (peek() != '?') {
       body = parse_group_body(case_insensitive, depth + 1);  // capturing: captures are not reported
+      body->opaque_group = true;
     } else if (looking_at(U"?:")) {
       pos_ += 2;
       body = parse_group_body(case_insensitive, depth + 1);
@@ -331,6 +335,7 @@ class Parser {
       bool flag = peek(1) == 'i';
       pos_ += flag ? 3 : 4;
       body = parse_group_body(flag, depth + 1);
+      body->opaque_group = true;
     } else if (looking_at(U"?=") || looking_at(U"?!") || looking_at(U"?>")) {
       char32_t kind = peek(1);
       pos_ += 2;
@@ -372,8 +377,8 @@ class Parser {
     } else {
       return atom;
     }
-    if (atom->kind == Node::Kind::Assert || atom->kind == Node::Kind::LookAhead)
-      fail("quantifier on an assertion", start);
+    if (!atom->opaque_group && invalid_quantifier_target(*atom))
+      fail("quantifier on an assertion (Oniguruma: target of repeat operator is invalid)", start);
     Greed greed = Greed::Greedy;
     NodePtr result;
     if (peek() == '?' && !at_end()) {
@@ -392,6 +397,19 @@ class Parser {
     if (!at_end() && (peek() == '*' || peek() == '+' || peek() == '?' || (peek() == '{' && parse_interval_at(pos_))))
       unsupported(start, pos_ + 1);
     return result;
+  }
+
+  // Oniguruma refuses to repeat an anchor or lookahead, or an alternation with one among its
+  // branches, unless a group other than (?: ) encloses it ("(\\b)*" but not "(?:\\b|a)*").
+  static bool invalid_quantifier_target(const Node& node) {
+    if (node.opaque_group) return false;
+    switch (node.kind) {
+      case Node::Kind::Assert: case Node::Kind::LookAhead: return true;
+      case Node::Kind::Alternate:
+        return std::any_of(node.children.begin(), node.children.end(),
+                           [](const NodePtr& child) { return invalid_quantifier_target(*child); });
+      default: return false;
+    }
   }
 
   NodePtr make_repeat(NodePtr atom, uint32_t min, uint32_t max, Greed greed) {
@@ -792,32 +810,41 @@ class Compiler {
     emit_loop(child, node.min, node.max, node.greed);
   }
 
+  // A loop, its mandatory iterations copied out. As in Oniguruma (its empty checks), an
+  // iteration that matched nothing ends the whole loop there, successfully, even before `min`
+  // iterations: it would repeat forever, and iterating on at the same position would change
+  // which alternative wins when a later part fails.
   void emit_loop(const Node& child, uint32_t min, uint32_t max, Greed greed) {
-    for (uint32_t i = 0; i < min; ++i) emit_node(child);
     bool lazy = greed == Greed::Lazy;
-    if (max == kUnbounded) {
-      // An iteration that matched nothing ends the loop (it would repeat forever).
-      bool check_progress = nullable(child);
-      uint32_t loop = emit(Op::Split);
-      uint32_t body = here();
-      uint32_t reg = program_.registers;
+    bool check_progress = nullable(child);
+    uint32_t reg = check_progress ? program_.registers++ : 0;
+    std::vector<uint32_t> progress_checks;
+    auto emit_iteration = [&] {
+      if (check_progress) program_.code[emit(Op::SavePosition)].x = reg;
+      emit_node(child);
       if (check_progress) {
-        ++program_.registers;
-        program_.code[emit(Op::SavePosition)].x = reg;
+        progress_checks.push_back(emit(Op::CheckProgress));
+        program_.code[progress_checks.back()].x = reg;
       }
-      emit_node(child);
-      if (check_progress) program_.code[emit(Op::CheckProgress)].x = reg;
-      program_.code[emit(Op::Jump)].x = loop;
-      set_split(loop, body, here(), lazy);
-      return;
-    }
+    };
+    for (uint32_t i = 0; i < min; ++i) emit_iteration();
     std::vector<uint32_t> splits;
-    for (uint32_t i = min; i < max; ++i) {
-      splits.push_back(emit(Op::Split));
-      program_.code[splits.back()].x = here();
-      emit_node(child);
+    if (max == kUnbounded) {
+      uint32_t loop = emit(Op::Split);
+      splits.push_back(loop);
+      program_.code[loop].x = here();
+      emit_iteration();
+      program_.code[emit(Op::Jump)].x = loop;
+    } else {
+      for (uint32_t i = min; i < max; ++i) {
+        splits.push_back(emit(Op::Split));
+        program_.code[splits.back()].x = here();
+        emit_iteration();
+      }
     }
-    for (uint32_t split : splits) set_split(split, program_.code[split].x, here(), lazy);
+    uint32_t exit = here();
+    for (uint32_t split : splits) set_split(split, program_.code[split].x, exit, lazy);
+    for (uint32_t check : progress_checks) program_.code[check].y = exit;
   }
 
   void set_split(uint32_t at, uint32_t body, uint32_t exit, bool lazy) {
@@ -875,7 +902,8 @@ class Matcher {
   bool holds(Assertion assertion, size_t pos) const {
     size_t n = text_.size();
     switch (assertion) {
-      case Assertion::LineStart: return pos == 0 || text_[pos - 1] == '\n';
+      // As Oniguruma's ^: after a newline, except the newline that ends the text.
+      case Assertion::LineStart: return pos == 0 || (text_[pos - 1] == '\n' && pos < n);
       case Assertion::LineEnd: return pos == n || text_[pos] == '\n';
       case Assertion::TextStart: return pos == 0;
       case Assertion::TextEnd: return pos == n;
@@ -934,7 +962,7 @@ class Matcher {
           registers_[instruction.x] = pos;
           ++pc;
           break;
-        case Op::CheckProgress: ok = pos != registers_[instruction.x]; ++pc; break;
+        case Op::CheckProgress: pc = pos == registers_[instruction.x] ? instruction.y : pc + 1; break;
         case Op::Assert: ok = holds(instruction.assertion, pos); ++pc; break;
         case Op::LookAhead: {
           bool found = run(instruction.x, pos) != SIZE_MAX;
