@@ -16,10 +16,10 @@
 
 #include <algorithm>
 #include <bitset>
-#include <cassert>
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "data/tokenizers/unicode.h"
 #include "ember/error.h"
@@ -110,7 +110,7 @@ enum class Greed : uint8_t { Greedy, Lazy, Possessive };
 enum class Assertion : uint8_t { LineStart, LineEnd, TextStart, TextEnd, TextEndBeforeNewline, WordBoundary, NotWordBoundary };
 
 struct Node {
-  enum class Kind : uint8_t { Empty, Char, Concat, Alternate, Repeat, LookAhead, Atomic, Assert } kind = Kind::Empty;
+  enum class Kind : uint8_t { Char, Concat, Alternate, Repeat, LookAhead, Atomic, Assert } kind = Kind::Concat;
   CharMatcher matcher;                        // Char
   std::vector<std::unique_ptr<Node>> children;
   uint32_t min = 0, max = 0;                  // Repeat
@@ -752,7 +752,6 @@ class Compiler {
 
   void emit_node(const Node& node) {
     switch (node.kind) {
-      case Node::Kind::Empty: break;
       case Node::Kind::Char: program_.code[emit(Op::MatchChar)].matcher = node.matcher; break;
       case Node::Kind::Concat:
         for (const NodePtr& child : node.children) emit_node(*child);
