@@ -71,8 +71,8 @@ TEXTS = [
     "word    \n   next",
 ]
 
-# Patterns for the engine's features, run on FEATURE_TEXTS. None can match the empty string:
-# tokenizers drops empty pieces, so empty matches would be invisible in the reference.
+# Patterns for the engine's features, run on FEATURE_TEXTS. tokenizers drops empty pieces, so
+# the references hold the non-empty matches only (the tests compare those).
 FEATURE_PATTERNS = [
     r"\w+", r"\d+", r"\s+", r"\S+", r"\W+", r"\D+",
     r"[a-c]+?x", r"a*?b", r"\p{L}+?\p{N}", r"[a-z]++[a-z]|\d+", r"(?:ab)++b|x", r"(?>a+)b|b",
@@ -83,12 +83,60 @@ FEATURE_PATTERNS = [
     r"a.c", r".+", r"\p{Uppercase_Letter}+", r"\p{^L}+", r"\P{L}+", r"\p{ll}+", r"\p{Lo}\p{M}*",
     r"\x41\x{42}\u0043", r"\t+", r"\\", r"\.", r"((a|b)c)+", r"(a|ab)(c|bcd)", r"(?:a|b)*c",
     r"x|y|\s+(?!\S)",
+    # Loops whose iterations can match nothing, and ^ at the end of the text, where a random
+    # comparison once found the engine and Oniguruma apart.
+    r"(\W?+|\d*?|\S++)++|s{2}", r"(?:x?|ab){1,2}c", r"^'{0,2}x{1,2}?| [\r\n]^", r"(\b){2}a|($)*b|(?i:^|a)+x",
+    r"\B(\s\W{1,3}|b{0,2}k?|[^a\s]++ *+){1,3}(?!\p{Lu}++)|[^\s\p{L}\p{N}]{2}(?> *+)+?(\p{Lu}+|\b){1,3}",
 ]
 FEATURE_TEXTS = [
     "abc ABC aBc x 123 45.6 foo foobar Foo\nbar\n abx acbx a-z [a] +-*/ \\ . \t\t end",
     "aaab abab ababb aab b ccx AbC a1b2 hello HELLO World K \u212a k abcd acbcd",
     "Caf\u00e9 \u00c9T\u00c9 \u4e2d\u6587 \u0915\u093f 12345 \u0661\u0662 \u00b2 \u216b ab_c \u24b6\u24d0 x\u200dy  \n",
+    "\u4e2d!\u4e2dK bB4K?\u00c9b2b\u0301\\n\u0301\u0301 1 ax \u017f,_ abababc 42\t\tK\u017f2\u4e2d \n",
 ]
+
+# Random patterns over the supported constructs, each on a random text: a broad comparison
+# with Oniguruma beyond the hand-picked cases (patterns Oniguruma refuses are left out).
+RANDOM_ATOMS = ["a", "b", "A", "'", " ", "\\s", "\\S", "\\d", "\\w", "\\W", "\\p{L}", "\\p{Lu}", "\\p{Ll}", "\\p{N}",
+                "\\P{L}", ".", "[ab]", "[^a\\s]", "[\\p{L}\\d]", "[a-c]", "\\n", "[\\r\\n]", "x", "\u00e9", "\\p{M}",
+                "[^\\s\\p{L}\\p{N}]", "k", "s"]
+RANDOM_QUANTIFIERS = ["", "", "", "?", "*", "+", "??", "*?", "+?", "?+", "*+", "++", "{2}", "{1,3}", "{2,}", "{0,2}", "{1,2}?"]
+RANDOM_TEXT_CHARACTERS = "aabbAB' \n\t1234xk\u00e9\u0301\u00c9\u4e2d!?.,\u017fK\u212a\r_"
+
+
+def random_pattern(rng, depth=0):
+    alternatives = []
+    for _ in range(rng.randint(1, 3)):
+        sequence = ""
+        for _ in range(rng.randint(1, 3)):
+            roll = rng.random()
+            if roll < 0.15 and depth < 3:
+                opener = rng.choice(["(?:", "(", "(?=", "(?!", "(?i:", "(?>"])
+                atom = opener + random_pattern(rng, depth + 1) + ")"
+                if opener in ("(?=", "(?!"):
+                    sequence += atom
+                    continue
+            elif roll < 0.2:
+                sequence += rng.choice(["^", "$", "\\b", "\\B", "\\A", "\\z"])
+                continue
+            else:
+                atom = rng.choice(RANDOM_ATOMS)
+            sequence += atom + rng.choice(RANDOM_QUANTIFIERS)
+        alternatives.append(sequence)
+    return "|".join(alternatives)
+
+
+def random_cases(count, seed):
+    rng = random.Random(seed)
+    cases = []
+    while len(cases) < count:
+        pattern = random_pattern(rng)
+        text = "".join(rng.choice(RANDOM_TEXT_CHARACTERS) for _ in range(rng.randint(0, 20)))
+        try:
+            cases.append({"pattern": pattern, "text": text, "matches": matches(pattern, text)})
+        except BaseException:  # refused by Oniguruma, or over its backtracking limit (a Rust panic)
+            continue
+    return cases
 
 
 def matches(pattern, text):
@@ -187,7 +235,7 @@ def regex_reference():
     features = [{"pattern": p, "cases": [{"text": t, "matches": matches(p, t)} for t in FEATURE_TEXTS]}
                 for p in FEATURE_PATTERNS]
     return {"generator": "scripts/gen_unicode_reference.py (tokenizers " + __import__("tokenizers").__version__ + ")",
-            "real_patterns": real, "feature_patterns": features}
+            "real_patterns": real, "feature_patterns": features, "random_cases": random_cases(400, seed=26)}
 
 
 def main():

@@ -50,8 +50,10 @@ int run_tokenize(const std::vector<std::string>& argv) {
   list << '[';
   for (size_t i = 0; i < ids.size(); ++i) list << (i ? ", " : "") << ids[i];
   list << ']';
-  if (args.get_switch("json")) std::cout << "{\"ids\": " << list.str() << "}\n";
-  else std::cout << list.str() << "\n";
+  if (args.get_switch("json"))
+    std::cout << "{\"ids\": " << list.str() << "}\n";
+  else
+    std::cout << list.str() << "\n";
   return 0;
 }
 

@@ -33,6 +33,8 @@ done
 "$ember" tokenize --model "$fixture" --text "$(cat "$work/0.txt")" --json > "$work/json.txt"
 [ "$(cat "$work/json.txt")" = "{\"ids\": $(cat "$work/0.ids")}" ]
 
+"$ember" tokenize --help | grep -q "^usage: ember tokenize --model DIR"
+"$ember" help | grep -q "^  tokenize --model DIR"
 if "$ember" tokenize --model "$fixture" > "$work/usage.txt" 2>&1; then echo "no text was accepted"; exit 1; fi
 grep -q "give one of --text TEXT or --file FILE" "$work/usage.txt"
 if "$ember" tokenize --model "$work" --text hi > "$work/missing.txt" 2>&1; then echo "a directory without tokenizer.json was accepted"; exit 1; fi

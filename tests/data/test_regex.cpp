@@ -26,6 +26,14 @@ const nlohmann::json& fixture(const std::string& name) {
   return loaded[name];
 }
 
+// The reference's matches come through tokenizers' Split, which drops empty pieces.
+Matches non_empty(const Matches& matches) {
+  Matches result;
+  for (auto match : matches)
+    if (match.second > match.first) result.push_back(match);
+  return result;
+}
+
 Matches expected_matches(const nlohmann::json& json) {
   Matches result;
   for (const auto& pair : json) result.emplace_back(pair[0].get<size_t>(), pair[1].get<size_t>());
@@ -79,11 +87,24 @@ TEST(RegexReference, FeaturePatternsMatchOniguruma) {
     for (const auto& c : entry["cases"]) {
       std::u32string text = utf8_to_codepoints(c["text"].get<std::string>(), "text");
       Matches expected = expected_matches(c["matches"]);
-      Matches found = regex.find_all(text);
+      Matches found = non_empty(regex.find_all(text));
       EXPECT_EQ(found, expected) << entry["pattern"] << " on " << c["text"] << "\n got:      "
                                  << testing::PrintToString(pieces(text, found))
                                  << "\n expected: " << testing::PrintToString(pieces(text, expected));
     }
+  }
+}
+
+TEST(RegexReference, RandomPatternsMatchOniguruma) {
+  const nlohmann::json& cases = fixture("regex_reference.json")["random_cases"];
+  ASSERT_GE(cases.size(), 400u);
+  for (const auto& c : cases) {
+    std::u32string text = utf8_to_codepoints(c["text"].get<std::string>(), "text");
+    Matches expected = expected_matches(c["matches"]);
+    Matches found = non_empty(Regex::compile(c["pattern"].get<std::string>()).find_all(text));
+    EXPECT_EQ(found, expected) << c["pattern"] << " on " << c["text"] << "\n got:      "
+                               << testing::PrintToString(pieces(text, found))
+                               << "\n expected: " << testing::PrintToString(pieces(text, expected));
   }
 }
 
@@ -123,6 +144,12 @@ TEST(RegexMatching, HandDerivedSplits) {
   EXPECT_EQ(split(R"re(.+)re", "ab\ncd"), (Pieces{"ab", "cd"}));  // '.' stops at a newline
   EXPECT_EQ(split(R"re(\x{1F600}|\u00e9)re", "a\U0001F600\u00E9"), (Pieces{"\U0001F600", "\u00E9"}));
   EXPECT_EQ(split(R"re(a{2}?b)re", "ab aab"), (Pieces{"b", "aab"}));  // Ruby syntax: an optional a{2}
+  EXPECT_EQ(Regex::compile(R"re(\n^)re").find_all(U"a\nb\n"), (Matches{{1, 2}}));  // no ^ after the final newline
+  // An iteration that matches nothing ends its loop, successfully: (?:|a)+ is satisfied by its
+  // first, empty iteration (were the empty iteration a failure, "aa" would match at 0).
+  EXPECT_EQ(Regex::compile("(?:|a)+(?=a)").find_all(U"aaa"), (Matches{{0, 0}, {1, 1}, {2, 2}}));
+  EXPECT_EQ(split(R"re((?:x?|ab)+c|ab)re", "abc"), (Pieces{"abc"}));  // backtracking into it is allowed
+  EXPECT_EQ(split(R"re((\b)+a|(?i:^|b)+c)re", "a bc"), (Pieces{"a", "bc"}));
 }
 
 // Empty matches as the onig crate's find_iter yields them: one right at the previous match's
@@ -145,6 +172,12 @@ TEST(RegexErrors, UnsupportedConstructsAreNamed) {
   EXPECT_EQ(compile_error(R"re(x\p{Han})re"), R"re([tokenizer] regex "x\p{Han}": unsupported construct '\p{Han}' at offset 1)re");
   EXPECT_EQ(compile_error(R"re([[a]b])re"), R"re([tokenizer] regex "[[a]b]": unsupported construct '[' at offset 1)re");
   EXPECT_EQ(compile_error(R"re(a{1,3}+)re"), R"re([tokenizer] regex "a{1,3}+": unsupported construct '{1,3}+' at offset 1)re");
+  EXPECT_EQ(compile_error("(?i:'s|x\u00DF)"),
+            "[tokenizer] regex \"(?i:'s|x\u00DF)\": unsupported construct: case-insensitive '\u00DF' (it folds to "
+            "several code points) at offset 8");
+  EXPECT_EQ(compile_error("(?i:'re|ffi)"),
+            "[tokenizer] regex \"(?i:'re|ffi)\": unsupported construct: case-insensitive 'ff' (U+FB00 folds to it) at "
+            "offset 8");
   for (const char* pattern : {R"re((?<name>a))re", R"re([a&&b])re", R"re((a)\1)re", "a**", R"re(\pL)re", "(?m:a)", "a(?i)b", R"re(\R)re",
                               R"re(\X)re", R"re(\k<a>)re", "(?#c)", "(?i:ss)", "(?i:stra\u00DFe)", "(?i:[\u00DF])", R"re(\0)re",
                               R"re(\cA)re", "a{3,2}", R"re([\s-a])re", R"re(\G)re", R"re(\K)re"}) {
@@ -161,7 +194,8 @@ TEST(RegexErrors, MalformedPatternsAreNamed) {
   EXPECT_EQ(compile_error("[a"), R"re([tokenizer] regex "[a": unterminated character class at offset 0)re");
   EXPECT_EQ(compile_error("a\\"), R"re([tokenizer] regex "a\": pattern ends with '\' at offset 1)re");
   EXPECT_EQ(compile_error("[z-a]"), R"re([tokenizer] regex "[z-a]": character range out of order at offset 1)re");
-  for (const char* pattern : {R"re(\p{L)re", R"re(\x{110000})re", R"re(\uD800)re", "a{100001}", "a|*", "(?=a)*"})
+  for (const char* pattern : {R"re(\p{L)re", R"re(\x{110000})re", R"re(\uD800)re", "a{100001}", "a|*", "(?=a)*",
+                              R"re(\b+)re", R"re((?:a|$)*)re", "^?"})
     EXPECT_NE(compile_error(pattern).find("[tokenizer] regex"), std::string::npos) << pattern;
   EXPECT_NE(compile_error("\xFF").find("[tokenizer] invalid UTF-8 in regex pattern at byte 0"), std::string::npos);
 }

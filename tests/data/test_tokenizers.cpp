@@ -4,12 +4,14 @@
 // scripts/make_tokenizer_cases.py), streaming decode, and hostile files and inputs.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "data/tokenizers/byte_level.h"
 #include "data/tokenizers/decoders.h"
@@ -112,8 +114,8 @@ TEST_P(Family, MakeTokenizerRebuildsItFromItsState) {
 
 TEST_P(Family, InvalidUtf8IsANamedError) {
   const Tokenizer& tokenizer = family_tokenizer(GetParam());
-  for (const std::string& bad : {std::string("abc\xff"), std::string("\xc3"), std::string("a\xed\xa0\x80z"),
-                                std::string("\xc0\xaf")}) {
+  for (const std::string& bad :
+       {std::string("abc\xff"), std::string("\xc3"), std::string("a\xed\xa0\x80z"), std::string("\xc0\xaf")}) {
     const std::string message = error_of([&] { tokenizer.encode(bad); });
     EXPECT_NE(message.find("[tokenizer]"), std::string::npos) << message;
     EXPECT_NE(message.find("invalid UTF-8"), std::string::npos) << message;
@@ -142,8 +144,7 @@ TEST(Tokenizers, StreamingHoldsBackIncompleteCharacters) {
     for (unsigned char byte : text) {
       char name[8];
       std::snprintf(name, sizeof(name), "<0x%02X>", byte);
-      const std::string token =
-          std::string(family) == "gpt2" ? detail::byte_to_unicode()[byte] : std::string(name);
+      const std::string token = std::string(family) == "gpt2" ? detail::byte_to_unicode()[byte] : std::string(name);
       const auto id = tokenizer.token_to_id(token);
       ASSERT_TRUE(id.has_value()) << family << " lacks " << token;
       ids.push_back(*id);
@@ -178,6 +179,29 @@ TEST(Tokenizers, StreamingNeverRewritesAByteRun) {
   EXPECT_EQ(tokenizer.decode(ids), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
 }
 
+TEST(Tokenizers, EncodesFromManyThreadsAtOnce) {
+  // The word cache is shared by the copies of a tokenizer: threads must see the same ids.
+  const Tokenizer tokenizer = family_tokenizer("llama3");
+  const json texts = load_json(std::string(EMBER_PRETRAINED_FIXTURES_DIR) + "/tokenizers/texts.json");
+  std::vector<std::vector<int64_t>> expected;
+  for (const auto& text : texts)
+    expected.push_back(Tokenizer::from_file(family_dir("llama3") + "/tokenizer.json").encode(text));
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const Tokenizer copy = tokenizer;
+      for (int round = 0; round < 20; ++round)
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const size_t k = (i + t * 7) % texts.size();
+          if (copy.encode(texts[k].get<std::string>()) != expected[k]) ++mismatches;
+        }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
 TEST(Tokenizers, SpecialTokensAreSkippedOnRequest) {
   // GPT-2 and Qwen2 files add no special tokens (their post-processor is ByteLevel alone).
   for (const char* family : {"llama3", "llama2", "metaspace", "gemma"}) {
@@ -202,7 +226,8 @@ TEST(Tokenizers, StreamingFlushGivesWhatIsHeld) {
     EXPECT_EQ(stream.flush(), "");
     // An unknown id is a named error that leaves the stream usable.
     EXPECT_NE(error_of([&] { stream.step(-5); }).find("[tokenizer]"), std::string::npos);
-    EXPECT_EQ(stream.step(tokenizer.encode("ok").back()) + stream.flush(), tokenizer.decode({tokenizer.encode("ok").back()}));
+    EXPECT_EQ(stream.step(tokenizer.encode("ok").back()) + stream.flush(),
+              tokenizer.decode({tokenizer.encode("ok").back()}));
   }
 }
 
@@ -211,7 +236,8 @@ TEST(Tokenizers, MatchHuggingFaceComponentByComponent) {
   int checked = 0;
   for (const json& c : fixture["cases"]) {
     const std::string kind = c["kind"];
-    SCOPED_TRACE(kind + " " + c.value("json", json()).dump().substr(0, 300) + " on " + c["input"].dump().substr(0, 300));
+    SCOPED_TRACE(kind + " " + c.value("json", json()).dump().substr(0, 300) + " on " +
+                 c["input"].dump().substr(0, 300));
     const json& component = c.contains("json") ? c["json"] : json();
     const detail::JsonNode node(component, "case", kind);
     if (kind == "pre_tokenizer") {
@@ -306,17 +332,21 @@ TEST(Tokenizers, UnsupportedComponentsAreNamedErrors) {
       {{{"model", {{"vocab", {1, 2}}}}}, "model.vocab: expected an object"},
       {{{"model", {{"unk_token", "<unk>"}}}}, "unk_token '<unk>' is not in the vocabulary"},
       {{{"model", nullptr}}, "missing key 'model'"},
-      {{{"added_tokens", {{{"id", 1}, {"content", "zz"}}}}}, "added_tokens[0].id: id 1 of 'zz' belongs to the model's token 'b'"},
+      {{{"added_tokens", {{{"id", 1}, {"content", "zz"}}}}},
+       "added_tokens[0].id: id 1 of 'zz' belongs to the model's token 'b'"},
       {{{"added_tokens", {{{"id", 7}, {"content", ""}}}}}, "added_tokens[0].content: an added token cannot be empty"},
       {{{"added_tokens", {{{"id", 7}}}}}, "added_tokens[0]: missing key 'content'"},
       {{{"normalizer", {{"type", "Replace"}, {"pattern", {{"String", ""}}}, {"content", "x"}}}},
        "normalizer.pattern.String: an empty pattern is not supported"},
       {{{"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}}}},
        "pre_tokenizer.pattern.Regex: cannot compile the regex"},
-      {{{"post_processor", {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<s>"}}}}}},
-                            {"special_tokens", json::object()}}}},
+      {{{"post_processor",
+         {{"type", "TemplateProcessing"},
+          {"single", {{{"SpecialToken", {{"id", "<s>"}}}}}},
+          {"special_tokens", json::object()}}}},
        "special token '<s>' is not in special_tokens"},
-      {{{"decoder", {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}}}}, "decoder.content: expected one character"},
+      {{{"decoder", {{"type", "Strip"}, {"content", "ab"}, {"start", 1}, {"stop", 0}}}},
+       "decoder.content: expected one character"},
       {{{"normalizer", {{"type", 7}}}}, "normalizer.type: expected a string, got number"},
   };
   for (const Case& c : cases) {
@@ -328,7 +358,7 @@ TEST(Tokenizers, UnsupportedComponentsAreNamedErrors) {
 
 TEST(Tokenizers, MalformedFilesAreNamedErrors) {
   for (const char* text : {"", "{", "[1, 2]", "{\"model\": 3}", "null", "{\"model\": {\"type\": \"BPE\"}}",
-                                 "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": {}}}"}) {
+                           "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": {}}}"}) {
     const std::string message = error_of([&] { Tokenizer::from_json(text, "bad.json"); });
     EXPECT_EQ(message.rfind("[tokenizer] bad.json: ", 0), 0u) << text << " -> " << message;
   }

@@ -52,6 +52,14 @@ TEST(UnicodeUtf8, EncodesAndRoundTrips) {
   EXPECT_EQ(out, "x\xF4\x8F\xBF\xBF");
   std::u32string every_length = {0x0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFD, 0xFFFF, 0x10000, 0x10FFFF};
   EXPECT_EQ(decode(codepoints_to_utf8(every_length)), every_length);
+  std::string unused;
+  EXPECT_THROW(append_utf8(unused, 0xD800), Error);
+  try {
+    codepoints_to_utf8(std::u32string{U'a', 0x110000});
+    ADD_FAILURE() << "encoded U+110000";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "[tokenizer] cannot encode U+110000 in UTF-8: not a Unicode scalar value");
+  }
 }
 
 TEST(UnicodeUtf8, InvalidInputThrowsNamingOffsetAndBytes) {

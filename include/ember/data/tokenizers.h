@@ -47,8 +47,8 @@ class Tokenizer : public ember::data::Tokenizer {
 
 // Incremental decoding for streaming generation: step(id) returns the text that became
 // complete with this id, never half a UTF-8 character (bytes are held back until their
-// character is complete, byte-fallback runs until they end); flush() returns what is still held. The pieces concatenated equal
-// decode(all ids). As HF's DecodeStream, it decodes a short window of recent ids each step.
+// character is complete, byte-fallback runs until they end); flush() returns what is still held. The pieces
+// concatenated equal decode(all ids). As HF's DecodeStream, it decodes a short window of recent ids each step.
 class DecodeStream {
  public:
   explicit DecodeStream(const Tokenizer& tokenizer, bool skip_special_tokens = false);

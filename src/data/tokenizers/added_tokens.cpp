@@ -73,7 +73,8 @@ std::vector<AddedTokenRun> AddedTokenMatcher::split(std::string_view text) const
       }
     }
     if (added.rstrip) {
-      while (stop < text.size() && is_whitespace(codepoint_at(text, stop))) stop += utf8_length(codepoint_at(text, stop));
+      while (stop < text.size() && is_whitespace(codepoint_at(text, stop)))
+        stop += utf8_length(codepoint_at(text, stop));
       at = stop;
     }
     if (done < start) runs.push_back({done, start, -1});

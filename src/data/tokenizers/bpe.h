@@ -34,7 +34,7 @@ class BpeModel {
   void tokenize(std::string_view word, std::vector<int64_t>& ids) const;
 
   std::optional<int64_t> token_to_id(std::string_view token) const;
-  const std::string* id_to_token(int64_t id) const;  // null when no token has this id
+  const std::string* id_to_token(int64_t id) const;                               // null when no token has this id
   int64_t id_bound() const { return static_cast<int64_t>(id_to_token_.size()); }  // max id + 1
 
  private:
@@ -73,7 +73,7 @@ class BpeModel {
   StringMap<int32_t> vocab_;
   std::vector<const std::string*> id_to_token_;  // into vocab_'s keys
   MergeTable merges_;
-  std::array<int32_t, 256> byte_tokens_{};  // the <0xNN> ids, -1 where absent
+  std::array<int32_t, 256> byte_tokens_{};   // the <0xNN> ids, -1 where absent
   std::array<int32_t, 128> ascii_tokens_{};  // the ids of one-character ASCII words, -1 where absent
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;

@@ -1,6 +1,5 @@
 // Incremental decoding for streamed generation (HF tokenizers' DecodeStream).
 #include "ember/data/tokenizers.h"
-
 #include "ember/error.h"
 
 namespace ember::tokenizers {

@@ -17,7 +17,8 @@ int utf8_sequence(std::string_view bytes, size_t at) {
   if (lead < 0x80) return 1;
   int length;
   unsigned char low = 0x80, high = 0xBF;  // the allowed range of the second byte
-  if (lead >= 0xC2 && lead <= 0xDF) length = 2;
+  if (lead >= 0xC2 && lead <= 0xDF)
+    length = 2;
   else if (lead >= 0xE0 && lead <= 0xEF) {
     length = 3;
     if (lead == 0xE0) low = 0xA0;
@@ -64,7 +65,8 @@ class ByteLevel : public Decoder {
 
 class Metaspace : public Decoder {
  public:
-  Metaspace(std::string replacement, bool strip_first) : replacement_(std::move(replacement)), strip_first_(strip_first) {}
+  Metaspace(std::string replacement, bool strip_first)
+      : replacement_(std::move(replacement)), strip_first_(strip_first) {}
   // As HF: every replacement character becomes a space, except in the first token where,
   // unless prepend_scheme is "never", they are all dropped.
   void decode_chain(std::vector<std::string>& tokens) const override {
@@ -100,7 +102,8 @@ class ByteFallback : public Decoder {
     size_t run_length = 0;
     auto flush = [&] {
       if (run_length == 0) return;
-      if (is_valid_utf8(run)) out.push_back(run);
+      if (is_valid_utf8(run))
+        out.push_back(run);
       else
         for (size_t i = 0; i < run_length; ++i) out.emplace_back(kReplacementCharacter);
       run.clear();
@@ -190,7 +193,8 @@ std::unique_ptr<Decoder> make_metaspace(const JsonNode& node) {
   bool strip_first = true;
   if (auto scheme_node = node.find("prepend_scheme")) {
     const std::string scheme = scheme_node->as_string();
-    if (scheme != "always" && scheme != "first" && scheme != "never") scheme_node->unsupported(scheme, "always, first, never");
+    if (scheme != "always" && scheme != "first" && scheme != "never")
+      scheme_node->unsupported(scheme, "always, first, never");
     strip_first = scheme != "never";
   } else {
     strip_first = node.bool_or("add_prefix_space", true);  // files written before prepend_scheme
@@ -228,7 +232,8 @@ std::unique_ptr<Decoder> make_decoder(const JsonNode& node) {
   const std::string type = type_node.as_string();
   if (type == "ByteLevel") return std::make_unique<ByteLevel>();
   if (type == "Metaspace") return make_metaspace(node);
-  if (type == "Replace") return std::make_unique<Replace>(Pattern::from_json(node.at("pattern")), node.at("content").as_string());
+  if (type == "Replace")
+    return std::make_unique<Replace>(Pattern::from_json(node.at("pattern")), node.at("content").as_string());
   if (type == "ByteFallback") return std::make_unique<ByteFallback>();
   if (type == "Fuse") return std::make_unique<Fuse>();
   if (type == "Strip") {

@@ -2,10 +2,9 @@
 // becomes an ember::Error naming the file and the key path ("pre_tokenizer.pretokenizers[1].type").
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "ember/error.h"
 

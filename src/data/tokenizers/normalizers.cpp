@@ -28,8 +28,10 @@ class Lowercase : public Normalizer {
   std::string normalize(std::string text) const override {
     std::u32string lowered;
     for (char32_t c : utf8_to_codepoints(text, "text")) {
-      if (c == 0x130) lowered += U"i\u0307";
-      else lowered += to_lower(c);
+      if (c == 0x130)
+        lowered += U"i\u0307";
+      else
+        lowered += to_lower(c);
     }
     return codepoints_to_utf8(lowered);
   }
@@ -92,9 +94,11 @@ std::unique_ptr<Normalizer> make_normalizer(const JsonNode& node) {
   if (type == "NFKC") return std::make_unique<UnicodeForm>(&nfkc);
   if (type == "NFKD") return std::make_unique<UnicodeForm>(&nfkd);
   if (type == "Lowercase") return std::make_unique<Lowercase>();
-  if (type == "Strip") return std::make_unique<Strip>(node.bool_or("strip_left", false), node.bool_or("strip_right", false));
+  if (type == "Strip")
+    return std::make_unique<Strip>(node.bool_or("strip_left", false), node.bool_or("strip_right", false));
   if (type == "Prepend") return std::make_unique<Prepend>(node.at("prepend").as_string());
-  if (type == "Replace") return std::make_unique<Replace>(Pattern::from_json(node.at("pattern")), node.at("content").as_string());
+  if (type == "Replace")
+    return std::make_unique<Replace>(Pattern::from_json(node.at("pattern")), node.at("content").as_string());
   if (type == "Sequence") {
     const JsonNode list = node.at("normalizers");
     std::vector<std::unique_ptr<Normalizer>> steps;

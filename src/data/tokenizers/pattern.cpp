@@ -47,7 +47,8 @@ std::vector<std::pair<size_t, size_t>> Pattern::find_all(std::string_view text) 
   const std::u32string codepoints = utf8_to_codepoints(text, "text");
   std::vector<size_t> byte_offset(codepoints.size() + 1, 0);
   for (size_t i = 0; i < codepoints.size(); ++i) byte_offset[i + 1] = byte_offset[i] + utf8_length(codepoints[i]);
-  for (const auto& [begin, end] : regex_->find_all(codepoints)) matches.emplace_back(byte_offset[begin], byte_offset[end]);
+  for (const auto& [begin, end] : regex_->find_all(codepoints))
+    matches.emplace_back(byte_offset[begin], byte_offset[end]);
   return matches;
 }
 

@@ -51,8 +51,11 @@ void Pipeline::read_added_tokens(const JsonNode& list) {
     token.id = id_node.as_int();
     if (token.id < 0 || token.id > INT32_MAX) id_node.fail("token id ", token.id, " is out of range");
     // A token the model knows keeps the model's id, as in HF.
-    if (auto model_id = model_->token_to_id(token.content)) token.id = *model_id;
-    else if (model_->id_to_token(token.id)) id_node.fail("id ", token.id, " of '", token.content, "' belongs to the model's token '", *model_->id_to_token(token.id), "'");
+    if (auto model_id = model_->token_to_id(token.content))
+      token.id = *model_id;
+    else if (model_->id_to_token(token.id))
+      id_node.fail("id ", token.id, " of '", token.content, "' belongs to the model's token '",
+                   *model_->id_to_token(token.id), "'");
     if (added_by_id_.count(token.id) && added_tokens_[added_by_id_[token.id]].content != token.content)
       id_node.fail("id ", token.id, " is given to two added tokens");
     if (added_by_content_.count(token.content)) continue;  // listed twice: the first stays
@@ -86,8 +89,10 @@ std::vector<int64_t> Pipeline::encode(std::string_view text, bool add_special_to
     encode_piece(text, true, ids);
   } else {
     for (const AddedTokenRun& run : raw_matcher_.split(text)) {
-      if (run.id >= 0) ids.push_back(run.id);
-      else encode_piece(text.substr(run.begin, run.end - run.begin), run.begin == 0, ids);
+      if (run.id >= 0)
+        ids.push_back(run.id);
+      else
+        encode_piece(text.substr(run.begin, run.end - run.begin), run.begin == 0, ids);
     }
   }
   if (add_special_tokens && post_processor_) ids = post_processor_->add_special_tokens(std::move(ids));
@@ -108,8 +113,10 @@ void Pipeline::encode_piece(std::string_view piece, bool at_text_start, std::vec
     return;
   }
   for (const AddedTokenRun& run : normalized_matcher_.split(normalized)) {
-    if (run.id >= 0) ids.push_back(run.id);
-    else tokenize(std::string_view(normalized).substr(run.begin, run.end - run.begin), at_text_start && run.begin == 0);
+    if (run.id >= 0)
+      ids.push_back(run.id);
+    else
+      tokenize(std::string_view(normalized).substr(run.begin, run.end - run.begin), at_text_start && run.begin == 0);
   }
 }
 

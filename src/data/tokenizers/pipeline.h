@@ -50,8 +50,8 @@ class Pipeline {
   std::unordered_map<int64_t, size_t> added_by_id_;  // into added_tokens_
   StringMap<int64_t> added_by_content_;
   StringMap<bool> special_contents_;      // skip_special_tokens compares id_to_token with these, as HF
-  AddedTokenMatcher raw_matcher_;          // normalized=false tokens, in the raw text
-  AddedTokenMatcher normalized_matcher_;   // normalized=true tokens, in each normalized piece
+  AddedTokenMatcher raw_matcher_;         // normalized=false tokens, in the raw text
+  AddedTokenMatcher normalized_matcher_;  // normalized=true tokens, in each normalized piece
   int64_t vocab_size_ = 0;
 };
 

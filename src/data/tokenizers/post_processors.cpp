@@ -16,8 +16,10 @@ class Template : public PostProcessor {
     std::vector<int64_t> out;
     out.reserve(ids.size() + pieces_.size());
     for (int64_t piece : pieces_) {
-      if (piece == kSequence) out.insert(out.end(), ids.begin(), ids.end());
-      else out.push_back(piece);
+      if (piece == kSequence)
+        out.insert(out.end(), ids.begin(), ids.end());
+      else
+        out.push_back(piece);
     }
     return out;
   }
@@ -98,8 +100,9 @@ std::unique_ptr<PostProcessor> make_post_processor(const JsonNode& node) {
     }
     return std::make_unique<Sequence>(std::move(steps));
   }
-  type_node.unsupported(type, "the post-processors TemplateProcessing, RobertaProcessing, BertProcessing, ByteLevel, "
-                              "Sequence");
+  type_node.unsupported(type,
+                        "the post-processors TemplateProcessing, RobertaProcessing, BertProcessing, ByteLevel, "
+                        "Sequence");
 }
 
 }  // namespace ember::tokenizers::detail

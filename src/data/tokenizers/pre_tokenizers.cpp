@@ -21,7 +21,6 @@ void cut_each(std::vector<Split>& splits, Cut&& cut) {
   splits = std::move(out);
 }
 
-
 // Every code point for which `predicate` holds is a match of its own (HF's Fn(char) pattern).
 std::vector<PatternRun> predicate_runs(const std::string& text, const std::function<bool(char32_t)>& predicate) {
   std::vector<std::pair<size_t, size_t>> matches;
@@ -46,8 +45,7 @@ SplitBehavior parse_behavior(const JsonNode& node) {
 
 class ByteLevel : public PreTokenizer {
  public:
-  ByteLevel(bool add_prefix_space, bool use_regex)
-      : add_prefix_space_(add_prefix_space) {
+  ByteLevel(bool add_prefix_space, bool use_regex) : add_prefix_space_(add_prefix_space) {
     if (use_regex) split_pattern_ = Pattern::regex(kGpt2Pattern);
   }
 
@@ -59,8 +57,8 @@ class ByteLevel : public PreTokenizer {
       if (split_pattern_) {
         split_by_runs(prefixed, runs_from_matches(prefixed.text.size(), split_pattern_->find_all(prefixed.text)),
                       SplitBehavior::kIsolated, out);
-      }
-      else if (!prefixed.text.empty()) out.push_back(std::move(prefixed));
+      } else if (!prefixed.text.empty())
+        out.push_back(std::move(prefixed));
       for (size_t i = first; i < out.size(); ++i) out[i].text = bytes_to_unicode_text(out[i].text);
     });
   }
@@ -145,8 +143,10 @@ class Whitespace : public PreTokenizer {
       for (char32_t c : utf8_to_codepoints(split.text, "text")) {
         const int char_class = is_word_char(c) ? 0 : is_whitespace(c) ? -1 : 1;
         const size_t length = utf8_length(c);
-        if (char_class >= 0 && char_class == previous_class) matches.back().second += length;
-        else if (char_class >= 0) matches.emplace_back(offset, offset + length);
+        if (char_class >= 0 && char_class == previous_class)
+          matches.back().second += length;
+        else if (char_class >= 0)
+          matches.emplace_back(offset, offset + length);
         previous_class = char_class;
         offset += length;
       }
@@ -176,10 +176,14 @@ std::unique_ptr<PreTokenizer> make_metaspace(const JsonNode& node) {
   Metaspace::Prepend prepend = Metaspace::Prepend::kAlways;
   if (auto scheme_node = node.find("prepend_scheme")) {
     const std::string scheme = scheme_node->as_string();
-    if (scheme == "always") prepend = Metaspace::Prepend::kAlways;
-    else if (scheme == "first") prepend = Metaspace::Prepend::kFirst;
-    else if (scheme == "never") prepend = Metaspace::Prepend::kNever;
-    else scheme_node->unsupported(scheme, "always, first, never");
+    if (scheme == "always")
+      prepend = Metaspace::Prepend::kAlways;
+    else if (scheme == "first")
+      prepend = Metaspace::Prepend::kFirst;
+    else if (scheme == "never")
+      prepend = Metaspace::Prepend::kNever;
+    else
+      scheme_node->unsupported(scheme, "always, first, never");
   } else if (!node.bool_or("add_prefix_space", true)) {
     prepend = Metaspace::Prepend::kNever;  // files written before prepend_scheme
   }
@@ -210,13 +214,15 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonNode& node) {
   if (type == "WhitespaceSplit")
     return std::make_unique<PredicateSplit>([](char32_t c) { return is_whitespace(c); }, SplitBehavior::kRemoved);
   if (type == "Punctuation") {
-    const SplitBehavior behavior = node.has("behavior") ? parse_behavior(node.at("behavior")) : SplitBehavior::kIsolated;
+    const SplitBehavior behavior =
+        node.has("behavior") ? parse_behavior(node.at("behavior")) : SplitBehavior::kIsolated;
     return std::make_unique<PredicateSplit>([](char32_t c) { return is_ascii_punctuation(c) || is_punctuation(c); },
                                             behavior);
   }
   if (type == "BertPreTokenizer") {
     std::vector<std::unique_ptr<PreTokenizer>> steps;
-    steps.push_back(std::make_unique<PredicateSplit>([](char32_t c) { return is_whitespace(c); }, SplitBehavior::kRemoved));
+    steps.push_back(
+        std::make_unique<PredicateSplit>([](char32_t c) { return is_whitespace(c); }, SplitBehavior::kRemoved));
     steps.push_back(std::make_unique<PredicateSplit>(
         [](char32_t c) { return is_ascii_punctuation(c) || is_punctuation(c); }, SplitBehavior::kIsolated));
     return std::make_unique<Sequence>(std::move(steps));
@@ -230,8 +236,9 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const JsonNode& node) {
     }
     return std::make_unique<Sequence>(std::move(steps));
   }
-  type_node.unsupported(type, "the pre-tokenizers ByteLevel, Split, Metaspace, Digits, Whitespace, WhitespaceSplit, "
-                              "Punctuation, BertPreTokenizer, Sequence");
+  type_node.unsupported(type,
+                        "the pre-tokenizers ByteLevel, Split, Metaspace, Digits, Whitespace, WhitespaceSplit, "
+                        "Punctuation, BertPreTokenizer, Sequence");
 }
 
 }  // namespace ember::tokenizers::detail

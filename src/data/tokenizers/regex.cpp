@@ -1,13 +1,25 @@
 // The regex engine of the pre-tokenizers: a parser for the Oniguruma subset in regex.h, a
 // compiler to a small backtracking program, and the matcher that runs it with an explicit stack.
+//
+// Note [Regex engine]
+// Oniguruma picks the first alternative that matches (not the longest), and the patterns use
+// lookahead and possessive loops, so this is a backtracking engine like Oniguruma rather than
+// an automaton. Safety: the parser refuses nesting deeper than kMaxNesting, the matcher keeps
+// its alternatives on a heap stack (only lookaheads and atomic groups recurse, as deep as the
+// pattern nests them), a loop iteration that consumes nothing ends the loop, and a match
+// attempt that exceeds a step budget throws. Speed: a quantified single code point (\p{L}+,
+// \s*) is one RepeatChar instruction that scans its run and gives code points back one at a
+// time, without a backtracking entry per iteration; an alternative whose first code point
+// cannot match is skipped without one either; ASCII answers of a class come from a bitmap and
+// BMP categories from one table.
 #include "data/tokenizers/regex.h"
 
 #include <algorithm>
 #include <bitset>
-#include <cassert>
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 #include "data/tokenizers/unicode.h"
 #include "ember/error.h"
@@ -98,13 +110,15 @@ enum class Greed : uint8_t { Greedy, Lazy, Possessive };
 enum class Assertion : uint8_t { LineStart, LineEnd, TextStart, TextEnd, TextEndBeforeNewline, WordBoundary, NotWordBoundary };
 
 struct Node {
-  enum class Kind : uint8_t { Empty, Char, Concat, Alternate, Repeat, LookAhead, Atomic, Assert } kind = Kind::Empty;
+  enum class Kind : uint8_t { Char, Concat, Alternate, Repeat, LookAhead, Atomic, Assert } kind = Kind::Concat;
   CharMatcher matcher;                        // Char
   std::vector<std::unique_ptr<Node>> children;
   uint32_t min = 0, max = 0;                  // Repeat
   Greed greed = Greed::Greedy;                // Repeat
   bool negated = false;                       // LookAhead
   Assertion assertion = Assertion::LineStart; // Assert
+  size_t offset = 0;                          // where the node starts in the pattern
+  bool opaque_group = false;  // written as ( ), (?i: ) or (?-i: ): quantifiable whatever it holds
 };
 using NodePtr = std::unique_ptr<Node>;
 
@@ -139,7 +153,9 @@ struct Instruction {
   bool has_first = false;                   // Split: `first` filters its preferred branch
   CharMatcher matcher;                      // MatchChar, RepeatChar
   CharMatcher first;                        // Split: what the preferred branch must start with
-  uint32_t x = 0, y = 0;  // Split: preferred, other; Jump: x; registers: x; LookAhead/Atomic: body x, next y
+  // Split: preferred branch x, other y. Jump: x. SavePosition: register x. CheckProgress:
+  // register x, loop exit y. LookAhead, Atomic: sub-program x, next instruction y.
+  uint32_t x = 0, y = 0;
   uint32_t min = 0, max = 0;                // RepeatChar
 };
 
@@ -160,8 +176,6 @@ struct Program {
 };
 
 namespace {
-
-std::string describe(std::u32string_view pattern) { return codepoints_to_utf8(pattern); }
 
 // Recursive descent over the pattern's code points; recursion is bounded by kMaxNesting.
 class Parser {
@@ -213,7 +227,9 @@ class Parser {
   NodePtr parse_sequence(bool case_insensitive, int depth) {
     auto sequence = make_node(Node::Kind::Concat);
     while (!at_end() && peek() != '|' && peek() != ')') {
+      size_t offset = pos_;
       NodePtr atom = parse_atom(case_insensitive, depth);
+      atom->offset = offset;
       sequence->children.push_back(parse_quantifiers(std::move(atom)));
     }
     if (case_insensitive) refuse_multi_character_folds(*sequence);
@@ -224,23 +240,24 @@ class Parser {
   // Oniguruma lets a case-insensitive "ss" match U+00DF and U+00DF match "ss"; this engine
   // compares one code point at a time, so such literals are refused.
   void refuse_multi_character_folds(const Node& sequence) const {
+    // The folded literals of the sequence; a run breaks at anything else (kNotLiteral).
+    constexpr char32_t kNotLiteral = 0xFFFFFFFF;
     std::u32string folded;
     for (const NodePtr& child : sequence.children) {
-      if (child->kind == Node::Kind::Char && child->matcher.kind == CharMatcher::Kind::FoldedLiteral)
-        folded.push_back(child->matcher.codepoint);
-      else
-        folded.push_back(0);
+      bool literal = child->kind == Node::Kind::Char && child->matcher.kind == CharMatcher::Kind::FoldedLiteral;
+      folded.push_back(literal ? child->matcher.codepoint : kNotLiteral);
     }
     for (size_t i = 0; i < folded.size(); ++i) {
-      if (folded[i] == 0) continue;
+      if (folded[i] == kNotLiteral) continue;
+      size_t offset = sequence.children[i]->offset;
       if (!multi_character_fold(folded[i]).empty())
         fail("unsupported construct: case-insensitive '" + codepoints_to_utf8(folded.substr(i, 1)) +
-                 "' (it folds to several code points)", 0);
+                 "' (it folds to several code points)", offset);
       for (char32_t source : multi_fold_sources()) {
         std::u32string_view fold = multi_character_fold(source);
         if (std::u32string_view(folded).substr(i, fold.size()) == fold)
           fail("unsupported construct: case-insensitive '" + codepoints_to_utf8(fold) + "' (U+" + hex(source) +
-                   " folds to it)", 0);
+                   " folds to it)", offset);
       }
     }
   }
@@ -279,7 +296,7 @@ class Parser {
       case '^': ++pos_; return make_assertion(Assertion::LineStart);
       case '$': ++pos_; return make_assertion(Assertion::LineEnd);
       case '\\': return parse_escape(case_insensitive);
-      case '*': case '+': case '?': fail("quantifier '" + describe(pattern_.substr(pos_, 1)) + "' with nothing to repeat", start);
+      case '*': case '+': case '?': fail("quantifier '" + codepoints_to_utf8(pattern_.substr(pos_, 1)) + "' with nothing to repeat", start);
       case '{':
         if (parse_interval_at(pos_)) fail("quantifier with nothing to repeat", start);
         ++pos_;
@@ -310,6 +327,7 @@ class Parser {
     NodePtr body;
     if (peek() != '?') {
       body = parse_group_body(case_insensitive, depth + 1);  // capturing: captures are not reported
+      body->opaque_group = true;
     } else if (looking_at(U"?:")) {
       pos_ += 2;
       body = parse_group_body(case_insensitive, depth + 1);
@@ -317,6 +335,7 @@ class Parser {
       bool flag = peek(1) == 'i';
       pos_ += flag ? 3 : 4;
       body = parse_group_body(flag, depth + 1);
+      body->opaque_group = true;
     } else if (looking_at(U"?=") || looking_at(U"?!") || looking_at(U"?>")) {
       char32_t kind = peek(1);
       pos_ += 2;
@@ -358,8 +377,8 @@ class Parser {
     } else {
       return atom;
     }
-    if (atom->kind == Node::Kind::Assert || atom->kind == Node::Kind::LookAhead)
-      fail("quantifier on an assertion", start);
+    if (!atom->opaque_group && invalid_quantifier_target(*atom))
+      fail("quantifier on an assertion (Oniguruma: target of repeat operator is invalid)", start);
     Greed greed = Greed::Greedy;
     NodePtr result;
     if (peek() == '?' && !at_end()) {
@@ -378,6 +397,19 @@ class Parser {
     if (!at_end() && (peek() == '*' || peek() == '+' || peek() == '?' || (peek() == '{' && parse_interval_at(pos_))))
       unsupported(start, pos_ + 1);
     return result;
+  }
+
+  // Oniguruma refuses to repeat an anchor or lookahead, or an alternation with one among its
+  // branches, unless a group other than (?: ) encloses it ("(\\b)*" but not "(?:\\b|a)*").
+  static bool invalid_quantifier_target(const Node& node) {
+    if (node.opaque_group) return false;
+    switch (node.kind) {
+      case Node::Kind::Assert: case Node::Kind::LookAhead: return true;
+      case Node::Kind::Alternate:
+        return std::any_of(node.children.begin(), node.children.end(),
+                           [](const NodePtr& child) { return invalid_quantifier_target(*child); });
+      default: return false;
+    }
   }
 
   NodePtr make_repeat(NodePtr atom, uint32_t min, uint32_t max, Greed greed) {
@@ -720,7 +752,6 @@ class Compiler {
 
   void emit_node(const Node& node) {
     switch (node.kind) {
-      case Node::Kind::Empty: break;
       case Node::Kind::Char: program_.code[emit(Op::MatchChar)].matcher = node.matcher; break;
       case Node::Kind::Concat:
         for (const NodePtr& child : node.children) emit_node(*child);
@@ -778,32 +809,41 @@ class Compiler {
     emit_loop(child, node.min, node.max, node.greed);
   }
 
+  // A loop, its mandatory iterations copied out. As in Oniguruma (its empty checks), an
+  // iteration that matched nothing ends the whole loop there, successfully, even before `min`
+  // iterations: it would repeat forever, and iterating on at the same position would change
+  // which alternative wins when a later part fails.
   void emit_loop(const Node& child, uint32_t min, uint32_t max, Greed greed) {
-    for (uint32_t i = 0; i < min; ++i) emit_node(child);
     bool lazy = greed == Greed::Lazy;
-    if (max == kUnbounded) {
-      // An iteration that matched nothing ends the loop (it would repeat forever).
-      bool check_progress = nullable(child);
-      uint32_t loop = emit(Op::Split);
-      uint32_t body = here();
-      uint32_t reg = program_.registers;
+    bool check_progress = nullable(child);
+    uint32_t reg = check_progress ? program_.registers++ : 0;
+    std::vector<uint32_t> progress_checks;
+    auto emit_iteration = [&] {
+      if (check_progress) program_.code[emit(Op::SavePosition)].x = reg;
+      emit_node(child);
       if (check_progress) {
-        ++program_.registers;
-        program_.code[emit(Op::SavePosition)].x = reg;
+        progress_checks.push_back(emit(Op::CheckProgress));
+        program_.code[progress_checks.back()].x = reg;
       }
-      emit_node(child);
-      if (check_progress) program_.code[emit(Op::CheckProgress)].x = reg;
-      program_.code[emit(Op::Jump)].x = loop;
-      set_split(loop, body, here(), lazy);
-      return;
-    }
+    };
+    for (uint32_t i = 0; i < min; ++i) emit_iteration();
     std::vector<uint32_t> splits;
-    for (uint32_t i = min; i < max; ++i) {
-      splits.push_back(emit(Op::Split));
-      program_.code[splits.back()].x = here();
-      emit_node(child);
+    if (max == kUnbounded) {
+      uint32_t loop = emit(Op::Split);
+      splits.push_back(loop);
+      program_.code[loop].x = here();
+      emit_iteration();
+      program_.code[emit(Op::Jump)].x = loop;
+    } else {
+      for (uint32_t i = min; i < max; ++i) {
+        splits.push_back(emit(Op::Split));
+        program_.code[splits.back()].x = here();
+        emit_iteration();
+      }
     }
-    for (uint32_t split : splits) set_split(split, program_.code[split].x, here(), lazy);
+    uint32_t exit = here();
+    for (uint32_t split : splits) set_split(split, program_.code[split].x, exit, lazy);
+    for (uint32_t check : progress_checks) program_.code[check].y = exit;
   }
 
   void set_split(uint32_t at, uint32_t body, uint32_t exit, bool lazy) {
@@ -861,7 +901,8 @@ class Matcher {
   bool holds(Assertion assertion, size_t pos) const {
     size_t n = text_.size();
     switch (assertion) {
-      case Assertion::LineStart: return pos == 0 || text_[pos - 1] == '\n';
+      // As Oniguruma's ^: after a newline, except the newline that ends the text.
+      case Assertion::LineStart: return pos == 0 || (text_[pos - 1] == '\n' && pos < n);
       case Assertion::LineEnd: return pos == n || text_[pos] == '\n';
       case Assertion::TextStart: return pos == 0;
       case Assertion::TextEnd: return pos == n;
@@ -920,7 +961,7 @@ class Matcher {
           registers_[instruction.x] = pos;
           ++pc;
           break;
-        case Op::CheckProgress: ok = pos != registers_[instruction.x]; ++pc; break;
+        case Op::CheckProgress: pc = pos == registers_[instruction.x] ? instruction.y : pc + 1; break;
         case Op::Assert: ok = holds(instruction.assertion, pos); ++pc; break;
         case Op::LookAhead: {
           bool found = run(instruction.x, pos) != SIZE_MAX;

@@ -30,6 +30,7 @@ class Regex {
  public:
   static Regex compile(std::string_view pattern);
 
+  // Thread-safe: a compiled Regex is immutable, each call keeps its own matching state.
   // The non-overlapping leftmost matches, [begin, end) in code points, as the `onig` crate's
   // find_iter yields them (what tokenizers' Split uses): after a match the search resumes at
   // its end; an empty match right at the previous match's end is skipped by one code point.

@@ -37,22 +37,28 @@ void split_by_runs(const Split& split, std::vector<PatternRun> runs, SplitBehavi
       break;
     case SplitBehavior::kContiguous:
       for (const auto& run : runs) {
-        if (run.is_match == previous_match && !pieces.empty()) pieces.back().end = run.end;
-        else pieces.push_back({run.begin, run.end, true});
+        if (run.is_match == previous_match && !pieces.empty())
+          pieces.back().end = run.end;
+        else
+          pieces.push_back({run.begin, run.end, true});
         previous_match = run.is_match;
       }
       break;
     case SplitBehavior::kMergedWithPrevious:
       for (const auto& run : runs) {
-        if (run.is_match && !previous_match && !pieces.empty()) pieces.back().end = run.end;
-        else pieces.push_back({run.begin, run.end, true});
+        if (run.is_match && !previous_match && !pieces.empty())
+          pieces.back().end = run.end;
+        else
+          pieces.push_back({run.begin, run.end, true});
         previous_match = run.is_match;
       }
       break;
     case SplitBehavior::kMergedWithNext:
       for (auto run = runs.rbegin(); run != runs.rend(); ++run) {
-        if (run->is_match && !previous_match && !pieces.empty()) pieces.back().begin = run->begin;
-        else pieces.push_back({run->begin, run->end, true});
+        if (run->is_match && !previous_match && !pieces.empty())
+          pieces.back().begin = run->begin;
+        else
+          pieces.push_back({run->begin, run->end, true});
         previous_match = run->is_match;
       }
       std::reverse(pieces.begin(), pieces.end());

@@ -1,10 +1,9 @@
 // ember::tokenizers::Tokenizer: the public face of a tokenizer.json pipeline.
-#include "ember/data/tokenizers.h"
-
 #include <fstream>
 #include <sstream>
 
 #include "data/tokenizers/pipeline.h"
+#include "ember/data/tokenizers.h"
 
 namespace ember::tokenizers {
 

@@ -181,6 +181,12 @@ std::string hex_bytes(std::string_view bytes) {
   return out;
 }
 
+std::string hex_codepoint(char32_t cp) {
+  char buffer[16];
+  std::snprintf(buffer, sizeof buffer, "%04X", static_cast<unsigned>(cp));
+  return buffer;
+}
+
 [[noreturn]] void invalid_utf8(std::string_view text, std::string_view what, size_t offset, size_t length,
                                const char* reason) {
   EMBER_FAIL("tokenizer", "invalid UTF-8 in ", what, " at byte ", offset, ": ", reason, " (",
@@ -224,7 +230,8 @@ std::u32string utf8_to_codepoints(std::string_view text, std::string_view what) 
 }
 
 void append_utf8(std::string& out, char32_t cp) {
-  assert(cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF));
+  EMBER_CHECK(cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF), "tokenizer", "cannot encode U+",
+              hex_codepoint(cp), " in UTF-8: not a Unicode scalar value");
   if (cp < 0x80) {
     out.push_back(static_cast<char>(cp));
   } else if (cp < 0x800) {

@@ -15,7 +15,7 @@ const char* unicode_version();
 // <what> at byte N: ...", naming the offending bytes in hex.
 std::u32string utf8_to_codepoints(std::string_view text, std::string_view what);
 std::string codepoints_to_utf8(std::u32string_view codepoints);
-// Appends one code point's UTF-8 bytes; the caller passes a valid scalar value (asserted).
+// Appends one code point's UTF-8 bytes; a surrogate or a value above U+10FFFF throws.
 void append_utf8(std::string& out, char32_t codepoint);
 
 // The general categories, in the order of the Unicode standard; Cn for unassigned.
