@@ -222,6 +222,17 @@ TEST(RegexHostile, CatastrophicBacktrackingThrowsANamedError) {
       EXPECT_NE(std::string(error.what()).find("backtracking steps"), std::string::npos) << error.what();
     }
   }
+  // A loop over a group keeps one pending alternative per iteration: bounded, with a named error.
+  std::u32string pairs;
+  for (int i = 0; i < 4'500'000; ++i) pairs += U"ab";
+  try {
+    Regex::compile("(?:ab)*c").match_at(pairs, 0);
+    ADD_FAILURE() << "kept 4.5M pending alternatives";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("pending alternatives"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(Regex::compile("(?:ab)*").find_all(std::u32string_view(pairs).substr(0, 1'000'000)).front(),
+            (std::pair<size_t, size_t>{0, 1'000'000}));
   // Empty iterations end a loop rather than spinning: (a?)* on b's terminates with empty matches.
   EXPECT_EQ(Regex::compile("(?:a?)*").find_all(U"bb"), (Matches{{0, 0}, {1, 1}, {2, 2}}));
 }

@@ -40,6 +40,10 @@ constexpr size_t kMaxInstructions = 200000;
 // they scan, and a catastrophically backtracking pattern stops in about a second.
 constexpr uint64_t kStepBudgetBase = 1'000'000;
 constexpr uint64_t kStepBudgetPerCodePoint = 100;
+// Pending alternatives of one match attempt (24 bytes each): the real patterns keep a few
+// dozen; a loop over a group keeps one per iteration, so this allows such a loop over
+// megabytes and stops a hostile pattern before it takes gigabytes.
+constexpr size_t kMaxPendingAlternatives = size_t{1} << 22;
 
 struct Range {
   char32_t first;
@@ -888,6 +892,13 @@ class Matcher {
     size_t limit;  // GiveBack: the lowest end; TakeMore: code points taken
   };
 
+  void push(const Frame& frame) {
+    if (stack_.size() >= kMaxPendingAlternatives)
+      EMBER_FAIL("tokenizer", "regex \"", pattern_, "\" gave up on the match attempt at code point ", attempt_start_,
+                 ": more than ", kMaxPendingAlternatives, " pending alternatives");
+    stack_.push_back(frame);
+  }
+
   void spend(uint64_t steps) {
     if (steps_left_ < steps)
       EMBER_FAIL("tokenizer", "regex \"", pattern_, "\" gave up on the match attempt at code point ", attempt_start_,
@@ -941,9 +952,9 @@ class Matcher {
             break;
           }
           if (instruction.greed == Greed::Greedy && pos > start + instruction.min)
-            stack_.push_back({Frame::Kind::GiveBack, pc + 1, pos, start + instruction.min});
+            push({Frame::Kind::GiveBack, pc + 1, pos, start + instruction.min});
           else if (instruction.greed == Greed::Lazy && pos - start < instruction.max)
-            stack_.push_back({Frame::Kind::TakeMore, pc, pos, pos - start});
+            push({Frame::Kind::TakeMore, pc, pos, pos - start});
           ++pc;
           break;
         }
@@ -951,13 +962,13 @@ class Matcher {
           if (instruction.has_first && !(pos < n && program_.matches(instruction.first, text_[pos]))) {
             pc = instruction.y;
           } else {
-            stack_.push_back({Frame::Kind::Resume, instruction.y, pos, 0});
+            push({Frame::Kind::Resume, instruction.y, pos, 0});
             pc = instruction.x;
           }
           break;
         case Op::Jump: pc = instruction.x; break;
         case Op::SavePosition:
-          stack_.push_back({Frame::Kind::RestoreRegister, instruction.x, registers_[instruction.x], 0});
+          push({Frame::Kind::RestoreRegister, instruction.x, registers_[instruction.x], 0});
           registers_[instruction.x] = pos;
           ++pc;
           break;
