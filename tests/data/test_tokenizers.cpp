@@ -21,11 +21,13 @@
 #include "ember/data/text.h"
 #include "ember/data/tokenizers.h"
 #include "ember/error.h"
+#include "error_testing.h"
 
 namespace ember::tokenizers {
 namespace {
 
 using nlohmann::json;
+using testutil::error_of;
 
 const std::vector<std::string> kFamilies = {"gpt2", "llama3", "qwen2", "llama2", "metaspace", "gemma"};
 
@@ -44,15 +46,6 @@ const Tokenizer& family_tokenizer(const std::string& family) {
   auto it = cache.find(family);
   if (it == cache.end()) it = cache.emplace(family, Tokenizer::from_file(family_dir(family) + "/tokenizer.json")).first;
   return it->second;
-}
-
-std::string error_of(const std::function<void()>& run) {
-  try {
-    run();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The concatenated pieces of a DecodeStream over `ids`; every piece must be whole UTF-8.

@@ -16,6 +16,7 @@
 #include "ember/io/safetensors.h"
 #include "ember/models/lora.h"
 #include "ember/models/pretrained.h"
+#include "error_testing.h"
 #include "models/decoder_layer.h"
 
 namespace ember {
@@ -23,6 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testutil::error_of;
+using testutil::expect_error;
 
 std::string model_dir(const std::string& arch) { return std::string(EMBER_PRETRAINED_FIXTURES) + "/models/" + arch; }
 
@@ -47,22 +50,6 @@ struct ScratchDirectory {
   }
   ~ScratchDirectory() { fs::remove_all(path); }
 };
-
-// The message of the ember::Error that `body` throws, "" when it throws none.
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-void expect_error(const std::function<void()>& body, const std::vector<std::string>& parts) {
-  const std::string message = error_of(body);
-  ASSERT_FALSE(message.empty()) << "no error; expected one naming " << ::testing::PrintToString(parts);
-  for (const auto& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message << "\nlacks: " << part;
-}
 
 // Random adapters (B too, unlike a fresh add_lora) so that they change the output.
 void randomize_adapters(models::CausalLMImpl& model, uint64_t seed) {

@@ -20,12 +20,15 @@
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
 #include "ember/storage.h"
+#include "error_testing.h"
 
 namespace ember {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testutil::error_of;
+using testutil::expect_error;
 
 const std::string kFixtures = EMBER_PRETRAINED_FIXTURES;
 
@@ -517,16 +520,6 @@ TEST(PretrainedConfig, Llama3ScalingFollowsTheWavelengthRule) {
   const double smooth = (32 / (2 * M_PI / base(1)) - 1) / 3;
   EXPECT_NEAR(inverse[1], (1 - smooth) * base(1) / 8 + smooth * base(1), 1e-15);
   for (int i = 2; i < 8; ++i) EXPECT_NEAR(inverse[static_cast<size_t>(i)], base(i) / 8, 1e-18) << i;
-}
-
-void expect_error(const std::function<void()>& body, const std::vector<std::string>& parts) {
-  try {
-    body();
-    ADD_FAILURE() << "no error; expected one naming " << ::testing::PrintToString(parts);
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& part : parts) EXPECT_NE(message.find(part), std::string::npos) << message << "\nlacks: " << part;
-  }
 }
 
 TEST(PretrainedConfig, InconsistentOrUnknownFieldsAreNamedErrors) {
