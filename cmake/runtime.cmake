@@ -122,7 +122,8 @@ target_link_options(ember_rt_cpu INTERFACE ${EMBER_RT_LINK_FLAGS})
 # ember-rt, with the kernels of the GPT's op set (src/runtime/kernels/gpt.ops).
 add_executable(ember_rt_cli ${PROJECT_SOURCE_DIR}/src/runtime/main.cpp)
 set_target_properties(ember_rt_cli PROPERTIES OUTPUT_NAME ember-rt RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
-target_compile_options(ember_rt_cli PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS})
+# main.cpp is argument parsing and the generation loop around the kernels: -Os (Note [Runtime size]).
+target_compile_options(ember_rt_cli PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -Os)
 ember_rt_kernels(ember_rt_cli ${PROJECT_SOURCE_DIR}/src/runtime/kernels/gpt.ops)
 target_link_libraries(ember_rt_cli PRIVATE ember_rt_cpu)
 target_link_options(ember_rt_cli PRIVATE ${EMBER_RT_LINK_FLAGS})

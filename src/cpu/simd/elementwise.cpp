@@ -408,6 +408,14 @@ InnerLoop predicate_loop(PredicateOp op, ScalarType dtype) {
   });
 }
 
+InnerLoop gelu_loop(bool approximate_tanh, ScalarType dtype) {
+  switch (dtype) {
+    case ScalarType::Float32: return approximate_tanh ? unary_kernel<float, UnaryOp::GeluTanh> : nullptr;
+    case ScalarType::BFloat16: return approximate_tanh ? unary_kernel<BFloat16, UnaryOp::GeluTanh> : nullptr;
+    default: return nullptr;
+  }
+}
+
 InnerLoop copy_loop(ScalarType dtype) {
   return by_dtype(dtype, [](auto tag) -> InnerLoop { return cast_kernel<decltype(tag), decltype(tag)>; });
 }
