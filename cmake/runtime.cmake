@@ -46,7 +46,9 @@ function(ember_rt_kernels target ops_file)
     if(NOT TARGET ember_rt_kernel_${op})
       add_library(ember_rt_kernel_${op} OBJECT ${PROJECT_SOURCE_DIR}/src/runtime/kernels/${op}.cpp)
       target_link_libraries(ember_rt_kernel_${op} PRIVATE ember_rt_core)
-      target_compile_options(ember_rt_kernel_${op} PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -fno-math-errno)
+      # -Os: a kernel is glue (operand checks, views, scratch) around src/cpu loops, which
+      # ember_rt_cpu builds -Os already (Note [Runtime size]).
+      target_compile_options(ember_rt_kernel_${op} PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -fno-math-errno -Os)
     endif()
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:ember_rt_kernel_${op}>)
     string(APPEND declarations "extern const Kernel ${op};\n")

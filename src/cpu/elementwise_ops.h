@@ -44,6 +44,8 @@ EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, sub_loop, (::ember::ScalarType dty
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, mul_loop, (::ember::ScalarType dtype))
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, div_loop, (::ember::ScalarType dtype))
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, copy_loop, (::ember::ScalarType dtype))
+// unary_loop(Rsqrt, dtype) for float32 and float64 alone (ember-rt's layer_norm).
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, rsqrt_loop, (::ember::ScalarType dtype))
 // unary_loop(GeluTanh or GeluErf, dtype) for the gelu op alone, in the dtypes decoders
 // compute in (float32, bfloat16; nullptr for others): ember-rt's size limit.
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, gelu_loop, (bool approximate_tanh, ::ember::ScalarType dtype))

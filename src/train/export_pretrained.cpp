@@ -1,18 +1,6 @@
 #include "train/export_pretrained.h"
 
-#include <algorithm>
-
 namespace ember::train {
-namespace {
-
-// The ops an architecture's forward records that libember_rt has no kernel for
-// (src/runtime/kernels): an export would load nowhere, so it is refused up front.
-std::vector<std::string> ops_missing_in_runtime(const models::PretrainedConfig& config) {
-  if (config.architecture == models::Architecture::kGPT2) return {"layer_norm"};
-  return {};
-}
-
-}  // namespace
 
 CachedDecoder cached_decoder(const models::CausalLM& model) {
   const models::PretrainedConfig& c = model->config();
@@ -48,9 +36,6 @@ std::string encode_token_bytes(const std::vector<std::string>& bytes) {
 ExportedProgram export_pretrained(const models::CausalLM& model, const std::vector<int64_t>& eos_token_ids,
                                   const tokenizers::Tokenizer* tokenizer) {
   const models::PretrainedConfig& config = model->config();
-  const std::vector<std::string> missing = ops_missing_in_runtime(config);
-  EMBER_CHECK(missing.empty(), "export", models::architecture_name(config.architecture), " (", config.file,
-              ") is not exportable yet: the program runtime has no kernel for ", missing);
   if (tokenizer != nullptr)
     EMBER_CHECK(tokenizer->vocab_size() <= config.vocab_size, "export", "the tokenizer has ", tokenizer->vocab_size(),
                 " ids, more than the model's vocab_size ", config.vocab_size);

@@ -20,7 +20,7 @@ CachedDecoder cached_decoder(const models::CausalLM& model);
 // prefill and decode over caller-owned caches, with metadata "max_seq_len", "architecture"
 // (transformers' class name), "eos_token_ids" (decimal, space-separated) and, with a tokenizer,
 // "token_bytes": every id's bytes (Tokenizer::token_bytes) as lowercase hex, comma-separated in
-// id order. An architecture whose ops the program runtime lacks is refused, naming them.
+// id order.
 ExportedProgram export_pretrained(const models::CausalLM& model, const std::vector<int64_t>& eos_token_ids,
                                   const tokenizers::Tokenizer* tokenizer = nullptr);
 

@@ -408,10 +408,17 @@ InnerLoop predicate_loop(PredicateOp op, ScalarType dtype) {
   });
 }
 
+InnerLoop rsqrt_loop(ScalarType dtype) {
+  if (dtype == ScalarType::Float64) return unary_kernel<double, UnaryOp::Rsqrt>;
+  return dtype == ScalarType::Float32 ? unary_kernel<float, UnaryOp::Rsqrt> : nullptr;
+}
+
 InnerLoop gelu_loop(bool approximate_tanh, ScalarType dtype) {
   switch (dtype) {
-    case ScalarType::Float32: return approximate_tanh ? unary_kernel<float, UnaryOp::GeluTanh> : nullptr;
-    case ScalarType::BFloat16: return approximate_tanh ? unary_kernel<BFloat16, UnaryOp::GeluTanh> : nullptr;
+    case ScalarType::Float32:
+      return approximate_tanh ? unary_kernel<float, UnaryOp::GeluTanh> : unary_kernel<float, UnaryOp::GeluErf>;
+    case ScalarType::BFloat16:
+      return approximate_tanh ? unary_kernel<BFloat16, UnaryOp::GeluTanh> : unary_kernel<BFloat16, UnaryOp::GeluErf>;
     default: return nullptr;
   }
 }
