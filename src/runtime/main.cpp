@@ -33,7 +33,7 @@ const char* kUsage =
     "  an exported GPT as `ember generate` does (defaults: --tokens 200 --temperature 0.8\n"
     "  --top-k 40 --top-p 0.95 --seed 0; --temperature 0 is greedy). With --ids, continues those\n"
     "  token ids (a model exported by `ember export --model`: ember-rt cannot encode its text, so\n"
-    "  get the ids from `ember tokenize`) and prints the new ids on one line, or with --emit text\n"
+    "  take the ids `ember tokenize` prints) and prints the new ids on one line, or with --emit text\n"
     "  their bytes; stops after an EOS id of the model unless --ignore-eos.\n";
 
 const char* const kDtypeNames[] = {"bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
@@ -230,11 +230,12 @@ struct Tokenizer {
   }
 };
 
-// "1 2 3": token ids separated by spaces (or commas).
+// "1 2 3": token ids separated by spaces or commas, brackets ignored ("[1, 2, 3]" as `ember
+// tokenize` prints them).
 bool parse_ids(const std::string& text, std::vector<int64_t>* ids) {
   size_t at = 0;
-  while ((at = text.find_first_not_of(" ,", at)) != std::string::npos) {
-    const size_t end = std::min(text.find_first_of(" ,", at), text.size());
+  while ((at = text.find_first_not_of(" ,[]", at)) != std::string::npos) {
+    const size_t end = std::min(text.find_first_of(" ,[]", at), text.size());
     int64_t id = 0;
     if (!parse_int(text.substr(at, end - at), &id) || id < 0) return false;
     ids->push_back(id);
