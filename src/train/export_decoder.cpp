@@ -42,9 +42,7 @@ ExportedProgram export_cached_decoder(const CachedDecoder& decoder) {
     // the positions reached): one eager step at the last position gives them their final size
     // before the trace, so that every traced size reads the same constants.
     NoGradGuard no_grad;
-    std::vector<Tensor> warm = make_cache_inputs(decoder);
-    warm.insert(warm.begin(), Tensor());
-    std::vector<nn::attention::KVCache> caches = caches_over(warm, 1, max_len - 1);
+    std::vector<nn::attention::KVCache> caches = caches_over(make_cache_inputs(decoder), 0, max_len - 1);
     decoder.forward(zeros({1, 1}, TensorOptions().dtype(kInt64)), caches, false);
   }
   const int64_t prompt = std::min<int64_t>(8, max_len - 1);

@@ -40,10 +40,11 @@ bool check(const KernelSignature& s, Error& error) {
   if (t != program::ScalarType::Float32 && t != program::ScalarType::Float64 && t != program::ScalarType::BFloat16 &&
       t != program::ScalarType::Float16)
     return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[layer_norm] not implemented for dtype %s", dtype_name(t));
-  // Three [numel] buffers and two [rows] columns in the compute dtype.
+  // In the compute dtype: x, centered and a work buffer of numel elements; the means, and the
+  // variances (then the cast weight and bias), of rows (or width) <= numel elements.
   const int64_t numel = s.inputs[0].max_bytes / element_size(s.inputs[0].dtype);
   const int64_t item = element_size(compute_dtype(t));
-  *s.scratch_bytes = 3 * aligned_bytes(numel * item) + 2 * aligned_bytes(numel * item);
+  *s.scratch_bytes = 5 * aligned_bytes(numel * item);
   return true;
 }
 
@@ -118,12 +119,9 @@ bool run(const KernelCall& c, Error& error) {
   cpu::ElementwiseParams unit, minus;  // alpha 1, as binary_op's default; alpha -1
   minus.alpha = -1;
   row_means(x, mean);
-  const double eps_value = eps;
-  TensorView eps_scalar = matrix(nullptr, t, 1, 1);  // binary_op's 0-d operand, in the compute dtype
-  float eps_float = static_cast<float>(eps_value);
-  double eps_double = eps_value;
-  eps_scalar.data = t == program::ScalarType::Float64 ? static_cast<void*>(&eps_double) : static_cast<void*>(&eps_float);
-  eps_scalar.dim = 0;
+  // eps as binary_op's 0-d operand: a scalar in the compute dtype.
+  float eps_float = static_cast<float>(eps);
+  TensorView eps_scalar{t == program::ScalarType::Float64 ? static_cast<void*>(&eps) : static_cast<void*>(&eps_float), t};
   // centered = x - mean -> a; variance = mean(centered * centered) -> column; rstd -> column.
   // x - mean as x + (-1) * mean: the add loop computes a + alpha * b, and -mean is exact, so the
   // bits are sub's while ember-rt links no sub kernel.
