@@ -46,7 +46,9 @@ function(ember_rt_kernels target ops_file)
     if(NOT TARGET ember_rt_kernel_${op})
       add_library(ember_rt_kernel_${op} OBJECT ${PROJECT_SOURCE_DIR}/src/runtime/kernels/${op}.cpp)
       target_link_libraries(ember_rt_kernel_${op} PRIVATE ember_rt_core)
-      target_compile_options(ember_rt_kernel_${op} PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -fno-math-errno)
+      # -Os: a kernel is glue (operand checks, views, scratch) around src/cpu loops, which
+      # ember_rt_cpu builds -Os already (Note [Runtime size]).
+      target_compile_options(ember_rt_kernel_${op} PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -fno-math-errno -Os)
     endif()
     target_sources(${target} PRIVATE $<TARGET_OBJECTS:ember_rt_kernel_${op}>)
     string(APPEND declarations "extern const Kernel ${op};\n")
@@ -122,7 +124,8 @@ target_link_options(ember_rt_cpu INTERFACE ${EMBER_RT_LINK_FLAGS})
 # ember-rt, with the kernels of the GPT's op set (src/runtime/kernels/gpt.ops).
 add_executable(ember_rt_cli ${PROJECT_SOURCE_DIR}/src/runtime/main.cpp)
 set_target_properties(ember_rt_cli PROPERTIES OUTPUT_NAME ember-rt RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
-target_compile_options(ember_rt_cli PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS})
+# main.cpp is argument parsing and the generation loop around the kernels: -Os (Note [Runtime size]).
+target_compile_options(ember_rt_cli PRIVATE ${EMBER_WARNINGS} ${EMBER_RT_FLAGS} -Os)
 ember_rt_kernels(ember_rt_cli ${PROJECT_SOURCE_DIR}/src/runtime/kernels/gpt.ops)
 target_link_libraries(ember_rt_cli PRIVATE ember_rt_cpu)
 target_link_options(ember_rt_cli PRIVATE ${EMBER_RT_LINK_FLAGS})

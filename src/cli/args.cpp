@@ -84,4 +84,11 @@ bool asks_for_help(const std::vector<std::string>& argv) {
   return false;
 }
 
+ScalarType parse_dtype(const Args& args) {
+  const std::string name = args.get("dtype", "float32");
+  if (name == "float32") return kFloat32;
+  if (name == "bfloat16") return kBFloat16;
+  throw UsageError{"--dtype must be float32 or bfloat16, got '" + name + "'"};
+}
+
 }  // namespace ember::cli

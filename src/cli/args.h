@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "ember/dtype.h"
+
 namespace ember::cli {
 
 // Thrown for a bad command line; main prints "ember CMD: message" and exits 2.
@@ -30,5 +32,8 @@ class Args {
  private:
   std::map<std::string, std::string> values_;
 };
+
+// --dtype: float32 (the default) or bfloat16, the compute dtypes of pretrained models.
+ScalarType parse_dtype(const Args& args);
 
 }  // namespace ember::cli

@@ -1,29 +1,45 @@
-// `ember export`: writes a training checkpoint's GPT as a .ember program (prefill and
-// decode methods over caller-owned KV caches) for libember_rt and ember-rt.
+// `ember export`: writes a training checkpoint's GPT or a Hugging Face model directory as a
+// .ember program (prefill and decode methods over caller-owned KV caches) for libember_rt and
+// ember-rt.
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "args.h"
 #include "ember/ember.h"
+#include "ember/atomic_file.h"
+#include "ember/data/tokenizers.h"
 #include "ember/export.h"
+#include "ember/models/pretrained.h"
 #include "run_files.h"
 #include "train/export_gpt.h"
+#include "train/export_pretrained.h"
 
 namespace ember::cli {
 namespace {
 
 const char* kExportHelp =
-    "usage: ember export --run DIR --out FILE [flags]\n"
-    "Exports the GPT of a training checkpoint as a program file with two methods: prefill\n"
-    "(tokens [1, T]) and decode (one token at position pos), both over KV caches the caller\n"
-    "owns (docs/PROGRAM_OPS.md). Checks the program against the eager model before writing.\n"
-    "  --run DIR            use DIR/checkpoint.safetensors\n"
+    "usage: ember export (--run DIR | --checkpoint FILE | --model DIR) --out FILE [flags]\n"
+    "Exports a decoder language model as a program file with two methods: prefill (tokens\n"
+    "[1, T]) and decode (one token at position pos), both over KV caches the caller owns\n"
+    "(docs/PROGRAM_OPS.md), for libember_rt and ember-rt. Checks the program against the eager\n"
+    "model before writing.\n"
+    "  --run DIR            the GPT of DIR/checkpoint.safetensors (ember train)\n"
     "  --checkpoint FILE    a checkpoint written by ember train (instead of --run)\n"
+    "  --model DIR          a Hugging Face model directory (config.json, safetensors, and\n"
+    "                       tokenizer.json, whose per-id bytes ember-rt prints as text)\n"
+    "  --max-seq-len N      --model: the longest sequence the program takes, which sizes its\n"
+    "                       caches (default: 512, or the config's max_position_embeddings if less)\n"
+    "  --dtype KIND         --model: float32 (default) or bfloat16\n"
     "  --out FILE           the .ember file to write\n"
     "  --threads N          thread count\n"
     "  --print              list the program (methods, views, calls)\n";
+
+// The cache length of `--model` exports when --max-seq-len is not given: caches grow with it,
+// and a config's max_position_embeddings (32768 and more) would make them gigabytes.
+constexpr int64_t kDefaultMaxSeqLen = 512;
 
 std::string megabytes(uint64_t bytes) {
   std::ostringstream s;
@@ -31,24 +47,43 @@ std::string megabytes(uint64_t bytes) {
   return s.str();
 }
 
-// The exported methods against eager forward_cached on a short prompt and two decode steps.
-void check_against_eager(const ExportedProgram& program, models::GPT model) {
-  NoGradGuard no_grad;
-  const int64_t prompt = std::min<int64_t>(5, model->config.max_seq_len - 2);
-  Tensor tokens = randint(0, model->config.vocab_size, {1, prompt}, TensorOptions().dtype(kInt64));
-  models::GPTCache cache = model->make_cache(1);
-  std::vector<Tensor> caches = train::make_gpt_cache_inputs(model);
-  std::vector<Tensor> inputs = {tokens};
-  inputs.insert(inputs.end(), caches.begin(), caches.end());
-  EMBER_CHECK(equal(program.run(inputs, "prefill")[0], model->forward_cached(tokens, cache)), "export",
-              "the exported prefill differs from the eager model");
-  for (int64_t pos = prompt; pos < prompt + 2; ++pos) {
-    Tensor next = randint(0, model->config.vocab_size, {1, 1}, TensorOptions().dtype(kInt64));
-    std::vector<Tensor> step = {next, full({}, pos, TensorOptions().dtype(kInt64))};
-    step.insert(step.end(), caches.begin(), caches.end());
-    EMBER_CHECK(equal(program.run(step, "decode")[0], model->forward_cached(next, cache)), "export",
-                "the exported decode differs from the eager model at position ", pos);
-  }
+// ember train's GPT, with the tokenizer it was trained with.
+ExportedProgram export_run(const Args& args) {
+  const std::string path =
+      args.get("checkpoint", args.has("run") ? args.get("run", "") + "/checkpoint.safetensors" : "");
+  RunInfo info = read_run_info(path);
+  models::GPT model(info.config);
+  io::load_checkpoint_weights(path, *model);
+  model->eval();
+  ExportedProgram program = train::export_gpt(model);
+  // The runtime hands metadata out as C strings (ember_rt_metadata): a NUL would cut the alphabet.
+  EMBER_CHECK(info.tokenizer_state.find('\0') == std::string::npos, "export",
+              "the char tokenizer's alphabet holds a NUL byte, which a program's metadata cannot carry");
+  program.set_metadata("tokenizer_kind", info.tokenizer_kind);
+  program.set_metadata("tokenizer_state", info.tokenizer_state);
+  train::check_against_eager(program, train::cached_decoder(model));
+  return program;
+}
+
+// A Hugging Face model directory, with its tokenizer's bytes per id and its EOS ids.
+ExportedProgram export_model(const Args& args) {
+  const std::string dir = args.get("model", "");
+  const std::string config_file = dir + "/config.json";
+  const models::PretrainedConfig config =
+      models::parse_pretrained_config(read_file(config_file, "ember export"), config_file);
+  const int64_t max_seq_len = args.get_int("max-seq-len", std::min(kDefaultMaxSeqLen, config.max_position_embeddings));
+  if (max_seq_len < 3) throw UsageError{"--max-seq-len must be >= 3, got " + std::to_string(max_seq_len)};
+  models::PretrainedOptions options;
+  options.dtype = parse_dtype(args);
+  options.max_seq_len = max_seq_len;
+  models::CausalLM model = models::from_pretrained(dir, options);
+  model->eval();
+  std::optional<tokenizers::Tokenizer> tokenizer;
+  if (std::filesystem::exists(dir + "/tokenizer.json")) tokenizer = tokenizers::Tokenizer::from_file(dir + "/tokenizer.json");
+  ExportedProgram program = train::export_pretrained(model, models::read_generation_config(dir).eos_token_ids,
+                                                     tokenizer ? &*tokenizer : nullptr);
+  train::check_against_eager(program, train::cached_decoder(model));
+  return program;
 }
 
 }  // namespace
@@ -58,25 +93,16 @@ int run_export(const std::vector<std::string>& argv) {
     std::cout << kExportHelp;
     return 0;
   }
-  Args args(argv, {"checkpoint", "run", "out", "threads"}, {"print"});
+  Args args(argv, {"checkpoint", "run", "model", "max-seq-len", "dtype", "out", "threads"}, {"print"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
-  const std::string path =
-      args.get("checkpoint", args.has("run") ? args.get("run", "") + "/checkpoint.safetensors" : "");
-  if (path.empty()) throw UsageError{"--checkpoint FILE or --run DIR is required"};
+  const int sources = static_cast<int>(args.has("checkpoint")) + args.has("run") + args.has("model");
+  if (sources != 1) throw UsageError{"exactly one of --checkpoint FILE, --run DIR and --model DIR is required"};
+  if (!args.has("model") && (args.has("max-seq-len") || args.has("dtype")))
+    throw UsageError{"--max-seq-len and --dtype apply to --model only (a GPT keeps its own)"};
   const std::string out = args.get("out", "");
   if (out.empty()) throw UsageError{"--out FILE is required"};
 
-  RunInfo info = read_run_info(path);
-  models::GPT model(info.config);
-  io::load_checkpoint_weights(path, *model);
-  model->eval();
-  ExportedProgram program = train::export_gpt(model);
-  program.set_metadata("tokenizer_kind", info.tokenizer_kind);
-  // The runtime hands metadata out as C strings (ember_rt_metadata): a NUL would cut the alphabet.
-  EMBER_CHECK(info.tokenizer_state.find('\0') == std::string::npos, "export",
-              "the char tokenizer's alphabet holds a NUL byte, which a program's metadata cannot carry");
-  program.set_metadata("tokenizer_state", info.tokenizer_state);
-  check_against_eager(program, model);
+  ExportedProgram program = args.has("model") ? export_model(args) : export_run(args);
   program.save(out);
 
   std::cout << "wrote " << out << " (" << megabytes(std::filesystem::file_size(out)) << ")\n";

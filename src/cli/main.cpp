@@ -40,6 +40,7 @@ const char* kUsage =
     "  generate --model DIR [FLAGS]     generate from a Hugging Face model directory (--model DIR --help)\n"
     "  perplexity --model DIR --file F  perplexity of a text under a Hugging Face model (ember perplexity --help)\n"
     "  export --run DIR --out FILE      write a checkpoint's GPT as a .ember program (ember export --help)\n"
+    "  export --model DIR --out FILE    write a Hugging Face model as a .ember program for ember-rt\n"
     "  export-hf --run RUN --out DIR    write a fine-tuned model as a Hugging Face directory (adapters merged)\n"
     "  tokenize --model DIR --text T    a text's token ids under DIR/tokenizer.json (ember tokenize --help)\n"
     "  info [--json]                    the CPU, GEMM backends and their kernels, the autotune table\n"

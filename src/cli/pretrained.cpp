@@ -48,13 +48,6 @@ const char* kPerplexityHelp =
     "  --dtype KIND         float32 (default) or bfloat16\n"
     "  --threads N          thread count\n";
 
-ScalarType parse_dtype(const Args& args) {
-  const std::string name = args.get("dtype", "float32");
-  if (name == "float32") return kFloat32;
-  if (name == "bfloat16") return kBFloat16;
-  throw UsageError{"--dtype must be float32 or bfloat16, got '" + name + "'"};
-}
-
 models::PretrainedOptions pretrained_options(ScalarType dtype) {
   models::PretrainedOptions options;
   options.dtype = dtype;

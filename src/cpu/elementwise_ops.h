@@ -36,7 +36,7 @@ EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, compare_loop, (::ember::cpu::Compa
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, predicate_loop, (::ember::cpu::PredicateOp op, ::ember::ScalarType dtype))
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, cast_loop, (::ember::ScalarType from, ::ember::ScalarType to))
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, where_loop, (::ember::ScalarType dtype))
-// Lookups that reference only their own kernels: binary_loop for one op, and cast_loop from a
+// Lookups that reference only their own kernels: binary_loop for one op, gelu's unary_loop, and cast_loop from a
 // dtype to itself (an exact copy). A binary that needs a few (ember-rt, with --gc-sections)
 // links only those instead of every op and dtype pair.
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, add_loop, (::ember::ScalarType dtype))
@@ -44,3 +44,8 @@ EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, sub_loop, (::ember::ScalarType dty
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, mul_loop, (::ember::ScalarType dtype))
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, div_loop, (::ember::ScalarType dtype))
 EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, copy_loop, (::ember::ScalarType dtype))
+// unary_loop(Rsqrt, dtype) for float32 and float64 alone (ember-rt's layer_norm).
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, rsqrt_loop, (::ember::ScalarType dtype))
+// unary_loop(GeluTanh or GeluErf, dtype) for the gelu op alone, in the dtypes decoders
+// compute in (float32, bfloat16; nullptr for others): ember-rt's size limit.
+EMBER_DECLARE_KERNEL(::ember::cpu::InnerLoop, gelu_loop, (bool approximate_tanh, ::ember::ScalarType dtype))

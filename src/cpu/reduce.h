@@ -24,6 +24,9 @@ constexpr int64_t kReduceChunk = 65536;
 EMBER_DECLARE_KERNEL(void, reduce_run,
                      (::ember::cpu::ReduceOp op, ::ember::ScalarType dtype, const void* data, int64_t n,
                       ::ember::cpu::ReduceValue* out))
+// reduce_run's Sum of n contiguous float32 (or, for kFloat64, float64) elements alone: what a
+// binary that needs only that (ember-rt's layer_norm) links instead of every op and dtype.
+EMBER_DECLARE_KERNEL(double, float_sum_run, (::ember::ScalarType dtype, const void* data, int64_t n))
 // acc[j] = op(acc[j], x[r * row_stride + j]) for r in [0, rows), j in [0, count), in order
 // of r: reduces the rows of a strided [rows, count] block into acc.
 EMBER_DECLARE_KERNEL(void, reduce_columns,

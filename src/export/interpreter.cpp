@@ -133,6 +133,12 @@ const std::map<std::string, Kernel>& kernels() {
     k["embedding"] = [](const std::vector<Tensor>& in, const Attributes& a) {
       return std::vector<Tensor>{embedding(in.at(0), in.at(1), a.integer("padding_idx", -1))};
     };
+    k["layer_norm"] = [](const std::vector<Tensor>& in, const Attributes& a) {
+      return std::vector<Tensor>{F::layer_norm(in.at(0), nn::LayerNormFuncOptions(a.ints("normalized_shape"))
+                                                              .weight(input_or_undefined(in, 1))
+                                                              .bias(input_or_undefined(in, 2))
+                                                              .eps(a.real("eps")))};
+    };
     k["rms_norm"] = [](const std::vector<Tensor>& in, const Attributes& a) {
       const std::vector<int64_t> width = a.ints("normalized_shape");
       const Tensor& x = in.at(0);

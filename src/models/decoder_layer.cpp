@@ -43,9 +43,9 @@ Tensor normalize(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
 Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias, bool weight_in_by_out) {
   const ScalarType dtype = x.scalar_type();
   const Tensor b = bias.defined() ? bias.to(dtype) : Tensor();
-  if (!weight_in_by_out) return F::linear(x, weight.to(dtype), b);
-  Tensor out = x.matmul(weight.to(dtype));
-  return b.defined() ? out + b : out;
+  // A weight stored [in, out] (GPT-2's Conv1D) goes through linear as its transposed view:
+  // the same one product x @ W and bias add, and one op an exported program can call.
+  return F::linear(x, weight_in_by_out ? weight.to(dtype).t() : weight.to(dtype), b);
 }
 
 Tensor add_adapter_output(const Tensor& y, const Tensor& x, const LoraAdapter& adapter, bool training) {

@@ -6,6 +6,7 @@
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
+#include "core/record_op.h"
 #include "nn/rms_norm.h"
 
 namespace ember::nn::functional {
@@ -52,6 +53,10 @@ Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncO
 }
 
 Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
+  // Exported as one op over the composite below (the runtime's layer_norm kernel repeats its
+  // steps on the same cpu kernels); with a weight but no bias, or a bias but no weight, the
+  // inputs would not say which is which, so that form has no export support.
+  EMBER_RECORD_OP("layer_norm", input, options.weight(), options.bias());
   const auto dims = trailing_dims(input, options.normalized_shape(), "layer_norm");
   check_affine(options.weight(), options.normalized_shape(), "weight", "layer_norm");
   check_affine(options.bias(), options.normalized_shape(), "bias", "layer_norm");
@@ -62,7 +67,10 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
   Tensor out = centered * (variance + options.eps()).rsqrt();
   if (options.weight().defined()) out = out * options.weight().to(compute);
   if (options.bias().defined()) out = out + options.bias().to(compute);
-  return out.to(input.scalar_type());
+  out = out.to(input.scalar_type());
+  if (options.weight().defined() != options.bias().defined()) return out;
+  ember_trace_op_.attr("normalized_shape", options.normalized_shape()).attr("eps", options.eps());
+  return ember_trace_op_.result(out);
 }
 
 Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options) {

@@ -5,6 +5,9 @@
 //       (3x4; "scalar" for 0 dims); output o is written to PREFIX<o>.bin (default out)
 //   ember-rt GPT.ember --prompt TEXT [--tokens N --temperature X --top-k N --top-p X --seed N]
 //       text generation as `ember generate` (the exported GPT's prefill and decode methods)
+//   ember-rt MODEL.ember --ids "1 2 3" [--emit ids|text] [--ignore-eos] [sampling flags]
+//       generation from token ids (any exported decoder; a pretrained model's text is printed
+//       from its "token_bytes" metadata: ember-rt does not parse tokenizer.json)
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -23,11 +26,15 @@ namespace {
 const char* kUsage =
     "usage: ember-rt PROGRAM [--method NAME --input SHAPE=FILE ... [--output PREFIX]]\n"
     "       ember-rt GPT.ember --prompt TEXT [--tokens N] [--temperature X] [--top-k N] [--top-p X] [--seed N]\n"
+    "       ember-rt MODEL.ember --ids \"1 2 3\" [--emit ids|text] [--ignore-eos] [--tokens N] [sampling flags]\n"
     "  PROGRAM alone lists its metadata, methods, inputs and outputs; with --method runs NAME\n"
     "  on the inputs (raw row-major bytes in each input's dtype; SHAPE like 3x4, or scalar) and writes\n"
     "  output o to PREFIX<o>.bin (default PREFIX: out). With --prompt, continues the text with\n"
     "  an exported GPT as `ember generate` does (defaults: --tokens 200 --temperature 0.8\n"
-    "  --top-k 40 --top-p 0.95 --seed 0).\n";
+    "  --top-k 40 --top-p 0.95 --seed 0; --temperature 0 is greedy). With --ids, continues those\n"
+    "  token ids (a model exported by `ember export --model`: ember-rt cannot encode its text, so\n"
+    "  take the ids `ember tokenize` prints) and prints the new ids on one line, or with --emit text\n"
+    "  their bytes; stops after an EOS id of the model unless --ignore-eos.\n";
 
 const char* const kDtypeNames[] = {"bool", "uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32",
                                    "float64"};
@@ -51,7 +58,8 @@ void print_info(const char* what, size_t index, const EmberRtTensorInfo& info) {
 // The metadata tools read (the C API looks keys up; it does not list them), with newlines
 // and other control bytes escaped so each entry stays on one line.
 void print_metadata(const EmberRtProgram* program) {
-  for (const char* key : {"max_seq_len", "tokenizer_kind", "tokenizer_state", "gpt_config"}) {
+  for (const char* key : {"max_seq_len", "tokenizer_kind", "tokenizer_state", "gpt_config", "architecture",
+                          "eos_token_ids"}) {
     const char* value = ember_rt_metadata(program, key);
     if (value == nullptr) continue;
     std::printf("metadata %s: ", key);
@@ -178,6 +186,24 @@ struct Tokenizer {
   bool bytes = true;
   std::string alphabet;
   int16_t index[256] = {};
+  std::vector<std::string> table;  // a pretrained model's bytes per id (decode only)
+
+  // "token_bytes" metadata: each id's bytes in lowercase hex, comma-separated in id order.
+  bool init_table(const char* token_bytes) {
+    table.assign(1, std::string());
+    for (const char* c = token_bytes; *c; ++c) {
+      if (*c == ',') {
+        table.emplace_back();
+        continue;
+      }
+      const int high = hex(c[0]), low = c[1] ? hex(c[1]) : -1;
+      if (high < 0 || low < 0) return false;
+      table.back().push_back(static_cast<char>(high * 16 + low));
+      ++c;
+    }
+    return true;
+  }
+  static int hex(char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; }
 
   bool init(const char* kind, const char* state) {
     bytes = std::strcmp(kind, "byte") == 0;
@@ -197,14 +223,31 @@ struct Tokenizer {
     return ids;
   }
   std::string decode(int64_t id) const {
+    if (!table.empty()) return id >= 0 && id < static_cast<int64_t>(table.size()) ? table[static_cast<size_t>(id)] : "";
     if (bytes) return std::string(1, static_cast<char>(id));
     return id >= 0 && id < static_cast<int64_t>(alphabet.size()) ? std::string(1, alphabet[static_cast<size_t>(id)])
                                                                  : std::string();
   }
 };
 
+// "1 2 3": token ids separated by spaces or commas, brackets ignored ("[1, 2, 3]" as `ember
+// tokenize` prints them).
+bool parse_ids(const std::string& text, std::vector<int64_t>* ids) {
+  size_t at = 0;
+  while ((at = text.find_first_not_of(" ,[]", at)) != std::string::npos) {
+    const size_t end = std::min(text.find_first_of(" ,[]", at), text.size());
+    int64_t id = 0;
+    if (!parse_int(text.substr(at, end - at), &id) || id < 0) return false;
+    ids->push_back(id);
+    at = end;
+  }
+  return true;
+}
+
 struct GenerateOptions {
   std::string prompt;
+  std::vector<int64_t> ids;  // --ids: the context as token ids
+  bool from_ids = false, emit_text = false, ignore_eos = false;
   int64_t tokens = 200, top_k = 40;
   double temperature = 0.8, top_p = 0.95;
   uint64_t seed = 0;
@@ -245,7 +288,7 @@ class Gpt {
     std::vector<EmberRtTensor> inputs{token_tensor(context, {1, static_cast<int64_t>(context.size())})};
     inputs.insert(inputs.end(), cache_tensors_.begin(), cache_tensors_.end());
     length_ = static_cast<int64_t>(context.size());
-    return run(prefill_, inputs, length_ - 1, logits);
+    return run(prefill_, inputs, logits);
   }
 
   // Logits after `token`, appended to the cache at position length().
@@ -258,7 +301,7 @@ class Gpt {
     std::vector<EmberRtTensor> inputs{token_tensor(one, {1, 1}), position};
     inputs.insert(inputs.end(), cache_tensors_.begin(), cache_tensors_.end());
     ++length_;
-    return run(decode_, inputs, 0, logits);
+    return run(decode_, inputs, logits);
   }
 
   int64_t length() const { return length_; }
@@ -274,12 +317,14 @@ class Gpt {
     return t;
   }
 
-  bool run(EmberRtMethod* method, const std::vector<EmberRtTensor>& inputs, int64_t row, std::vector<double>* logits) {
+  // The logits of the output's last row: a GPT's prefill gives every position's, a pretrained
+  // model's the last one only.
+  bool run(EmberRtMethod* method, const std::vector<EmberRtTensor>& inputs, std::vector<double>* logits) {
     EmberRtTensor output{};
     output.data = logits_.data();
     output.capacity_bytes = (logits_.size() - 1) * sizeof(float);
     if (ember_rt_run(method, inputs.data(), inputs.size(), &output, 1) != EMBER_RT_OK) return false;
-    const float* values = logits_.data() + row * vocab_;
+    const float* values = logits_.data() + (output.sizes[1] - 1) * vocab_;
     logits->assign(values, values + vocab_);  // exact, as Tensor::to(kFloat64) in ember generate
     return true;
   }
@@ -295,33 +340,62 @@ class Gpt {
 // The steps of `ember generate` (src/cli/generate.cpp): prefill the prompt (its last
 // max_seq_len tokens), then sample and decode one token at a time; a full cache restarts from
 // the latest half of the context.
-int generate(EmberRtProgram* program, const GenerateOptions& options) {
+// The decoder's text, from a GPT's byte/char tokenizer or a pretrained model's token_bytes.
+bool init_tokenizer(EmberRtProgram* program, Tokenizer* tokenizer) {
+  if (const char* token_bytes = ember_rt_metadata(program, "token_bytes")) return tokenizer->init_table(token_bytes);
   const char* kind = ember_rt_metadata(program, "tokenizer_kind");
+  return kind != nullptr && tokenizer->init(kind, ember_rt_metadata(program, "tokenizer_state"));
+}
+
+// "eos_token_ids" metadata: decimal ids, space-separated.
+std::vector<int64_t> eos_ids(EmberRtProgram* program) {
+  std::vector<int64_t> ids;
+  const char* text = ember_rt_metadata(program, "eos_token_ids");
+  for (char* end = nullptr; text != nullptr && *text; text = end) {
+    ids.push_back(std::strtoll(text, &end, 10));
+    if (end == text) break;
+  }
+  return ids;
+}
+
+int generate(EmberRtProgram* program, const GenerateOptions& options) {
   const char* max_len_text = ember_rt_metadata(program, "max_seq_len");
   Tokenizer tokenizer;
-  if (kind == nullptr || max_len_text == nullptr || !tokenizer.init(kind, ember_rt_metadata(program, "tokenizer_state")))
-    return fail("the program has no tokenizer_kind/tokenizer_state/max_seq_len metadata (not an exported GPT?)");
+  const bool has_tokenizer = init_tokenizer(program, &tokenizer);
+  if (max_len_text == nullptr || (!has_tokenizer && (!options.from_ids || options.emit_text)))
+    return fail("the program has no max_seq_len and tokenizer (tokenizer_kind/tokenizer_state or token_bytes) "
+                "metadata (not an exported decoder?)");
+  if (!options.from_ids && !tokenizer.table.empty())
+    return fail("ember-rt cannot encode text for this model's tokenizer: give the prompt as --ids (ember tokenize)");
   Gpt gpt;
-  if (!gpt.init(program)) return fail("the program has no prefill and decode methods of an exported GPT");
+  if (!gpt.init(program)) return fail("the program has no prefill and decode methods of an exported decoder");
   const int64_t max_len = std::strtoll(max_len_text, nullptr, 10);
-  std::vector<int64_t> tokens = tokenizer.encode(options.prompt.empty() ? "\n" : options.prompt);
+  const std::vector<int64_t> eos = options.ignore_eos ? std::vector<int64_t>() : eos_ids(program);
+  std::vector<int64_t> tokens =
+      options.from_ids ? options.ids : tokenizer.encode(options.prompt.empty() ? "\n" : options.prompt);
+  if (tokens.empty()) return fail("--ids needs at least one token id");
   std::vector<double> logits;
   auto prefill = [&](int64_t keep) {
     keep = std::min<int64_t>(keep, static_cast<int64_t>(tokens.size()));
     return gpt.prefill(std::vector<int64_t>(tokens.end() - keep, tokens.end()), &logits);
   };
   if (!prefill(max_len)) return fail(ember_rt_last_error());
-  std::fputs(options.prompt.c_str(), stdout);
+  if (!options.from_ids) std::fputs(options.prompt.c_str(), stdout);
   std::fflush(stdout);
   for (int64_t i = 0; i < options.tokens; ++i) {
     const double u = ember::detail::uniform_from_bits(ember::cpu::random_bits(options.seed, static_cast<uint64_t>(i)));
     const int64_t next = ember::detail::sample_token(logits.data(), static_cast<int64_t>(logits.size()),
                                                      options.temperature, options.top_k, options.top_p, u);
     tokens.push_back(next);
-    const std::string text = tokenizer.decode(next);
-    std::fwrite(text.data(), 1, text.size(), stdout);  // not fputs: token 0 of the byte tokenizer is a NUL
+    const bool at_eos = std::find(eos.begin(), eos.end(), next) != eos.end();
+    if (options.from_ids && !options.emit_text) {
+      std::printf("%s%lld", i ? " " : "", static_cast<long long>(next));
+    } else if (!at_eos) {
+      const std::string text = tokenizer.decode(next);
+      std::fwrite(text.data(), 1, text.size(), stdout);  // not fputs: token 0 of the byte tokenizer is a NUL
+    }
     std::fflush(stdout);
-    if (i + 1 == options.tokens) break;
+    if (i + 1 == options.tokens || at_eos) break;
     const bool ok = gpt.length() == max_len ? prefill(max_len / 2) : gpt.decode(next, &logits);
     if (!ok) return fail(ember_rt_last_error());
   }
@@ -343,6 +417,10 @@ int main(int argc, char** argv) {
   bool generating = false;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--ignore-eos") {  // the one switch
+      generation.ignore_eos = generating = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::fputs(kUsage, stderr);
       return 2;
@@ -353,6 +431,8 @@ int main(int argc, char** argv) {
     else if (flag == "--input") inputs.push_back(value);
     else if (flag == "--output") prefix = value;
     else if (flag == "--prompt") generation.prompt = value;
+    else if (flag == "--ids") parsed = parse_ids(value, &generation.ids), generation.from_ids = true;
+    else if (flag == "--emit") parsed = value == "text" || value == "ids", generation.emit_text = value == "text";
     else if (flag == "--tokens") parsed = parse_int(value, &generation.tokens);
     else if (flag == "--temperature") parsed = parse_number(value, &generation.temperature);
     else if (flag == "--top-k") parsed = parse_int(value, &generation.top_k);
@@ -363,7 +443,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (!parsed) {
-      std::fprintf(stderr, "ember-rt: %s expects a number, got '%s'\n", flag.c_str(), value.c_str());
+      std::fprintf(stderr, "ember-rt: %s expects %s, got '%s'\n", flag.c_str(),
+                   flag == "--emit" ? "ids or text" : flag == "--ids" ? "integers separated by spaces" : "a number",
+                   value.c_str());
       return 2;
     }
     generating |= flag != "--method" && flag != "--input" && flag != "--output";

@@ -1,12 +1,17 @@
 // The GPT as an exported program with two methods, `prefill` and `decode`, over KV caches
-// the caller owns (the layout is in docs/PROGRAM_OPS.md, "GPT program layout").
+// the caller owns (train/export_decoder.h; the layout is in docs/PROGRAM_OPS.md, "Decoder
+// program layout").
 #pragma once
 #include <vector>
 
 #include "ember/export.h"
 #include "ember/models/gpt.h"
+#include "train/export_decoder.h"
 
 namespace ember::train {
+
+// The GPT as the export recipe sees it (prefill keeps every row of logits).
+CachedDecoder cached_decoder(const models::GPT& model);
 
 // prefill(tokens [1, T], cache_k_0, cache_v_0, ...) -> logits [1, T, vocab], writing cache
 // positions 0 .. T-1; decode(tokens [1, 1], pos (int64 0-d), caches...) -> logits [1, 1, vocab],

@@ -32,6 +32,11 @@ class Tokenizer : public ember::data::Tokenizer {
   std::string decode(const std::vector<int64_t>& ids) const override;  // special tokens kept
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const;
 
+  // The bytes each id adds to a decoded text in the middle of it (index = id; empty for ids
+  // with no token), before any repair of invalid UTF-8: a token may hold part of a character.
+  // Concatenated, they are the text a runtime without this tokenizer prints as ids come.
+  std::vector<std::string> token_bytes() const;
+
   int64_t vocab_size() const override;  // model vocabulary and added tokens: max id + 1
   std::optional<int64_t> token_to_id(const std::string& token) const;
   std::string id_to_token(int64_t id) const;  // throws on an id outside the vocabulary

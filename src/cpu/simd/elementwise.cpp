@@ -408,6 +408,21 @@ InnerLoop predicate_loop(PredicateOp op, ScalarType dtype) {
   });
 }
 
+InnerLoop rsqrt_loop(ScalarType dtype) {
+  if (dtype == ScalarType::Float64) return unary_kernel<double, UnaryOp::Rsqrt>;
+  return dtype == ScalarType::Float32 ? unary_kernel<float, UnaryOp::Rsqrt> : nullptr;
+}
+
+InnerLoop gelu_loop(bool approximate_tanh, ScalarType dtype) {
+  switch (dtype) {
+    case ScalarType::Float32:
+      return approximate_tanh ? unary_kernel<float, UnaryOp::GeluTanh> : unary_kernel<float, UnaryOp::GeluErf>;
+    case ScalarType::BFloat16:
+      return approximate_tanh ? unary_kernel<BFloat16, UnaryOp::GeluTanh> : unary_kernel<BFloat16, UnaryOp::GeluErf>;
+    default: return nullptr;
+  }
+}
+
 InnerLoop copy_loop(ScalarType dtype) {
   return by_dtype(dtype, [](auto tag) -> InnerLoop { return cast_kernel<decltype(tag), decltype(tag)>; });
 }

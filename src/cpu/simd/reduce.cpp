@@ -104,6 +104,11 @@ void reduce_run(ReduceOp op, ScalarType dtype, const void* data, int64_t n, Redu
   });
 }
 
+double float_sum_run(ScalarType dtype, const void* data, int64_t n) {
+  if (dtype == ScalarType::Float64) return run<double, ReduceOp::Sum>(static_cast<const double*>(data), n);
+  return run<float, ReduceOp::Sum>(static_cast<const float*>(data), n);
+}
+
 void reduce_columns(ReduceOp op, ScalarType dtype, const void* data, int64_t rows, int64_t row_stride, int64_t count,
                     ReduceValue* acc) {
   by_dtype(dtype, [&](auto tag) {

@@ -44,6 +44,10 @@ class ByteLevel : public Decoder {
   // Tokens of stand-in characters become their bytes; a token with any other character keeps
   // its own UTF-8 (an added token); the whole is then read as lossy UTF-8.
   void decode_chain(std::vector<std::string>& tokens) const override {
+    decode_chain_bytes(tokens);
+    tokens.assign(1, utf8_lossy(tokens.front()));
+  }
+  void decode_chain_bytes(std::vector<std::string>& tokens) const override {
     std::string bytes;
     for (const std::string& token : tokens) {
       const std::u32string codepoints = utf8_to_codepoints(token, "token");
@@ -59,7 +63,7 @@ class ByteLevel : public Decoder {
       }
       bytes += all_stand_ins ? token_bytes : token;
     }
-    tokens.assign(1, utf8_lossy(bytes));
+    tokens.assign(1, bytes);
   }
 };
 
@@ -95,15 +99,18 @@ class Replace : public Decoder {
 class ByteFallback : public Decoder {
  public:
   // Runs of <0xNN> tokens become their bytes when these are valid UTF-8, else one U+FFFD per byte.
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens) const override { decode(tokens, true); }
+  void decode_chain_bytes(std::vector<std::string>& tokens) const override { decode(tokens, false); }
+
+ private:
+  void decode(std::vector<std::string>& tokens, bool replace_invalid) const {
     std::vector<std::string> out;
     out.reserve(tokens.size());
     std::string run;
     size_t run_length = 0;
     auto flush = [&] {
       if (run_length == 0) return;
-      if (is_valid_utf8(run))
-        out.push_back(run);
+      if (!replace_invalid || is_valid_utf8(run)) out.push_back(run);
       else
         for (size_t i = 0; i < run_length; ++i) out.emplace_back(kReplacementCharacter);
       run.clear();
@@ -122,7 +129,6 @@ class ByteFallback : public Decoder {
     tokens = std::move(out);
   }
 
- private:
   static bool is_valid_utf8(std::string_view bytes) {
     for (size_t at = 0; at < bytes.size();) {
       const int length = utf8_sequence(bytes, at);
@@ -159,6 +165,17 @@ class Strip : public Decoder {
  public:
   Strip(char32_t content, size_t start, size_t stop) : content_(content), start_(start), stop_(stop) {}
   // Up to `start` leading and `stop` trailing `content` characters go from each token.
+  void decode_chain_bytes(std::vector<std::string>& tokens) const override {
+    if (content_ >= 0x80) return decode_chain(tokens);
+    // An ASCII content character is one byte: stripped byte-wise, the rest may be any bytes.
+    const char content = static_cast<char>(content_);
+    for (std::string& token : tokens) {
+      size_t begin = 0, end = token.size();
+      while (begin < std::min(start_, token.size()) && token[begin] == content) ++begin;
+      for (size_t i = 0; i < stop_ && end > begin && token[end - 1] == content; ++i) --end;
+      token = token.substr(begin, end - begin);
+    }
+  }
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (std::string& token : tokens) {
       const std::u32string codepoints = utf8_to_codepoints(token, "token");
@@ -180,6 +197,9 @@ class Sequence : public Decoder {
   explicit Sequence(std::vector<std::unique_ptr<Decoder>> steps) : steps_(std::move(steps)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& step : steps_) step->decode_chain(tokens);
+  }
+  void decode_chain_bytes(std::vector<std::string>& tokens) const override {
+    for (const auto& step : steps_) step->decode_chain_bytes(tokens);
   }
 
  private:

@@ -15,6 +15,9 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+  // decode_chain without the steps that repair invalid UTF-8 (ByteLevel's lossy read,
+  // ByteFallback's U+FFFD): a token's own bytes, which may be part of a character.
+  virtual void decode_chain_bytes(std::vector<std::string>& tokens) const { decode_chain(tokens); }
 };
 
 // Null (no decoder) gives nullptr.

@@ -121,6 +121,12 @@ void Pipeline::encode_piece(std::string_view piece, bool at_text_start, std::vec
 }
 
 std::string Pipeline::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
+  return decode(ids, skip_special_tokens, false);
+}
+
+std::string Pipeline::decode_bytes(const std::vector<int64_t>& ids) const { return decode(ids, false, true); }
+
+std::string Pipeline::decode(const std::vector<int64_t>& ids, bool skip_special_tokens, bool raw_bytes) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int64_t id : ids) {
@@ -130,7 +136,8 @@ std::string Pipeline::decode(const std::vector<int64_t>& ids, bool skip_special_
     if (skip_special_tokens && special_contents_.count(*token)) continue;
     tokens.push_back(*token);
   }
-  if (decoder_) decoder_->decode_chain(tokens);
+  if (decoder_ && raw_bytes) decoder_->decode_chain_bytes(tokens);
+  else if (decoder_) decoder_->decode_chain(tokens);
   std::string text;
   for (size_t i = 0; i < tokens.size(); ++i) {
     // Without a decoder HF joins the tokens with spaces.

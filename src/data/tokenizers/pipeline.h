@@ -25,6 +25,8 @@ class Pipeline {
 
   std::vector<int64_t> encode(std::string_view text, bool add_special_tokens) const;
   std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const;
+  // decode's bytes before any repair of invalid UTF-8 (Decoder::decode_chain_bytes).
+  std::string decode_bytes(const std::vector<int64_t>& ids) const;
 
   int64_t vocab_size() const { return vocab_size_; }
   std::optional<int64_t> token_to_id(std::string_view token) const;
@@ -34,6 +36,7 @@ class Pipeline {
   const std::string& name() const { return name_; }
 
  private:
+  std::string decode(const std::vector<int64_t>& ids, bool skip_special_tokens, bool raw_bytes) const;
   void read(const JsonNode& root);
   void read_added_tokens(const JsonNode& list);
   // Appends the ids of a piece of raw text that holds no raw-matched added token.

@@ -1,4 +1,5 @@
 // ember::tokenizers::Tokenizer: the public face of a tokenizer.json pipeline.
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -30,6 +31,29 @@ std::string Tokenizer::decode(const std::vector<int64_t>& ids) const { return pi
 
 std::string Tokenizer::decode(const std::vector<int64_t>& ids, bool skip_special_tokens) const {
   return pipeline_->decode(ids, skip_special_tokens);
+}
+
+std::vector<std::string> Tokenizer::token_bytes() const {
+  const int64_t vocab = pipeline_->vocab_size();
+  // Decoders treat the start of a text apart (Metaspace drops its first space, Strip trims it):
+  // each id is decoded after an anchor, a letter or digit token, and the anchor's bytes cut off.
+  std::optional<int64_t> anchor;
+  std::string anchor_bytes;
+  for (int64_t id = 0; id < vocab && !anchor; ++id) {
+    if (pipeline_->id_to_token(id) == nullptr || pipeline_->is_special(id)) continue;
+    anchor_bytes = pipeline_->decode_bytes({id});
+    if (!anchor_bytes.empty() && std::isalnum(static_cast<unsigned char>(anchor_bytes.front()))) anchor = id;
+  }
+  EMBER_CHECK(anchor, "tokenizer", pipeline_->name(), ": no token decodes to a letter or digit to anchor token_bytes");
+  std::vector<std::string> bytes(static_cast<size_t>(vocab));
+  for (int64_t id = 0; id < vocab; ++id) {
+    if (pipeline_->id_to_token(id) == nullptr) continue;
+    std::string pair = pipeline_->decode_bytes({*anchor, id});
+    EMBER_CHECK(pair.compare(0, anchor_bytes.size(), anchor_bytes) == 0, "tokenizer", pipeline_->name(),
+                ": token ", id, " changes the bytes of the token ", *anchor, " before it");
+    bytes[static_cast<size_t>(id)] = pair.substr(anchor_bytes.size());
+  }
+  return bytes;
 }
 
 int64_t Tokenizer::vocab_size() const { return pipeline_->vocab_size(); }
