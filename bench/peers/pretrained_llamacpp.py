@@ -10,7 +10,7 @@ Needs numpy, `gguf` and `llama-cpp-python` from PyPI (the latter compiles llama.
 tests. EMBER_LLAMACPP_PYTHON names the python that has them.
 
   python3 bench/peers/pretrained_llamacpp.py --model DIR [--types bf16,f16,q8_0]
-      [--threads 2] [--prefill 512] [--decode 64] [--reps 3]
+      [--threads 2] [--prefill 512] [--decode 64] [--reps 3] [--flash-attn]
   python3 bench/peers/pretrained_llamacpp.py --model DIR --check-logits [--check-tokens 64]
 
 The converter is written here rather than taken from llama.cpp's convert_hf_to_gguf.py because
@@ -337,9 +337,10 @@ class GgufFiles:
 # Timing, as llama-bench does: pp = one batch of `prefill` tokens into an empty cache,
 # tg = single-token evaluations.
 
-def load(path, threads, n_ctx, n_batch, logits_all=False, kv_type=None):
+def load(path, threads, n_ctx, n_batch, logits_all=False, kv_type=None, flash_attn=False):
     return llama_cpp.Llama(model_path=str(path), n_threads=threads, n_threads_batch=threads, n_ctx=n_ctx,
-                           n_batch=n_batch, logits_all=logits_all, type_k=kv_type, type_v=kv_type, verbose=False)
+                           n_batch=n_batch, logits_all=logits_all, type_k=kv_type, type_v=kv_type,
+                           flash_attn=flash_attn, verbose=False)
 
 
 def last_logits(llm):
@@ -357,7 +358,7 @@ def best_seconds(fn, reps):
 
 
 def measure(path, args):
-    llm = load(path, args.threads, args.prefill + args.decode + 16, args.prefill)
+    llm = load(path, args.threads, args.prefill + args.decode + 16, args.prefill, flash_attn=args.flash_attn)
     prompt = np.random.default_rng(0).integers(0, llm.n_vocab(), args.prefill).tolist()
 
     def prefill():
@@ -427,6 +428,8 @@ def main():
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--decode", type=int, default=64)
     parser.add_argument("--reps", type=int, default=3)
+    # off by default, as llama-cpp-python's Llama has it; on, to see llama.cpp's other attention path
+    parser.add_argument("--flash-attn", action="store_true")
     parser.add_argument("--check-logits", action="store_true",
                         help="compare llama.cpp's logits with transformers' instead of timing")
     parser.add_argument("--check-tokens", type=int, default=64)
