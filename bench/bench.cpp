@@ -71,11 +71,27 @@ std::string command_output(const std::string& command) {
 
 }  // namespace
 
+namespace {
+
+// Whether `python` runs and imports `modules` (a comma-separated import list).
+bool python_imports(const std::string& python, const std::string& modules) {
+  const std::string probe = command_output("'" + python + "' -c 'import " + modules + "; print(1)' 2>/dev/null");
+  return probe.rfind("1", 0) == 0;
+}
+
+}  // namespace
+
 std::string torch_python() {
   const char* configured = std::getenv("EMBER_TORCH_PYTHON");
   const std::string python = configured && *configured ? configured : "python3";
-  const std::string probe = command_output("'" + python + "' -c 'import torch; print(1)' 2>/dev/null");
-  return probe.rfind("1", 0) == 0 ? python : "";
+  return python_imports(python, "torch") ? python : "";
+}
+
+std::string llamacpp_python() {
+  const char* configured = std::getenv("EMBER_LLAMACPP_PYTHON");
+  if (configured && *configured) return python_imports(configured, "llama_cpp, gguf") ? configured : "";
+  const std::string python = torch_python();
+  return !python.empty() && python_imports(python, "llama_cpp, gguf") ? python : "";
 }
 
 std::vector<nlohmann::json> run_peer(const std::string& python, const std::string& script,
@@ -87,9 +103,9 @@ std::vector<nlohmann::json> run_peer(const std::string& python, const std::strin
   for (std::string line; std::getline(lines, line);) {
     try {
       rows.push_back(nlohmann::json::parse(line));
-      note("torch peer: " + line);
+      note(script + ": " + line);
     } catch (const nlohmann::json::exception&) {
-      note("torch peer printed: " + line);
+      note(script + " printed: " + line);
     }
   }
   return rows;

@@ -42,6 +42,10 @@ double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps);
 // then a suite leaves out its torch columns.
 std::string torch_python();
 
+// The Python that has llama-cpp-python and gguf (EMBER_LLAMACPP_PYTHON, else torch_python()), or
+// "" when there is none: then a suite leaves out its llama.cpp columns.
+std::string llamacpp_python();
+
 // Runs bench/peers/SCRIPT with `arguments` and --threads (the pool's size) under `python` and
 // returns the JSON rows it printed, one per line; lines that are not JSON go to note().
 std::vector<nlohmann::json> run_peer(const std::string& python, const std::string& script,

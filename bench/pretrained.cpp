@@ -1,8 +1,10 @@
 // `ember bench pretrained`: prefill and greedy-decode tokens/s of pretrained decoders with the
 // real configurations of Qwen2.5-0.5B and Llama-3.2-1B (random weights made here), in float32
-// and bfloat16. Where a Python with transformers is found (EMBER_TORCH_PYTHON, else python3),
-// bench/peers/pretrained_torch.py runs the same weights (saved by save_pretrained to a scratch
-// directory) with transformers' eager forward and `generate` in the same run.
+// and bfloat16. The same weights, saved by save_pretrained to a scratch directory, run in the same
+// run under the peers that are found: transformers' eager forward and `generate`
+// (bench/peers/pretrained_torch.py, under EMBER_TORCH_PYTHON, else python3) and llama.cpp on GGUF
+// conversions of the directory (bench/peers/pretrained_llamacpp.py, under EMBER_LLAMACPP_PYTHON,
+// else the torch Python, where llama-cpp-python and gguf import).
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -87,12 +89,60 @@ Speeds measure(models::CausalLMImpl& model, int64_t prompt, int64_t steps, int r
   return s;
 }
 
+// The llama.cpp GGUF types each row is run with: the row's own precision first (its columns are
+// llamacpp_*_tokens_per_s and the ratios), then the others a bf16 user would pick (their columns
+// carry the type: llamacpp_q8_0_*). float16 and Q8_0 run once, on the bf16 rows.
+std::vector<std::string> llamacpp_types(ScalarType dtype) {
+  if (dtype == kBFloat16) return {"bf16", "f16", "q8_0"};
+  return {"f32"};
+}
+
+void add_transformers_columns(nlohmann::json& row, const Speeds& ember, const std::string& python,
+                              const std::string& peer_arguments, ScalarType dtype) {
+  const std::vector<nlohmann::json> peer =
+      run_peer(python, "pretrained_torch.py",
+               peer_arguments + " --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32"));
+  if (peer.empty() || !peer.front().contains("prefill_tokens_per_s")) return;
+  const double prefill = peer.front().at("prefill_tokens_per_s").get<double>();
+  const double decode = peer.front().at("decode_tokens_per_s").get<double>();
+  row["transformers_prefill_tokens_per_s"] = prefill;
+  row["transformers_decode_tokens_per_s"] = decode;
+  row["prefill_vs_transformers"] = ember.prefill_tokens_per_s / prefill;
+  row["decode_vs_transformers"] = ember.decode_tokens_per_s / decode;
+}
+
+void add_llamacpp_columns(nlohmann::json& row, const Speeds& ember, const std::string& python,
+                          const std::string& peer_arguments, ScalarType dtype) {
+  const std::vector<std::string> types = llamacpp_types(dtype);
+  std::string type_list;
+  for (const std::string& type : types) type_list += (type_list.empty() ? "" : ",") + type;
+  for (const nlohmann::json& peer : run_peer(python, "pretrained_llamacpp.py", peer_arguments + " --types " + type_list)) {
+    if (!peer.contains("type") || !peer.contains("prefill_tokens_per_s")) continue;
+    const std::string type = peer.at("type").get<std::string>();
+    const double prefill = peer.at("prefill_tokens_per_s").get<double>();
+    const double decode = peer.at("decode_tokens_per_s").get<double>();
+    const bool own_precision = type == types.front();
+    const std::string prefix = own_precision ? "llamacpp_" : "llamacpp_" + type + "_";
+    row[prefix + "prefill_tokens_per_s"] = prefill;
+    row[prefix + "decode_tokens_per_s"] = decode;
+    if (own_precision) {
+      row["prefill_vs_llamacpp"] = ember.prefill_tokens_per_s / prefill;
+      row["decode_vs_llamacpp"] = ember.decode_tokens_per_s / decode;
+    }
+  }
+}
+
 nlohmann::json run(const Options& options) {
   const int64_t prompt = options.quick ? 64 : 512, steps = options.quick ? 8 : 64;
   const int reps = options.quick ? 1 : 3;
-  const std::string python = torch_python();
-  if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no transformers columns");
+  const std::string torch = torch_python();
+  if (torch.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no transformers columns");
+  const std::string llamacpp = llamacpp_python();
+  if (llamacpp.empty())
+    note("no Python with llama-cpp-python and gguf found (EMBER_LLAMACPP_PYTHON, the torch Python): no llamacpp columns");
   const std::filesystem::path scratch = std::filesystem::temp_directory_path() / "ember-bench-pretrained";
+  const std::string peer_arguments = "--model '" + scratch.string() + "' --prefill " + std::to_string(prompt) +
+                                     " --decode " + std::to_string(steps) + " --reps " + std::to_string(reps);
   nlohmann::json results = nlohmann::json::array();
   for (const ModelCase& c : kCases) {
     const models::PretrainedConfig config = models::parse_pretrained_config(c.config_json, c.name);
@@ -108,22 +158,11 @@ nlohmann::json run(const Options& options) {
                             {"threads", get_num_threads()},
                             {"prefill_tokens_per_s", ember.prefill_tokens_per_s},
                             {"decode_tokens_per_s", ember.decode_tokens_per_s}};
-      if (!python.empty()) {
+      if (!torch.empty() || !llamacpp.empty()) {
         std::filesystem::remove_all(scratch);
         models::save_pretrained(model, scratch.string());
-        const std::vector<nlohmann::json> peer =
-            run_peer(python, "pretrained_torch.py",
-                     "--model '" + scratch.string() + "' --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32") +
-                         " --prefill " + std::to_string(prompt) + " --decode " + std::to_string(steps) + " --reps " +
-                         std::to_string(reps));
-        if (!peer.empty() && peer.front().contains("prefill_tokens_per_s")) {
-          const double prefill = peer.front().at("prefill_tokens_per_s").get<double>();
-          const double decode = peer.front().at("decode_tokens_per_s").get<double>();
-          row["transformers_prefill_tokens_per_s"] = prefill;
-          row["transformers_decode_tokens_per_s"] = decode;
-          row["prefill_vs_transformers"] = ember.prefill_tokens_per_s / prefill;
-          row["decode_vs_transformers"] = ember.decode_tokens_per_s / decode;
-        }
+        if (!torch.empty()) add_transformers_columns(row, ember, torch, peer_arguments, dtype);
+        if (!llamacpp.empty()) add_llamacpp_columns(row, ember, llamacpp, peer_arguments, dtype);
         std::filesystem::remove_all(scratch);
       }
       results.push_back(row);
