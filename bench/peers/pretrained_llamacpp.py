@@ -35,6 +35,8 @@ import numpy as np
 import gguf
 import llama_cpp
 
+from peer_timing import best_seconds
+
 # ---------------------------------------------------------------------------------------------
 # Reading safetensors with numpy alone, so the timing path needs no torch. bfloat16 has no numpy
 # type: it is read as its uint16 bit patterns.
@@ -345,16 +347,6 @@ def load(path, threads, n_ctx, n_batch, logits_all=False, kv_type=None, flash_at
 
 def last_logits(llm):
     return np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-
-
-def best_seconds(fn, reps):
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def measure(path, args):

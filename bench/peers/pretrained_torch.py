@@ -11,20 +11,11 @@ not part of the tests.
 """
 import argparse
 import json
-import time
 
 import torch
 from transformers import AutoModelForCausalLM
 
-
-def best_seconds(fn, reps):
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from peer_timing import best_seconds
 
 
 def main():
