@@ -1,5 +1,6 @@
 // `ember generate --model DIR` and `ember perplexity`: Hugging Face model directories
 // (config.json, safetensors, tokenizer.json) run as llama.cpp's and transformers' tools do.
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -121,28 +122,32 @@ int run_generate_model(const std::vector<std::string>& argv) {
 
   std::cout << prompt << std::flush;
   const auto prefill_start = std::chrono::steady_clock::now();
-  Tensor logits = model->forward_cached(tensor(prompt_ids).view({1, prompt_length}), cache, /*logits_to_keep=*/1).select(1, -1).squeeze(0);
+  Tensor logits = model->forward_cached(tensor(prompt_ids).view({1, prompt_length}), cache, /*logits_to_keep=*/1)
+                      .select(1, -1)
+                      .squeeze(0);
   const double prefill_seconds = seconds_since(prefill_start);
 
   tokenizers::DecodeStream stream(tokenizer, /*skip_special_tokens=*/true);
-  int64_t generated = 0;
+  int64_t generated = 0, decode_steps = 0;  // the first token comes from the prefill's logits
   const auto decode_start = std::chrono::steady_clock::now();
   while (generated < max_new_tokens) {
     const Tensor l = logits.to(kFloat64).contiguous();
     const double u = detail::uniform_from_bits(random_bits(seed, static_cast<uint64_t>(generated)));
     const int64_t next =
         detail::sample_token(l.data_ptr<double>(), l.numel(), sampling.temperature, sampling.top_k, sampling.top_p, u);
-    if (std::find(generation.eos_token_ids.begin(), generation.eos_token_ids.end(), next) != generation.eos_token_ids.end()) break;
+    const auto& eos = generation.eos_token_ids;
+    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     ++generated;
     std::cout << stream.step(next) << std::flush;
     if (generated == max_new_tokens || cache.length() == cache_length) break;
     logits = model->forward_cached(tensor(std::vector<int64_t>{next}).view({1, 1}), cache).select(1, 0).squeeze(0);
+    ++decode_steps;
   }
   std::cout << stream.flush() << "\n" << std::flush;
   const double decode_seconds = seconds_since(decode_start);
   std::cerr << std::fixed << std::setprecision(1) << "prefill: " << prompt_length << " tokens, "
             << prompt_length / prefill_seconds << " tokens/s; decode: " << generated << " tokens, "
-            << (decode_seconds > 0 ? generated / decode_seconds : 0.0) << " tokens/s\n";
+            << (decode_steps > 0 ? decode_steps / decode_seconds : 0.0) << " tokens/s\n";
   return 0;
 }
 
