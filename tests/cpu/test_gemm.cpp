@@ -216,6 +216,23 @@ TEST(Gemm, EveryBackendMatchesFloat64) {
   set_forced_gemm_backend(forced);
 }
 
+// ember's few-rows bf16/f16 product on every instruction set: every row count it takes
+// (passes of 4, 2 and 1 rows), k across the unrolled step (4 or 2 vectors), single vectors
+// and scalar tails, B transposed (a weight read row after row) or not, padded rows.
+TEST(Gemm, FewRowsMatchFloat64) {
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  set_forced_gemm_backend(GemmBackend::Ember);
+  for_each_capability([] {
+    for (ScalarType dtype : {kBFloat16, kFloat16})
+      for (bool trans_b : {false, true})
+        for (int64_t m = 1; m <= (trans_b ? 8 : 4); ++m)
+          for (int64_t n : {1, 9, 33})
+            for (int64_t k : {1, 16, 31, 64, 100, 130, 257})
+              run_case({dtype, false, trans_b, m, n, k, -1.5, 0.5, 3, 5, 7});
+  });
+  set_forced_gemm_backend(forced);
+}
+
 // bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,
 // C never rounded to the operands' type.
 TEST(Gemm, Float32OutputOfLowPrecisionOperands) {
