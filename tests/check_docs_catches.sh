@@ -7,9 +7,9 @@ set -euo pipefail
 root=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for entry in "$root"/*; do
-  case $(basename "$entry") in build*) continue ;; esac
-  cp -r "$entry" "$work/"
+for entry in include src tests bench examples fuzz scripts cmake docs README.md CHANGELOG.md CMakeLists.txt \
+             CMakePresets.json; do
+  if [[ -e $root/$entry ]]; then cp -r "$root/$entry" "$work/"; fi
 done
 note=Note  # spelled apart, so that this file cites nothing itself
 echo "// Cited, never defined ($note [A note nobody wrote])." >> "$work/src/cpu/parallel.cpp"
