@@ -70,6 +70,14 @@ bool openblas_kernel_is_generic() {
   return generic;
 }
 
+// Note [OpenBLAS threads]
+// OpenBLAS's thread count is one setting for the whole process, not a per-call argument, and
+// its threads spin for a while after each threaded call. The backend sets it to 1 before its
+// first product and never raises it: products are split into tiles on ember's pool instead
+// (Note [GEMM tiles] in gemm.cpp), and a call made from a pool thread runs its tiles on that
+// thread. So OpenBLAS never competes with the pool for the cores, and its results do not
+// depend on the thread count. The setting is OpenBLAS's own: code in the same process that
+// calls OpenBLAS directly runs single-threaded too once ember has run an OpenBLAS product.
 void use_single_threaded_blas() {
   static std::once_flag once;
   std::call_once(once, [] { openblas_set_num_threads(1); });

@@ -361,8 +361,8 @@ TEST(Gemm, NonFiniteValuesPropagate) {
   }
 }
 
-// Calls from pool threads run OpenBLAS single-threaded (Note [OpenBLAS threads] in gemm.cpp);
-// they must stay correct while concurrent, and top-level calls afterwards too.
+// Calls from pool threads run their tiles on the calling thread (Note [OpenBLAS threads] in
+// gemm_openblas.cpp); they must stay correct while concurrent, and top-level calls afterwards too.
 TEST(Gemm, CallsFromInsideParallelRegions) {
   for (ScalarType dtype : {kFloat32, kBFloat16}) {
     const Case t{dtype, false, true, 90, 70, 80, 1.0, 0.5};
