@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/gemm.h"
 #include "cpu/parallel.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
@@ -29,7 +30,7 @@ void check_k(const char* op, int64_t k) {
 void quantize_block(const float* x, float d, int8_t* q) {
   const float inverse = d > 0.0f && std::isfinite(d) ? 1.0f / d : 0.0f;
   for (int64_t t = 0; t < kQuantBlock; ++t) {
-    const float scaled = std::nearbyint(x[t] * inverse);
+    const float scaled = (x[t] * inverse + 12582912.0f) - 12582912.0f;  // ties to even, no libm call
     q[t] = static_cast<int8_t>(std::clamp(scaled, -127.0f, 127.0f));
   }
 }
@@ -69,14 +70,7 @@ void quantize_int8_weight_rows(const float* w, int64_t rows, int64_t k, int64_t 
 void quantize_int8_activation_rows(const float* a, int64_t rows, int64_t k, int64_t ld, int8_t* values,
                                    float* scales) {
   check_k("quantize_int8", k);
-  const int64_t blocks = k / kQuantBlock;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* x = a + r * ld + b * kQuantBlock;
-      const float d = block_absmax(x) / 127.0f;
-      scales[r * blocks + b] = d;
-      quantize_block(x, d, values + r * k + b * kQuantBlock);
-    }
+  EMBER_KERNEL(q8_quantize_rows)(a, rows, k, ld, values, scales);
 }
 
 void dequantize_int8_rows(const int8_t* values, const uint16_t* scales, int64_t rows, int64_t k, float* out) {
@@ -99,14 +93,32 @@ void gemm_int8_weight(int64_t m, int64_t n, int64_t k, const float* a, int64_t l
   if (m == 0 || n == 0) return;
   profiler::RecordFunction record("gemm_int8_weight", profiler::Category::Gemm);
   if (record.active()) record.event()->flops = 2.0 * double(m) * double(n) * double(k);
+  const int64_t grain = std::max<int64_t>(1, kChunkBytes / k);
+  if (m > kQuantizedActivationRows) {
+    // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has 19
+    // significant bits) and multiplied on the float32 GEMM, which beats the int8 kernel at
+    // many rows. Chunks are fixed by the shape, so results do not depend on the thread count.
+    parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
+      thread_local std::vector<float> panel;
+      panel.resize(static_cast<size_t>((j1 - j0) * k));
+      dequantize_int8_rows(w_values + j0 * k, w_scales + j0 * (k / kQuantBlock), j1 - j0, k, panel.data());
+      gemm(kFloat32, false, true, m, j1 - j0, k, 1.0, a, lda, panel.data(), k, 0.0, c + j0, ldc);
+    });
+    return;
+  }
   const int64_t blocks = k / kQuantBlock;
-  std::vector<int8_t> a_values(static_cast<size_t>(m * k));
-  std::vector<float> a_scales(static_cast<size_t>(m * blocks));
-  quantize_int8_activation_rows(a, m, k, lda, a_values.data(), a_scales.data());
+  // The caller's buffers, kept between calls (the pool's threads read them through the
+  // pointers: a thread_local named inside the chunks would be each worker's own).
+  thread_local std::vector<int8_t> a_value_buffer;
+  thread_local std::vector<float> a_scale_buffer;
+  a_value_buffer.resize(static_cast<size_t>(m * k));
+  a_scale_buffer.resize(static_cast<size_t>(m * blocks));
+  int8_t* a_values = a_value_buffer.data();
+  float* a_scales = a_scale_buffer.data();
+  quantize_int8_activation_rows(a, m, k, lda, a_values, a_scales);
   const auto kernel = EMBER_KERNEL(q8_product_rows);
-  parallel_for(0, n, std::max<int64_t>(1, kChunkBytes / k), [&](int64_t j0, int64_t j1) {
-    kernel(m, j1 - j0, blocks, a_values.data(), a_scales.data(), w_values + j0 * k, w_scales + j0 * blocks, c + j0,
-           ldc);
+  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
+    kernel(m, j1 - j0, blocks, a_values, a_scales, w_values + j0 * k, w_scales + j0 * blocks, c + j0, ldc);
   });
 }
 

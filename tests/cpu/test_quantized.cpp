@@ -2,12 +2,14 @@
 // references built from the definition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "cpu/dispatch.h"
+#include "cpu/parallel.h"
 #include "cpu/quantized.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
@@ -84,12 +86,14 @@ TEST(QuantizedInt8, ActivationBlocksRoundToNearest) {
 }
 
 // The product equals the float64 sum of dequantized activations times dequantized weights,
-// to float32 accumulation, for every instruction set, 1-9 rows (passes of 4, 2 and 1), odd
-// and even block counts (AVX-512 takes blocks in pairs), padded rows of A and C.
+// to float32 accumulation, for every instruction set, 1-8 rows (passes of 4, 2 and 1), odd
+// and even block counts (AVX-512 takes blocks in pairs, scales in groups of 16), padded rows
+// of A and C; past kQuantizedActivationRows rows, the float activations times the
+// dequantized weights.
 TEST(QuantizedInt8, ProductMatchesFloat64OfDequantizedValues) {
   for_each_capability([] {
-    for (int64_t m : {1, 2, 3, 4, 5, 8, 9})
-      for (int64_t k : {32, 96, 128, 896})
+    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 40})
+      for (int64_t k : {32, 96, 128, 544, 896})
         for (int64_t n : {1, 7, 33}) {
           const int64_t lda = k + 5, ldc = n + 3, blocks = k / kQuantBlock;
           std::vector<float> w = random_floats(n * k, 0.03f, 3), a = random_floats(m * lda, 1.5f, 4);
@@ -108,8 +112,11 @@ TEST(QuantizedInt8, ProductMatchesFloat64OfDequantizedValues) {
               }
               double expected = 0, magnitude = 0;
               for (int64_t p = 0; p < k; ++p) {
-                const double term = double(as[i * blocks + p / 32]) * aq[i * k + p] *
-                                    double(detail::half_to_float(ws[j * blocks + p / 32])) * wq[j * k + p];
+                const double activation = m <= kQuantizedActivationRows
+                                              ? double(as[i * blocks + p / 32]) * aq[i * k + p]
+                                              : double(a[i * lda + p]);
+                const double term =
+                    activation * double(detail::half_to_float(ws[j * blocks + p / 32])) * wq[j * k + p];
                 expected += term;
                 magnitude += std::fabs(term);
               }
@@ -118,6 +125,33 @@ TEST(QuantizedInt8, ProductMatchesFloat64OfDequantizedValues) {
             }
         }
   });
+}
+
+// Weights larger than one parallel chunk (about 256 KB of values) on two or more threads:
+// every chunk reads the activations the caller quantized, and each column is computed once.
+TEST(QuantizedInt8, ManyChunksOnThePool) {
+  const int threads = num_threads();
+  set_num_threads(std::max(threads, 2));
+  const int64_t k = 1024, n = 700, blocks = k / kQuantBlock;
+  std::vector<float> w = random_floats(n * k, 0.03f, 7), a = random_floats(2 * k, 1.0f, 8);
+  std::vector<int8_t> wq(n * k), aq(2 * k);
+  std::vector<uint16_t> ws(n * blocks);
+  std::vector<float> as(2 * blocks), c(2 * n);
+  quantize_int8_weight_rows(w.data(), n, k, k, wq.data(), ws.data());
+  quantize_int8_activation_rows(a.data(), 2, k, k, aq.data(), as.data());
+  gemm_int8_weight(2, n, k, a.data(), k, wq.data(), ws.data(), c.data(), n);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double expected = 0, magnitude = 0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double term = double(as[i * blocks + p / 32]) * aq[i * k + p] *
+                            double(detail::half_to_float(ws[j * blocks + p / 32])) * wq[j * k + p];
+        expected += term;
+        magnitude += std::fabs(term);
+      }
+      ASSERT_NEAR(c[i * n + j], expected, magnitude * 1e-5) << i << "," << j;
+    }
+  set_num_threads(threads);
 }
 
 // Weights stored by another quantizer may hold -128; the kernels' |w| trick must stay exact.

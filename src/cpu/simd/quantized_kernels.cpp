@@ -10,6 +10,11 @@
 #include "cpu/simd/float_vector.h"
 
 #define EMBER_UNROLLED _Pragma("GCC unroll 16")
+#if defined(__AVX512F__)
+#define EMBER_ANDNOT(mask, v) _mm512_andnot_ps(mask, v)
+#elif defined(__AVX2__)
+#define EMBER_ANDNOT(mask, v) _mm256_andnot_ps(mask, v)
+#endif
 
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
@@ -44,6 +49,41 @@ inline __m256i block_dots(const int8_t* a, const int8_t* w) {
 }
 #endif
 
+// Nearest integer, ties to even, for |x| < 2^22 (the sum rounds away the fraction): no libm
+// call at any instruction set.
+inline float round_to_int(float x) { return (x + 12582912.0f) - 12582912.0f; }
+
+// One activation block: d = max|x| / 127, q = round(x / d) (as x * (1 / d)); q = 0 when d is 0
+// or not finite, and d NaN when the block holds a NaN, so that the product gives NaN.
+inline void quantize_block(const float* x, int8_t* q, float* scale) {
+  float amax = 0.0f, probe = 0.0f;
+  int64_t t = 0;
+#if defined(__AVX512F__) || defined(__AVX2__)
+  vf vmax_abs = vset(0.0f), vprobe = vset(0.0f);
+  const vf sign_mask = vset(-0.0f);
+  for (; t < kQuantBlock; t += kNativeWidth) {
+    const vf v = vload(x + t);
+    vmax_abs = vmax(vmax_abs, EMBER_ANDNOT(sign_mask, v));
+    vprobe = vadd(vprobe, vmul(v, vset(0.0f)));
+  }
+  amax = hmax(vmax_abs);
+  probe = hsum(vprobe);
+#endif
+  for (; t < kQuantBlock; ++t) {
+    const float v = x[t];
+    amax = v > amax ? v : (-v > amax ? -v : amax);
+    probe += v * 0.0f;
+  }
+  const float d = probe != probe ? probe : amax / 127.0f;
+  *scale = d;
+  const float inverse = d > 0.0f && d < __builtin_inff() ? 1.0f / d : 0.0f;
+  for (int64_t u = 0; u < kQuantBlock; ++u) {
+    float r = round_to_int(x[u] * inverse);
+    r = r > 127.0f ? 127.0f : (r < -127.0f ? -127.0f : r);
+    q[u] = static_cast<int8_t>(r);
+  }
+}
+
 inline int32_t block_dot_scalar(const int8_t* a, const int8_t* w) {
   int32_t sum = 0;
   for (int64_t t = 0; t < kQuantBlock; ++t) sum += int32_t{a[t]} * int32_t{w[t]};
@@ -65,14 +105,27 @@ void q8_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, 
     vf acc[Rows];
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
-    for (; b + 2 <= blocks; b += 2) {
-      const float w0 = scale_to_float(row_scales[b]), w1 = scale_to_float(row_scales[b + 1]);
+    // Up to 16 blocks share one conversion of their weight scales and one product with each
+    // row's activation scales; each pair of blocks then picks its two scales by a permute.
+    for (; b + 2 <= blocks; b += 16) {
+      const int64_t group = (blocks - b < 16 ? blocks - b : 16) & ~int64_t{1};
+      const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
+      const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, row_scales + b));
+      vf scales[Rows];
       EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) {
-        const float* s = a_scales + i * blocks + b;
-        const vf scale = _mm512_insertf32x8(_mm512_set1_ps(s[0] * w0), _mm256_set1_ps(s[1] * w1), 1);
-        const __m512i dots = pair_dots(a + i * k + b * kQuantBlock, row + b * kQuantBlock);
-        acc[i] = vfma(_mm512_cvtepi32_ps(dots), scale, acc[i]);
+      for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
+      for (int64_t pair = 0; pair < group; pair += 2) {
+        const __m512i pick = _mm512_inserti32x8(_mm512_set1_epi32(static_cast<int>(pair)),
+                                                _mm256_set1_epi32(static_cast<int>(pair + 1)), 1);
+        EMBER_UNROLLED
+        for (int i = 0; i < Rows; ++i) {
+          const __m512i dots = pair_dots(a + i * k + (b + pair) * kQuantBlock, row + (b + pair) * kQuantBlock);
+          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), acc[i]);
+        }
+      }
+      if (group < 16) {
+        b += group;
+        break;
       }
     }
     EMBER_UNROLLED
@@ -109,6 +162,13 @@ void q8_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, 
 }
 
 }  // namespace
+
+void q8_quantize_rows(const float* a, int64_t rows, int64_t k, int64_t ld, int8_t* values, float* scales) {
+  const int64_t blocks = k / kQuantBlock;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < blocks; ++b)
+      quantize_block(a + r * ld + b * kQuantBlock, values + r * k + b * kQuantBlock, scales + r * blocks + b);
+}
 
 void q8_product_rows(int64_t m, int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const int8_t* w,
                      const uint16_t* w_scales, float* c, int64_t ldc) {
