@@ -1,6 +1,6 @@
 // `ember bench pretrained`: prefill and greedy-decode tokens/s of pretrained decoders with the
-// real configurations of Qwen2.5-0.5B and Llama-3.2-1B (random weights made here), in float32
-// and bfloat16. The same weights, saved by save_pretrained to a scratch directory, run in the same
+// real configurations of Qwen2.5-0.5B and Llama-3.2-1B (random weights made here), in float32,
+// bfloat16 and weight-only int8 (the bf16 model quantized). The same weights, saved by save_pretrained to a scratch directory, run in the same
 // run under the peers that are found: transformers' eager forward and `generate`
 // (bench/peers/pretrained_torch.py, under EMBER_TORCH_PYTHON, else python3) and llama.cpp on GGUF
 // conversions of the directory (bench/peers/pretrained_llamacpp.py, under EMBER_LLAMACPP_PYTHON,
@@ -111,23 +111,35 @@ void add_transformers_columns(nlohmann::json& row, const Speeds& ember, const st
   row["decode_vs_transformers"] = ember.decode_tokens_per_s / decode;
 }
 
-void add_llamacpp_columns(nlohmann::json& row, const Speeds& ember, const std::string& python,
-                          const std::string& peer_arguments, ScalarType dtype) {
+// One llama.cpp type's figures as columns of `row`: unprefixed with the ratios when the type
+// is the row's own precision, else prefixed with the type (llamacpp_f16_*).
+void add_llamacpp_type(nlohmann::json& row, const Speeds& ember, const nlohmann::json& peer, bool own_precision) {
+  const std::string type = peer.at("type").get<std::string>();
+  const double prefill = peer.at("prefill_tokens_per_s").get<double>();
+  const double decode = peer.at("decode_tokens_per_s").get<double>();
+  const std::string prefix = own_precision ? "llamacpp_" : "llamacpp_" + type + "_";
+  row[prefix + "prefill_tokens_per_s"] = prefill;
+  row[prefix + "decode_tokens_per_s"] = decode;
+  if (own_precision) {
+    row["prefill_vs_llamacpp"] = ember.prefill_tokens_per_s / prefill;
+    row["decode_vs_llamacpp"] = ember.decode_tokens_per_s / decode;
+  }
+}
+
+// Runs llama.cpp once for the row's types. The Q8_0 figures go to the int8 row (its own
+// precision) when there is one, else beside the others.
+void add_llamacpp_columns(nlohmann::json& row, const Speeds& ember, nlohmann::json* int8_row, const Speeds& int8,
+                          const std::string& python, const std::string& peer_arguments, ScalarType dtype) {
   const std::vector<std::string> types = llamacpp_types(dtype);
   std::string type_list;
   for (const std::string& type : types) type_list += (type_list.empty() ? "" : ",") + type;
   for (const nlohmann::json& peer : run_peer(python, "pretrained_llamacpp.py", peer_arguments + " --types " + type_list)) {
     if (!peer.contains("type") || !peer.contains("prefill_tokens_per_s")) continue;
     const std::string type = peer.at("type").get<std::string>();
-    const double prefill = peer.at("prefill_tokens_per_s").get<double>();
-    const double decode = peer.at("decode_tokens_per_s").get<double>();
-    const bool own_precision = type == types.front();
-    const std::string prefix = own_precision ? "llamacpp_" : "llamacpp_" + type + "_";
-    row[prefix + "prefill_tokens_per_s"] = prefill;
-    row[prefix + "decode_tokens_per_s"] = decode;
-    if (own_precision) {
-      row["prefill_vs_llamacpp"] = ember.prefill_tokens_per_s / prefill;
-      row["decode_vs_llamacpp"] = ember.decode_tokens_per_s / decode;
+    if (type == "q8_0" && int8_row) {
+      add_llamacpp_type(*int8_row, int8, peer, true);
+    } else {
+      add_llamacpp_type(row, ember, peer, type == types.front());
     }
   }
 }
@@ -152,20 +164,38 @@ nlohmann::json run(const Options& options) {
       note("ember bench pretrained: " + row_name);
       models::CausalLM model = random_model(config, dtype);
       const Speeds ember = measure(*model, prompt, steps, reps);
-      nlohmann::json row = {{"name", row_name},
-                            {"prefill_tokens", prompt},
-                            {"decode_tokens", steps},
-                            {"threads", get_num_threads()},
-                            {"prefill_tokens_per_s", ember.prefill_tokens_per_s},
-                            {"decode_tokens_per_s", ember.decode_tokens_per_s}};
+      auto make_row = [&](const std::string& name, const Speeds& speeds) {
+        return nlohmann::json{{"name", name},
+                              {"prefill_tokens", prompt},
+                              {"decode_tokens", steps},
+                              {"threads", get_num_threads()},
+                              {"prefill_tokens_per_s", speeds.prefill_tokens_per_s},
+                              {"decode_tokens_per_s", speeds.decode_tokens_per_s}};
+      };
+      nlohmann::json row = make_row(row_name, ember);
+      // The bf16 model quantized to int8 (weight-only; its float weights, which the peers
+      // read, stay as they were): the `_int8` row, against llama.cpp's Q8_0 of the same weights.
+      Speeds int8;
+      nlohmann::json int8_row;
+      if (dtype == kBFloat16) {
+        note("ember bench pretrained: " + std::string(c.name) + "_int8");
+        model->quantize("int8");
+        int8 = measure(*model, prompt, steps, reps);
+        int8_row = make_row(std::string(c.name) + "_int8", int8);
+        int8_row["prefill_vs_bf16"] = int8.prefill_tokens_per_s / ember.prefill_tokens_per_s;
+        int8_row["decode_vs_bf16"] = int8.decode_tokens_per_s / ember.decode_tokens_per_s;
+      }
       if (!torch.empty() || !llamacpp.empty()) {
         std::filesystem::remove_all(scratch);
         models::save_pretrained(model, scratch.string());
         if (!torch.empty()) add_transformers_columns(row, ember, torch, peer_arguments, dtype);
-        if (!llamacpp.empty()) add_llamacpp_columns(row, ember, llamacpp, peer_arguments, dtype);
+        if (!llamacpp.empty())
+          add_llamacpp_columns(row, ember, int8_row.is_null() ? nullptr : &int8_row, int8, llamacpp, peer_arguments,
+                               dtype);
         std::filesystem::remove_all(scratch);
       }
       results.push_back(row);
+      if (!int8_row.is_null()) results.push_back(int8_row);
     }
   }
   return results;

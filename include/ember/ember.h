@@ -9,6 +9,7 @@
 #include "ember/memory.h"
 #include "ember/parallel.h"
 #include "ember/profiler.h"
+#include "ember/quantized.h"
 #include "ember/random.h"
 #include "ember/scalar.h"
 #include "ember/tensor.h"

@@ -32,6 +32,7 @@ const char* kGenerateModelHelp =
     "  --top-p X            nucleus sampling threshold (default: the model's, else 1.0)\n"
     "  --seed N             sampling seed (default 0)\n"
     "  --dtype KIND         float32 (default) or bfloat16\n"
+    "  --quantize TYPE      int8: weight-only int8 projections and head (ember/quantized.h)\n"
     "  --threads N          thread count\n"
     "Without --greedy, --temperature, --top-k or --top-p, the model's generation_config.json\n"
     "decides: do_sample true samples with its settings, otherwise decoding is greedy.\n";
@@ -47,11 +48,15 @@ const char* kPerplexityHelp =
     "  --ctx N              window length (default 512)\n"
     "  --json               print {\"tokens\": N, \"nll\": X, \"perplexity\": Y}\n"
     "  --dtype KIND         float32 (default) or bfloat16\n"
+    "  --quantize TYPE      int8: weight-only int8 projections and head (ember/quantized.h)\n"
     "  --threads N          thread count\n";
 
-models::PretrainedOptions pretrained_options(ScalarType dtype) {
+models::PretrainedOptions pretrained_options(const Args& args) {
   models::PretrainedOptions options;
-  options.dtype = dtype;
+  options.dtype = parse_dtype(args);
+  options.quantize = args.get("quantize", "");
+  if (!options.quantize.empty() && options.quantize != "int8")
+    throw UsageError{"--quantize must be int8, got '" + options.quantize + "'"};
   return options;
 }
 
@@ -91,7 +96,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
     std::cout << kGenerateModelHelp;
     return 0;
   }
-  Args args(argv, {"model", "prompt", "max-new-tokens", "temperature", "top-k", "top-p", "seed", "dtype", "threads"},
+  Args args(argv, {"model", "prompt", "max-new-tokens", "temperature", "top-k", "top-p", "seed", "dtype", "quantize", "threads"},
             {"greedy"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const std::string dir = required(args, "model");
@@ -102,7 +107,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
   const auto tokenizer = tokenizers::Tokenizer::from_file(dir + "/tokenizer.json");
   const models::GenerationConfig generation = models::read_generation_config(dir);
   const Sampling sampling = sampling_of(args, generation);
-  models::CausalLM model = models::from_pretrained(dir, pretrained_options(parse_dtype(args)));
+  models::CausalLM model = models::from_pretrained(dir, pretrained_options(args));
   model->eval();
   NoGradGuard no_grad;
 
@@ -156,7 +161,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
     std::cout << kPerplexityHelp;
     return 0;
   }
-  Args args(argv, {"model", "file", "ctx", "dtype", "threads"}, {"json"});
+  Args args(argv, {"model", "file", "ctx", "dtype", "quantize", "threads"}, {"json"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const std::string dir = required(args, "model"), file = required(args, "file");
   const int64_t ctx = args.get_int("ctx", 512);
@@ -164,7 +169,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
 
   const auto tokenizer = tokenizers::Tokenizer::from_file(dir + "/tokenizer.json");
   const std::vector<int64_t> ids = tokenizer.encode(data::read_text_file(file), /*add_special_tokens=*/false);
-  models::CausalLM model = models::from_pretrained(dir, pretrained_options(parse_dtype(args)));
+  models::CausalLM model = models::from_pretrained(dir, pretrained_options(args));
   model->eval();
   NoGradGuard no_grad;
   const models::PerplexityResult result = models::perplexity(*model, ids, ctx);

@@ -101,6 +101,11 @@ CausalLMImpl::CausalLMImpl(PretrainedConfig config, std::map<std::string, Tensor
     if (it == windows_.end()) it = windows_.insert(windows_.end(), window);
     layer_window_.push_back(static_cast<size_t>(it - windows_.begin()));
   }
+  if (!options.quantize.empty()) {
+    EMBER_CHECK(!options.trainable, kOp, "quantize '", options.quantize, "' and trainable: quantized models run "
+                "inference only");
+    quantize(options.quantize);
+  }
 }
 
 CausalLMImpl::~CausalLMImpl() = default;
@@ -175,10 +180,26 @@ Tensor CausalLMImpl::run(const Tensor& tokens, int64_t start, const Tensor& doc_
 
 Tensor CausalLMImpl::hidden(const Tensor& tokens, const Tensor& doc_ids) { return run(tokens, 0, doc_ids, nullptr); }
 
-Tensor CausalLMImpl::forward(const Tensor& tokens, const Tensor& doc_ids) {
-  Tensor h = hidden(tokens, doc_ids);
+Tensor CausalLMImpl::head(const Tensor& h) {
+  if (lm_head_int8_.values.defined()) return quantized::linear(h, lm_head_int8_).to(kFloat32);
   return F::linear(h, lm_head_weight().to(h.scalar_type())).to(kFloat32);
 }
+
+void CausalLMImpl::quantize(const std::string& type) {
+  EMBER_CHECK(type == "int8", kOp, "quantize: unknown type '", type, "' (expected int8)");
+  EMBER_CHECK(quantization_.empty() || quantization_ == type, kOp, "quantize: the model is already ", quantization_);
+  for (const auto& parameter : parameters())
+    EMBER_CHECK(!parameter.requires_grad(), kOp, "quantize: the model has trainable weights (quantized models run "
+                "inference only)");
+  NoGradGuard no_grad;
+  for (const auto& layer : layers_) layer->quantize_projections_int8();
+  // The head too (llama.cpp's Q8_0 files quantize it): for a small model it is a quarter of
+  // the bytes a token reads. A tied head's int8 copy serves the head; lookups keep the embedding.
+  lm_head_int8_ = quantized::quantize_int8(lm_head_weight());
+  quantization_ = type;
+}
+
+Tensor CausalLMImpl::forward(const Tensor& tokens, const Tensor& doc_ids) { return head(hidden(tokens, doc_ids)); }
 
 Tensor CausalLMImpl::loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids) {
   EMBER_CHECK(targets.sizes() == tokens.sizes(), kOp, "targets shape ", targets.sizes(), " must equal tokens shape ",
@@ -214,7 +235,7 @@ Tensor CausalLMImpl::forward_cached(const Tensor& tokens, DecoderCache& cache, i
   EMBER_CHECK(logits_to_keep >= 0, kOp, "logits_to_keep must be >= 0, got ", logits_to_keep);
   Tensor h = run(tokens, start, {}, &cache);
   if (logits_to_keep > 0 && logits_to_keep < h.size(1)) h = h.narrow(1, h.size(1) - logits_to_keep, logits_to_keep);
-  return F::linear(h, lm_head_weight().to(h.scalar_type())).to(kFloat32);
+  return head(h);
 }
 
 }  // namespace ember::models

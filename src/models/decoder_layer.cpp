@@ -141,7 +141,20 @@ void DecoderLayerImpl::merge_adapter(WeightRole role) {
   adapter = LoraAdapter{};
 }
 
+void DecoderLayerImpl::quantize_projections_int8() {
+  using R = WeightRole;
+  for (WeightRole role : {R::kQuery, R::kKey, R::kValue, R::kQKV, R::kOutput, R::kGate, R::kUp, R::kGateUp, R::kDown}) {
+    const Tensor& w = weight(role);
+    if (!w.defined()) continue;
+    EMBER_CHECK(!adapter(role).defined(), "quantize", "layer weight ", names_[static_cast<size_t>(role)],
+                " carries a LoRA adapter: merge it first");
+    quantized_[static_cast<size_t>(role)] = quantized::quantize_int8(layout_.weights_in_by_out ? w.t() : w);
+  }
+}
+
 Tensor DecoderLayerImpl::projection(const Tensor& x, WeightRole role, const Tensor& bias) {
+  const quantized::Int8Weight& int8 = quantized_[static_cast<size_t>(role)];
+  if (int8.values.defined()) return quantized::linear(x, int8, bias);
   Tensor y = project(x, weight(role), bias, layout_.weights_in_by_out);
   const LoraAdapter& lora = adapter(role);
   return lora.defined() ? add_adapter_output(y, x, lora, is_training()) : y;

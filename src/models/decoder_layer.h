@@ -10,6 +10,7 @@
 #include "ember/nn.h"
 #include "ember/nn/attention/block_mask.h"
 #include "ember/nn/attention/kv_cache.h"
+#include "ember/quantized.h"
 
 namespace ember::models::detail {
 
@@ -54,6 +55,10 @@ class DecoderLayerImpl : public nn::Module {
   // weights) in W's dtype and drops the adapter.
   void merge_adapter(WeightRole role);
 
+  // Weight-only int8 (ember/quantized.h): every projection's weight gets an int8 copy that its
+  // products use from then on (inference only; the float weights stay the parameters).
+  void quantize_projections_int8();
+
   // x [B, T, hidden] -> [B, T, hidden]. rope_cos/rope_sin [T, rotary_dim / 2] in x's dtype
   // (undefined without RoPE). With a cache, the new keys and values join it and the queries
   // attend to everything cached under `mask`.
@@ -78,6 +83,7 @@ class DecoderLayerImpl : public nn::Module {
   std::array<Tensor, kRoles> weights_;
   std::array<std::string, kRoles> names_;
   std::array<LoraAdapter, kRoles> adapters_;
+  std::array<quantized::Int8Weight, kRoles> quantized_;
 };
 EMBER_MODULE(DecoderLayer);
 

@@ -12,6 +12,7 @@
 #include "ember/models/pretrained_config.h"
 #include "ember/nn.h"
 #include "ember/nn/attention/kv_cache.h"
+#include "ember/quantized.h"
 
 namespace ember::models {
 
@@ -25,6 +26,10 @@ struct PretrainedOptions {
   // Owned, writable weights with requires_grad (full fine-tuning). Off: weights stay read-only
   // views of the files and require no gradient.
   bool trainable = false;
+  // Weight-only quantization for inference: "" (none) or "int8" (the layers' projections and
+  // the LM head in blocks of 32 int8 values with a float16 scale, ember/quantized.h;
+  // embeddings and norms stay in dtype). Not with trainable.
+  std::string quantize;
 };
 
 // A tensor of the checkpoint: its key and shape.
@@ -84,6 +89,10 @@ class CausalLMImpl : public nn::Module {
   // The LM head's weight [vocab, hidden]: the embedding when tied.
   const Tensor& lm_head_weight() const;
 
+  // Weight-only quantization ("int8", see PretrainedOptions::quantize); "" when none.
+  void quantize(const std::string& type);
+  const std::string& quantization() const { return quantization_; }
+
  private:
   friend struct detail::LoraAccess;
   // Embeds tokens at positions start .. start + T - 1, runs the layers (with the cache when
@@ -92,11 +101,15 @@ class CausalLMImpl : public nn::Module {
   // Rows start .. start + length - 1 of the rotary tables in the compute dtype, grown on demand.
   std::pair<Tensor, Tensor> rope_rows(int64_t start, int64_t length);
   Tensor final_norm(const Tensor& x) const;
+  // Logits in float32 from hidden states, through the int8 head when quantized.
+  Tensor head(const Tensor& h);
 
   PretrainedConfig config_;
   ScalarType compute_dtype_ = kFloat32;
   int64_t max_seq_len_ = 0;
   Tensor embedding_, positions_, norm_weight_, norm_bias_, lm_head_;
+  std::string quantization_;
+  quantized::Int8Weight lm_head_int8_;
   std::vector<std::shared_ptr<detail::DecoderLayerImpl>> layers_;
   std::vector<int64_t> windows_;  // the distinct sliding windows of the layers (0: none)
   std::vector<size_t> layer_window_;  // index into windows_ per layer

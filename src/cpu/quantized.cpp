@@ -1,0 +1,125 @@
+// Block quantization and the int8 weight product's front end (Note [Block-quantized weights]).
+#include "cpu/quantized.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cpu/gemm.h"
+#include "cpu/parallel.h"
+#include "ember/dtype.h"
+#include "ember/error.h"
+#include "ember/profiler.h"
+
+namespace ember::cpu {
+namespace {
+
+// Weight rows per parallel chunk: about this many bytes of int8 values, so that a chunk stays
+// in L2 while every group of activation rows passes over it.
+constexpr int64_t kChunkBytes = 1 << 18;
+
+void check_k(const char* op, int64_t k) {
+  EMBER_CHECK(k > 0 && k % kQuantBlock == 0, op, "the reduced dimension (", k, ") must be a positive multiple of ",
+              kQuantBlock);
+}
+
+// One block: q = round-half-even(x / d) with d = max|x| / 127 (given). All zero when d is 0
+// or not finite: an activation block holding an Inf or NaN keeps its non-finite scale, so the
+// product's output is NaN as a float product's would be.
+void quantize_block(const float* x, float d, int8_t* q) {
+  const float inverse = d > 0.0f && std::isfinite(d) ? 1.0f / d : 0.0f;
+  for (int64_t t = 0; t < kQuantBlock; ++t) {
+    const float scaled = (x[t] * inverse + 12582912.0f) - 12582912.0f;  // ties to even, no libm call
+    q[t] = static_cast<int8_t>(std::clamp(scaled, -127.0f, 127.0f));
+  }
+}
+
+// max|x| over a block; NaN if the block holds one (std::max would skip it).
+float block_absmax(const float* x) {
+  float amax = 0.0f;
+  bool has_nan = false;
+  for (int64_t t = 0; t < kQuantBlock; ++t) {
+    has_nan |= std::isnan(x[t]);
+    amax = std::max(amax, std::fabs(x[t]));
+  }
+  return has_nan ? std::numeric_limits<float>::quiet_NaN() : amax;
+}
+
+}  // namespace
+
+void quantize_int8_weight_rows(const float* w, int64_t rows, int64_t k, int64_t ld, int8_t* values,
+                               uint16_t* scales) {
+  check_k("quantize_int8", k);
+  const int64_t blocks = k / kQuantBlock;
+  parallel_for(0, rows, std::max<int64_t>(1, kChunkBytes / k), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float* x = w + r * ld + b * kQuantBlock;
+        const float amax = block_absmax(x);
+        EMBER_CHECK(std::isfinite(amax), "quantize_int8", "non-finite weight in row ", r, ", block ", b);
+        const uint16_t half = detail::float_to_half(amax / 127.0f);
+        EMBER_CHECK(std::isfinite(detail::half_to_float(half)), "quantize_int8", "weight magnitude ", amax,
+                    " in row ", r, ", block ", b, " exceeds what a float16 scale holds (", 65504.0f * 127.0f, ")");
+        scales[r * blocks + b] = half;
+        quantize_block(x, detail::half_to_float(half), values + r * k + b * kQuantBlock);
+      }
+  });
+}
+
+void quantize_int8_activation_rows(const float* a, int64_t rows, int64_t k, int64_t ld, int8_t* values,
+                                   float* scales) {
+  check_k("quantize_int8", k);
+  EMBER_KERNEL(q8_quantize_rows)(a, rows, k, ld, values, scales);
+}
+
+void dequantize_int8_rows(const int8_t* values, const uint16_t* scales, int64_t rows, int64_t k, float* out) {
+  check_k("dequantize_int8", k);
+  const int64_t blocks = k / kQuantBlock;
+  parallel_for(0, rows, std::max<int64_t>(1, kChunkBytes / k), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float d = detail::half_to_float(scales[r * blocks + b]);
+        for (int64_t t = 0; t < kQuantBlock; ++t)
+          out[r * k + b * kQuantBlock + t] = d * static_cast<float>(values[r * k + b * kQuantBlock + t]);
+      }
+  });
+}
+
+void gemm_int8_weight(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const int8_t* w_values,
+                      const uint16_t* w_scales, float* c, int64_t ldc) {
+  check_k("gemm_int8_weight", k);
+  EMBER_CHECK(m >= 0 && n >= 0, "gemm_int8_weight", "negative size m=", m, " n=", n);
+  if (m == 0 || n == 0) return;
+  profiler::RecordFunction record("gemm_int8_weight", profiler::Category::Gemm);
+  if (record.active()) record.event()->flops = 2.0 * double(m) * double(n) * double(k);
+  const int64_t grain = std::max<int64_t>(1, kChunkBytes / k);
+  if (m > kQuantizedActivationRows) {
+    // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has 19
+    // significant bits) and multiplied on the float32 GEMM, which beats the int8 kernel at
+    // many rows. Chunks are fixed by the shape, so results do not depend on the thread count.
+    parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
+      thread_local std::vector<float> panel;
+      panel.resize(static_cast<size_t>((j1 - j0) * k));
+      dequantize_int8_rows(w_values + j0 * k, w_scales + j0 * (k / kQuantBlock), j1 - j0, k, panel.data());
+      gemm(kFloat32, false, true, m, j1 - j0, k, 1.0, a, lda, panel.data(), k, 0.0, c + j0, ldc);
+    });
+    return;
+  }
+  const int64_t blocks = k / kQuantBlock;
+  // The caller's buffers, kept between calls (the pool's threads read them through the
+  // pointers: a thread_local named inside the chunks would be each worker's own).
+  thread_local std::vector<int8_t> a_value_buffer;
+  thread_local std::vector<float> a_scale_buffer;
+  a_value_buffer.resize(static_cast<size_t>(m * k));
+  a_scale_buffer.resize(static_cast<size_t>(m * blocks));
+  int8_t* a_values = a_value_buffer.data();
+  float* a_scales = a_scale_buffer.data();
+  quantize_int8_activation_rows(a, m, k, lda, a_values, a_scales);
+  const auto kernel = EMBER_KERNEL(q8_product_rows);
+  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
+    kernel(m, j1 - j0, blocks, a_values, a_scales, w_values + j0 * k, w_scales + j0 * blocks, c + j0, ldc);
+  });
+}
+
+}  // namespace ember::cpu
