@@ -230,6 +230,41 @@ TEST(Views, GradientsFlowThroughEveryView) {
   }
 }
 
+TEST(Views, UnbindRecordsOneNodeThatStacksTheGradients) {
+  Tensor x = leaf(uniform_values(12, -1, 1, 5), {3, 4});
+  auto columns = x.unbind(-1);
+  ASSERT_EQ(columns.size(), 4u);
+  for (const Tensor& column : columns) EXPECT_EQ(column.grad_fn(), columns[0].grad_fn());
+  EXPECT_EQ(columns[0].grad_fn()->name(), "UnbindBackward");
+  // d/dx[r][c] of sum(col0) + 2 sum(col1) + 4 sum(col3) is 1, 2, 0 (unused), 4 in every row.
+  (columns[0].sum() + columns[1].sum() * 2 + columns[3].sum() * 4).backward();
+  EXPECT_TRUE(all_equal(x.grad(), {1, 2, 0, 4, 1, 2, 0, 4, 1, 2, 0, 4}));
+  for (int64_t dim : {0, 1, -1}) {
+    SCOPED_TRACE(dim);
+    // Every part weighted differently, so a gradient sent to the wrong slice shows.
+    EXPECT_EQ(gradcheck_of(
+                  [dim](const Tensor& t) {
+                    auto parts = t.unbind(dim);
+                    Tensor total = (parts[0] * parts[0]).sum();
+                    for (size_t i = 1; i < parts.size(); ++i)
+                      total = total + (parts[i] * parts[i]).sum() * static_cast<double>(i + 1);
+                    return total;
+                  },
+                  x),
+              "");
+  }
+  // Differentiable backward: with y = sum_c (c + 1) sum(col_c^2), dy/dx = 2 (c + 1) x, whose
+  // sum has the gradient 2 (c + 1).
+  Tensor z = leaf(uniform_values(6, -1, 1, 7), {2, 3});
+  auto parts = z.unbind(1);
+  Tensor y = (parts[0] * parts[0]).sum() + (parts[1] * parts[1]).sum() * 2 + (parts[2] * parts[2]).sum() * 3;
+  Tensor dy = autograd::grad({y}, {z}, {}, std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_TRUE(all_close(dy, {2 * values(z)[0], 4 * values(z)[1], 6 * values(z)[2], 2 * values(z)[3],
+                             4 * values(z)[4], 6 * values(z)[5]}));
+  dy.sum().backward();
+  EXPECT_TRUE(all_equal(z.grad(), {2, 4, 6, 2, 4, 6}));
+}
+
 TEST(Views, ExpandAndOverlappingAsStridedAccumulate) {
   Tensor x = leaf({1, 2, 3});
   x.expand({4, 3}).sum().backward();
