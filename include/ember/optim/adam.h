@@ -79,10 +79,12 @@ namespace detail {
 template <typename Options>
 class AdamFamily : public Optimizer {
  public:
+  AdamFamily(std::vector<OptimizerParamGroup> param_groups, Options defaults = {});
+  AdamFamily(std::vector<Tensor> params, Options defaults = {})
+      : AdamFamily(std::vector<OptimizerParamGroup>{std::move(params)}, std::move(defaults)) {}
   Tensor step(LossClosure closure = nullptr) override;
 
  protected:
-  AdamFamily(std::vector<OptimizerParamGroup> param_groups, Options defaults);
   std::unique_ptr<OptimizerParamState> make_param_state() const override;
   void validate(const OptimizerOptions& options) const override;
 };
@@ -93,18 +95,12 @@ extern template class AdamFamily<AdamWOptions>;
 
 class Adam : public detail::AdamFamily<AdamOptions> {
  public:
-  Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults = {})
-      : AdamFamily(std::move(param_groups), std::move(defaults)) {}
-  Adam(std::vector<Tensor> params, AdamOptions defaults = {})
-      : Adam(std::vector<OptimizerParamGroup>{std::move(params)}, std::move(defaults)) {}
+  using AdamFamily::AdamFamily;
 };
 
 class AdamW : public detail::AdamFamily<AdamWOptions> {
  public:
-  AdamW(std::vector<OptimizerParamGroup> param_groups, AdamWOptions defaults = {})
-      : AdamFamily(std::move(param_groups), std::move(defaults)) {}
-  AdamW(std::vector<Tensor> params, AdamWOptions defaults = {})
-      : AdamW(std::vector<OptimizerParamGroup>{std::move(params)}, std::move(defaults)) {}
+  using AdamFamily::AdamFamily;
 };
 
 }  // namespace ember::optim
