@@ -20,6 +20,11 @@ std::map<std::string, Suite>& registry() {
   return suites;
 }
 
+std::map<std::string, std::string>& aliases() {
+  static std::map<std::string, std::string> old_names;
+  return old_names;
+}
+
 StepTimes time_step(const std::function<void()>& fn, int reps) {
   auto process_cpu_ms = [] {
     timespec now{};

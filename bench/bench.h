@@ -19,10 +19,16 @@ struct Options {
 // {"suite": ..., "machine": {...}, "results": rows}.
 using Suite = std::function<nlohmann::json(const Options&)>;
 
+// The suites by name, and the names some had before (old name -> suite), which `ember bench`
+// still accepts.
 std::map<std::string, Suite>& registry();
+std::map<std::string, std::string>& aliases();
 
 struct Register {
-  Register(const std::string& name, Suite suite) { registry()[name] = std::move(suite); }
+  Register(const std::string& name, Suite suite, const std::vector<std::string>& old_names = {}) {
+    registry()[name] = std::move(suite);
+    for (const std::string& old_name : old_names) aliases()[old_name] = name;
+  }
 };
 
 // Median wall time in milliseconds of `fn` over `reps` runs after one warm-up run.

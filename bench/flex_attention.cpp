@@ -1,6 +1,7 @@
-// `ember bench flex`: flex_attention with a causal sliding window against dense
-// scaled_dot_product_attention given the same mask as attn_mask, and the BLAS sgemm rate of
-// this machine, measured side by side. `ember bench flex-decode`: one decoding step.
+// `ember bench flex_attention` (alias `flex`): flex_attention with a causal sliding window
+// against dense scaled_dot_product_attention given the same mask as attn_mask, and the BLAS
+// sgemm rate of this machine, measured side by side. `ember bench flex_attention_decode`
+// (alias `flex-decode`): one decoding step.
 
 #include <cmath>
 
@@ -109,8 +110,8 @@ nlohmann::json run_decode(const Options& options) {
   return results;
 }
 
-Register reg("flex", run);
-Register reg_decode("flex-decode", run_decode);
+Register reg("flex_attention", run, {"flex"});
+Register reg_decode("flex_attention_decode", run_decode, {"flex-decode"});
 
 }  // namespace
 }  // namespace ember::bench

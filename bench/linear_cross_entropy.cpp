@@ -1,4 +1,4 @@
-// `ember bench lce`: the fused linear_cross_entropy against ember's Linear then
+// `ember bench linear_cross_entropy` (alias `lce`): the fused linear_cross_entropy against ember's Linear then
 // CrossEntropy on the same data, forward + backward, side by side: time and the allocator's
 // peak. extra_peak_ratio compares the peaks after subtracting the inputs, the weight and
 // their gradients, i.e. the memory each path needs for the loss itself.
@@ -66,7 +66,7 @@ nlohmann::json run_row(const Shape& s, ScalarType dtype, int reps, const std::st
   // paths (a separate process: it runs alone).
   if (!python.empty()) {
     const std::vector<nlohmann::json> rows =
-        run_peer(python, "lce_torch.py",
+        run_peer(python, "linear_cross_entropy_torch.py",
                  "--reps " + std::to_string(reps) + " --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32") +
                      " --shape " + std::to_string(s.tokens) + "," + std::to_string(s.hidden) + "," +
                      std::to_string(s.classes));
@@ -95,7 +95,7 @@ nlohmann::json run(const Options& options) {
   return results;
 }
 
-Register reg("lce", run);
+Register reg("linear_cross_entropy", run, {"lce"});
 
 }  // namespace
 }  // namespace ember::bench

@@ -63,6 +63,7 @@ int run_bench(const std::vector<std::string>& args) {
       return 2;
     } else suite = a;
   }
+  if (auto alias = ember::bench::aliases().find(suite); alias != ember::bench::aliases().end()) suite = alias->second;
   auto& suites = ember::bench::registry();
   auto it = suites.find(suite);
   if (it == suites.end()) {

@@ -1,5 +1,5 @@
 // The fused linear + cross-entropy kernel on raw pointers (Note [Fused linear
-// cross-entropy] in src/nn/loss/linear_cross_entropy.cpp). "Acc" below is float64 for
+// cross-entropy] in src/ops/linear_cross_entropy.cpp). "Acc" below is float64 for
 // float64 inputs and float32 otherwise.
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Functional layers and activations: validated compositions of ember ops; rms_norm runs the
-// fused kernel of src/nn/rms_norm.cpp.
+// Functional layers and activations: validated compositions of ember ops; rms_norm, swiglu and
+// rotary_embedding run the fused ops of src/ops (rms_norm.cpp, swiglu.cpp, rotary_embedding.cpp).
 #include "ember/nn/functional.h"
 
 #include <limits>
@@ -7,7 +7,9 @@
 #include "ember/autograd.h"
 #include "ember/functions.h"
 #include "core/record_op.h"
-#include "nn/rms_norm.h"
+#include "ops/rms_norm.h"
+#include "ops/rotary_embedding.h"
+#include "ops/swiglu.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -89,8 +91,14 @@ Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options) {
                                                               : std::numeric_limits<float>::epsilon());
   int64_t width = 1;
   for (int64_t size : normalized_shape) width *= size;
-  return detail::fused_rms_norm(input.to(dtype), weight.defined() ? weight.to(dtype) : weight, width, eps);
+  return ops::rms_norm(input.to(dtype), weight.defined() ? weight.to(dtype) : weight, width, eps);
 }
+
+Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  return ops::rotary_embedding(x, cos, sin);
+}
+
+Tensor swiglu(const Tensor& a, const Tensor& b) { return ops::swiglu(a, b); }
 
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options) {
   return ember::dropout(input, options.p(), options.training());

@@ -183,6 +183,21 @@ void index_add_into(const Tensor& target, int64_t dim, const Tensor& index, cons
   launch_index_add(op, target_view, dim, index64, scaled);
 }
 
+// Records the backward of an op whose output reads self at `index` along `dim` (gather,
+// index_select): self's gradient is zero but where the output read, where add_at adds the
+// output's gradient back (scatter_add, index_add), so repeated indices accumulate.
+using AddAt = Tensor (*)(const Tensor& grad_self, int64_t dim, const Tensor& index, const Tensor& grad);
+void record_read_backward(const char* name, const Tensor& self, const Tensor& out, int64_t dim, const Tensor& index,
+                          AddAt add_at) {
+  if (!autograd::should_record({self})) return;
+  SavedTensor saved_index(index);
+  autograd::record(name, {self}, {out},
+                   [self_sizes = self.sizes(), dtype = self.scalar_type(), dim, saved_index, add_at](
+                       std::vector<Tensor>& g, const std::vector<bool>&) {
+                     return std::vector<Tensor>{add_at(zeros(self_sizes, dtype), dim, saved_index.get(), g[0])};
+                   });
+}
+
 void check_padding_idx(int64_t padding_idx, int64_t num_weights, const char* op) {
   EMBER_CHECK(padding_idx < num_weights, op, "padding_idx ", padding_idx, " must be below num_embeddings ",
               num_weights, " (a negative padding_idx means none)");
@@ -205,15 +220,10 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
             in = static_cast<const char*>(self_view.data_ptr()), index = index_view.data_ptr<int64_t>(),
             o = static_cast<char*>(out.data_ptr())] { cpu::gather(geometry, item, in, index, o); };
   });
-  if (autograd::should_record({*this})) {
-    std::vector<int64_t> self_sizes = sizes();
-    ScalarType dtype = scalar_type();
-    SavedTensor saved_index(index);
-    autograd::record("GatherBackward", {*this}, {out},
-                     [self_sizes, dtype, dim, saved_index](std::vector<Tensor>& g, const std::vector<bool>&) {
-                       return std::vector<Tensor>{zeros(self_sizes, dtype).scatter_add(dim, saved_index.get(), g[0])};
-                     });
-  }
+  record_read_backward("GatherBackward", *this, out, dim, index,
+                       [](const Tensor& grad_self, int64_t d, const Tensor& i, const Tensor& g) {
+                         return grad_self.scatter_add(d, i, g);
+                       });
   return out;
 }
 
@@ -258,15 +268,10 @@ Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
   std::vector<int64_t> out_sizes = sizes();
   if (this->dim() > 0) out_sizes[dim] = index64.numel();
   Tensor out = select_slices(*this, dim, index64, out_sizes);
-  if (autograd::should_record({*this})) {
-    std::vector<int64_t> self_sizes = sizes();
-    ScalarType dtype = scalar_type();
-    SavedTensor saved_index(index);
-    autograd::record("IndexSelectBackward", {*this}, {out},
-                     [self_sizes, dtype, dim, saved_index](std::vector<Tensor>& g, const std::vector<bool>&) {
-                       return std::vector<Tensor>{zeros(self_sizes, dtype).index_add(dim, saved_index.get(), g[0])};
-                     });
-  }
+  record_read_backward("IndexSelectBackward", *this, out, dim, index,
+                       [](const Tensor& grad_self, int64_t d, const Tensor& i, const Tensor& g) {
+                         return grad_self.index_add(d, i, g);
+                       });
   return out;
 }
 

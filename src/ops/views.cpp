@@ -1,6 +1,7 @@
 // View ops: new geometry over the same storage, with backward formulas.
 #include <numeric>
 
+#include "ember/autograd.h"
 #include "ops/op_utils.h"
 
 namespace ember {
@@ -342,7 +343,17 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
   d = wrap_dim(d, dim(), "unbind");
   std::vector<Tensor> out;
-  for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
+  {
+    // One backward node for all the slices, which stacks their gradients once: a select
+    // backward per slice would fill a zero gradient of the whole tensor each, O(L^2) for L.
+    NoGradGuard no_grad;
+    for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
+  }
+  if (out.empty()) return out;
+  autograd::record("UnbindBackward", {*this}, out,
+                   [d, dtype = scalar_type()](std::vector<Tensor>& g, const std::vector<bool>&) -> std::vector<Tensor> {
+                     return {stack(g, d).to(dtype)};
+                   });
   return out;
 }
 

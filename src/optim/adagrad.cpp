@@ -3,7 +3,6 @@
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
-#include "ember/graph.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -73,24 +72,15 @@ AdagradParamState& Adagrad::state_of(const Tensor& param, const AdagradOptions& 
 }
 
 Tensor Adagrad::step(LossClosure closure) {
-  // Its step count lives on the host, where a replay would not advance it.
-  EMBER_CHECK(!is_current_stream_capturing(), "Adagrad::step",
-              "Adagrad cannot be captured in a graph (its step count is a host value); use Adam, AdamW or SGD");
-  Tensor loss = run_closure(closure);
-  NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const AdagradOptions&>(group.options());
-    for (Tensor& param : group.params()) {
-      if (!param.grad().defined()) continue;
-      auto& state = state_of(param, o);
-      state.step(state.step() + 1);
-      Tensor grad = o.weight_decay() != 0 ? param.grad().add(param, o.weight_decay()) : param.grad();
-      const double clr = o.lr() / (1 + static_cast<double>(state.step() - 1) * o.lr_decay());
-      state.sum().add_(grad * grad);
-      param.add_(grad / state.sum().sqrt().add_(o.eps()), -clr);
-    }
-  }
-  return loss;
+  refuse_graph_capture("Adagrad");
+  return update_parameters<AdagradOptions>(closure, [this](Tensor& param, const AdagradOptions& o) {
+    auto& state = state_of(param, o);
+    state.step(state.step() + 1);
+    Tensor grad = o.weight_decay() != 0 ? param.grad().add(param, o.weight_decay()) : param.grad();
+    const double clr = o.lr() / (1 + static_cast<double>(state.step() - 1) * o.lr_decay());
+    state.sum().add_(grad * grad);
+    param.add_(grad / state.sum().sqrt().add_(o.eps()), -clr);
+  });
 }
 
 }  // namespace ember::optim

@@ -3,6 +3,7 @@
 #include "ember/optim/adam.h"
 
 #include <cmath>
+#include <type_traits>
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
@@ -17,10 +18,17 @@ struct AdamHyperparameters {
   bool amsgrad, maximize, capturable, decoupled_weight_decay;
 };
 
+// AdamW's options decouple the weight decay; AdamOptions add it to the gradient.
 template <typename Options>
-AdamHyperparameters hyperparameters_of(const Options& o, bool decoupled) {
-  return {o.lr(),      std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(), o.weight_decay(),
-          o.amsgrad(), o.maximize(),           o.capturable(),         decoupled};
+constexpr bool kDecoupledWeightDecay = std::is_same_v<Options, AdamWOptions>;
+
+template <typename Options>
+constexpr const char* kOptimizerName = kDecoupledWeightDecay<Options> ? "AdamW" : "Adam";
+
+template <typename Options>
+AdamHyperparameters hyperparameters_of(const Options& o) {
+  return {o.lr(),      std::get<0>(o.betas()), std::get<1>(o.betas()), o.eps(),
+          o.weight_decay(), o.amsgrad(), o.maximize(), o.capturable(), kDecoupledWeightDecay<Options>};
 }
 
 template <typename Options>
@@ -130,18 +138,6 @@ void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters
   param.add_(state.exp_avg() / denom, -step_size);
 }
 
-template <typename Options>
-void adam_family_step(std::vector<OptimizerParamGroup>& groups, bool decoupled,
-                      const std::function<AdamParamState&(const Tensor&)>& state_for) {
-  NoGradGuard no_grad;
-  for (auto& group : groups) {
-    const AdamHyperparameters h = hyperparameters_of(static_cast<const Options&>(group.options()), decoupled);
-    for (Tensor& param : group.params()) {
-      if (param.grad().defined()) adam_update(param, state_for(param), h);
-    }
-  }
-}
-
 }  // namespace
 
 std::map<std::string, double> AdamOptions::hyperparameters() const { return named_hyperparameters(*this); }
@@ -180,40 +176,34 @@ void AdamParamState::load(const std::string& prefix, const OptimizerStateDict& i
     max_exp_avg_sq(detail::load_state_tensor(in, prefix + "max_exp_avg_sq", param));
 }
 
-Adam::Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<AdamOptions>(defaults)) {
+namespace detail {
+
+template <typename Options>
+AdamFamily<Options>::AdamFamily(std::vector<OptimizerParamGroup> param_groups, Options defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<Options>(defaults)) {
   validate_all();
 }
 
-void Adam::validate(const OptimizerOptions& options) const {
-  validate_adam(static_cast<const AdamOptions&>(options), "Adam");
+template <typename Options>
+void AdamFamily<Options>::validate(const OptimizerOptions& options) const {
+  validate_adam(static_cast<const Options&>(options), kOptimizerName<Options>);
 }
 
-std::unique_ptr<OptimizerParamState> Adam::make_param_state() const { return std::make_unique<AdamParamState>(); }
-
-Tensor Adam::step(LossClosure closure) {
-  Tensor loss = run_closure(closure);
-  adam_family_step<AdamOptions>(param_groups_, /*decoupled=*/false,
-                                [this](const Tensor& p) -> AdamParamState& { return state_for<AdamParamState>(p); });
-  return loss;
+template <typename Options>
+std::unique_ptr<OptimizerParamState> AdamFamily<Options>::make_param_state() const {
+  return std::make_unique<AdamParamState>();
 }
 
-AdamW::AdamW(std::vector<OptimizerParamGroup> param_groups, AdamWOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<AdamWOptions>(defaults)) {
-  validate_all();
+template <typename Options>
+Tensor AdamFamily<Options>::step(LossClosure closure) {
+  return this->template update_parameters<Options>(closure, [this](Tensor& param, const Options& o) {
+    adam_update(param, this->template state_for<AdamParamState>(param), hyperparameters_of(o));
+  });
 }
 
-void AdamW::validate(const OptimizerOptions& options) const {
-  validate_adam(static_cast<const AdamWOptions&>(options), "AdamW");
-}
+template class AdamFamily<AdamOptions>;
+template class AdamFamily<AdamWOptions>;
 
-std::unique_ptr<OptimizerParamState> AdamW::make_param_state() const { return std::make_unique<AdamParamState>(); }
-
-Tensor AdamW::step(LossClosure closure) {
-  Tensor loss = run_closure(closure);
-  adam_family_step<AdamWOptions>(param_groups_, /*decoupled=*/true,
-                                 [this](const Tensor& p) -> AdamParamState& { return state_for<AdamParamState>(p); });
-  return loss;
-}
+}  // namespace detail
 
 }  // namespace ember::optim

@@ -8,7 +8,6 @@
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
-#include "ember/graph.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -345,9 +344,7 @@ std::tuple<double, Tensor> LBFGS::directional_evaluate(const LossClosure& closur
 }
 
 Tensor LBFGS::step(LossClosure closure) {
-  // Its step count lives on the host, where a replay would not advance it.
-  EMBER_CHECK(!is_current_stream_capturing(), "LBFGS::step",
-              "LBFGS cannot be captured in a graph (its step count is a host value); use Adam, AdamW or SGD");
+  refuse_graph_capture("LBFGS");
   NoGradGuard no_grad;
   EMBER_CHECK(closure != nullptr, "LBFGS", "LBFGS requires a closure function");
   EMBER_CHECK(param_groups_.size() == 1, "LBFGS", "LBFGS doesn't support per-parameter options (parameter groups)");

@@ -1,10 +1,12 @@
 // Optimizer base: parameter groups, gradients, and flat state dicts.
 #include "ember/optim/optimizer.h"
 
+#include <string>
 #include <unordered_set>
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
+#include "ember/graph.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -88,6 +90,24 @@ Tensor Optimizer::run_closure(const LossClosure& closure) {
   if (!closure) return {};
   AutoGradMode enable_grad(true);
   return closure();
+}
+
+Tensor Optimizer::update_each_parameter(
+    const LossClosure& closure, const std::function<void(Tensor& param, const OptimizerOptions& options)>& update) {
+  Tensor loss = run_closure(closure);
+  NoGradGuard no_grad;
+  for (auto& group : param_groups_) {
+    const OptimizerOptions& options = group.options();
+    for (Tensor& param : group.params()) {
+      if (param.grad().defined()) update(param, options);
+    }
+  }
+  return loss;
+}
+
+void Optimizer::refuse_graph_capture(const char* optimizer) {
+  EMBER_CHECK(!is_current_stream_capturing(), (std::string(optimizer) + "::step").c_str(), optimizer,
+              " cannot be captured in a graph (its step count is a host value); use Adam, AdamW or SGD");
 }
 
 OptimizerStateDict Optimizer::state_dict() const {

@@ -3,7 +3,6 @@
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
-#include "ember/graph.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -68,40 +67,31 @@ std::unique_ptr<OptimizerParamState> RMSprop::make_param_state() const {
 }
 
 Tensor RMSprop::step(LossClosure closure) {
-  // Its step count lives on the host, where a replay would not advance it.
-  EMBER_CHECK(!is_current_stream_capturing(), "RMSprop::step",
-              "RMSprop cannot be captured in a graph (its step count is a host value); use Adam, AdamW or SGD");
-  Tensor loss = run_closure(closure);
-  NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const RMSpropOptions&>(group.options());
-    for (Tensor& param : group.params()) {
-      if (!param.grad().defined()) continue;
-      auto& state = state_for<RMSpropParamState>(param);
-      if (!state.square_avg().defined()) state.square_avg(zeros_like(param));
-      // Buffers switched on after the first step start from zero, as libtorch's would.
-      if (o.momentum() > 0 && !state.momentum_buffer().defined()) state.momentum_buffer(zeros_like(param));
-      if (o.centered() && !state.grad_avg().defined()) state.grad_avg(zeros_like(param));
-      state.step(state.step() + 1);
+  refuse_graph_capture("RMSprop");
+  return update_parameters<RMSpropOptions>(closure, [this](Tensor& param, const RMSpropOptions& o) {
+    auto& state = state_for<RMSpropParamState>(param);
+    if (!state.square_avg().defined()) state.square_avg(zeros_like(param));
+    // Buffers switched on after the first step start from zero, as libtorch's would.
+    if (o.momentum() > 0 && !state.momentum_buffer().defined()) state.momentum_buffer(zeros_like(param));
+    if (o.centered() && !state.grad_avg().defined()) state.grad_avg(zeros_like(param));
+    state.step(state.step() + 1);
 
-      Tensor grad = o.weight_decay() != 0 ? param.grad().add(param, o.weight_decay()) : param.grad();
-      state.square_avg().mul_(o.alpha()).add_(grad * grad, 1 - o.alpha());
-      Tensor avg;
-      if (o.centered()) {
-        state.grad_avg().mul_(o.alpha()).add_(grad, 1 - o.alpha());
-        avg = (state.square_avg() - state.grad_avg() * state.grad_avg()).sqrt_().add_(o.eps());
-      } else {
-        avg = state.square_avg().sqrt().add_(o.eps());
-      }
-      if (o.momentum() > 0) {
-        state.momentum_buffer().mul_(o.momentum()).add_(grad / avg);
-        param.add_(state.momentum_buffer(), -o.lr());
-      } else {
-        param.add_(grad / avg, -o.lr());
-      }
+    Tensor grad = o.weight_decay() != 0 ? param.grad().add(param, o.weight_decay()) : param.grad();
+    state.square_avg().mul_(o.alpha()).add_(grad * grad, 1 - o.alpha());
+    Tensor avg;
+    if (o.centered()) {
+      state.grad_avg().mul_(o.alpha()).add_(grad, 1 - o.alpha());
+      avg = (state.square_avg() - state.grad_avg() * state.grad_avg()).sqrt_().add_(o.eps());
+    } else {
+      avg = state.square_avg().sqrt().add_(o.eps());
     }
-  }
-  return loss;
+    if (o.momentum() > 0) {
+      state.momentum_buffer().mul_(o.momentum()).add_(grad / avg);
+      param.add_(state.momentum_buffer(), -o.lr());
+    } else {
+      param.add_(grad / avg, -o.lr());
+    }
+  });
 }
 
 }  // namespace ember::optim

@@ -59,30 +59,23 @@ void SGD::validate(const OptimizerOptions& base) const {
 std::unique_ptr<OptimizerParamState> SGD::make_param_state() const { return std::make_unique<SGDParamState>(); }
 
 Tensor SGD::step(LossClosure closure) {
-  Tensor loss = run_closure(closure);
-  NoGradGuard no_grad;
-  for (auto& group : param_groups_) {
-    const auto& o = static_cast<const SGDOptions&>(group.options());
-    for (Tensor& param : group.params()) {
-      if (!param.grad().defined()) continue;
-      Tensor grad = o.maximize() ? -param.grad() : param.grad();
-      if (o.weight_decay() != 0) grad = grad.add(param, o.weight_decay());
-      if (o.momentum() != 0) {
-        auto& state = state_for<SGDParamState>(param);
-        if (!state.momentum_buffer().defined()) {
-          // A capture would record the first step's copy, and every replay would restart the momentum.
-          EMBER_CHECK(!is_current_stream_capturing(), "SGD::step", "the momentum buffer of a parameter of shape ",
-                      param.sizes(), " would be created inside the graph capture; run warm-up steps before capturing");
-          state.momentum_buffer(grad.clone());
-        } else {
-          state.momentum_buffer().mul_(o.momentum()).add_(grad, 1 - o.dampening());
-        }
-        grad = o.nesterov() ? grad.add(state.momentum_buffer(), o.momentum()) : state.momentum_buffer();
+  return update_parameters<SGDOptions>(closure, [this](Tensor& param, const SGDOptions& o) {
+    Tensor grad = o.maximize() ? -param.grad() : param.grad();
+    if (o.weight_decay() != 0) grad = grad.add(param, o.weight_decay());
+    if (o.momentum() != 0) {
+      auto& state = state_for<SGDParamState>(param);
+      if (!state.momentum_buffer().defined()) {
+        // A capture would record the first step's copy, and every replay would restart the momentum.
+        EMBER_CHECK(!is_current_stream_capturing(), "SGD::step", "the momentum buffer of a parameter of shape ",
+                    param.sizes(), " would be created inside the graph capture; run warm-up steps before capturing");
+        state.momentum_buffer(grad.clone());
+      } else {
+        state.momentum_buffer().mul_(o.momentum()).add_(grad, 1 - o.dampening());
       }
-      param.add_(grad, -o.lr());
+      grad = o.nesterov() ? grad.add(state.momentum_buffer(), o.momentum()) : state.momentum_buffer();
     }
-  }
-  return loss;
+    param.add_(grad, -o.lr());
+  });
 }
 
 }  // namespace ember::optim

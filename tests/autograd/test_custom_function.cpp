@@ -41,8 +41,8 @@ TEST(CustomFunction, GradientOfAScalarArgumentFunction) {
   EXPECT_TRUE(all_close(y, {5.5, -11.0, 2.75}));
   y.sum().backward();
   EXPECT_TRUE(all_close(x.grad(), {5.5, 5.5, 5.5}));
-  EXPECT_TRUE(autograd::gradcheck([](const std::vector<Tensor>& in) { return MulConstant::apply(in[0], -1.25); },
-                                  {x.detach().requires_grad_()}));
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return MulConstant::apply(in[0], -1.25); },
+                              {x.detach().requires_grad_()}));
 }
 
 // y = sign * scale * sum_{dims}(x^n): every saved_data kind in one function.
@@ -81,7 +81,7 @@ TEST(CustomFunction, SavedDataOfEveryKindReachesBackward) {
   std::vector<double> expected;  // d/dx of -0.5 * x^3 weighted by the row's gradient
   for (size_t i = 0; i < v.size(); ++i) expected.push_back((i < 3 ? 1.0 : -2.0) * -0.5 * 3 * v[i] * v[i]);
   EXPECT_TRUE(all_close(x.grad(), expected));
-  EXPECT_TRUE(autograd::gradcheck(
+  EXPECT_TRUE(gradients_match(
       [](const std::vector<Tensor>& in) {
         return PowerSum::apply(in[0], 2, 1.5, false, std::string("power-sum"), std::vector<int64_t>{0});
       },
@@ -131,7 +131,7 @@ TEST(CustomFunction, TwoOutputsWithSavedInputsAndNeedsInputGrad) {
   EXPECT_TRUE(all_close(c.grad(), {0.5, -1.0, 4.0}));
   EXPECT_TRUE(all_close(d.grad(), {1.0, 2.0, -3.0}));
 
-  EXPECT_TRUE(autograd::gradcheck(
+  EXPECT_TRUE(gradients_match(
       [](const std::vector<Tensor>& in) {
         auto o = MulAndAdd::apply(in[0], in[1]);
         return o[0] * o[1];
@@ -156,7 +156,7 @@ TEST(CustomFunction, SavedOutputAndVersionCheck) {
   Tensor y = Exp::apply(x);
   y.sum().backward(Tensor(), /*retain_graph=*/true);
   EXPECT_TRUE(all_close(x.grad(), {1.0, std::exp(1.0), std::exp(-2.0)}));
-  EXPECT_TRUE(autograd::gradcheck([](const std::vector<Tensor>& in) { return Exp::apply(in[0]); }, {leaf({0.2, -0.4})}));
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return Exp::apply(in[0]); }, {leaf({0.2, -0.4})}));
 
   {
     NoGradGuard no_grad;

@@ -17,9 +17,6 @@ namespace {
 using namespace testutil;
 using Sizes = std::vector<int64_t>;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 std::vector<double> iota_values(int64_t n, double start = 0) {
   std::vector<double> v(static_cast<size_t>(n));
   std::iota(v.begin(), v.end(), start);

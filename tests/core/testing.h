@@ -12,6 +12,7 @@
 
 #include "ember/ember.h"
 #include "ember/storage.h"
+#include "test_support.h"
 
 namespace ember::testutil {
 
@@ -149,25 +150,6 @@ inline ::testing::AssertionResult all_close(const Tensor& actual, const std::vec
 
 inline ::testing::AssertionResult all_equal(const Tensor& actual, const std::vector<double>& expected) {
   return all_close(actual, expected, {0, 0});
-}
-
-// Runs fn and checks it throws ember::Error whose message contains every fragment.
-template <typename F>
-::testing::AssertionResult throws_error(F fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& f : fragments) {
-      if (message.find(f) == std::string::npos) {
-        return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << f << "\"";
-      }
-    }
-    return ::testing::AssertionSuccess();
-  } catch (const std::exception& e) {
-    return ::testing::AssertionFailure() << "threw a non-ember exception: " << e.what();
-  }
-  return ::testing::AssertionFailure() << "did not throw";
 }
 
 }  // namespace ember::testutil

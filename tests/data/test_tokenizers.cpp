@@ -21,7 +21,7 @@
 #include "ember/data/text.h"
 #include "ember/data/tokenizers.h"
 #include "ember/error.h"
-#include "error_testing.h"
+#include "test_support.h"
 
 namespace ember::tokenizers {
 namespace {

@@ -316,16 +316,9 @@ TEST_F(OneRank, FullyShardErrorsNameTheCallAndTheValues) {
 
 // With one rank the collectives copy, so training through FSDP is plain training bit for bit.
 TEST_F(OneRank, FullyShardedTrainingOfOneRankIsPlainTraining) {
-  models::GPTConfig config;
-  config.vocab_size = 40;
-  config.dim = 16;
-  config.n_layers = 2;
-  config.n_heads = 2;
-  config.n_kv_heads = 1;
-  config.hidden_dim = 24;
-  config.max_seq_len = 8;
+  const models::GPTConfig config = testutil::tiny_gpt_config();
   manual_seed(5);
-  const Tensor batches = randint(40, {3, 4, 9});
+  const Tensor batches = randint(config.vocab_size, {3, 4, 9});
   std::vector<std::vector<double>> parameters;
   for (bool sharded : {false, true}) {
     manual_seed(6);

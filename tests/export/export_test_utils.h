@@ -2,15 +2,16 @@
 // memory plan (every pair of Arena values, lifetimes recomputed here) and IR equality.
 #pragma once
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
+#include "../test_support.h"
 #include "ember/ember.h"
 #include "ember/export.h"
 
@@ -22,15 +23,7 @@ inline bool bitwise_equal(const Tensor& a, const Tensor& b) {
   return std::memcmp(x.data_ptr(), y.data_ptr(), x.nbytes()) == 0;
 }
 
-inline void expect_error(const std::function<void()>& fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "no ember::Error thrown";
-  } catch (const Error& e) {
-    const std::string message = e.what();
-    for (const auto& f : fragments) EXPECT_NE(message.find(f), std::string::npos) << "'" << f << "' not in: " << message;
-  }
-}
+using testutil::expect_error;
 
 inline std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("ember_export_" + std::to_string(::getpid()) + "_" + name)).string();

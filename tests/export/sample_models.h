@@ -1,26 +1,17 @@
-// Models the export tests and the runtime's tests both export: a small GPT (grouped-query
-// attention, two layers), a small CNN, and the forward of an LSTM or GRU as a list of outputs.
+// Models the export tests and the runtime's tests both export: the tiny GPT of
+// test_support.h, a small CNN, and the forward of an LSTM or GRU as a list of outputs.
 #pragma once
 #include <type_traits>
 #include <vector>
 
+#include "../test_support.h"
 #include "ember/ember.h"
 #include "ember/models/gpt.h"
 
 namespace ember::test {
 
-inline models::GPTConfig tiny_gpt_config(int64_t window = 0) {
-  models::GPTConfig c;
-  c.vocab_size = 40;
-  c.dim = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.hidden_dim = 64;
-  c.max_seq_len = 48;
-  c.window = window;
-  return c;
-}
+// The suites' one tiny GPT (test_support.h).
+using testutil::tiny_gpt_config;
 
 class SmallCNNImpl : public nn::Module {
  public:

@@ -8,24 +8,21 @@
 
 #include "ember/ember.h"
 #include "ember/models/gpt.h"
+#include "test_support.h"
 
 namespace ember {
 namespace {
 
 namespace F = nn::functional;
 
+// The suites' tiny GPT (test_support.h) with room for 96 positions.
 models::GPTConfig small_config(int64_t window = 0) {
-  models::GPTConfig c;
-  c.vocab_size = 50;
-  c.dim = 32;
-  c.n_layers = 2;
-  c.n_heads = 4;
-  c.n_kv_heads = 2;
-  c.hidden_dim = 64;
+  models::GPTConfig c = testutil::tiny_gpt_config(window);
   c.max_seq_len = 96;
-  c.window = window;
   return c;
 }
+
+const int64_t kVocab = small_config().vocab_size;
 
 double max_abs_diff(const Tensor& a, const Tensor& b) {
   return (a.to(kFloat64) - b.to(kFloat64)).abs().max().item<double>();
@@ -50,7 +47,7 @@ TEST(GPT, PackedDocumentsNeverSeeEachOther) {
   models::GPT model(small_config());
   NoGradGuard guard;
   // Row 0 packs documents 7 (positions 0..29) and 8 (30..63); row 1 is one document.
-  Tensor tokens = randint(50, {2, 64});
+  Tensor tokens = randint(kVocab, {2, 64});
   Tensor doc_ids = zeros({2, 64}, kInt32);
   doc_ids.select(0, 0).narrow(0, 0, 30).fill_(7);
   doc_ids.select(0, 0).narrow(0, 30, 34).fill_(8);
@@ -58,7 +55,7 @@ TEST(GPT, PackedDocumentsNeverSeeEachOther) {
 
   // Changing document 7 changes nothing in document 8 nor in the other row...
   Tensor edited = tokens.clone();
-  edited.select(0, 0).narrow(0, 0, 30).copy_(randint(50, {30}));
+  edited.select(0, 0).narrow(0, 0, 30).copy_(randint(kVocab, {30}));
   Tensor after = model->forward(edited, doc_ids);
   EXPECT_EQ(max_abs_diff(after.select(0, 0).narrow(0, 30, 34), logits.select(0, 0).narrow(0, 30, 34)), 0.0);
   EXPECT_EQ(max_abs_diff(after.select(0, 1), logits.select(0, 1)), 0.0);
@@ -121,23 +118,23 @@ TEST(GPT, SlidingWindowLimitsWhatAPositionSees) {
   manual_seed(4);
   models::GPT model(small_config(/*window=*/8));
   NoGradGuard guard;
-  Tensor tokens = randint(50, {1, 40});
+  Tensor tokens = randint(kVocab, {1, 40});
   Tensor logits = model->forward(tokens);
   // With 2 layers, position 39 depends on positions >= 39 - 2 * 7 = 25 only.
   Tensor edited = tokens.clone();
-  edited.narrow(1, 0, 25).copy_(randint(50, {1, 25}));
+  edited.narrow(1, 0, 25).copy_(randint(kVocab, {1, 25}));
   EXPECT_EQ(max_abs_diff(model->forward(edited).select(1, 39), logits.select(1, 39)), 0.0);
-  edited.narrow(1, 25, 1).fill_((tokens[0][25].item<int64_t>() + 1) % 50);
+  edited.narrow(1, 25, 1).fill_((tokens[0][25].item<int64_t>() + 1) % kVocab);
   EXPECT_GT(max_abs_diff(model->forward(edited).select(1, 39), logits.select(1, 39)), 1e-6);
 }
 
 TEST(GPT, FusedLossEqualsHeadPlusCrossEntropy) {
   manual_seed(5);
   models::GPT model(small_config());
-  Tensor tokens = randint(50, {3, 32}), targets = randint(50, {3, 32});
+  Tensor tokens = randint(kVocab, {3, 32}), targets = randint(kVocab, {3, 32});
   for (auto [smoothing, z] : {std::pair{0.0, 0.0}, {0.1, 0.0}, {0.0, 1e-3}}) {
     Tensor fused = model->loss(tokens, targets, {}, models::LossOptions{smoothing, z});
-    Tensor logits = model->forward(tokens).reshape({-1, 50}).to(kFloat64);
+    Tensor logits = model->forward(tokens).reshape({-1, kVocab}).to(kFloat64);
     Tensor reference = F::cross_entropy(logits, targets.reshape({-1}), F::CrossEntropyFuncOptions().label_smoothing(smoothing)) +
                        z * logits.logsumexp({1}).pow(2).mean();
     EXPECT_NEAR(fused.item<double>(), reference.item<double>(), 1e-5) << "smoothing " << smoothing << " z " << z;
@@ -149,7 +146,7 @@ void expect_cached_decoding_matches_full_forward(int64_t window) {
   models::GPT model(small_config(window));
   NoGradGuard guard;
   const int64_t length = 90;
-  Tensor tokens = randint(50, {2, length});
+  Tensor tokens = randint(kVocab, {2, length});
   Tensor full = model->forward(tokens);
   models::GPTCache cache = model->make_cache(2);
   // A prefill of 37 positions, single-token steps, a 3-token step, then the rest at once.
@@ -175,7 +172,7 @@ TEST(GPT, CachedDecodingMatchesTheFullForwardWithASlidingWindow) { expect_cached
 TEST(GPT, BFloat16ComputeTracksFloat32AndKeepsFloat32Parameters) {
   manual_seed(7);
   models::GPT model(small_config());
-  Tensor tokens = randint(50, {4, 48}), targets = randint(50, {4, 48});
+  Tensor tokens = randint(kVocab, {4, 48}), targets = randint(kVocab, {4, 48});
   Tensor loss32 = model->loss(tokens, targets, {});
   loss32.backward();
   std::vector<Tensor> grads32;
@@ -208,7 +205,7 @@ TEST(GPT, CallsItsBlocksThroughTheirForwardHooks) {
       ++calls[i];
     });
   }
-  Tensor tokens = randint(50, {2, 8}), targets = randint(50, {2, 8});
+  Tensor tokens = randint(kVocab, {2, 8}), targets = randint(kVocab, {2, 8});
   model->loss(tokens, targets, {});
   model->forward(tokens);
   EXPECT_EQ(calls, std::vector<int64_t>({2, 2}));
@@ -216,11 +213,11 @@ TEST(GPT, CallsItsBlocksThroughTheirForwardHooks) {
 
 TEST(GPT, BadInputsAreErrors) {
   models::GPT model(small_config());
-  EXPECT_THROW(model->forward(randint(50, {1, 97})), Error);  // longer than max_seq_len
-  EXPECT_THROW(model->forward(randint(50, {2, 4, 4})), Error);
-  EXPECT_THROW(model->forward(randint(50, {2, 8}), zeros({2, 7}, kInt32)), Error);
+  EXPECT_THROW(model->forward(randint(kVocab, {1, 97})), Error);  // longer than max_seq_len
+  EXPECT_THROW(model->forward(randint(kVocab, {2, 4, 4})), Error);
+  EXPECT_THROW(model->forward(randint(kVocab, {2, 8}), zeros({2, 7}, kInt32)), Error);
   models::GPTCache other;
-  EXPECT_THROW(model->forward_cached(randint(50, {1, 4}), other), Error);
+  EXPECT_THROW(model->forward_cached(randint(kVocab, {1, 4}), other), Error);
   models::GPTConfig bad = small_config();
   bad.n_kv_heads = 3;
   EXPECT_THROW(models::GPT{bad}, Error);

@@ -6,18 +6,17 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ember/atomic_file.h"
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
 #include "ember/models/lora.h"
 #include "ember/models/pretrained.h"
-#include "error_testing.h"
 #include "models/decoder_layer.h"
+#include "test_support.h"
 
 namespace ember {
 namespace {

@@ -8,11 +8,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ember/atomic_file.h"
 #include "ember/data/tokenizers.h"
@@ -20,7 +19,7 @@
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
 #include "ember/storage.h"
-#include "error_testing.h"
+#include "test_support.h"
 
 namespace ember {
 namespace {

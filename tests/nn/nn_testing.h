@@ -13,6 +13,10 @@
 namespace ember::nntest {
 
 using testutil::all_close;
+using testutil::gradients_match;
+using testutil::kFloatTypes;
+using testutil::kInf;
+using testutil::kNaN;
 using testutil::throws_error;
 using testutil::values;
 
@@ -24,7 +28,7 @@ inline Tensor uniform(IntArrayRef sizes, uint32_t seed, double lo = -1, double h
 }
 
 // Same values as `t`, as a new float64 leaf that requires grad.
-inline Tensor leaf(const Tensor& t) { return t.detach().to(kFloat64).clone().requires_grad_(true); }
+inline Tensor leaf(const Tensor& t) { return testutil::float64_leaf(t); }
 
 // Row-major matrix helper over a flat vector: m[r * cols + c].
 struct Matrix {
@@ -38,26 +42,27 @@ inline Matrix matrix(const Tensor& t) {
   return {values(t), t.size(0), t.size(1)};
 }
 
-// An empty string when gradcheck passes, else its report (float64 inputs).
-inline std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                             const std::vector<Tensor>& inputs, double atol = 1e-6, double rtol = 1e-4) {
+// The nn suite checks gradients tighter than gradients_match's default: its options.
+inline autograd::GradcheckOptions tight_gradcheck(double atol = 1e-6, double rtol = 1e-4) {
   autograd::GradcheckOptions options;
   options.atol = atol;
   options.rtol = rtol;
-  return autograd::gradcheck_report(fn, inputs, options);
+  return options;
 }
 
-// gradcheck of the first-order gradients `gradients` returns (built with create_graph=true),
-// flattened into one vector: the second derivatives against finite differences.
-inline std::string gradgradcheck(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& gradients,
-                                 const std::vector<Tensor>& inputs) {
-  return gradcheck(
+// gradients_match of the first-order gradients `gradients` returns (built with
+// create_graph=true), flattened into one vector: the second derivatives against finite
+// differences.
+inline ::testing::AssertionResult gradgradcheck(
+    const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& gradients,
+    const std::vector<Tensor>& inputs) {
+  return gradients_match(
       [&](const std::vector<Tensor>& t) {
         std::vector<Tensor> flat;
         for (const Tensor& g : gradients(t)) flat.push_back(g.reshape({-1}));
         return cat(flat);
       },
-      inputs);
+      inputs, tight_gradcheck());
 }
 
 }  // namespace ember::nntest

@@ -61,12 +61,11 @@ TEST(GroupNorm, MatchesFormulaWithGroupsAndAffine) {
   Tensor x = uniform({2, 4, 3}, 4, -1, 2);
   EXPECT_TRUE(all_close(F::group_norm(x, F::GroupNormFuncOptions(1)),
                         group_norm_reference(x, 1, std::vector<double>(4, 1), std::vector<double>(4, 0), 1e-5)));
-  EXPECT_EQ(gradcheck(
-                [](const std::vector<Tensor>& in) {
-                  return F::group_norm(in[0], F::GroupNormFuncOptions(2).weight(in[1]).bias(in[2]).eps(1e-2));
-                },
-                {leaf(uniform({2, 4, 3}, 5)), leaf(uniform({4}, 6)), leaf(uniform({4}, 7))}),
-            "");
+  EXPECT_TRUE(gradients_match(
+      [](const std::vector<Tensor>& in) {
+        return F::group_norm(in[0], F::GroupNormFuncOptions(2).weight(in[1]).bias(in[2]).eps(1e-2));
+      },
+      {leaf(uniform({2, 4, 3}, 5)), leaf(uniform({4}, 6)), leaf(uniform({4}, 7))}, tight_gradcheck()));
   EXPECT_EQ(F::group_norm(empty({0, 4, 3}), F::GroupNormFuncOptions(2)).sizes(), (std::vector<int64_t>{0, 4, 3}));
   nn::GroupNorm plain(nn::GroupNormOptions(2, 4).affine(false));
   EXPECT_EQ(plain->named_parameters().size(), 0u);
@@ -134,12 +133,11 @@ TEST(InstanceNorm, NormalisesEachPlaneAndTracksRunningStats) {
   EXPECT_EQ(tracked->named_buffers().keys(),
             (std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"}));
   EXPECT_EQ(tracked(empty({0, 2, 2, 2, 2})).sizes(), (std::vector<int64_t>{0, 2, 2, 2, 2}));
-  EXPECT_EQ(gradcheck(
-                [](const std::vector<Tensor>& in) {
-                  return F::instance_norm(in[0], F::InstanceNormFuncOptions().weight(in[1]).bias(in[2]).eps(1e-2));
-                },
-                {leaf(uniform({2, 3, 4}, 12)), leaf(uniform({3}, 13)), leaf(uniform({3}, 14))}),
-            "");
+  EXPECT_TRUE(gradients_match(
+      [](const std::vector<Tensor>& in) {
+        return F::instance_norm(in[0], F::InstanceNormFuncOptions().weight(in[1]).bias(in[2]).eps(1e-2));
+      },
+      {leaf(uniform({2, 3, 4}, 12)), leaf(uniform({3}, 13)), leaf(uniform({3}, 14))}, tight_gradcheck()));
   EXPECT_TRUE(throws_error(
       [&] {
         plain(zeros({2, 3, 4, 4}));

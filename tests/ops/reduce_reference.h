@@ -160,13 +160,6 @@ inline Slice ref_softmax(const Slice& s, bool log) {
   return out;
 }
 
-// gradcheck of f at a float64 copy of `input`.
-inline void expect_gradcheck(const std::function<Tensor(const Tensor&)>& f, const Tensor& input,
-                             const std::string& what) {
-  Tensor x = input.detach().clone().requires_grad_(true);
-  EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return f(in[0]); }, {x}), "") << what;
-}
-
 // Gradient of f(x).sum() with respect to x.
 inline Tensor grad_of_sum(const std::function<Tensor(const Tensor&)>& f, const Tensor& input) {
   Tensor x = input.detach().clone().requires_grad_(true);

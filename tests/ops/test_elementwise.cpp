@@ -17,9 +17,6 @@ namespace {
 
 using namespace testutil;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-const std::vector<ScalarType> kFloatTypes = {kFloat32, kFloat64, kBFloat16, kFloat16};
 const std::vector<ScalarType> kIntTypes = {kInt32, kInt64};
 
 // ---- input layouts -----------------------------------------------------------------------
@@ -689,9 +686,9 @@ TEST(Gradients, UnaryOps) {
   for (const auto& c : unary_cases()) {
     SCOPED_TRACE(c.name);
     Tensor x = leaf(smooth_inputs(6, c.lo, c.hi, c.kinks, 21), {2, 3});
-    EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return c.op(in[0]); }, {x}), "");
+    EXPECT_TRUE(gradients_match([&](const std::vector<Tensor>& in) { return c.op(in[0]); }, {x}));
     // Through a transposed view of the leaf.
-    EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return c.op(in[0].t()); }, {x}), "");
+    EXPECT_TRUE(gradients_match([&](const std::vector<Tensor>& in) { return c.op(in[0].t()); }, {x}));
   }
 }
 
@@ -711,8 +708,7 @@ TEST(Gradients, BinaryOpsWithBroadcasting) {
       Tensor a = leaf(uniform_values(numel_of(s.a), c.a_lo, extreme ? 0 : c.a_hi, 31), s.a);
       Tensor b = leaf(uniform_values(numel_of(s.b), extreme ? 0.5 : c.b_lo, c.b_hi, 32), s.b);
       if (c.name == "atan2") b = leaf(uniform_values(numel_of(s.b), 0.5, 3, 33), s.b);
-      EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return c.op(in[0], in[1]); }, {a, b}),
-                "");
+      EXPECT_TRUE(gradients_match([&](const std::vector<Tensor>& in) { return c.op(in[0], in[1]); }, {a, b}));
     }
   }
 }
@@ -735,22 +731,20 @@ TEST(Gradients, PowAtZeroBase) {
 TEST(Gradients, ScalarOperandForms) {
   Tensor x = leaf(uniform_values(4, 0.5, 2, 41), {4});
   auto check = [&](const std::function<Tensor(const Tensor&)>& f) {
-    return autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return f(in[0]); }, {x});
+    return gradients_match([&](const std::vector<Tensor>& in) { return f(in[0]); }, {x});
   };
-  EXPECT_EQ(check([](const Tensor& t) { return t * 3 + 1; }), "");
-  EXPECT_EQ(check([](const Tensor& t) { return 2 - t / 4; }), "");
-  EXPECT_EQ(check([](const Tensor& t) { return 2 / t; }), "");
-  EXPECT_EQ(check([](const Tensor& t) { return pow(2, t); }), "");
-  EXPECT_EQ(check([](const Tensor& t) { return t.add(1, 2.5).sub(3, 0.5); }), "");
+  EXPECT_TRUE(check([](const Tensor& t) { return t * 3 + 1; }));
+  EXPECT_TRUE(check([](const Tensor& t) { return 2 - t / 4; }));
+  EXPECT_TRUE(check([](const Tensor& t) { return 2 / t; }));
+  EXPECT_TRUE(check([](const Tensor& t) { return pow(2, t); }));
+  EXPECT_TRUE(check([](const Tensor& t) { return t.add(1, 2.5).sub(3, 0.5); }));
 }
 
 TEST(Gradients, WhereAndMaskedFill) {
   Tensor cond = tensor({true, false, true});
   Tensor a = leaf(uniform_values(6, -1, 1, 51), {2, 3}), b = leaf(uniform_values(2, -1, 1, 52), {2, 1});
-  EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return where(cond, in[0], in[1]); }, {a, b}),
-            "");
-  EXPECT_EQ(autograd::gradcheck_report([&](const std::vector<Tensor>& in) { return in[0].masked_fill(cond, 2); }, {a}),
-            "");
+  EXPECT_TRUE(gradients_match([&](const std::vector<Tensor>& in) { return where(cond, in[0], in[1]); }, {a, b}));
+  EXPECT_TRUE(gradients_match([&](const std::vector<Tensor>& in) { return in[0].masked_fill(cond, 2); }, {a}));
   where(cond, a, b).sum().backward();
   EXPECT_TRUE(all_equal(a.grad(), {1, 0, 1, 1, 0, 1}));
   EXPECT_TRUE(all_equal(b.grad(), {1, 1}));
@@ -760,7 +754,7 @@ TEST(Gradients, InPlaceOpsOnNonLeaves) {
   Tensor x = leaf(uniform_values(6, 0.2, 2, 61), {2, 3});
   Tensor other = leaf(uniform_values(3, 0.5, 2, 62), {3});
   auto check = [&](const std::function<void(Tensor&, const Tensor&)>& f) {
-    return autograd::gradcheck_report(
+    return gradients_match(
         [&](const std::vector<Tensor>& in) {
           Tensor y = in[0] * 1;
           f(y, in[1]);
@@ -768,15 +762,15 @@ TEST(Gradients, InPlaceOpsOnNonLeaves) {
         },
         {x, other});
   };
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.add_(o, 2); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.mul_(o).exp_(); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.div_(o).sqrt_(); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.pow_(o).log_(); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.sub_(o).tanh_().sigmoid_(); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.atan2_(o).neg_(); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.sub_(1.1).relu_().add_(o); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.sub_(1.1).abs_().clamp_(0.15, 0.6).mul_(o); }), "");
-  EXPECT_EQ(check([](Tensor& y, const Tensor& o) { y.masked_fill_(o > 1.2, 0).mul_(o); }), "");
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.add_(o, 2); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.mul_(o).exp_(); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.div_(o).sqrt_(); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.pow_(o).log_(); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.sub_(o).tanh_().sigmoid_(); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.atan2_(o).neg_(); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.sub_(1.1).relu_().add_(o); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.sub_(1.1).abs_().clamp_(0.15, 0.6).mul_(o); }));
+  EXPECT_TRUE(check([](Tensor& y, const Tensor& o) { y.masked_fill_(o > 1.2, 0).mul_(o); }));
 }
 
 TEST(Gradients, MixedDtypeOperandsGetGradientsInTheirOwnDtype) {

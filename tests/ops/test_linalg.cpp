@@ -20,10 +20,6 @@ using namespace testutil;
 
 using Sizes = std::vector<int64_t>;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-const std::vector<ScalarType> kFloatTypes = {kFloat32, kFloat64, kBFloat16, kFloat16};
-
 struct ShapeCase {
   Sizes a, b;
 };
@@ -405,12 +401,6 @@ TEST(Linalg, OuterMatchesReference) {
 
 // ---- gradients ---------------------------------------------------------------------------------
 
-using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
-
-void expect_gradcheck(const Fn& fn, const std::vector<Tensor>& inputs, const std::string& what) {
-  EXPECT_EQ(autograd::gradcheck_report(fn, inputs), "") << what;
-}
-
 std::string shapes(const ShapeCase& c) {
   std::ostringstream out;
   out << IntArrayRef(c.a) << " @ " << IntArrayRef(c.b);
@@ -428,10 +418,12 @@ const std::vector<ShapeCase> kGradCases = {
 TEST(Linalg, MatmulGradcheckForEveryShapeCase) {
   uint32_t seed = 1300;
   for (const ShapeCase& c : kGradCases) {
-    expect_gradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
-                     {leaf(c.a, seed), leaf(c.b, seed + 1)}, shapes(c));
-    expect_gradcheck([](const std::vector<Tensor>& in) { return in[0].matmul(in[1]); },
-                     {leaf(c.a, seed + 2), leaf(c.b, seed + 3)}, "Tensor::matmul " + shapes(c));
+    EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+                                {leaf(c.a, seed), leaf(c.b, seed + 1)}))
+        << shapes(c);
+    EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return in[0].matmul(in[1]); },
+                                {leaf(c.a, seed + 2), leaf(c.b, seed + 3)}))
+        << "Tensor::matmul " + shapes(c);
     seed += 4;
   }
 }
@@ -453,23 +445,36 @@ TEST(Linalg, BroadcastGradientSumsOverBroadcastDims) {
 
 TEST(Linalg, GradcheckThroughNonContiguousOperands) {
   // Transposed and expanded views made inside fn, so the backward sees the strided operands.
-  expect_gradcheck([](const std::vector<Tensor>& in) { return mm(in[0].t(), in[1]); },
-                   {leaf({4, 3}, 1500), leaf({4, 2}, 1501)}, "mm(a.t(), b)");
-  expect_gradcheck([](const std::vector<Tensor>& in) { return bmm(in[0].mT(), in[1].expand({3, 4, 2})); },
-                   {leaf({3, 4, 2}, 1502), leaf({1, 4, 2}, 1503)}, "bmm(a.mT(), b expanded)");
-  expect_gradcheck([](const std::vector<Tensor>& in) { return matmul(in[0].permute({1, 0, 2, 3}), in[1].mT()); },
-                   {leaf({3, 2, 2, 4}, 1504), leaf({5, 4}, 1505)}, "matmul(a permuted, b.mT())");
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return mm(in[0].t(), in[1]); },
+                              {leaf({4, 3}, 1500), leaf({4, 2}, 1501)}))
+      << "mm(a.t(), b)";
+  EXPECT_TRUE(gradients_match(
+      [](const std::vector<Tensor>& in) {
+        return bmm(in[0].mT(), in[1].expand({3, 4, 2}));
+      },
+      {leaf({3, 4, 2}, 1502), leaf({1, 4, 2}, 1503)}))
+      << "bmm(a.mT(), b expanded)";
+  EXPECT_TRUE(gradients_match(
+      [](const std::vector<Tensor>& in) {
+        return matmul(in[0].permute({1, 0, 2, 3}), in[1].mT());
+      },
+      {leaf({3, 2, 2, 4}, 1504), leaf({5, 4}, 1505)}))
+      << "matmul(a permuted, b.mT())";
 }
 
 TEST(Linalg, MmBmmGradcheck) {
-  expect_gradcheck([](const std::vector<Tensor>& in) { return mm(in[0], in[1]); },
-                   {leaf({3, 4}, 1600), leaf({4, 2}, 1601)}, "mm");
-  expect_gradcheck([](const std::vector<Tensor>& in) { return in[0].mm(in[1]); },
-                   {leaf({1, 4}, 1602), leaf({4, 1}, 1603)}, "Tensor::mm");
-  expect_gradcheck([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
-                   {leaf({2, 3, 4}, 1604), leaf({2, 4, 2}, 1605)}, "bmm");
-  expect_gradcheck([](const std::vector<Tensor>& in) { return in[0].bmm(in[1]); },
-                   {leaf({3, 1, 4}, 1606), leaf({3, 4, 3}, 1607)}, "Tensor::bmm");
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return mm(in[0], in[1]); },
+                              {leaf({3, 4}, 1600), leaf({4, 2}, 1601)}))
+      << "mm";
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return in[0].mm(in[1]); },
+                              {leaf({1, 4}, 1602), leaf({4, 1}, 1603)}))
+      << "Tensor::mm";
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return bmm(in[0], in[1]); },
+                              {leaf({2, 3, 4}, 1604), leaf({2, 4, 2}, 1605)}))
+      << "bmm";
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return in[0].bmm(in[1]); },
+                              {leaf({3, 1, 4}, 1606), leaf({3, 4, 3}, 1607)}))
+      << "Tensor::bmm";
 }
 
 TEST(Linalg, LinearGradcheck) {
@@ -478,10 +483,12 @@ TEST(Linalg, LinearGradcheck) {
     std::ostringstream sizes_text;
     sizes_text << "linear x " << IntArrayRef(x_sizes);
     const std::string what = sizes_text.str();
-    expect_gradcheck([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
-                     {leaf(x_sizes, seed), leaf({5, 4}, seed + 1), leaf({5}, seed + 2)}, what + " with bias");
-    expect_gradcheck([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); },
-                     {leaf(x_sizes, seed + 3), leaf({5, 4}, seed + 4)}, what + " without bias");
+    EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); },
+                                {leaf(x_sizes, seed), leaf({5, 4}, seed + 1), leaf({5}, seed + 2)}))
+        << what + " with bias";
+    EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); },
+                                {leaf(x_sizes, seed + 3), leaf({5, 4}, seed + 4)}))
+        << what + " without bias";
     seed += 5;
   }
 }
@@ -492,18 +499,20 @@ TEST(Linalg, AddmmGradcheck) {
     for (auto [beta, alpha] : std::vector<std::pair<double, double>>{{1, 1}, {0.5, -2}, {0, 1.5}}) {
       std::ostringstream what;
       what << "addmm self " << IntArrayRef(self_sizes) << " beta " << beta << " alpha " << alpha;
-      expect_gradcheck(
+      EXPECT_TRUE(gradients_match(
           [beta = beta, alpha = alpha](const std::vector<Tensor>& in) {
             return addmm(in[0], in[1], in[2], beta, alpha);
           },
-          {leaf(self_sizes, seed), leaf({3, 4}, seed + 1), leaf({4, 2}, seed + 2)}, what.str());
+          {leaf(self_sizes, seed), leaf({3, 4}, seed + 1), leaf({4, 2}, seed + 2)}))
+          << what.str();
       seed += 3;
     }
 }
 
 TEST(Linalg, OuterGradcheck) {
-  expect_gradcheck([](const std::vector<Tensor>& in) { return outer(in[0], in[1]); },
-                   {leaf({3}, 1900), leaf({4}, 1901)}, "outer");
+  EXPECT_TRUE(gradients_match([](const std::vector<Tensor>& in) { return outer(in[0], in[1]); },
+                              {leaf({3}, 1900), leaf({4}, 1901)}))
+      << "outer";
 }
 
 // ---- errors ------------------------------------------------------------------------------------

@@ -72,28 +72,35 @@ struct AdamParamState : public OptimizerParamState {
 };
 using AdamWParamState = AdamParamState;
 
-class Adam : public Optimizer {
+namespace detail {
+
+// Adam and AdamW are one optimizer: AdamWOptions decouple the weight decay, AdamOptions add
+// it to the gradient (the update above).
+template <typename Options>
+class AdamFamily : public Optimizer {
  public:
-  Adam(std::vector<OptimizerParamGroup> param_groups, AdamOptions defaults = {});
-  Adam(std::vector<Tensor> params, AdamOptions defaults = {})
-      : Adam(std::vector<OptimizerParamGroup>{std::move(params)}, std::move(defaults)) {}
+  AdamFamily(std::vector<OptimizerParamGroup> param_groups, Options defaults = {});
+  AdamFamily(std::vector<Tensor> params, Options defaults = {})
+      : AdamFamily(std::vector<OptimizerParamGroup>{std::move(params)}, std::move(defaults)) {}
   Tensor step(LossClosure closure = nullptr) override;
 
  protected:
   std::unique_ptr<OptimizerParamState> make_param_state() const override;
   void validate(const OptimizerOptions& options) const override;
 };
+extern template class AdamFamily<AdamOptions>;
+extern template class AdamFamily<AdamWOptions>;
 
-class AdamW : public Optimizer {
+}  // namespace detail
+
+class Adam : public detail::AdamFamily<AdamOptions> {
  public:
-  AdamW(std::vector<OptimizerParamGroup> param_groups, AdamWOptions defaults = {});
-  AdamW(std::vector<Tensor> params, AdamWOptions defaults = {})
-      : AdamW(std::vector<OptimizerParamGroup>{std::move(params)}, std::move(defaults)) {}
-  Tensor step(LossClosure closure = nullptr) override;
+  using AdamFamily::AdamFamily;
+};
 
- protected:
-  std::unique_ptr<OptimizerParamState> make_param_state() const override;
-  void validate(const OptimizerOptions& options) const override;
+class AdamW : public detail::AdamFamily<AdamWOptions> {
+ public:
+  using AdamFamily::AdamFamily;
 };
 
 }  // namespace ember::optim

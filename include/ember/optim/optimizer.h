@@ -1,4 +1,5 @@
-// ember::optim::Optimizer: the base of SGD, Adam and AdamW, as torch::optim::Optimizer.
+// ember::optim::Optimizer: the base of the optimizers (SGD, Adam, AdamW, ...), as
+// torch::optim::Optimizer.
 // Parameters come in groups, each with its own options; per-parameter state (momentum
 // buffers, moment estimates) is created lazily on the first step that sees a gradient.
 #pragma once
@@ -112,6 +113,18 @@ class Optimizer {
   void validate_all() const;
   // Runs the closure with grad mode on, as every step() does first.
   static Tensor run_closure(const LossClosure& closure);
+  // The step of the optimizers that update each parameter on its own: runs the closure, then
+  // update(param, options) under NoGradGuard for every parameter that has a gradient, with
+  // its group's options as `Options`; returns the closure's loss.
+  template <typename Options, typename Update>
+  Tensor update_parameters(const LossClosure& closure, Update update) {
+    return update_each_parameter(closure, [&update](Tensor& param, const OptimizerOptions& options) {
+      update(param, static_cast<const Options&>(options));
+    });
+  }
+  // For the optimizers that count their steps on the host, where a graph replay would not
+  // advance the count: throws naming `optimizer` while a graph capture records.
+  static void refuse_graph_capture(const char* optimizer);
   // The state of `param` as `State`, created by make_param_state() when absent.
   template <typename State>
   State& state_for(const Tensor& param) {
@@ -127,6 +140,8 @@ class Optimizer {
  private:
   // Checks the parameters and appends the group, with the defaults when it has no options.
   void append_group(const OptimizerParamGroup& param_group);
+  Tensor update_each_parameter(const LossClosure& closure,
+                               const std::function<void(Tensor& param, const OptimizerOptions& options)>& update);
 };
 
 }  // namespace ember::optim

@@ -1,12 +1,12 @@
-// flex_attention's op layer: validation, the kernel call, and the backward node.
+// nn::attention::flex_attention: its mods and BlockMask as the plain call of the flex
+// attention op (src/ops/flex_attention.cpp), and the export trace's record of the call.
 #include "ember/nn/attention/flex_attention.h"
 
 #include <cmath>
+#include <string>
 
-#include "autograd/function.h"
 #include "core/record_op.h"
-#include "cpu/attention/flex_attention.h"
-#include "nn/attention/flex_problem.h"
+#include "ops/flex_attention.h"
 
 namespace ember::nn::attention {
 
@@ -29,51 +29,15 @@ void CapturedTensor::throw_out_of_range(int64_t flat) const {
 
 namespace {
 
-using cpu::attention::FlexProblem;
-
-// Gradients of the captured tensors listed in options that require grad.
-struct CapturedGrads {
-  std::vector<int64_t> sizes;
-  std::vector<std::vector<double>> buffers;
-  std::vector<double*> pointers;
-};
-
-Tensor to_dtype_of(const std::vector<double>& values, const Tensor& like) {
-  Tensor t = empty({static_cast<int64_t>(values.size())}, kFloat64);
-  std::copy(values.begin(), values.end(), t.data_ptr<double>());
-  return t.view(like.sizes()).to(like.scalar_type());
-}
-
-std::vector<Tensor> flex_backward(const FlexInputs& in, const Tensor& out, const Tensor& lse, const Tensor& grad,
-                                  const std::vector<bool>& needs) {
-  const Tensor& q = in.query;
-  const Tensor& k = in.key;
-  const Tensor& v = in.value;
-  Tensor grad_out = grad.to(q.scalar_type()).contiguous();
-  Tensor dq = empty(q.sizes(), q.scalar_type());
-  Tensor dk = empty(k.sizes(), k.scalar_type());
-  Tensor dv = empty(v.sizes(), v.scalar_type());
-  CapturedGrads params;
-  for (size_t i = 0; i < in.captured.size(); ++i) {
-    const bool wanted = needs.size() > 3 + i && needs[3 + i];
-    in.captured[i].set_slot(wanted ? static_cast<int>(params.sizes.size()) : -1);
-    if (!wanted) continue;
-    params.sizes.push_back(in.captured[i].numel());
-    params.buffers.emplace_back(static_cast<size_t>(in.captured[i].numel()), 0.0);
-  }
-  for (auto& buffer : params.buffers) params.pointers.push_back(buffer.data());
-  const FlexProblem problem = make_problem(in);
-  cpu::attention::flex_backward(problem, out.data_ptr(), lse.data_ptr(), grad_out.data_ptr(), dq.data_ptr(),
-                                dk.data_ptr(), dv.data_ptr(), static_cast<int>(params.sizes.size()),
-                                params.sizes.data(), params.pointers.data());
-  std::vector<Tensor> grads = {dq, dk, dv};
-  size_t next = 0;
-  for (size_t i = 0; i < in.captured.size(); ++i) {
-    const bool wanted = needs.size() > 3 + i && needs[3 + i];
-    grads.push_back(wanted ? to_dtype_of(params.buffers[next++], in.captured[i].tensor()) : Tensor());
-    in.captured[i].set_slot(-1);
-  }
-  return grads;
+ops::FlexBlockMask plain_block_mask(const BlockMask& m) {
+  ops::FlexBlockMask out;
+  out.kv_lists = {m.kv_num_blocks, m.kv_indices, m.full_kv_num_blocks, m.full_kv_indices};
+  out.q_lists = {m.q_num_blocks, m.q_indices, m.full_q_num_blocks, m.full_q_indices};
+  out.q_block = m.BLOCK_SIZE.q;
+  out.kv_block = m.BLOCK_SIZE.kv;
+  out.q_len = m.q_len;
+  out.kv_len = m.kv_len;
+  return out;
 }
 
 }  // namespace
@@ -84,15 +48,28 @@ FlexAttentionOutput flex_attention(const Tensor& query, const Tensor& key, const
                                    const std::shared_ptr<const TileMod>& score_mod, const BlockMask* block_mask,
                                    const FlexAttentionOptions& options) {
   EMBER_RECORD_OP("flex_attention", query, key, value);
-  FlexInputs in = validate_inputs("flex_attention", query, key, value, block_mask, options.enable_gqa);
-  in.score_mod = score_mod;
-  in.scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(3))));
-  in.captured = options.captured;
-  for (const auto& c : in.captured) c.refresh();
-  auto [out, lse] = run_forward(in);
+  ops::FlexAttentionCall call;
+  call.query = query;
+  call.key = key;
+  call.value = value;
+  if (block_mask) {
+    call.block_mask = plain_block_mask(*block_mask);
+    if (block_mask->mask_mod) call.mask_mod = block_mask->mask_mod->tile_function();
+    call.mask_mod_owner = block_mask->mask_mod;
+  }
+  if (score_mod) call.score_mod = score_mod->tile_function();
+  call.score_mod_owner = score_mod;
+  call.scale = options.scale;
+  call.enable_gqa = options.enable_gqa;
+  for (const CapturedTensor& c : options.captured) {
+    c.refresh();
+    call.captured.push_back(c.tensor());
+  }
+  call.set_captured_slot = [captured = options.captured](size_t i, int slot) { captured[i].set_slot(slot); };
+  auto [out, lse] = ops::flex_attention("flex_attention", call);
   if (ember_trace_op_.active()) {
     // Note [Export trace]: only masks whose semantics are data (causal_block_mask) export.
-    EMBER_CHECK(!score_mod && in.captured.empty() && (!block_mask || block_mask->causal), "flex_attention",
+    EMBER_CHECK(!score_mod && options.captured.empty() && (!block_mask || block_mask->causal), "flex_attention",
                 "cannot be exported: a score_mod or a mask_mod is opaque code; use causal_block_mask (or no mask)");
     ember_trace_op_.attr("mask", std::string(block_mask ? "causal" : "none"));
     if (block_mask) {
@@ -101,18 +78,9 @@ FlexAttentionOutput flex_attention(const Tensor& query, const Tensor& key, const
           .attr("block_q", block_mask->BLOCK_SIZE.q)
           .attr("block_kv", block_mask->BLOCK_SIZE.kv);
     }
-    ember_trace_op_.attr("scale", in.scale).attr("enable_gqa", static_cast<int64_t>(options.enable_gqa));
+    const double scale = options.scale.value_or(1.0 / std::sqrt(static_cast<double>(query.size(3))));
+    ember_trace_op_.attr("scale", scale).attr("enable_gqa", static_cast<int64_t>(options.enable_gqa));
     ember_trace_op_.result(out);
-  }
-
-  std::vector<Tensor> inputs = {query, key, value};
-  for (const auto& c : in.captured) inputs.push_back(c.tensor());
-  if (autograd::should_record(inputs)) {
-    autograd::SavedTensor saved_out(out, true), saved_lse(lse, true);
-    autograd::record("FlexAttentionBackward", inputs, {out},
-                     [in, saved_out, saved_lse](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-                       return flex_backward(in, saved_out.get(), saved_lse.get(), g[0], needs);
-                     });
   }
   return {out, options.return_lse ? lse : Tensor()};
 }

@@ -3,7 +3,6 @@
 
 #include <cmath>
 
-#include "autograd/function.h"
 #include "core/trace.h"
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
@@ -37,21 +36,6 @@ std::vector<Tensor> gru_step(const Tensor& input_projection, const std::vector<T
   Tensor z = (x[1] + h[1]).sigmoid();
   Tensor n = (x[2] + r * h[2]).tanh();
   return {(1 - z) * n + z * states[0]};
-}
-
-// x.unbind(0) with a single backward node that stacks the step gradients. Per-step select
-// backwards would each fill a zero gradient of x's full size, O(L^2) for L steps.
-std::vector<Tensor> unbind_steps(const Tensor& x) {
-  std::vector<Tensor> steps;
-  {
-    NoGradGuard no_grad;
-    steps = x.unbind(0);
-  }
-  autograd::record("UnbindStepsBackward", {x}, steps,
-                   [](std::vector<Tensor>& grads, const std::vector<bool>&) -> std::vector<Tensor> {
-                     return {stack(grads, 0)};
-                   });
-  return steps;
 }
 
 void init_uniform_by_hidden(const std::vector<Tensor>& parameters, int64_t hidden_size) {
@@ -145,7 +129,7 @@ std::pair<Tensor, std::vector<Tensor>> RNNImplBase::run(const Tensor& input, std
     for (int64_t direction = 0; direction < directions; ++direction) {
       const RNNWeights& w = weights_[layer * directions + direction];
       // One matmul for the input projections of all steps: L x [N, G*H].
-      std::vector<Tensor> projections = unbind_steps(linear(layer_input, w.w_ih, w.b_ih));
+      std::vector<Tensor> projections = linear(layer_input, w.w_ih, w.b_ih).unbind(0);
       std::vector<Tensor> states;
       for (const Tensor& state : initial) states.push_back(state[layer * directions + direction]);
       std::vector<Tensor> outputs(static_cast<size_t>(steps));

@@ -114,7 +114,8 @@ TEST(PointwiseLosses, MatchPyTorchFormulasForwardAndBackward) {
       }
     }
     Tensor x = leaf(uniform({2, 3}, 4, 0.1, 0.9)), y = leaf(uniform({2, 3}, 5, 0.1, 0.9));
-    EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) { return loss.apply(in[0], in[1], kSum); }, {x, y}), "");
+    EXPECT_TRUE(gradients_match([&](const std::vector<Tensor>& in) { return loss.apply(in[0], in[1], kSum); }, {x, y},
+                                tight_gradcheck()));
     // Empty batches: kNone keeps the shape, kSum is 0, kMean NaN (as PyTorch).
     EXPECT_EQ(loss.apply(empty({0, 3}), empty({0, 3}), kNone).sizes(), (std::vector<int64_t>{0, 3}));
     EXPECT_TRUE(all_close(loss.apply(empty({0, 3}), empty({0, 3}), kSum), {0}));
@@ -189,12 +190,11 @@ TEST(MarginRankingLoss, MatchesFormula) {
   }
   Tensor x1 = leaf(uniform({5}, 10)), x2 = leaf(uniform({5}, 11));
   Tensor t = testutil::make({1, -1, 1, -1, 1}, {5}, kFloat64);
-  EXPECT_EQ(gradcheck(
-                [&](const std::vector<Tensor>& in) {
-                  return F::margin_ranking_loss(in[0], in[1], t, F::MarginRankingLossFuncOptions().margin(0.1));
-                },
-                {x1, x2}),
-            "");
+  EXPECT_TRUE(gradients_match(
+      [&](const std::vector<Tensor>& in) {
+        return F::margin_ranking_loss(in[0], in[1], t, F::MarginRankingLossFuncOptions().margin(0.1));
+      },
+      {x1, x2}, tight_gradcheck()));
   EXPECT_TRUE(throws_error(
       [] {
         F::margin_ranking_loss(zeros({3}), zeros({3}), zeros({1, 3}));
@@ -229,13 +229,12 @@ TEST(TripletMarginLoss, MatchesFormulaWithSwapAndNorms) {
       EXPECT_TRUE(all_close(F::triplet_margin_loss(a, pos, neg, options), expected));
       EXPECT_TRUE(all_close(F::triplet_margin_loss(a.to(kFloat32), pos.to(kFloat32), neg.to(kFloat32), options),
                             expected, {1e-5, 1e-6}));
-      EXPECT_EQ(gradcheck(
-                    [&](const std::vector<Tensor>& in) {
-                      return F::triplet_margin_loss(in[0], in[1], in[2],
-                                                    F::TripletMarginLossFuncOptions(options).reduction(kSum));
-                    },
-                    {leaf(a), leaf(pos), leaf(neg)}),
-                "");
+      EXPECT_TRUE(gradients_match(
+          [&](const std::vector<Tensor>& in) {
+            return F::triplet_margin_loss(in[0], in[1], in[2],
+                                          F::TripletMarginLossFuncOptions(options).reduction(kSum));
+          },
+          {leaf(a), leaf(pos), leaf(neg)}, tight_gradcheck()));
     }
   }
   nn::TripletMarginLoss module;  // margin 1, p 2, eps 1e-6, no swap, mean
@@ -276,9 +275,9 @@ TEST(CosineEmbeddingLoss, MatchesFormula) {
   EXPECT_TRUE(all_close(
       F::cosine_embedding_loss(x1[0], x2[0], t[0], F::CosineEmbeddingLossFuncOptions(options).reduction(kNone)),
       {expected[0]}));
-  EXPECT_EQ(gradcheck([&](const std::vector<Tensor>& in) { return F::cosine_embedding_loss(in[0], in[1], t, options); },
-                      {leaf(x1), leaf(x2)}),
-            "");
+  EXPECT_TRUE(
+      gradients_match([&](const std::vector<Tensor>& in) { return F::cosine_embedding_loss(in[0], in[1], t, options); },
+                      {leaf(x1), leaf(x2)}, tight_gradcheck()));
   EXPECT_TRUE(throws_error(
       [&] {
         F::cosine_embedding_loss(x1, x2, t.reshape({5, 1}));

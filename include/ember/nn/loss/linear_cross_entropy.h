@@ -1,7 +1,7 @@
 // Fused linear + cross-entropy (the LM head and its loss) without the [tokens, classes]
 // logits matrix: ember::nn::functional::linear_cross_entropy and the module
 // ember::nn::LinearCrossEntropyLoss. See Note [Fused linear cross-entropy] in
-// src/nn/loss/linear_cross_entropy.cpp.
+// src/ops/linear_cross_entropy.cpp.
 #pragma once
 #include <cstdint>
 #include <utility>

@@ -1,15 +1,15 @@
-// nn::functional::swiglu: one pass of the kernel in src/cpu/swiglu.h for the forward and one
-// for both input gradients. The composite silu(a) * b in tests/nn/test_fused_ops.cpp is the
-// reference.
-#include "cpu/swiglu.h"
+// The SwiGLU op behind nn::functional::swiglu: one pass of the kernel in src/cpu/swiglu.h for
+// the forward and one for both input gradients. The composite silu(a) * b in
+// tests/nn/test_fused_ops.cpp is the reference.
+#include "ops/swiglu.h"
 
 #include "autograd/function.h"
 #include "core/record_op.h"
 #include "core/tensor_impl.h"
+#include "cpu/swiglu.h"
 #include "ember/autograd.h"
-#include "ember/nn/functional.h"
 
-namespace ember::nn::functional {
+namespace ember::ops {
 
 Tensor swiglu(const Tensor& a, const Tensor& b) {
   constexpr const char* kOp = "swiglu";
@@ -48,4 +48,4 @@ Tensor swiglu(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-}  // namespace ember::nn::functional
+}  // namespace ember::ops

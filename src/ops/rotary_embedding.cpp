@@ -1,14 +1,15 @@
-// nn::functional::rotary_embedding: the kernel in src/cpu/rotary_embedding.h. The backward is the
-// rotation by the opposite angle, recorded through the same function, so gradients of any
-// order work.
+// The rotary embedding op behind nn::functional::rotary_embedding: the kernel in
+// src/cpu/rotary_embedding.h. The backward is the rotation by the opposite angle, recorded
+// through the same function, so gradients of any order work.
+#include "ops/rotary_embedding.h"
+
 #include "autograd/function.h"
 #include "core/record_op.h"
 #include "core/tensor_impl.h"
 #include "cpu/rotary_embedding.h"
 #include "ember/autograd.h"
-#include "ember/nn/functional.h"
 
-namespace ember::nn::functional {
+namespace ember::ops {
 namespace {
 
 constexpr const char* kOp = "rotary_embedding";
@@ -61,4 +62,4 @@ Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   return ember_trace_op_.result(rotate(x, saved_cos, saved_sin, /*inverse=*/false));
 }
 
-}  // namespace ember::nn::functional
+}  // namespace ember::ops

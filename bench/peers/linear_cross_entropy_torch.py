@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""PyTorch peer of `ember bench lce`: F.linear_cross_entropy (PyTorch's chunked fused loss,
+"""PyTorch peer of `ember bench linear_cross_entropy`: F.linear_cross_entropy (PyTorch's chunked fused loss,
 default LinearCrossEntropyOptions()) forward + backward on the bench's shapes, median of
 --reps runs after one warm-up. Prints one JSON row per shape. Needs PyTorch; not part of
 the tests.
 
-  python3 bench/peers/lce_torch.py --shape 4096,1024,128256 [--shape ...] [--dtype float32|bfloat16]
+  python3 bench/peers/linear_cross_entropy_torch.py --shape 4096,1024,128256 [--shape ...] [--dtype float32|bfloat16]
 """
 import argparse
 import json

@@ -5,7 +5,7 @@
 // once per row for dx, and sums dweight over fixed row chunks in chunk order, so its bits do
 // not depend on the thread count. The composite x * rsqrt(mean(x^2) + eps) * weight in
 // tests/nn/test_fused_ops.cpp is the reference.
-#include "nn/rms_norm.h"
+#include "ops/rms_norm.h"
 
 #include "autograd/function.h"
 #include "core/record_op.h"
@@ -13,9 +13,9 @@
 #include "cpu/rms_norm.h"
 #include "ember/autograd.h"
 
-namespace ember::nn::detail {
+namespace ember::ops {
 
-Tensor fused_rms_norm(const Tensor& input, const Tensor& weight, int64_t width, double eps) {
+Tensor rms_norm(const Tensor& input, const Tensor& weight, int64_t width, double eps) {
   EMBER_RECORD_OP("rms_norm", input, weight);
   const ScalarType dtype = input.scalar_type();
   const ScalarType acc = dtype == kFloat64 ? kFloat64 : kFloat32;
@@ -56,4 +56,4 @@ Tensor fused_rms_norm(const Tensor& input, const Tensor& weight, int64_t width, 
   return out;
 }
 
-}  // namespace ember::nn::detail
+}  // namespace ember::ops

@@ -1,7 +1,7 @@
 // Fused batch normalisation: per channel, the statistics (or gradient sums) in one or two
 // read passes over its [batch, inner] values, then one pass writing y (or grad_x) as
 // a * first + b * second + c with per-channel coefficients computed in float64.
-#include "cpu/batch_norm.h"
+#include "cpu/batchnorm.h"
 
 #include <algorithm>
 #include <cmath>
