@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/dispatch.h"
+#include "cpu/capabilities.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_backend.h"
 #include "cpu/parallel.h"
@@ -159,18 +160,6 @@ void run_case(const Case& t, uint32_t seed = 1) {
 }
 
 const ScalarType kDtypes[] = {kFloat32, kFloat64, kBFloat16, kFloat16};
-
-// Runs body once per instruction set the CPU has (the bf16/f16 conversions differ per set).
-template <typename Body>
-void for_each_capability(const Body& body) {
-  const Capability original = cpu_capability();
-  for (Capability wanted : {Capability::Baseline, Capability::AVX2, Capability::AVX512}) {
-    if (set_cpu_capability(wanted) != wanted) continue;
-    SCOPED_TRACE(capability_name(wanted));
-    body();
-  }
-  set_cpu_capability(original);
-}
 
 TEST(Gemm, OddSizesAllTransposes) {
   for_each_capability([] {

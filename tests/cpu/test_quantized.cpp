@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu/dispatch.h"
+#include "cpu/capabilities.h"
 #include "cpu/parallel.h"
 #include "cpu/quantized.h"
 #include "ember/dtype.h"
@@ -18,17 +19,6 @@ using namespace ember;
 using namespace ember::cpu;
 
 namespace {
-
-template <typename Body>
-void for_each_capability(const Body& body) {
-  const Capability original = cpu_capability();
-  for (Capability wanted : {Capability::Baseline, Capability::AVX2, Capability::AVX512}) {
-    if (set_cpu_capability(wanted) != wanted) continue;
-    SCOPED_TRACE(capability_name(wanted));
-    body();
-  }
-  set_cpu_capability(original);
-}
 
 std::vector<float> random_floats(int64_t count, float spread, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -10,7 +10,7 @@
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
-#include "error_testing.h"
+#include "test_support.h"
 
 namespace ember {
 namespace {
