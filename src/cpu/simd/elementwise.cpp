@@ -102,6 +102,12 @@ static inline A binary(A a, A b, A alpha) {
   else if constexpr (op == BinaryOp::BitwiseOr) return A(a | b);
   else if constexpr (op == BinaryOp::BitwiseXor) return A(a ^ b);
   else if constexpr (op == BinaryOp::Atan2) return Math<A>::atan2(a, b);
+  else if constexpr (op == BinaryOp::Logaddexp) {
+    // max + log1p(exp(-|a - b|)); equal infinities are their own result (inf - inf is NaN).
+    if (a == b && a - a != a - a) return a;
+    const A larger = a < b ? b : a, distance = a < b ? b - a : a - b;
+    return larger + Math<A>::log1p(Math<A>::exp(-distance));
+  }
   else static_assert(kAlwaysFalse<op>, "an op table row without its scalar formula");
 }
 
