@@ -17,7 +17,7 @@ namespace ember {
 namespace {
 
 struct IndexLine {
-  std::string op, inputs, attributes, eager, runtime_kernel;
+  std::string op, inputs, attributes, eager, runtime_kernel = {};
 };
 
 // One line per row that programs may call, in the table's order.

@@ -24,6 +24,7 @@ struct Math {
   static A erf(A x) { return __builtin_erf(x); }
   static A pow(A x, A y) { return __builtin_pow(x, y); }
   static A atan2(A x, A y) { return __builtin_atan2(x, y); }
+  static A hypot(A x, A y) { return __builtin_hypot(x, y); }
   static A fmod(A x, A y) { return __builtin_fmod(x, y); }
   static A floor(A x) { return __builtin_floor(x); }
   static A ceil(A x) { return __builtin_ceil(x); }
@@ -44,6 +45,7 @@ struct Math<float> {
   static float erf(float x) { return __builtin_erff(x); }
   static float pow(float x, float y) { return __builtin_powf(x, y); }
   static float atan2(float x, float y) { return __builtin_atan2f(x, y); }
+  static float hypot(float x, float y) { return __builtin_hypotf(x, y); }
   static float fmod(float x, float y) { return __builtin_fmodf(x, y); }
   static float floor(float x) { return __builtin_floorf(x); }
   static float ceil(float x) { return __builtin_ceilf(x); }
@@ -107,8 +109,11 @@ static inline A binary(A a, A b, A alpha) {
     if (a == b && a - a != a - a) return a;
     const A larger = a < b ? b : a, distance = a < b ? b - a : a - b;
     return larger + Math<A>::log1p(Math<A>::exp(-distance));
+  } else if constexpr (op == BinaryOp::Hypot) {
+    return Math<A>::hypot(a, b);
+  } else {
+    static_assert(kAlwaysFalse<op>, "an op table row without its scalar formula");
   }
-  else static_assert(kAlwaysFalse<op>, "an op table row without its scalar formula");
 }
 
 template <typename T, BinaryOp op>
