@@ -11,7 +11,7 @@
 //   three lengths. When this build's runtime lacks a kernel the program needs, the program
 //   runs in ExportedProgram::run instead (column interpreter_ms instead of rt_ms; exported_by
 //   says which kernel is missing): the choice follows what ember_rt_load accepts, so runtime
-//   kernels added to src/runtime/kernels/all.ops switch it with no change here.
+//   kernels added to the op table (Runtime rows) switch it with no change here.
 #include <unistd.h>
 
 #include <algorithm>
