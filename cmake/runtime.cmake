@@ -10,7 +10,7 @@
 # src/runtime/kernels/elementwise.cpp, each other op's in src/runtime/kernels/<op>.cpp.
 # With -ffunction-sections and --gc-sections, a binary keeps only the kernels its list
 # registers and the src/cpu code they reach. ${EMBER_RT_ALL_OPS} lists every table row with
-# a runtime kernel (the tests and `ember bench export` link them all).
+# a runtime kernel (the tests and `ember bench runtime` link them all).
 set(EMBER_RT_FLAGS -fno-exceptions -fno-asynchronous-unwind-tables -ffunction-sections -fdata-sections)
 # Link options of the runtime's binaries: drop what no kernel reaches, no page padding
 # between segments.
@@ -164,7 +164,7 @@ target_link_libraries(ember_rt_cli PRIVATE ember_rt_cpu)
 target_link_options(ember_rt_cli PRIVATE ${EMBER_RT_LINK_FLAGS})
 install(TARGETS ember_rt_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
-# The stripped binaries whose sizes are core_bytes and runtime_bytes (`ember bench export`, the
+# The stripped binaries whose sizes are core_bytes and runtime_bytes (`ember bench runtime`, the
 # runtime.sizes test): build/libember_rt_core_only.stripped.so and build/bin/ember-rt.stripped.
 add_custom_command(TARGET ember_rt_core_only POST_BUILD
   COMMAND ${CMAKE_STRIP} -o ${PROJECT_BINARY_DIR}/libember_rt_core_only.stripped.so $<TARGET_FILE:ember_rt_core_only>)

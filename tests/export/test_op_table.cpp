@@ -1,5 +1,5 @@
 // The op table (include/ember/detail/op_table.def) against the pieces written by hand beside
-// it: docs/PROGRAM_OPS.md's op index is regenerated from the rows and compared with the file
+// it: docs/RUNTIME_OPS.md's op index is regenerated from the rows and compared with the file
 // (EMBER_UPDATE_DOCS=1 rewrites it), ExportedProgram::run has a kernel for exactly the
 // table's program ops, and an export refuses an op the table leaves out of programs.
 #include <gtest/gtest.h>
@@ -65,7 +65,7 @@ std::string render_index() {
 }
 
 TEST(OpTable, ProgramOpsDocHasTheTablesIndex) {
-  const std::string path = std::string(EMBER_SOURCE_DIR) + "/docs/PROGRAM_OPS.md";
+  const std::string path = std::string(EMBER_SOURCE_DIR) + "/docs/RUNTIME_OPS.md";
   std::ifstream in(path);
   ASSERT_TRUE(in) << "cannot read " << path;
   std::stringstream buffer;

@@ -14,7 +14,7 @@
 //   - the runtime's kernels for the elementwise rows marked Runtime
 //     (src/runtime/kernels/elementwise.cpp) and the op list of every binary that links them
 //     all (cmake/runtime.cmake reads each row's name and program columns);
-//   - the op index of docs/PROGRAM_OPS.md (tests/export/test_op_table.cpp regenerates it
+//   - the op index of docs/RUNTIME_OPS.md (tests/export/test_op_table.cpp regenerates it
 //     and fails when the file differs).
 // What a row cannot say is written by hand and checked against the table: each op's scalar
 // formula (unary, binary in src/cpu/simd/elementwise.cpp; a row without one does not

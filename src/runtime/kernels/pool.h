@@ -1,6 +1,6 @@
 // max_pool{1,2,3}d and avg_pool{1,2,3}d over `kSpatial` dims, as ember's pooling ops
 // (src/ops/pooling.cpp: sliding windows, then cpu::max_pool_forward / avg_pool_forward on a
-// contiguous input). Attributes as the exporter records them (docs/PROGRAM_OPS.md): Ints
+// contiguous input). Attributes as the exporter records them (docs/RUNTIME_OPS.md): Ints
 // kernel_size, stride, padding (and dilation for max), Int ceil_mode, return_indices (max),
 // count_include_pad and divisor_override (avg). float32 and float64. The windows and max
 // pooling's indices live in scratch: the kernel allocates nothing.
