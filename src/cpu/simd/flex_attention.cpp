@@ -232,6 +232,18 @@ static inline O as_operand(A value) {
   else return static_cast<O>(value);
 }
 
+// An element of a source tensor as an operand: bfloat16 into bfloat16 copies the bits.
+template <typename O, typename S>
+static inline O operand_at(const S* p) {
+  if constexpr (std::is_same_v<O, uint16_t> && std::is_same_v<S, BFloat16>) {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return bits;
+  } else {
+    return as_operand<O>(load(p));
+  }
+}
+
 constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 template <typename O, int KGroup>
@@ -241,7 +253,7 @@ void pack_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t co
     using S = decltype(tag);
     const S* in = static_cast<const S*>(src);
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) dst[r * ld + c] = as_operand<O>(load(in + r * row_stride + c * col_stride));
+      for (int64_t c = 0; c < cols; ++c) dst[r * ld + c] = operand_at<O>(in + r * row_stride + c * col_stride);
       for (int64_t c = cols; c < round_up(cols, KGroup); ++c) dst[r * ld + c] = O(0);
     }
   });
@@ -261,7 +273,7 @@ void pack_panels(ScalarType dtype, const void* src, int64_t row_stride, int64_t 
         O* group = panel + (p / KGroup) * Width * KGroup + p % KGroup;
         const int64_t filled = p < k ? width : 0;
         for (int64_t j = 0; j < filled; ++j)
-          group[j * KGroup] = as_operand<O>(load(in + p * row_stride + (j0 + j) * col_stride));
+          group[j * KGroup] = operand_at<O>(in + p * row_stride + (j0 + j) * col_stride);
         for (int64_t j = filled; j < Width; ++j) group[j * KGroup] = O(0);
       }
     }
@@ -374,11 +386,33 @@ EMBER_BF16_TARGET void gemm_bf16(const uint16_t* a, int64_t lda, const uint16_t*
   }
 }
 
-// The probabilities and score gradients become A operands here, once per tile: rows by 16
-// lanes (VCVTNEPS2BF16 rounds to nearest even, as float_to_bf16), transposed ones by element.
+// dst[c][r, r + 1] = (src[r][c], src[r + 1][c]) as bfloat16: two rows rounded at once, their
+// values interleaved into pairs, each pair stored as one 32-bit word; a last odd row pairs
+// with zero.
+EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                                                      uint16_t* dst, int64_t ld_dst) {
+  static const uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                           8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i interleave = _mm512_loadu_si512(kInterleave);
+  for (int64_t r = 0; r < rows; r += 2) {
+    for (int64_t c = 0; c < cols; c += kNativeWidth) {
+      const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
+      const vf even = _mm512_maskz_loadu_ps(lanes, src + r * ld_src + c);
+      const vf odd = r + 1 < rows ? _mm512_maskz_loadu_ps(lanes, src + (r + 1) * ld_src + c) : vset(0.0f);
+      const __m512i rounded = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));  // even's in the low half
+      alignas(64) uint32_t pairs[kNativeWidth];
+      _mm512_store_si512(pairs, _mm512_permutexvar_epi16(interleave, rounded));
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + (c + i) * ld_dst + r, &pairs[i], 4);
+    }
+  }
+}
+
+// The probabilities and score gradients become A operands here, once per tile, 16 lanes at a
+// time (VCVTNEPS2BF16 rounds to nearest even, as float_to_bf16).
 EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose,
                                          uint16_t* dst, int64_t ld_dst) {
-  if (transpose) return operand_rows<float, uint16_t, 2>(src, ld_src, rows, cols, true, dst, ld_dst);
+  if (transpose) return transposed_operand_bf16(src, ld_src, rows, cols, dst, ld_dst);
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = src + r * ld_src;
     uint16_t* out = dst + r * ld_dst;
