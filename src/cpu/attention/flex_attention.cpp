@@ -22,25 +22,13 @@ template <typename T> const TileKernels<T>& tile_kernels();
 template <> const TileKernels<float>& tile_kernels<float>() { return *EMBER_KERNEL(flex_tile_kernels_f32)(); }
 template <> const TileKernels<double>& tile_kernels<double>() { return *EMBER_KERNEL(flex_tile_kernels_f64)(); }
 
-// The products' table for tiles of T and operands of O (Note [Attention products]).
-template <typename T, typename O> const ProductKernels<T, O>& product_kernels();
-template <> const ProductKernels<float, float>& product_kernels<float, float>() {
-  return *EMBER_KERNEL(flex_products_f32)();
-}
-template <> const ProductKernels<double, double>& product_kernels<double, double>() {
-  return *EMBER_KERNEL(flex_products_f64)();
-}
-template <> const ProductKernels<float, uint16_t>& product_kernels<float, uint16_t>() {
-  return *EMBER_BF16_KERNEL(flex_products_bf16)();
-}
-
-// Calls fn(T{}, O{}) with the tile and operand types of a problem's dtype: bfloat16 operands
-// where the CPU multiplies them (EMBER_BF16_KERNEL), else float32 (float64 for float64).
-template <typename F>
-void with_types(ScalarType dtype, F fn) {
-  if (dtype == kFloat64) fn(double{}, double{});
-  else if (dtype == kBFloat16 && EMBER_BF16_KERNEL(flex_products_bf16) != nullptr) fn(float{}, uint16_t{});
-  else fn(float{}, float{});
+// The products' table for tiles of T and operands of `dtype` (Note [Attention products]):
+// bfloat16 operands where the CPU multiplies them (EMBER_BF16_KERNEL), else T.
+template <typename T> const ProductKernels<T>& products_for(ScalarType dtype);
+template <> const ProductKernels<double>& products_for<double>(ScalarType) { return *EMBER_KERNEL(flex_products_f64)(); }
+template <> const ProductKernels<float>& products_for<float>(ScalarType dtype) {
+  const auto bf16 = EMBER_BF16_KERNEL(flex_products_bf16);
+  return dtype == kBFloat16 && bf16 ? *bf16() : *EMBER_KERNEL(flex_products_f32)();
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -102,21 +90,27 @@ void apply_mods(const FlexProblem& p, const ScoreTile& tile, bool partial, TileP
   if (partial && p.mask_mod) p.mask_mod(tile, pass);
 }
 
-// The geometry every kernel below shares: tiles of T, product operands of O.
-template <typename T, typename O>
+// The geometry every kernel below shares: tiles of T, product operands as `mm` packs them.
+template <typename T>
 struct Layout {
   const TileKernels<T>& k = tile_kernels<T>();
-  const ProductKernels<T, O>& mm = product_kernels<T, O>();
+  const ProductKernels<T>& mm;
   // ld_s, ld_e, ld_ev: rows of score, dK/dQ and output tiles (C of a product). ld_qe, ld_qv:
   // rows of E and Ev values as A operands; ld_t: rows of a transposed query-block tile.
   int64_t bq, bkv, q_blocks, kv_blocks, group, ld_s, ld_e, ld_ev, ld_qe, ld_qv, ld_t;
   size_t item;
-  explicit Layout(const FlexProblem& p)
-      : bq(p.q_block), bkv(p.kv_block), q_blocks(ceil_div(p.q_len, p.q_block)), kv_blocks(ceil_div(p.kv_len, p.kv_block)),
+  explicit Layout(const FlexProblem& p, const ProductKernels<T>& products)
+      : mm(products), bq(p.q_block), bkv(p.kv_block), q_blocks(ceil_div(p.q_len, p.q_block)), kv_blocks(ceil_div(p.kv_len, p.kv_block)),
         group(p.heads_q / p.heads_kv), ld_s(round_up(p.kv_block, mm.panel_width)),
         ld_e(round_up(p.head_dim, mm.panel_width)), ld_ev(round_up(p.value_dim, mm.panel_width)),
         ld_qe(round_up(p.head_dim, mm.k_group)), ld_qv(round_up(p.value_dim, mm.k_group)),
         ld_t(round_up(p.q_block, mm.k_group)), item(element_size(p.dtype)) {}
+  // Bytes of `elements` operand elements, and the operand memory that many elements past `base`.
+  int64_t bytes(int64_t elements) const { return elements * mm.operand_bytes; }
+  const void* operand(const void* base, int64_t elements) const {
+    return static_cast<const char*>(base) + bytes(elements);
+  }
+  void* operand(void* base, int64_t elements) const { return static_cast<char*>(base) + bytes(elements); }
   int64_t rows_of(int64_t qb, const FlexProblem& p) const { return std::min(bq, p.q_len - qb * bq); }
   int64_t cols_of(int64_t kvb, const FlexProblem& p) const { return std::min(bkv, p.kv_len - kvb * bkv); }
 };
@@ -128,32 +122,33 @@ struct Layout {
 // TransposedPanels (B[dim][row]).
 enum class Form { Rows, Panels, TransposedPanels };
 
-template <typename T, typename O>
+template <typename T>
 class PackedBlocks {
  public:
-  static int64_t block_size(const Layout<T, O>& g, int64_t dim, int64_t block_len, Form form) {
+  static int64_t block_size(const Layout<T>& g, int64_t dim, int64_t block_len, Form form) {
     const int64_t width = g.mm.panel_width, group = g.mm.k_group;
     return form == Form::Rows     ? block_len * round_up(dim, group)
            : form == Form::Panels ? round_up(dim, width) * round_up(block_len, group)
                                   : round_up(block_len, width) * round_up(dim, group);
   }
   // Elements of the packed operand: what `storage` must hold.
-  static int64_t elements(const Layout<T, O>& g, int64_t batch, int64_t heads, int64_t len, int64_t dim,
+  static int64_t elements(const Layout<T>& g, int64_t batch, int64_t heads, int64_t len, int64_t dim,
                           int64_t block_len, Form form) {
     return batch * heads * ceil_div(len, block_len) * block_size(g, dim, block_len, form);
   }
 
   // Packs into `storage` (caller-owned, elements() long), or into memory of its own when null.
-  PackedBlocks(const FlexProblem& p, const Layout<T, O>& g, const Operand& o, int64_t batch, int64_t heads, int64_t len,
-               int64_t dim, int64_t block_len, Form form, O* storage = nullptr)
+  PackedBlocks(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t batch, int64_t heads, int64_t len,
+               int64_t dim, int64_t block_len, Form form, char* storage = nullptr)
       : batch_(batch), heads_(heads), blocks_(ceil_div(len, block_len)), block_size_(block_size(g, dim, block_len, form)),
-        data_(storage ? Buffer(storage, Free{0}) : allocate(batch * heads * blocks_ * block_size_)) {
+        data_(storage ? Buffer(storage, Free{0}) : allocate(g.bytes(batch * heads * blocks_ * block_size_))),
+        block_bytes_(g.bytes(block_size_)) {
     parallel_for(0, batch * heads * blocks_, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t blk = i % blocks_, h = i / blocks_ % heads, b = i / blocks_ / heads;
         const int64_t first = blk * block_len, rows = std::min(block_len, len - first);
         const char* src = at(o, b, h, first, g.item);
-        O* dst = data_.get() + i * block_size_;
+        char* dst = data_.get() + i * block_bytes_;
         if (form == Form::Rows)
           g.mm.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst, round_up(dim, g.mm.k_group));
         else if (form == Form::Panels) g.mm.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst);
@@ -162,40 +157,41 @@ class PackedBlocks {
     });
   }
   // b of a broadcast operand (batch 1) is 0.
-  const O* block(int64_t b, int64_t h, int64_t blk) const {
-    return data_.get() + (((batch_ == 1 ? 0 : b) * heads_ + h) * blocks_ + blk) * block_size_;
+  const void* block(int64_t b, int64_t h, int64_t blk) const {
+    return data_.get() + (((batch_ == 1 ? 0 : b) * heads_ + h) * blocks_ + blk) * block_bytes_;
   }
 
  private:
   struct Free {
     size_t bytes;  // 0: caller-owned storage
-    void operator()(O* data) const {
+    void operator()(char* data) const {
       if (bytes > 0) core::free_bytes(data, bytes);
     }
   };
-  using Buffer = std::unique_ptr<O[], Free>;
+  using Buffer = std::unique_ptr<char[], Free>;
   // From ember's allocator: its large-block cache spares the page faults of fresh memory.
   static Buffer allocate(int64_t count) {
-    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(O);
-    return Buffer(static_cast<O*>(core::allocate_bytes(bytes)), Free{bytes});
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1));
+    return Buffer(static_cast<char*>(core::allocate_bytes(bytes)), Free{bytes});
   }
 
   int64_t batch_, heads_, blocks_, block_size_;
   Buffer data_;
+  int64_t block_bytes_;
 };
 
 // k and v broadcast over the batch when their batch stride is 0.
 int64_t kv_batch_of(const FlexProblem& p) { return p.k.stride_b == 0 && p.batch > 1 ? 1 : p.batch; }
 
-template <typename T, typename O>
-PackedBlocks<T, O> pack_keys(const FlexProblem& p, const Layout<T, O>& g, const Operand& o, int64_t dim, Form form,
-                             O* storage = nullptr) {
-  return PackedBlocks<T, O>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, storage);
+template <typename T>
+PackedBlocks<T> pack_keys(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form,
+                             char* storage = nullptr) {
+  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, storage);
 }
 
-template <typename T, typename O>
-int64_t packed_keys_elements(const FlexProblem& p, const Layout<T, O>& g, int64_t dim, Form form) {
-  return PackedBlocks<T, O>::elements(g, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form);
+template <typename T>
+int64_t packed_keys_elements(const FlexProblem& p, const Layout<T>& g, int64_t dim, Form form) {
+  return PackedBlocks<T>::elements(g, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form);
 }
 
 // Note [Flex workspace]
@@ -272,69 +268,67 @@ int64_t slot_bytes_of(const Args&... args) {
   return slot.used();
 }
 
-template <typename T, typename O>
-PackedBlocks<T, O> pack_queries(const FlexProblem& p, const Layout<T, O>& g, const Operand& o, int64_t dim, Form form) {
-  return PackedBlocks<T, O>(p, g, o, p.batch, p.heads_q, p.q_len, dim, g.bq, form);
+template <typename T>
+PackedBlocks<T> pack_queries(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form) {
+  return PackedBlocks<T>(p, g, o, p.batch, p.heads_q, p.q_len, dim, g.bq, form);
 }
 
-// The A operand of a product from a T tile (rows x cols, ld_s): the tile itself where the
-// operands are T, else its copy as O in `buffer`.
-template <typename T, typename O>
-const O* tile_operand(const Layout<T, O>& g, const T* tile, int64_t rows, int64_t cols, O* buffer) {
-  if constexpr (std::is_same_v<T, O>) {
-    return tile;
-  } else {
-    g.mm.operand_rows(tile, g.ld_s, rows, cols, false, buffer, g.ld_s);
-    return buffer;
-  }
+// The A operand of a product from a T tile (rows x cols, ld_s): the tile itself where tiles
+// are operands, else its operand copy in `buffer`.
+template <typename T>
+const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_t cols, void* buffer) {
+  if (g.mm.tiles_are_operands) return tile;
+  g.mm.operand_rows(tile, g.ld_s, rows, cols, false, buffer, g.ld_s);
+  return buffer;
 }
 
 // A forward task's buffers: the query rows, the score tile, the probabilities as an operand
 // (unused where operands are T), the output accumulator and the running row max and sum.
-template <typename T, typename O>
+template <typename T>
 struct ForwardBuffers {
-  O* q;
+  void* q;
   T* scores;
-  O* probs;
+  void* probs;
   T* acc;
   T* row_max;
   T* row_sum;
   template <typename Source>
-  ForwardBuffers(const FlexProblem& p, const Layout<T, O>& g, Source& s)
-      : q(take<O>(s, kQ, g.bq * g.ld_qe)), scores(take<T>(s, kScores, g.bq * g.ld_s)),
-        probs(take<O>(s, kOperand, std::is_same_v<T, O> ? 0 : g.bq * g.ld_s)), acc(take<T>(s, kAccA, g.bq * g.ld_ev)),
+  ForwardBuffers(const FlexProblem& p, const Layout<T>& g, Source& s)
+      : q(take<char>(s, kQ, g.bytes(g.bq * g.ld_qe))), scores(take<T>(s, kScores, g.bq * g.ld_s)),
+        probs(take<char>(s, kOperand, g.mm.tiles_are_operands ? 0 : g.bytes(g.bq * g.ld_s))),
+        acc(take<T>(s, kAccA, g.bq * g.ld_ev)),
         row_max(take<T>(s, kRowA, g.bq)), row_sum(take<T>(s, kRowB, g.bq)) {}
 };
 
 // forward_impl's workspace: packed keys and values, then the slots.
-template <typename T, typename O>
+template <typename T>
 struct ForwardWorkspace {
-  O* keys;
-  O* values;
+  char* keys;
+  char* values;
   char* slots;
   int64_t slot_bytes, bytes;
-  ForwardWorkspace(const FlexProblem& p, const Layout<T, O>& g, void* base, int64_t num_slots) {
+  ForwardWorkspace(const FlexProblem& p, const Layout<T>& g, void* base, int64_t num_slots) {
     Carver c(base);
-    keys = c.take<O>(packed_keys_elements(p, g, p.head_dim, Form::TransposedPanels));
-    values = c.take<O>(packed_keys_elements(p, g, p.value_dim, Form::Panels));
-    slot_bytes = slot_bytes_of<ForwardBuffers<T, O>>(p, g);
+    keys = c.take<char>(g.bytes(packed_keys_elements(p, g, p.head_dim, Form::TransposedPanels)));
+    values = c.take<char>(g.bytes(packed_keys_elements(p, g, p.value_dim, Form::Panels)));
+    slot_bytes = slot_bytes_of<ForwardBuffers<T>>(p, g);
     slots = c.take<char>(num_slots * slot_bytes);
     bytes = c.used();
   }
 };
 
-template <typename T, typename O>
+template <typename T>
 void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
-  const Layout<T, O> g(p);
+  const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   const T scale = static_cast<T>(p.scale);
   T* lse = static_cast<T*>(lse_out);
-  const ForwardWorkspace<T, O> w(p, g, p.workspace, p.workspace_slots);
-  const PackedBlocks<T, O> keys = pack_keys(p, g, p.k, E, Form::TransposedPanels, p.workspace ? w.keys : nullptr);
-  const PackedBlocks<T, O> values = pack_keys(p, g, p.v, Ev, Form::Panels, p.workspace ? w.values : nullptr);
+  const ForwardWorkspace<T> w(p, g, p.workspace, p.workspace_slots);
+  const PackedBlocks<T> keys = pack_keys(p, g, p.k, E, Form::TransposedPanels, p.workspace ? w.keys : nullptr);
+  const PackedBlocks<T> values = pack_keys(p, g, p.v, Ev, Form::Panels, p.workspace ? w.values : nullptr);
   run_tasks(p, p.batch * p.heads_q * g.q_blocks, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
-    const ForwardBuffers<T, O> t(p, g, s);
+    const ForwardBuffers<T> t(p, g, s);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
@@ -384,42 +378,43 @@ bool use_decode_path(const FlexProblem& p) {
 // The decode path's geometry: query rows per (batch, kv head) and ranges of key blocks.
 struct DecodeShape {
   int64_t rows, heads, splits;
-  template <typename T, typename O>
-  DecodeShape(const FlexProblem& p, const Layout<T, O>& g)
+  template <typename T>
+  DecodeShape(const FlexProblem& p, const Layout<T>& g)
       : rows(g.group * p.q_len), heads(p.batch * p.heads_kv),
         splits(std::clamp<int64_t>(64 / std::max<int64_t>(heads, 1), 1, std::max<int64_t>(g.kv_blocks, 1))) {}
 };
 
 // A decode task's buffers: the query rows of a GQA group, one key block's and one value
 // block's panels, the score tile and the probabilities as an operand (unused where operands are T).
-template <typename T, typename O>
+template <typename T>
 struct DecodeBuffers {
-  O* q;
-  O* key_t;
-  O* value;
+  void* q;
+  void* key_t;
+  void* value;
   T* scores;
-  O* probs;
+  void* probs;
   template <typename Source>
-  DecodeBuffers(const FlexProblem& p, const Layout<T, O>& g, const DecodeShape& d, Source& s)
-      : q(take<O>(s, kQ, d.rows * g.ld_qe)), key_t(take<O>(s, kKeyT, g.ld_s * g.ld_qe)),
-        value(take<O>(s, kValueT, g.ld_ev * round_up(g.bkv, g.mm.k_group))), scores(take<T>(s, kScores, d.rows * g.ld_s)),
-        probs(take<O>(s, kOperand, std::is_same_v<T, O> ? 0 : d.rows * g.ld_s)) {}
+  DecodeBuffers(const FlexProblem& p, const Layout<T>& g, const DecodeShape& d, Source& s)
+      : q(take<char>(s, kQ, g.bytes(d.rows * g.ld_qe))), key_t(take<char>(s, kKeyT, g.bytes(g.ld_s * g.ld_qe))),
+        value(take<char>(s, kValueT, g.bytes(g.ld_ev * round_up(g.bkv, g.mm.k_group)))),
+        scores(take<T>(s, kScores, d.rows * g.ld_s)),
+        probs(take<char>(s, kOperand, g.mm.tiles_are_operands ? 0 : g.bytes(d.rows * g.ld_s))) {}
 };
 
 // decode_impl's workspace: the ranges' partial results, the merge's rows, then the slots.
-template <typename T, typename O>
+template <typename T>
 struct DecodeWorkspace {
   T *part_acc, *part_max, *part_sum, *merged, *inverse;
   char* slots;
   int64_t slot_bytes, bytes;
-  DecodeWorkspace(const FlexProblem& p, const Layout<T, O>& g, const DecodeShape& d, void* base, int64_t num_slots) {
+  DecodeWorkspace(const FlexProblem& p, const Layout<T>& g, const DecodeShape& d, void* base, int64_t num_slots) {
     Carver c(base);
     part_acc = c.take<T>(d.heads * d.splits * d.rows * g.ld_ev);
     part_max = c.take<T>(d.heads * d.splits * d.rows);
     part_sum = c.take<T>(d.heads * d.splits * d.rows);
     merged = c.take<T>(d.rows * g.ld_ev);
     inverse = c.take<T>(d.rows);
-    slot_bytes = slot_bytes_of<DecodeBuffers<T, O>>(p, g, d);
+    slot_bytes = slot_bytes_of<DecodeBuffers<T>>(p, g, d);
     slots = c.take<char>(num_slots * slot_bytes);
     bytes = c.used();
   }
@@ -441,26 +436,26 @@ std::pair<int64_t, bool> visit_at(const FlexProblem& p, const BlockLists& lists,
   return {lists.full_indices[row * lists.max_entries + i - lists.num[row]], false};
 }
 
-template <typename T, typename O>
+template <typename T>
 void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
-  const Layout<T, O> g(p);
+  const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const DecodeShape d(p, g);
   const int64_t E = p.head_dim, Ev = p.value_dim, rows = d.rows, heads = d.heads, splits = d.splits;
   // Without a workspace, the shared buffers come from memory of its own (the slots are unused).
   std::unique_ptr<char[]> owned;
   if (p.workspace == nullptr)
-    owned.reset(new char[static_cast<size_t>(DecodeWorkspace<T, O>(p, g, d, nullptr, 0).bytes)]);
-  const DecodeWorkspace<T, O> w(p, g, d, p.workspace ? p.workspace : owned.get(), p.workspace_slots);
+    owned.reset(new char[static_cast<size_t>(DecodeWorkspace<T>(p, g, d, nullptr, 0).bytes)]);
+  const DecodeWorkspace<T> w(p, g, d, p.workspace ? p.workspace : owned.get(), p.workspace_slots);
   run_tasks(p, heads * splits, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
-    const DecodeBuffers<T, O> t(p, g, d, s);
+    const DecodeBuffers<T> t(p, g, d, s);
     T* const scores = t.scores;
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t split = task % splits, bh = task / splits, b = bh / p.heads_kv, hk = bh % p.heads_kv;
       const int64_t h0 = hk * g.group;
       for (int64_t j = 0; j < g.group; ++j)
         g.mm.pack_rows(p.dtype, at(p.q, b, h0 + j, 0, g.item), p.q.stride_row, p.q.stride_col, p.q_len, E,
-                       t.q + j * p.q_len * g.ld_qe, g.ld_qe);
+                       g.operand(t.q, j * p.q_len * g.ld_qe), g.ld_qe);
       T* acc = w.part_acc + task * rows * g.ld_ev;
       T* row_max = w.part_max + task * rows;
       T* row_sum = w.part_sum + task * rows;
@@ -532,10 +527,10 @@ std::vector<T> output_dot(const FlexProblem& p, const void* out, const void* gra
 
 // What both backward passes recompute for one (query block, key block) tile: the
 // probabilities P in `scores` and dL/d(score) in `grad` (rows x cols, ld_s).
-template <typename T, typename O>
+template <typename T>
 struct TileGrad {
   const FlexProblem& p;
-  const Layout<T, O>& g;
+  const Layout<T>& g;
   const T* lse;
   const T* delta;
   T* scores;
@@ -546,8 +541,8 @@ struct TileGrad {
 
   // q: query rows (A), key_t / value_t: key and value panels (B) of the block, grad_out: rows
   // of dO (A). param_grads: non-null when captured tensors need gradients.
-  void run(int64_t b, int64_t h, int64_t q0, int64_t kv0, int64_t rows, int64_t cols, bool partial, const O* q,
-           const O* grad_out, const O* key_t, const O* value_t, double* const* param_grads) {
+  void run(int64_t b, int64_t h, int64_t q0, int64_t kv0, int64_t rows, int64_t cols, bool partial, const void* q,
+           const void* grad_out, const void* key_t, const void* value_t, double* const* param_grads) {
     const auto& K = g.k;
     const int64_t E = p.head_dim, Ev = p.value_dim, row0 = (b * p.heads_q + h) * p.q_len + q0;
     g.mm.gemm(q, g.ld_qe, key_t, scores, g.ld_s, rows, cols, E, static_cast<T>(p.scale), false);
@@ -576,12 +571,12 @@ struct TileGrad {
 };
 
 // The operands of both backward passes, packed once.
-template <typename T, typename O>
+template <typename T>
 struct BackwardPacks {
-  PackedBlocks<T, O> key_t, value_t, key_panels;  // K^T and V^T (B of q·k, dO·v), K (B of dS·K)
-  PackedBlocks<T, O> q_rows, q_panels, dout_rows, dout_panels;  // Q, dO as A and as B operands
+  PackedBlocks<T> key_t, value_t, key_panels;  // K^T and V^T (B of q·k, dO·v), K (B of dS·K)
+  PackedBlocks<T> q_rows, q_panels, dout_rows, dout_panels;  // Q, dO as A and as B operands
 
-  BackwardPacks(const FlexProblem& p, const Layout<T, O>& g, const Operand& dO)
+  BackwardPacks(const FlexProblem& p, const Layout<T>& g, const Operand& dO)
       : key_t(pack_keys(p, g, p.k, p.head_dim, Form::TransposedPanels)),
         value_t(pack_keys(p, g, p.v, p.value_dim, Form::TransposedPanels)),
         key_panels(pack_keys(p, g, p.k, p.head_dim, Form::Panels)),
@@ -593,23 +588,22 @@ struct BackwardPacks {
 
 // dK and dV: one task per key block owns its rows, summing over the query heads of its GQA
 // group, the batch when k and v broadcast, and the query blocks that visit it.
-template <typename T, typename O>
-void key_value_grads(const FlexProblem& p, const BackwardPacks<T, O>& packs, const T* lse, const T* delta, void* dk,
-                     void* dv, int64_t kv_batch) {
-  const Layout<T, O> g(p);
+template <typename T>
+void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
+                     const T* delta, void* dk, void* dv, int64_t kv_batch) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   parallel_for(0, kv_batch * p.heads_kv * g.kv_blocks, 1, [&](int64_t lo, int64_t hi) {
-    O* transposed = scratch<O>(kTransposed, g.bkv * g.ld_t);
+    void* transposed = scratch<char>(kTransposed, g.bytes(g.bkv * g.ld_t));
     T* dk_acc = scratch<T>(kAccA, g.bkv * g.ld_e);
     T* dv_acc = scratch<T>(kAccB, g.bkv * g.ld_ev);
-    TileGrad<T, O> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
+    TileGrad<T> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
                       scratch<T>(kDmod, g.bq * g.ld_s), nullptr, nullptr};
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t kvb = task % g.kv_blocks, hk = task / g.kv_blocks % p.heads_kv, bk = task / g.kv_blocks / p.heads_kv;
       const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
-      const O* key_t = packs.key_t.block(bk, hk, kvb);
-      const O* value_t = packs.value_t.block(bk, hk, kvb);
+      const void* key_t = packs.key_t.block(bk, hk, kvb);
+      const void* value_t = packs.value_t.block(bk, hk, kvb);
       std::fill(dk_acc, dk_acc + cols * g.ld_e, T(0));
       std::fill(dv_acc, dv_acc + cols * g.ld_ev, T(0));
       const int64_t b_begin = kv_batch == 1 ? 0 : bk, b_end = kv_batch == 1 ? p.batch : bk + 1;
@@ -635,10 +629,9 @@ void key_value_grads(const FlexProblem& p, const BackwardPacks<T, O>& packs, con
 
 // dQ (and captured-tensor gradients): one task per query block. Captured-tensor gradients
 // go to a fixed number of chunk buffers summed in chunk order, so they are deterministic.
-template <typename T, typename O>
-void query_grads(const FlexProblem& p, const BackwardPacks<T, O>& packs, const T* lse, const T* delta, void* dq,
-                 int num_params, const int64_t* param_sizes, double* const* param_grads) {
-  const Layout<T, O> g(p);
+template <typename T>
+void query_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
+                 const T* delta, void* dq, int num_params, const int64_t* param_sizes, double* const* param_grads) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, tasks = p.batch * p.heads_q * g.q_blocks;
   constexpr int64_t kParamChunks = 64;
@@ -657,8 +650,8 @@ void query_grads(const FlexProblem& p, const BackwardPacks<T, O>& packs, const T
     }
     bool chunk_overflow = false;
     T* dq_acc = scratch<T>(kAccA, g.bq * g.ld_e);
-    O* grad_operand = scratch<O>(kOperand, std::is_same_v<T, O> ? 0 : g.bq * g.ld_s);
-    TileGrad<T, O> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
+    void* grad_operand = scratch<char>(kOperand, g.mm.tiles_are_operands ? 0 : g.bytes(g.bq * g.ld_s));
+    TileGrad<T> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
                       scratch<T>(kDmod, g.bq * g.ld_s), scratch<T>(kRaw, g.bq * g.ld_s), &chunk_overflow};
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
@@ -687,54 +680,49 @@ void query_grads(const FlexProblem& p, const BackwardPacks<T, O>& packs, const T
   }
 }
 
-template <typename T, typename O>
+template <typename T>
 void backward_impl(const FlexProblem& p, const void* out, const void* lse, const void* grad_out, void* dq, void* dk,
                    void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads) {
   const std::vector<T> delta = output_dot<T>(p, out, grad_out);
-  const Layout<T, O> g(p);
+  const Layout<T> g(p, products_for<T>(p.dtype));
   const int64_t Ev = p.value_dim;
-  const BackwardPacks<T, O> packs(p, g, Operand{grad_out, p.heads_q * p.q_len * Ev, p.q_len * Ev, Ev, 1});
-  key_value_grads<T, O>(p, packs, static_cast<const T*>(lse), delta.data(), dk, dv, kv_batch_of(p));
-  query_grads<T, O>(p, packs, static_cast<const T*>(lse), delta.data(), dq, num_params, param_sizes, param_grads);
+  const BackwardPacks<T> packs(p, g, Operand{grad_out, p.heads_q * p.q_len * Ev, p.q_len * Ev, Ev, 1});
+  key_value_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), dk, dv, kv_batch_of(p));
+  query_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), dq, num_params, param_sizes, param_grads);
 }
 
-template <typename T, typename O>
-int64_t workspace_bytes(const FlexProblem& p, int64_t slots) {
+template <typename T>
+int64_t workspace_bytes(const FlexProblem& p, int64_t slots, const ProductKernels<T>& products) {
   FlexProblem decode = p;
   decode.q_len = std::min({p.q_len, kMaxDecodeLength, p.q_block});
-  const Layout<T, O> g(p), decode_g(decode);
-  return std::max(ForwardWorkspace<T, O>(p, g, nullptr, slots).bytes,
-                  DecodeWorkspace<T, O>(decode, decode_g, DecodeShape(decode, decode_g), nullptr, slots).bytes);
+  const Layout<T> g(p, products), decode_g(decode, products);
+  return std::max(ForwardWorkspace<T>(p, g, nullptr, slots).bytes,
+                  DecodeWorkspace<T>(decode, decode_g, DecodeShape(decode, decode_g), nullptr, slots).bytes);
 }
 
 }  // namespace
 
 int64_t flex_forward_workspace_bytes(const FlexProblem& problem, int64_t slots) {
+  if (problem.dtype == kFloat64) return workspace_bytes<double>(problem, slots, products_for<double>(kFloat64));
   // The float32 layout's size too where bfloat16 products are available: EMBER_CPU_CAPABILITY
   // (or a test) may lower the level between sizing a workspace and running on it.
-  int64_t bytes = problem.dtype == kFloat64 ? 0 : workspace_bytes<float, float>(problem, slots);
-  with_types(problem.dtype, [&](auto tile, auto operand) {
-    bytes = std::max(bytes, workspace_bytes<decltype(tile), decltype(operand)>(problem, slots));
-  });
-  return bytes;
+  return std::max(workspace_bytes<float>(problem, slots, products_for<float>(kFloat32)),
+                  workspace_bytes<float>(problem, slots, products_for<float>(problem.dtype)));
 }
 
 void flex_forward(const FlexProblem& problem, void* out, void* lse) {
   EMBER_CHECK(problem.workspace == nullptr || problem.workspace_slots > 0, "flex_attention",
               "a workspace needs at least one slot, got ", problem.workspace_slots);
-  with_types(problem.dtype, [&](auto tile, auto operand) {
-    using T = decltype(tile);
-    using O = decltype(operand);
-    use_decode_path(problem) ? decode_impl<T, O>(problem, out, lse) : forward_impl<T, O>(problem, out, lse);
-  });
+  const bool decode = use_decode_path(problem);
+  if (problem.dtype == kFloat64) decode ? decode_impl<double>(problem, out, lse) : forward_impl<double>(problem, out, lse);
+  else decode ? decode_impl<float>(problem, out, lse) : forward_impl<float>(problem, out, lse);
 }
 
 void flex_backward(const FlexProblem& problem, const void* out, const void* lse, const void* grad_out, void* dq,
                    void* dk, void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads) {
-  with_types(problem.dtype, [&](auto tile, auto operand) {
-    backward_impl<decltype(tile), decltype(operand)>(problem, out, lse, grad_out, dq, dk, dv, num_params, param_sizes,
-                                                     param_grads);
-  });
+  if (problem.dtype == kFloat64)
+    backward_impl<double>(problem, out, lse, grad_out, dq, dk, dv, num_params, param_sizes, param_grads);
+  else backward_impl<float>(problem, out, lse, grad_out, dq, dk, dv, num_params, param_sizes, param_grads);
 }
 
 }  // namespace ember::cpu::attention

@@ -17,32 +17,36 @@ namespace ember::cpu::attention {
 
 // Note [Attention products]
 // The products of the fused kernels (Q·Kᵀ, P·V; dO·Vᵀ, Pᵀ·dO, dSᵀ·Q and dS·K in the backward)
-// go through one table, ProductKernels<T, O>: operands packed as O, results and everything
-// between the products (mods, softmax, gradients of the scores) in T. O = T for float32 and
-// float64 (and for bfloat16 and float16 widened to float32); O = bfloat16 bits for bfloat16 on
-// CPUs with VDPBF16PS, where the panels interleave pairs of k values (k_group 2), the layout
-// the instruction reads. The float32 tiles P and dS become bfloat16 operands once per tile
-// (operand_rows), as flash kernels on GPUs round them. AMX-BF16 tiles read the same layouts
-// (A by rows of k pairs, B in pairs of k values, 16 columns per tile): a table whose gemm runs
-// TDPBF16PS over 32-wide panels plugs in beside the AVX512-BF16 one.
-template <typename T, typename O>
+// go through one table, ProductKernels<T>: results, and everything between the products (mods,
+// softmax, gradients of the scores), in T; operands in a packed form the table owns, of
+// operand_bytes per element, which the kernels above it never read. float32 and float64
+// tables take operands of T (and bfloat16 and float16 inputs widened to float32); the bfloat16
+// table, on CPUs with VDPBF16PS, takes bfloat16 operands whose panels interleave pairs of k
+// values (k_group 2), the layout the instruction reads. The float32 tiles P and dS become
+// bfloat16 operands once per tile (operand_rows), as flash kernels on GPUs round them. AMX-BF16
+// tiles read the same layouts (A by rows of k pairs, B in pairs of k values, 16 columns per
+// tile): a table whose gemm runs TDPBF16PS over 32-wide panels plugs in beside the AVX512-BF16
+// one, chosen where the kernels pick a table for a dtype (products_for in flex_attention.cpp).
+template <typename T>
 struct ProductKernels {
   int64_t panel_width;
-  int64_t k_group;  // consecutive k values per column of a panel row: 1, or 2 for bf16 pairs
+  int64_t k_group;          // consecutive k values per column of a panel row: 1, or 2 for bf16 pairs
+  int64_t operand_bytes;    // bytes of an operand element
+  bool tiles_are_operands;  // a T tile is an A operand as it is (operand_rows not needed)
   // C[m][n] = alpha * A[m][k] * B[k][n] (+ C when accumulate); A row-major (lda), B panels,
   // C row-major (ldc >= n rounded up to panel_width; the padded columns are written too).
-  void (*gemm)(const O* a, int64_t lda, const O* b_panels, T* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+  void (*gemm)(const void* a, int64_t lda, const void* b_panels, T* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                T alpha, bool accumulate);
-  // A operand: dst[r][c] = src[r * row_stride + c * col_stride] for r < rows, c < cols, as O;
-  // ld is a multiple of k_group and the columns up to it are zero.
+  // A operand: dst[r][c] = src[r * row_stride + c * col_stride] for r < rows, c < cols; ld is
+  // a multiple of k_group and the columns up to it are zero.
   void (*pack_rows)(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows,
-                    int64_t cols, O* dst, int64_t ld);
+                    int64_t cols, void* dst, int64_t ld);
   // The panel form of B[p][j] = src[p * row_stride + j * col_stride], p < k, j < n.
   void (*pack_panels)(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k,
-                      int64_t n, O* dst);
+                      int64_t n, void* dst);
   // An A operand from a T tile (rows x cols, ld_src): dst[r][c] = src[r][c], or src[c][r] when
-  // transpose (dst then has cols rows); as O, zero up to the next multiple of k_group.
-  void (*operand_rows)(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose, O* dst,
+  // transpose (dst then has cols rows); zero up to the next multiple of k_group.
+  void (*operand_rows)(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose, void* dst,
                        int64_t ld_dst);
 };
 
@@ -66,17 +70,13 @@ struct TileKernels {
                      void* dst, int64_t row_stride, int64_t col_stride);
 };
 
-using FloatProducts = ProductKernels<float, float>;
-using DoubleProducts = ProductKernels<double, double>;
-using Bf16Products = ProductKernels<float, uint16_t>;  // operands: bfloat16 bits
-
 }  // namespace ember::cpu::attention
 
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::TileKernels<float>*, flex_tile_kernels_f32, ())
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::TileKernels<double>*, flex_tile_kernels_f64, ())
-EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::FloatProducts*, flex_products_f32, ())
-EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::DoubleProducts*, flex_products_f64, ())
+EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<float>*, flex_products_f32, ())
+EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<double>*, flex_products_f64, ())
 // bfloat16 operands on VDPBF16PS (EMBER_BF16_KERNEL: null below avx512_bf16).
 namespace ember::cpu::avx512 {
-const ::ember::cpu::attention::Bf16Products* flex_products_bf16();
+const ::ember::cpu::attention::ProductKernels<float>* flex_products_bf16();
 }

@@ -90,8 +90,10 @@ static inline void micro_tail(int64_t m, const float* a, int64_t lda, const floa
   }
 }
 
-void gemm_f32(const float* a, int64_t lda, const float* b_panels, float* c, int64_t ldc, int64_t m, int64_t n,
+void gemm_f32(const void* a_operand, int64_t lda, const void* b_operand, float* c, int64_t ldc, int64_t m, int64_t n,
               int64_t k, float alpha, bool accumulate) {
+  const float* a = static_cast<const float*>(a_operand);
+  const float* b_panels = static_cast<const float*>(b_operand);
   for (int64_t j = 0; j < n; j += kPanel) {
     const float* panel = b_panels + j * k;
     int64_t i = 0;
@@ -180,8 +182,10 @@ void probabilities_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, co
 
 constexpr int kPanel64 = 8;
 
-void gemm_f64(const double* a, int64_t lda, const double* b_panels, double* c, int64_t ldc, int64_t m, int64_t n,
+void gemm_f64(const void* a_operand, int64_t lda, const void* b_operand, double* c, int64_t ldc, int64_t m, int64_t n,
               int64_t k, double alpha, bool accumulate) {
+  const double* a = static_cast<const double*>(a_operand);
+  const double* b_panels = static_cast<const double*>(b_operand);
   for (int64_t j = 0; j < n; j += kPanel64) {
     const double* panel = b_panels + j * k;
     for (int64_t i = 0; i < m; ++i) {
@@ -248,7 +252,8 @@ constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 template <typename O, int KGroup>
 void pack_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
-               O* dst, int64_t ld) {
+               void* dst_operand, int64_t ld) {
+  O* dst = static_cast<O*>(dst_operand);
   by_float_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     const S* in = static_cast<const S*>(src);
@@ -259,9 +264,17 @@ void pack_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t co
   });
 }
 
+// Rows of out and dO as T, for the backward's row sums.
+template <typename T>
+void widen_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
+                T* dst, int64_t ld) {
+  pack_rows<T, 1>(dtype, src, row_stride, col_stride, rows, cols, dst, ld);
+}
+
 template <typename O, int Width, int KGroup>
 void pack_panels(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
-                 O* dst) {
+                 void* dst_operand) {
+  O* dst = static_cast<O*>(dst_operand);
   const int64_t k_padded = round_up(k, KGroup);
   by_float_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
@@ -281,7 +294,9 @@ void pack_panels(ScalarType dtype, const void* src, int64_t row_stride, int64_t 
 }
 
 template <typename T, typename O, int KGroup>
-void operand_rows(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose, O* dst, int64_t ld_dst) {
+void operand_rows(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose, void* dst_operand,
+                  int64_t ld_dst) {
+  O* dst = static_cast<O*>(dst_operand);
   const int64_t out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols;
   constexpr int64_t kBlock = 8;  // transposed in 8 x 8 blocks, for the cache
   for (int64_t r0 = 0; r0 < out_rows; r0 += kBlock)
@@ -320,15 +335,14 @@ void store_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, const T* r
   });
 }
 
-const TileKernels<float> kFloatKernels = {pack_rows<float, 1>, softmax_step_f32, probabilities_f32, score_grad<float>,
+const TileKernels<float> kFloatKernels = {widen_rows<float>, softmax_step_f32, probabilities_f32, score_grad<float>,
                                           store_rows<float>};
-const TileKernels<double> kDoubleKernels = {pack_rows<double, 1>, softmax_step_f64, probabilities_f64,
+const TileKernels<double> kDoubleKernels = {widen_rows<double>, softmax_step_f64, probabilities_f64,
                                             score_grad<double>, store_rows<double>};
-const ProductKernels<float, float> kFloatProducts = {kPanel, 1, gemm_f32, pack_rows<float, 1>,
-                                                     pack_panels<float, kPanel, 1>, operand_rows<float, float, 1>};
-const ProductKernels<double, double> kDoubleProducts = {kPanel64, 1, gemm_f64, pack_rows<double, 1>,
-                                                        pack_panels<double, kPanel64, 1>,
-                                                        operand_rows<double, double, 1>};
+const ProductKernels<float> kFloatProducts = {kPanel,          1, sizeof(float), true, gemm_f32, pack_rows<float, 1>,
+                                              pack_panels<float, kPanel, 1>, operand_rows<float, float, 1>};
+const ProductKernels<double> kDoubleProducts = {kPanel64, 1, sizeof(double), true, gemm_f64, pack_rows<double, 1>,
+                                                pack_panels<double, kPanel64, 1>, operand_rows<double, double, 1>};
 
 #if defined(__AVX512F__)
 // ---- bfloat16 products on VDPBF16PS (AVX512-BF16) ------------------------------------------
@@ -373,8 +387,10 @@ EMBER_BF16_TARGET static inline void bf16_micro_tail(int64_t m, const uint16_t* 
   }
 }
 
-EMBER_BF16_TARGET void gemm_bf16(const uint16_t* a, int64_t lda, const uint16_t* b_panels, float* c, int64_t ldc,
+EMBER_BF16_TARGET void gemm_bf16(const void* a_operand, int64_t lda, const void* b_operand, float* c, int64_t ldc,
                                  int64_t m, int64_t n, int64_t k, float alpha, bool accumulate) {
+  const uint16_t* a = static_cast<const uint16_t*>(a_operand);
+  const uint16_t* b_panels = static_cast<const uint16_t*>(b_operand);
   const int64_t k_pairs = (k + 1) / 2;
   for (int64_t j = 0; j < n; j += kPanel) {
     const uint16_t* panel = b_panels + j * 2 * k_pairs;
@@ -411,7 +427,8 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
 // The probabilities and score gradients become A operands here, once per tile, 16 lanes at a
 // time (VCVTNEPS2BF16 rounds to nearest even, as float_to_bf16).
 EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose,
-                                         uint16_t* dst, int64_t ld_dst) {
+                                         void* dst_operand, int64_t ld_dst) {
+  uint16_t* dst = static_cast<uint16_t*>(dst_operand);
   if (transpose) return transposed_operand_bf16(src, ld_src, rows, cols, dst, ld_dst);
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = src + r * ld_src;
@@ -424,17 +441,17 @@ EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64
   }
 }
 
-const ProductKernels<float, uint16_t> kBf16Products = {kPanel, 2, gemm_bf16, pack_rows<uint16_t, 2>,
-                                                       pack_panels<uint16_t, kPanel, 2>, operand_rows_bf16};
+const ProductKernels<float> kBf16Products = {kPanel, 2, sizeof(uint16_t), false, gemm_bf16, pack_rows<uint16_t, 2>,
+                                             pack_panels<uint16_t, kPanel, 2>, operand_rows_bf16};
 #endif
 }  // namespace
 
 const attention::TileKernels<float>* flex_tile_kernels_f32() { return &kFloatKernels; }
 const attention::TileKernels<double>* flex_tile_kernels_f64() { return &kDoubleKernels; }
-const attention::ProductKernels<float, float>* flex_products_f32() { return &kFloatProducts; }
-const attention::ProductKernels<double, double>* flex_products_f64() { return &kDoubleProducts; }
+const attention::ProductKernels<float>* flex_products_f32() { return &kFloatProducts; }
+const attention::ProductKernels<double>* flex_products_f64() { return &kDoubleProducts; }
 #if defined(__AVX512F__)
-const attention::ProductKernels<float, uint16_t>* flex_products_bf16() { return &kBf16Products; }
+const attention::ProductKernels<float>* flex_products_bf16() { return &kBf16Products; }
 #endif
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY
