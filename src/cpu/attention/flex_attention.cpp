@@ -100,7 +100,8 @@ struct Layout {
   int64_t bq, bkv, q_blocks, kv_blocks, group, ld_s, ld_e, ld_ev, ld_qe, ld_qv, ld_t;
   size_t item;
   explicit Layout(const FlexProblem& p, const ProductKernels<T>& products)
-      : mm(products), bq(p.q_block), bkv(p.kv_block), q_blocks(ceil_div(p.q_len, p.q_block)), kv_blocks(ceil_div(p.kv_len, p.kv_block)),
+      : mm(products), bq(p.q_block), bkv(p.kv_block), q_blocks(ceil_div(p.q_len, p.q_block)),
+        kv_blocks(ceil_div(p.kv_len, p.kv_block)),
         group(p.heads_q / p.heads_kv), ld_s(round_up(p.kv_block, mm.panel_width)),
         ld_e(round_up(p.head_dim, mm.panel_width)), ld_ev(round_up(p.value_dim, mm.panel_width)),
         ld_qe(round_up(p.head_dim, mm.k_group)), ld_qv(round_up(p.value_dim, mm.k_group)),

@@ -435,7 +435,8 @@ EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64
     uint16_t* out = dst + r * ld_dst;
     int64_t c = 0;
     for (; c + kNativeWidth <= cols; c += kNativeWidth)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(vload(in + c))));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c),
+                          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(vload(in + c))));
     for (; c < cols; ++c) out[c] = float_to_bf16(in[c]);
     if (cols % 2) out[cols] = 0;
   }
