@@ -48,12 +48,14 @@ static inline vf vexp_shifted(vf x, vf shift_log2e) {
 
 // ---- float32 micro-kernel ----------------------------------------------------------------
 
-// c[i][0, 2 * kNativeWidth) = alpha * (c0[i], c1[i]) (+ c[i]).
+// c[i][0, 2 * kNativeWidth) = alpha * (c0[i], c1[i]) (+ c[i]) for i < rows <= M.
 template <int M>
-static inline void store_scaled(const vf* c0, const vf* c1, float* c, int64_t ldc, float alpha, bool accumulate) {
+static inline void store_scaled(const vf* c0, const vf* c1, float* c, int64_t ldc, float alpha, bool accumulate,
+                                int64_t rows = M) {
   const vf scale = vset(alpha);
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
+    if (i >= rows) break;
     float* row = c + i * ldc;
     vstore(row, accumulate ? vfma(scale, c0[i], vload(row)) : vmul(scale, c0[i]));
     vstore(row + kNativeWidth, accumulate ? vfma(scale, c1[i], vload(row + kNativeWidth)) : vmul(scale, c1[i]));
@@ -358,9 +360,16 @@ static inline __m512i broadcast_pair(const uint16_t* p) {
   return _mm512_set1_epi32(pair);
 }
 
-template <int M>
-EMBER_BF16_TARGET static inline void bf16_micro_kernel(const uint16_t* a, int64_t lda, const uint16_t* panel, float* c,
-                                                       int64_t ldc, int64_t k_pairs, float alpha, bool accumulate) {
+// C[rows][kPanel] = alpha * A[rows][2 * k_pairs] * panel (+ C), rows <= kBf16Rows. A short
+// block computes its last row again in the rows past it and stores only its own: one kernel
+// for every size.
+EMBER_BF16_TARGET static inline void bf16_micro_kernel(const uint16_t* a, int64_t lda, int64_t rows,
+                                                       const uint16_t* panel, float* c, int64_t ldc, int64_t k_pairs,
+                                                       float alpha, bool accumulate) {
+  constexpr int M = kBf16Rows;
+  const uint16_t* a_rows[M];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) a_rows[i] = a + (i < rows ? i : rows - 1) * lda;
   vf c0[M], c1[M];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) c0[i] = c1[i] = vset(0.0f);
@@ -369,22 +378,12 @@ EMBER_BF16_TARGET static inline void bf16_micro_kernel(const uint16_t* a, int64_
     const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(panel + p * 2 * kPanel + 2 * kNativeWidth));
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
-      const __m512bh ai = reinterpret_cast<__m512bh>(broadcast_pair(a + i * lda + 2 * p));
+      const __m512bh ai = reinterpret_cast<__m512bh>(broadcast_pair(a_rows[i] + 2 * p));
       c0[i] = _mm512_dpbf16_ps(c0[i], ai, b0);
       c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
     }
   }
-  store_scaled<M>(c0, c1, c, ldc, alpha, accumulate);
-}
-
-template <int M>
-EMBER_BF16_TARGET static inline void bf16_micro_tail(int64_t m, const uint16_t* a, int64_t lda, const uint16_t* panel,
-                                                     float* c, int64_t ldc, int64_t k_pairs, float alpha,
-                                                     bool accumulate) {
-  if constexpr (M > 0) {
-    if (m == M) bf16_micro_kernel<M>(a, lda, panel, c, ldc, k_pairs, alpha, accumulate);
-    else bf16_micro_tail<M - 1>(m, a, lda, panel, c, ldc, k_pairs, alpha, accumulate);
-  }
+  store_scaled<M>(c0, c1, c, ldc, alpha, accumulate, rows);
 }
 
 EMBER_BF16_TARGET void gemm_bf16(const void* a_operand, int64_t lda, const void* b_operand, float* c, int64_t ldc,
@@ -394,11 +393,10 @@ EMBER_BF16_TARGET void gemm_bf16(const void* a_operand, int64_t lda, const void*
   const int64_t k_pairs = (k + 1) / 2;
   for (int64_t j = 0; j < n; j += kPanel) {
     const uint16_t* panel = b_panels + j * 2 * k_pairs;
-    int64_t i = 0;
-    for (; i + kBf16Rows <= m; i += kBf16Rows)
-      bf16_micro_kernel<kBf16Rows>(a + i * lda, lda, panel, c + i * ldc + j, ldc, k_pairs, alpha, accumulate);
-    if (i < m)
-      bf16_micro_tail<kBf16Rows - 1>(m - i, a + i * lda, lda, panel, c + i * ldc + j, ldc, k_pairs, alpha, accumulate);
+    for (int64_t i = 0; i < m; i += kBf16Rows) {
+      const int64_t rows = m - i < kBf16Rows ? m - i : kBf16Rows;
+      bf16_micro_kernel(a + i * lda, lda, rows, panel, c + i * ldc + j, ldc, k_pairs, alpha, accumulate);
+    }
   }
 }
 
