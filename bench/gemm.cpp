@@ -4,8 +4,8 @@
 // rows also carry their speed-up over the float32 row of the same shape. The interleaved
 // rows run a product and an elementwise op in turn, as a training step does, to show whether
 // a backend's threads get in the way of the pool's (Note [oneDNN threads]). Where a Python with
-// PyTorch is found, torch.matmul runs every product row right after (bench/peers/gemm_torch.py):
-// torch_gflops, and auto_vs_torch.
+// PyTorch is found, torch.matmul runs every float32 and bfloat16 product row right after
+// (bench/peers/gemm_torch.py): torch_gflops, and auto_vs_torch.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -112,9 +112,11 @@ nlohmann::json run(const Options& options) {
     else if (f32_auto_gflops.count(shape_key)) r["speedup_vs_f32"] = auto_gflops / f32_auto_gflops[shape_key];
     note(r.dump());
     results.push_back(r);
-    products.push_back(r["name"].get<std::string>() + "," + dtype_name(dtype) + "," + std::to_string(s.m) + "," +
-                       std::to_string(s.k) + "," + std::to_string(s.n) + "," + (s.trans_a ? "1" : "0") + "," +
-                       (s.trans_b ? "1" : "0"));
+    // Not float16: PyTorch's CPU float16 matmul takes minutes for 1024^3 on CPUs without AVX512-FP16.
+    if (dtype != kFloat16)
+      products.push_back(r["name"].get<std::string>() + "," + dtype_name(dtype) + "," + std::to_string(s.m) + "," +
+                         std::to_string(s.k) + "," + std::to_string(s.n) + "," + (s.trans_a ? "1" : "0") + "," +
+                         (s.trans_b ? "1" : "0"));
   };
   // The default GPT's products at 16 x 128 tokens: wq/wk/wv/wo (192 -> 576 / 192), w1/w3 and
   // w2 of SwiGLU (192 <-> 512); forward x @ W^T, then grad_x = dy @ W and grad_W = dy^T @ x.

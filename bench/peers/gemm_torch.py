@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """PyTorch peer of `ember bench gemm`: torch.matmul on the bench's products (op(A) and op(B) as
-transposed views where the row says so), median of --reps runs after one warm-up. Prints one
-JSON row per --product. Needs PyTorch; not part of the tests.
+transposed views where the row says so), median of --reps runs after one warm-up, fewer where
+the warm-up took over 1/--reps of two seconds (PyTorch's float16 matmul on CPUs without
+AVX512-FP16 runs below 1 GFLOP/s). Prints one JSON row per --product. Needs PyTorch; not part
+of the tests.
 
   python3 bench/peers/gemm_torch.py --product matmul_f32_2048x2048x2048,float32,2048,2048,2048,0,0 [--product ...]
   (name,dtype,m,k,n,trans_a,trans_b)
@@ -29,9 +31,11 @@ def main():
         m, k, n, dtype = int(m), int(k), int(n), DTYPES[dtype_name]
         a = torch.randn(k, m).to(dtype).mT if trans_a == "1" else torch.randn(m, k).to(dtype)
         b = torch.randn(n, k).to(dtype).mT if trans_b == "1" else torch.randn(k, n).to(dtype)
+        begin = time.perf_counter()
         torch.matmul(a, b)
+        reps = max(1, min(args.reps, int(2.0 / (time.perf_counter() - begin))))
         times = []
-        for _ in range(args.reps):
+        for _ in range(reps):
             begin = time.perf_counter()
             torch.matmul(a, b)
             times.append(time.perf_counter() - begin)
