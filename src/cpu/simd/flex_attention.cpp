@@ -301,11 +301,15 @@ void operand_rows(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool
   O* dst = static_cast<O*>(dst_operand);
   const int64_t out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols;
   constexpr int64_t kBlock = 8;  // transposed in 8 x 8 blocks, for the cache
-  for (int64_t r0 = 0; r0 < out_rows; r0 += kBlock)
-    for (int64_t c0 = 0; c0 < out_cols; c0 += kBlock)
-      for (int64_t r = r0; r < r0 + kBlock && r < out_rows; ++r)
-        for (int64_t c = c0; c < c0 + kBlock && c < out_cols; ++c)
-          dst[r * ld_dst + c] = as_operand<O>(transpose ? src[c * ld_src + r] : src[r * ld_src + c]);
+  if (transpose) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+      for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+        for (int64_t r = r0; r < r0 + kBlock && r < rows; ++r)
+          for (int64_t c = c0; c < c0 + kBlock && c < cols; ++c) dst[c * ld_dst + r] = as_operand<O>(src[r * ld_src + c]);
+  } else {
+    for (int64_t r = 0; r < out_rows; ++r)
+      for (int64_t c = 0; c < out_cols; ++c) dst[r * ld_dst + c] = as_operand<O>(src[r * ld_src + c]);
+  }
   for (int64_t r = 0; r < out_rows; ++r)
     for (int64_t c = out_cols; c < round_up(out_cols, KGroup); ++c) dst[r * ld_dst + c] = O(0);
 }
