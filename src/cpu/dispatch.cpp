@@ -13,6 +13,7 @@ Capability detect() {
   const IsaFeatures f = detect_isa_features();
   const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
   const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
+  if (avx512 && f.avx512_bf16) return Capability::AVX512_BF16;
   return avx512 ? Capability::AVX512 : avx2 ? Capability::AVX2 : Capability::Baseline;
 }
 
@@ -23,6 +24,7 @@ Capability from_env(Capability best) {
   if (!std::strcmp(env, "baseline")) wanted = Capability::Baseline;
   if (!std::strcmp(env, "avx2")) wanted = Capability::AVX2;
   if (!std::strcmp(env, "avx512")) wanted = Capability::AVX512;
+  if (!std::strcmp(env, "avx512_bf16")) wanted = Capability::AVX512_BF16;
   return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
 }
 
@@ -41,15 +43,13 @@ Capability set_cpu_capability(Capability capability) {
 
 const char* capability_name(Capability capability) {
   switch (capability) {
+    case Capability::AVX512_BF16: return "avx512_bf16";
     case Capability::AVX512: return "avx512";
     case Capability::AVX2: return "avx2";
     default: return "baseline";
   }
 }
 
-bool cpu_has_avx512_bf16() {
-  static const bool has = detect_isa_features().avx512_bf16;
-  return g_best == Capability::AVX512 && has;
-}
+bool cpu_has_avx512_bf16() { return g_best == Capability::AVX512_BF16; }
 
 }  // namespace ember::cpu

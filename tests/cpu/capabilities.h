@@ -10,7 +10,7 @@ namespace ember::cpu {
 template <typename Body>
 void for_each_capability(const Body& body) {
   const Capability original = cpu_capability();
-  for (Capability wanted : {Capability::Baseline, Capability::AVX2, Capability::AVX512}) {
+  for (Capability wanted : {Capability::Baseline, Capability::AVX2, Capability::AVX512, Capability::AVX512_BF16}) {
     if (set_cpu_capability(wanted) != wanted) continue;
     SCOPED_TRACE(capability_name(wanted));
     body();
