@@ -1,15 +1,17 @@
 // `ember bench pretrained`: prefill and greedy-decode tokens/s of pretrained decoders with the
 // real configurations of Qwen2.5-0.5B and Llama-3.2-1B (random weights made here), in float32,
-// bfloat16 and weight-only int8 (the bf16 model quantized). The same weights, saved by save_pretrained to a scratch directory, run in the same
-// run under the peers that are found: transformers' eager forward and `generate`
+// bfloat16 and weight-only int8 and int4 (the bf16 model quantized). The same weights, saved by
+// save_pretrained to a scratch directory, run in the same run under the peers that are found: transformers' eager forward and `generate`
 // (bench/peers/pretrained_torch.py, under EMBER_TORCH_PYTHON, else python3) and llama.cpp on GGUF
 // conversions of the directory (bench/peers/pretrained_llamacpp.py, under EMBER_LLAMACPP_PYTHON,
 // else the torch Python, where llama-cpp-python and gguf import).
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
 #include "bench.h"
+#include "ember/backends.h"
 #include "ember/ember.h"
 #include "ember/models/pretrained.h"
 
@@ -91,9 +93,9 @@ Speeds measure(models::CausalLMImpl& model, int64_t prompt, int64_t steps, int r
 
 // The llama.cpp GGUF types each row is run with: the row's own precision first (its columns are
 // llamacpp_*_tokens_per_s and the ratios), then the others a bf16 user would pick (their columns
-// carry the type: llamacpp_q8_0_*). float16 and Q8_0 run once, on the bf16 rows.
+// carry the type: llamacpp_q8_0_*). float16, Q8_0 and Q4_0 run once, on the bf16 rows.
 std::vector<std::string> llamacpp_types(ScalarType dtype) {
-  if (dtype == kBFloat16) return {"bf16", "f16", "q8_0"};
+  if (dtype == kBFloat16) return {"bf16", "f16", "q8_0", "q4_0"};
   return {"f32"};
 }
 
@@ -126,9 +128,16 @@ void add_llamacpp_type(nlohmann::json& row, const Speeds& ember, const nlohmann:
   }
 }
 
-// Runs llama.cpp once for the row's types. The Q8_0 figures go to the int8 row (its own
-// precision) when there is one, else beside the others.
-void add_llamacpp_columns(nlohmann::json& row, const Speeds& ember, nlohmann::json* int8_row, const Speeds& int8,
+// A quantized row: its figures and the llama.cpp type of its own precision.
+struct QuantizedRow {
+  std::string llamacpp_type;
+  Speeds speeds;
+  nlohmann::json row;
+};
+
+// Runs llama.cpp once for the row's types. The Q8_0 and Q4_0 figures go to the int8 and int4
+// rows (their own precision) when there are some, else beside the others.
+void add_llamacpp_columns(nlohmann::json& row, const Speeds& ember, std::vector<QuantizedRow>& quantized_rows,
                           const std::string& python, const std::string& peer_arguments, ScalarType dtype) {
   const std::vector<std::string> types = llamacpp_types(dtype);
   std::string type_list;
@@ -136,11 +145,10 @@ void add_llamacpp_columns(nlohmann::json& row, const Speeds& ember, nlohmann::js
   for (const nlohmann::json& peer : run_peer(python, "pretrained_llamacpp.py", peer_arguments + " --types " + type_list)) {
     if (!peer.contains("type") || !peer.contains("prefill_tokens_per_s")) continue;
     const std::string type = peer.at("type").get<std::string>();
-    if (type == "q8_0" && int8_row) {
-      add_llamacpp_type(*int8_row, int8, peer, true);
-    } else {
-      add_llamacpp_type(row, ember, peer, type == types.front());
-    }
+    const auto own = std::find_if(quantized_rows.begin(), quantized_rows.end(),
+                                  [&](const QuantizedRow& q) { return q.llamacpp_type == type; });
+    if (own != quantized_rows.end()) add_llamacpp_type(own->row, own->speeds, peer, true);
+    else add_llamacpp_type(row, ember, peer, type == types.front());
   }
 }
 
@@ -161,6 +169,12 @@ nlohmann::json run(const Options& options) {
     for (ScalarType dtype : {kBFloat16, kFloat32}) {
       const std::string dtype_name = dtype == kBFloat16 ? "bf16" : "f32";
       const std::string row_name = std::string(c.name) + "_" + dtype_name;
+      const std::vector<std::string> quantize_types =
+          dtype == kBFloat16 ? std::vector<std::string>{"int8", "int4"} : std::vector<std::string>{};
+      bool selected = row_name.find(options.only) != std::string::npos;
+      for (const std::string& type : quantize_types)
+        selected |= (std::string(c.name) + "_" + type).find(options.only) != std::string::npos;
+      if (!selected) continue;
       note("ember bench pretrained: " + row_name);
       models::CausalLM model = random_model(config, dtype);
       const Speeds ember = measure(*model, prompt, steps, reps);
@@ -173,29 +187,30 @@ nlohmann::json run(const Options& options) {
                               {"decode_tokens_per_s", speeds.decode_tokens_per_s}};
       };
       nlohmann::json row = make_row(row_name, ember);
-      // The bf16 model quantized to int8 (weight-only; its float weights, which the peers
-      // read, stay as they were): the `_int8` row, against llama.cpp's Q8_0 of the same weights.
-      Speeds int8;
-      nlohmann::json int8_row;
-      if (dtype == kBFloat16) {
-        note("ember bench pretrained: " + std::string(c.name) + "_int8");
-        model->quantize("int8");
-        int8 = measure(*model, prompt, steps, reps);
-        int8_row = make_row(std::string(c.name) + "_int8", int8);
-        int8_row["prefill_vs_bf16"] = int8.prefill_tokens_per_s / ember.prefill_tokens_per_s;
-        int8_row["decode_vs_bf16"] = int8.decode_tokens_per_s / ember.decode_tokens_per_s;
+      // The bf16 model quantized (weight-only; its float weights, which the peers read, stay as
+      // they were): the `_int8` and `_int4` rows, against llama.cpp's Q8_0 and Q4_0 of the same
+      // weights.
+      std::vector<QuantizedRow> quantized_rows;
+      for (const std::string& type : quantize_types) {
+        const std::string name = std::string(c.name) + "_" + type;
+        note("ember bench pretrained: " + name);
+        model->quantize(type);
+        QuantizedRow q{type == "int8" ? "q8_0" : "q4_0", measure(*model, prompt, steps, reps), {}};
+        q.row = make_row(name, q.speeds);
+        q.row["prefill_vs_bf16"] = q.speeds.prefill_tokens_per_s / ember.prefill_tokens_per_s;
+        q.row["decode_vs_bf16"] = q.speeds.decode_tokens_per_s / ember.decode_tokens_per_s;
+        q.row["kernel_isa"] = backends::cpu_info().dispatch_isa;  // the level of its decode kernels
+        quantized_rows.push_back(std::move(q));
       }
       if (!torch.empty() || !llamacpp.empty()) {
         std::filesystem::remove_all(scratch);
         models::save_pretrained(model, scratch.string());
         if (!torch.empty()) add_transformers_columns(row, ember, torch, peer_arguments, dtype);
-        if (!llamacpp.empty())
-          add_llamacpp_columns(row, ember, int8_row.is_null() ? nullptr : &int8_row, int8, llamacpp, peer_arguments,
-                               dtype);
+        if (!llamacpp.empty()) add_llamacpp_columns(row, ember, quantized_rows, llamacpp, peer_arguments, dtype);
         std::filesystem::remove_all(scratch);
       }
       results.push_back(row);
-      if (!int8_row.is_null()) results.push_back(int8_row);
+      for (QuantizedRow& q : quantized_rows) results.push_back(std::move(q.row));
     }
   }
   return results;

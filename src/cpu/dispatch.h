@@ -8,22 +8,37 @@
 // the running CPU supports. Those files must include only headers whose inline functions
 // are safe to duplicate per instruction set (kernel_math.h, dtype.h), never <vector> etc.,
 // so no AVX-512 copy of a shared inline function can leak into baseline code.
+//
+// Two levels add VNNI (int8 dot products, vpdpbusd) to a build: avx2_vnni is the AVX2 build
+// with AVX-VNNI's VEX forms, avx512_vnni the AVX-512 build with AVX512-VNNI. They run the same
+// kernels as the level below them but those of the block-quantized products, which take the
+// VNNI forms in functions compiled with __attribute__((target(...))) for that extension alone
+// (src/cpu/simd/quantized_kernels.cpp). A CPU may have AVX512-VNNI without AVX-VNNI: the levels
+// a CPU supports need not be contiguous.
 #pragma once
 
 namespace ember::cpu {
 
-enum class Capability { Baseline = 0, AVX2 = 1, AVX512 = 2 };
+enum class Capability { Baseline = 0, AVX2 = 1, AVX2_VNNI = 2, AVX512 = 3, AVX512_VNNI = 4 };
+inline constexpr Capability kAllCapabilities[] = {Capability::Baseline, Capability::AVX2, Capability::AVX2_VNNI,
+                                                  Capability::AVX512, Capability::AVX512_VNNI};
 
-// Best level the CPU and OS support, lowered by EMBER_CPU_CAPABILITY=baseline|avx2|avx512.
+// Best level the CPU and OS support, lowered by
+// EMBER_CPU_CAPABILITY=baseline|avx2|avx2_vnni|avx512|avx512_vnni (to the best supported level
+// at or below the one named).
 Capability cpu_capability();
 const char* capability_name(Capability capability);
-// For tests: force a level (clamped to what the CPU supports). Returns the level set.
+// The build of src/cpu/simd a level runs: Baseline, AVX2 or AVX512.
+Capability kernel_build(Capability capability);
+// For tests: force a level (lowered to the best supported one at or below it). Returns the level set.
 Capability set_cpu_capability(Capability capability);
 bool cpu_has_avx512_bf16();
+// Whether the current level's quantized kernels use VNNI.
+bool cpu_has_vnni();
 
 template <typename F>
 F select_kernel(F baseline, F avx2, F avx512) {
-  switch (cpu_capability()) {
+  switch (kernel_build(cpu_capability())) {
     case Capability::AVX512: return avx512;
     case Capability::AVX2: return avx2;
     default: return baseline;

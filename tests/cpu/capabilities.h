@@ -1,5 +1,6 @@
-// Runs a test body once per instruction set the CPU has (Note [Kernel dispatch]): kernels are
-// compiled per set and each must pass on its own.
+// Runs a test body once per instruction-set level the CPU has (Note [Kernel dispatch]):
+// kernels are compiled per set, the VNNI levels take their own copies of the quantized
+// kernels, and each must pass on its own.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -10,7 +11,7 @@ namespace ember::cpu {
 template <typename Body>
 void for_each_capability(const Body& body) {
   const Capability original = cpu_capability();
-  for (Capability wanted : {Capability::Baseline, Capability::AVX2, Capability::AVX512}) {
+  for (Capability wanted : kAllCapabilities) {
     if (set_cpu_capability(wanted) != wanted) continue;
     SCOPED_TRACE(capability_name(wanted));
     body();
