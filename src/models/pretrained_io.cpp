@@ -354,7 +354,7 @@ void save_quantized(CausalLM& model, const std::string& dir_name) {
   std::error_code error;
   fs::create_directories(dir, error);
   EMBER_CHECK(!error, kSave, dir_name, ": cannot create the directory: ", error.message());
-  // Note [Quantized checkpoints]: the blocks in place of each quantized weight, the head's too.
+  // The blocks in place of each quantized weight, the head's too (Note [Quantized checkpoints]).
   const auto parameters = model->named_parameters();
   const auto blocks = model->quantized_weights();
   io::TensorList tensors;

@@ -162,7 +162,7 @@ TEST(QuantizedInt8, ActivationBlocksRoundToNearest) {
 TEST(QuantizedProduct, MatchesFloat64OfDequantizedValues) {
   for (QuantFormat format : kFormats) {
     SCOPED_TRACE(quant_format_name(format));
-    for_each_capability([format] {
+    for_each_capability_of(kAllCapabilities, [format] {
       for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 40})
         for (int64_t k : {32, 96, 128, 544, 896})
           for (int64_t n : {1, 7, 33}) {
@@ -256,7 +256,7 @@ TEST(QuantizedProduct, ManyChunksOnThePool) {
 // The extreme integers stay exact in the kernels' |w| trick: int8 weights stored by another
 // quantizer may hold -128; int4's extremes are -8 and 7.
 TEST(QuantizedProduct, ExtremeValuesStayExact) {
-  for_each_capability([] {
+  for_each_capability_of(kAllCapabilities, [] {
     const int64_t k = 64, n = 2;
     std::vector<float> a(k, -127.0f), c(n);
     std::vector<uint16_t> ws(n * 2, detail::float_to_half(1.0f));
