@@ -1,17 +1,14 @@
 // What the test suites share: special values and the floating dtypes, the gradient check,
-// checks of the ember::Error a call throws, scratch directories, and the tiny GPT that the model, export, runtime
+// checks of the ember::Error a call throws, and the tiny GPT that the model, export, runtime
 // and distributed tests build.
 #pragma once
 #include <gtest/gtest.h>
 
 #include <exception>
-#include <filesystem>
 #include <functional>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "ember/autograd.h"
 #include "ember/dtype.h"
@@ -20,30 +17,6 @@
 #include "ember/tensor.h"
 
 namespace ember::testutil {
-
-// A test name as a file name part.
-inline std::string sanitized(std::string name) {
-  for (char& c : name)
-    if (c == '/') c = '_';
-  return name;
-}
-
-// A fresh directory under the test temp dir, removed with the fixture.
-class TempDirectory {
- public:
-  explicit TempDirectory(const std::string& name) {
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = ::testing::TempDir() + "/ember_test_" + std::to_string(static_cast<long>(::getpid())) + "_" +
-            sanitized(test->name()) + "_" + name;
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDirectory() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kInf = std::numeric_limits<double>::infinity();

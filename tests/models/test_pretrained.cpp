@@ -19,6 +19,7 @@
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
 #include "ember/storage.h"
+#include "temp_directory.h"
 #include "test_support.h"
 
 namespace ember {

@@ -12,6 +12,7 @@
 #include "ember/ember.h"
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
+#include "temp_directory.h"
 #include "test_support.h"
 
 namespace ember {
