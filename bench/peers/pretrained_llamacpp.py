@@ -318,7 +318,8 @@ def quantize(source_path, out_path, threads, type_name):
 
 
 class GgufFiles:
-    """The GGUF file of each type in a scratch directory, converted on first use. Q8_0 and Q4_0
+    """The GGUF file of each type in a scratch directory, converted on first use (or kept from an
+    earlier run over the same directory, when newer than the checkpoint's files). Q8_0 and Q4_0
     come from a GGUF in the checkpoint's own precision, so they quantize the stored weights
     themselves."""
 
@@ -328,10 +329,16 @@ class GgufFiles:
         stored = {t.dtype for t in read_checkpoint(model_dir).values()}
         self.source_type = "bf16" if stored == {"BF16"} else "f16" if stored == {"F16"} else "f32"
 
+    def is_current(self, out):
+        newest_input = max(f.stat().st_mtime for f in Path(self.model_dir).iterdir())
+        return out.exists() and out.stat().st_mtime >= newest_input
+
     def path(self, type_name):
         if type_name not in self.paths:
             out = self.scratch / f"model-{type_name}.gguf"
-            if type_name in QUANTIZED_TYPES:
+            if self.is_current(out):
+                pass  # written by an earlier run over the same scratch directory and weights
+            elif type_name in QUANTIZED_TYPES:
                 quantize(self.path(self.source_type), out, self.threads, type_name)
             elif type_name in GGUF_TYPES:
                 convert(self.model_dir, out, type_name)
