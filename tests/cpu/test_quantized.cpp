@@ -106,7 +106,9 @@ TEST(QuantizedInt4, WeightBlocksFollowTheDefinition) {
         const int value = q.integer(r, b * 32 + t);
         ASSERT_TRUE(value >= -8 && value <= 7);
         const double x = w[r * ld + b * 32 + t];
-        if (x == m && m != 0) EXPECT_EQ(value, -8);
+        if (x == m && m != 0) {
+          EXPECT_EQ(value, -8);
+        }
         const double error = std::fabs(d * value - x);
         if (value == 7 && x / d > 7.5) {
           ++clamped;
