@@ -163,7 +163,9 @@ void gemm_quantized_weight(QuantFormat format, int64_t m, int64_t n, int64_t k, 
   quantize_int8_activation_rows(a, m, k, lda, a_values, a_scales);
   const auto kernel = EMBER_KERNEL(quantized_product_rows);
   const bool vnni = cpu_has_vnni();
-  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
+  // Each thread streams one contiguous share of the weight (Note [Weight streaming] in
+  // src/cpu/simd/simd_common.h); each row's sum does not depend on the split.
+  parallel_for(0, n, (n + num_threads() - 1) / num_threads(), [&](int64_t j0, int64_t j1) {
     kernel(format, vnni, m, j1 - j0, blocks, a_values, a_scales, w_bytes + j0 * row_bytes, w_scales + j0 * blocks,
            c + j0, ldc);
   });

@@ -185,6 +185,7 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
       for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
       int64_t pair = 0;
       for (; pair + 2 <= group; pair += 2) {
+        prefetch_stream_ahead(row + (b + pair) * Weights::kBlockBytes);  // Note [Weight streaming]
         const __m512i pick = _mm512_inserti32x8(_mm512_set1_epi32(static_cast<int>(pair)),
                                                 _mm256_set1_epi32(static_cast<int>(pair + 1)), 1);
         const SignedPair weights(Weights::pair(row + (b + pair) * Weights::kBlockBytes));
@@ -211,6 +212,7 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
     for (; b < blocks; ++b) {
+      prefetch_stream_ahead(row + b * Weights::kBlockBytes);
       const float wb = scale_to_float(row_scales[b]);
       const SignedBlock weights(Weights::one(row + b * Weights::kBlockBytes));
       EMBER_UNROLLED
