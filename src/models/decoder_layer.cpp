@@ -194,19 +194,28 @@ Tensor DecoderLayerImpl::projection(const Tensor& x, WeightRole role, const Tens
 
 std::vector<Tensor> DecoderLayerImpl::projections(const Tensor& x, std::initializer_list<WeightRole> roles,
                                                   std::initializer_list<WeightRole> biases) {
-  bool plain = !layout_.weights_in_by_out;
-  for (WeightRole role : roles) plain = plain && !quantized_[static_cast<size_t>(role)].defined() && !adapter(role).defined();
+  size_t plain_weights = 0, quantized_weights = 0;
+  for (WeightRole role : roles) {
+    const bool has_blocks = quantized_[static_cast<size_t>(role)].defined();
+    plain_weights += !layout_.weights_in_by_out && !has_blocks && !adapter(role).defined();
+    quantized_weights += has_blocks;
+  }
   std::vector<Tensor> out;
   const WeightRole* bias = biases.begin();
-  if (!plain) {
+  const ScalarType dtype = x.scalar_type();
+  if (quantized_weights == roles.size()) {
+    std::vector<quantized::QuantizedWeight> blocks;
+    for (WeightRole role : roles) blocks.push_back(quantized_[static_cast<size_t>(role)]);
+    out = quantized::linear_group(x, blocks);
+  } else if (plain_weights == roles.size()) {
+    // As project(): the weight in x's dtype, then the bias added to the product.
+    std::vector<Tensor> weights;
+    for (WeightRole role : roles) weights.push_back(weight(role).to(dtype));
+    out = ember::detail::linear_group(x, weights);
+  } else {
     for (WeightRole role : roles) out.push_back(projection(x, role, weight(*bias++)));
     return out;
   }
-  // As project(): the weight in x's dtype, then the bias added to the product.
-  const ScalarType dtype = x.scalar_type();
-  std::vector<Tensor> weights;
-  for (WeightRole role : roles) weights.push_back(weight(role).to(dtype));
-  out = ember::detail::linear_group(x, weights);
   for (Tensor& y : out) {
     const Tensor& b = weight(*bias++);
     if (b.defined()) y = y + b.to(dtype);
