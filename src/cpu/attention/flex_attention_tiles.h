@@ -37,6 +37,11 @@ struct ProductKernels {
   // C row-major (ldc >= n rounded up to panel_width; the padded columns are written too).
   void (*gemm)(const void* a, int64_t lda, const void* b_panels, T* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                T alpha, bool accumulate);
+  // gemm with A = tileᵀ: A[i][p] = a[p * lda + i] for a T tile [k][m], read where it lies, so the
+  // backward's Pᵀ·dO and dSᵀ·Q need no transposed copy. Null where tiles are not operands: the
+  // tile then goes through operand_rows(transpose) and gemm.
+  void (*gemm_transposed_tile)(const T* a, int64_t lda, const void* b_panels, T* c, int64_t ldc, int64_t m,
+                               int64_t n, int64_t k, T alpha, bool accumulate);
   // A operand: dst[r][c] = src[r * row_stride + c * col_stride] for r < rows, c < cols; ld is
   // a multiple of k_group and the columns up to it are zero.
   void (*pack_rows)(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows,
