@@ -23,7 +23,8 @@ namespace ember::cpu::attention {
 // tables take operands of T (and bfloat16 and float16 inputs widened to float32); the bfloat16
 // table, on CPUs with VDPBF16PS, takes bfloat16 operands whose panels interleave pairs of k
 // values (k_group 2), the layout the instruction reads. The float32 tiles P and dS become
-// bfloat16 operands once per tile (operand_rows), as flash kernels on GPUs round them. AMX-BF16
+// bfloat16 operands once per tile (operand_rows), as flash kernels on GPUs round them; tables
+// of T operands take the tiles as they are, Pᵀ and dSᵀ too (gemm_transposed_tile). AMX-BF16
 // tiles read the same layouts (A by rows of k pairs, B in pairs of k values, 16 columns per
 // tile): a table whose gemm runs TDPBF16PS over 32-wide panels plugs in beside the AVX512-BF16
 // one, chosen where the kernels pick a table for a dtype (products_for in flex_attention.cpp).
