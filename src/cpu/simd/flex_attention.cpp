@@ -62,30 +62,24 @@ static inline void store_scaled(const vf* c0, const vf* c1, float* c, int64_t ld
   }
 }
 
-// A[i][p] of a row-major A, or of A = aᵀ (TransposedA: a tile read where it lies), and the
-// memory of A[i][0].
-template <bool TransposedA, typename T>
-static inline T a_at(const T* a, int64_t lda, int64_t i, int64_t p) {
-  return TransposedA ? a[p * lda + i] : a[i * lda + p];
-}
-template <bool TransposedA, typename T>
-static inline const T* a_row(const T* a, int64_t lda, int64_t i) {
-  return TransposedA ? a + i : a + i * lda;
-}
+// A[i][p] = a[i * row_stride + p * k_stride]: a row-major A (k_stride 1), or A = aᵀ for a tile
+// read where it lies (row_stride 1). One kernel for both, strides at run time: a copy per
+// layout would double the micro-kernels in ember-rt, which runs only the forward.
 
 // C[M rows][kPanel] = alpha * A[M][k] * panel[k][kPanel] (+ C), accumulators in registers.
-template <int M, bool TransposedA>
-static inline void micro_kernel(const float* a, int64_t lda, const float* panel, float* c, int64_t ldc, int64_t k,
-                                float alpha, bool accumulate) {
+template <int M>
+static inline void micro_kernel(const float* a, int64_t row_stride, int64_t k_stride, const float* panel, float* c,
+                                int64_t ldc, int64_t k, float alpha, bool accumulate) {
   vf c0[M], c1[M];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) c0[i] = c1[i] = vset(0.0f);
   for (int64_t p = 0; p < k; ++p) {
     const vf b0 = vload(panel + p * kPanel);
     const vf b1 = vload(panel + p * kPanel + kNativeWidth);
+    const float* a_p = a + p * k_stride;
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
-      const vf ai = vset(a_at<TransposedA>(a, lda, i, p));
+      const vf ai = vset(a_p[i * row_stride]);
       c0[i] = vfma(ai, b0, c0[i]);
       c1[i] = vfma(ai, b1, c1[i]);
     }
@@ -94,39 +88,37 @@ static inline void micro_kernel(const float* a, int64_t lda, const float* panel,
 }
 
 // The last m < kRows rows of a panel.
-template <int M, bool TransposedA>
-static inline void micro_tail(int64_t m, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc,
-                              int64_t k, float alpha, bool accumulate) {
+template <int M>
+static inline void micro_tail(int64_t m, const float* a, int64_t row_stride, int64_t k_stride, const float* panel,
+                              float* c, int64_t ldc, int64_t k, float alpha, bool accumulate) {
   if constexpr (M > 0) {
-    if (m == M) micro_kernel<M, TransposedA>(a, lda, panel, c, ldc, k, alpha, accumulate);
-    else micro_tail<M - 1, TransposedA>(m, a, lda, panel, c, ldc, k, alpha, accumulate);
+    if (m == M) micro_kernel<M>(a, row_stride, k_stride, panel, c, ldc, k, alpha, accumulate);
+    else micro_tail<M - 1>(m, a, row_stride, k_stride, panel, c, ldc, k, alpha, accumulate);
   }
 }
 
-template <bool TransposedA>
-static void gemm_f32_impl(const float* a, int64_t lda, const float* b_panels, float* c, int64_t ldc, int64_t m,
-                          int64_t n, int64_t k, float alpha, bool accumulate) {
+static void gemm_f32_strided(const float* a, int64_t row_stride, int64_t k_stride, const float* b_panels, float* c,
+                             int64_t ldc, int64_t m, int64_t n, int64_t k, float alpha, bool accumulate) {
   for (int64_t j = 0; j < n; j += kPanel) {
     const float* panel = b_panels + j * k;
     int64_t i = 0;
     for (; i + kRows <= m; i += kRows)
-      micro_kernel<kRows, TransposedA>(a_row<TransposedA>(a, lda, i), lda, panel, c + i * ldc + j, ldc, k, alpha,
-                                       accumulate);
+      micro_kernel<kRows>(a + i * row_stride, row_stride, k_stride, panel, c + i * ldc + j, ldc, k, alpha, accumulate);
     if (i < m)
-      micro_tail<kRows - 1, TransposedA>(m - i, a_row<TransposedA>(a, lda, i), lda, panel, c + i * ldc + j, ldc, k,
-                                         alpha, accumulate);
+      micro_tail<kRows - 1>(m - i, a + i * row_stride, row_stride, k_stride, panel, c + i * ldc + j, ldc, k, alpha,
+                            accumulate);
   }
 }
 
 void gemm_f32(const void* a, int64_t lda, const void* b_panels, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
               float alpha, bool accumulate) {
-  gemm_f32_impl<false>(static_cast<const float*>(a), lda, static_cast<const float*>(b_panels), c, ldc, m, n, k, alpha,
-                       accumulate);
+  gemm_f32_strided(static_cast<const float*>(a), lda, 1, static_cast<const float*>(b_panels), c, ldc, m, n, k, alpha,
+                   accumulate);
 }
 
 void gemm_transposed_tile_f32(const float* a, int64_t lda, const void* b_panels, float* c, int64_t ldc, int64_t m,
                               int64_t n, int64_t k, float alpha, bool accumulate) {
-  gemm_f32_impl<true>(a, lda, static_cast<const float*>(b_panels), c, ldc, m, n, k, alpha, accumulate);
+  gemm_f32_strided(a, 1, lda, static_cast<const float*>(b_panels), c, ldc, m, n, k, alpha, accumulate);
 }
 
 // ---- float32 softmax pieces -----------------------------------------------------------------
@@ -208,15 +200,15 @@ void probabilities_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, co
 
 constexpr int kPanel64 = 8;
 
-template <bool TransposedA>
-static void gemm_f64_impl(const double* a, int64_t lda, const double* b_panels, double* c, int64_t ldc, int64_t m,
-                          int64_t n, int64_t k, double alpha, bool accumulate) {
+// A[i][p] = a[i * row_stride + p * k_stride], as gemm_f32_strided.
+static void gemm_f64_strided(const double* a, int64_t row_stride, int64_t k_stride, const double* b_panels, double* c,
+                             int64_t ldc, int64_t m, int64_t n, int64_t k, double alpha, bool accumulate) {
   for (int64_t j = 0; j < n; j += kPanel64) {
     const double* panel = b_panels + j * k;
     for (int64_t i = 0; i < m; ++i) {
       double sums[kPanel64] = {};
       for (int64_t p = 0; p < k; ++p) {
-        const double ai = a_at<TransposedA>(a, lda, i, p);
+        const double ai = a[i * row_stride + p * k_stride];
         for (int q = 0; q < kPanel64; ++q) sums[q] += ai * panel[p * kPanel64 + q];
       }
       for (int q = 0; q < kPanel64; ++q) c[i * ldc + j + q] = alpha * sums[q] + (accumulate ? c[i * ldc + j + q] : 0.0);
@@ -226,13 +218,13 @@ static void gemm_f64_impl(const double* a, int64_t lda, const double* b_panels, 
 
 void gemm_f64(const void* a, int64_t lda, const void* b_panels, double* c, int64_t ldc, int64_t m, int64_t n,
               int64_t k, double alpha, bool accumulate) {
-  gemm_f64_impl<false>(static_cast<const double*>(a), lda, static_cast<const double*>(b_panels), c, ldc, m, n, k, alpha,
-                       accumulate);
+  gemm_f64_strided(static_cast<const double*>(a), lda, 1, static_cast<const double*>(b_panels), c, ldc, m, n, k, alpha,
+                   accumulate);
 }
 
 void gemm_transposed_tile_f64(const double* a, int64_t lda, const void* b_panels, double* c, int64_t ldc, int64_t m,
                               int64_t n, int64_t k, double alpha, bool accumulate) {
-  gemm_f64_impl<true>(a, lda, static_cast<const double*>(b_panels), c, ldc, m, n, k, alpha, accumulate);
+  gemm_f64_strided(a, 1, lda, static_cast<const double*>(b_panels), c, ldc, m, n, k, alpha, accumulate);
 }
 
 void softmax_step_f64(double* scores, int64_t ld, int64_t rows, int64_t cols, double* row_max, double* row_sum,
