@@ -371,18 +371,14 @@ const TileKernels<float> kFloatKernels = {widen_rows<float>, softmax_step_f32, p
                                           store_rows<float>};
 const TileKernels<double> kDoubleKernels = {widen_rows<double>, softmax_step_f64, probabilities_f64,
                                             score_grad<double>, store_rows<double>};
-const ProductKernels<float> kFloatProducts = {.panel_width = kPanel, .k_group = 1, .operand_bytes = sizeof(float),
-                                              .tiles_are_operands = true, .gemm = gemm_f32,
-                                              .gemm_transposed_tile = gemm_transposed_tile_f32,
-                                              .pack_rows = pack_rows<float, 1>,
-                                              .pack_panels = pack_panels<float, kPanel, 1>,
-                                              .operand_rows = operand_rows<float, float, 1>};
-const ProductKernels<double> kDoubleProducts = {.panel_width = kPanel64, .k_group = 1,
-                                                .operand_bytes = sizeof(double), .tiles_are_operands = true,
-                                                .gemm = gemm_f64, .gemm_transposed_tile = gemm_transposed_tile_f64,
-                                                .pack_rows = pack_rows<double, 1>,
-                                                .pack_panels = pack_panels<double, kPanel64, 1>,
-                                                .operand_rows = operand_rows<double, double, 1>};
+const ProductKernels<float> kFloatProducts = {
+    .panel_width = kPanel, .k_group = 1, .operand_bytes = sizeof(float), .tiles_are_operands = true, .gemm = gemm_f32,
+    .gemm_transposed_tile = gemm_transposed_tile_f32, .pack_rows = pack_rows<float, 1>,
+    .pack_panels = pack_panels<float, kPanel, 1>, .operand_rows = operand_rows<float, float, 1>};
+const ProductKernels<double> kDoubleProducts = {
+    .panel_width = kPanel64, .k_group = 1, .operand_bytes = sizeof(double), .tiles_are_operands = true,
+    .gemm = gemm_f64, .gemm_transposed_tile = gemm_transposed_tile_f64, .pack_rows = pack_rows<double, 1>,
+    .pack_panels = pack_panels<double, kPanel64, 1>, .operand_rows = operand_rows<double, double, 1>};
 
 #if defined(__AVX512F__)
 // ---- bfloat16 products on VDPBF16PS (AVX512-BF16) ------------------------------------------
@@ -478,11 +474,10 @@ EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64
   }
 }
 
-const ProductKernels<float> kBf16Products = {.panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t),
-                                             .tiles_are_operands = false, .gemm = gemm_bf16,
-                                             .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
-                                             .pack_panels = pack_panels<uint16_t, kPanel, 2>,
-                                             .operand_rows = operand_rows_bf16};
+const ProductKernels<float> kBf16Products = {
+    .panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t), .tiles_are_operands = false,
+    .gemm = gemm_bf16, .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
+    .pack_panels = pack_panels<uint16_t, kPanel, 2>, .operand_rows = operand_rows_bf16};
 #endif
 }  // namespace
 
