@@ -207,7 +207,7 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
       }
     }
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum(acc[i]);
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
 #elif defined(__AVX2__)
     vf acc[Rows];
     EMBER_UNROLLED
@@ -224,7 +224,7 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
       }
     }
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum(acc[i]);
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
 #else
     // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
     // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
