@@ -155,6 +155,7 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // x.reshape(shape), as the free torch::reshape.
 Tensor reshape(const Tensor& x, IntArrayRef shape);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);

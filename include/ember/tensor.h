@@ -38,8 +38,9 @@ class Tensor {
   bool defined() const { return impl_ != nullptr; }
   int64_t dim() const;
   int64_t ndimension() const { return dim(); }
-  const std::vector<int64_t>& sizes() const;
-  const std::vector<int64_t>& strides() const;
+  // Views of the tensor's own metadata, valid while its shape is unchanged (as libtorch's).
+  IntArrayRef sizes() const;
+  IntArrayRef strides() const;
   int64_t size(int64_t dim) const;
   int64_t stride(int64_t dim) const;
   int64_t numel() const;
@@ -110,6 +111,8 @@ class Tensor {
   // ---- autograd ------------------------------------------------------------------
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true) const;
+  // libtorch's spelling of requires_grad_ that returns the tensor itself.
+  const Tensor& set_requires_grad(bool requires_grad) const { return requires_grad_(requires_grad); }
   const Tensor& grad() const;
   Tensor& mutable_grad();
   void set_grad(const Tensor& grad);
@@ -357,10 +360,18 @@ class Tensor {
   Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor var(bool unbiased = true) const;
+  // var(unbiased) and std(unbiased) reduce over every element. They are templates so that a
+  // braced list never binds to `unbiased`: x.var({1}) reduces over dim 1, as in libtorch,
+  // while a number still converts to bool as it does there (x.var(0) is the biased variance).
+  template <typename Unbiased = bool, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
+  Tensor var(Unbiased unbiased = true) const { return var(IntArrayRef{}, static_cast<bool>(unbiased)); }
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
-  Tensor std(bool unbiased = true) const;
+  template <typename Unbiased = bool, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
+  Tensor std(Unbiased unbiased = true) const { return std(IntArrayRef{}, static_cast<bool>(unbiased)); }
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  // As ember::allclose and ember::equal.
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
   Tensor norm(const Scalar& p = 2) const;
   Tensor norm(const Scalar& p, IntArrayRef dim, bool keepdim = false) const;
   Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;

@@ -31,7 +31,7 @@ Int8Weight int8_weight(Tensor values, Tensor scales) {
 Int8Weight quantize_int8(const Tensor& weight) {
   EMBER_CHECK(weight.defined() && weight.dim() == 2 && is_floating_point(weight.scalar_type()),
               "quantized::quantize_int8", "expected a 2-D floating weight [out_features, in_features], got ",
-              weight.defined() ? weight.sizes() : std::vector<int64_t>{});
+              weight.defined() ? weight.sizes() : IntArrayRef());
   const int64_t out = weight.size(0), in = weight.size(1);
   EMBER_CHECK(in % kBlockSize == 0 && in > 0, "quantized::quantize_int8", "in_features (", in,
               ") must be a positive multiple of ", kBlockSize);
