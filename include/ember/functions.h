@@ -49,75 +49,30 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& options = {});
 
 // ---- elementwise -----------------------------------------------------------------------
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);
+// The op table's rows (ember/detail/op_table.def), by their api column: exp(x), mul(a, b),
+// mul(a, 2), add(a, b, alpha), eq(a, b), isnan(x), ...
+#define EMBER_UNARY(name, program, Kernel, dtype, api, ...) EMBER_OP_FUNCTIONS_##api(name)
+#define EMBER_BINARY(name, program, Kernel, dtype, api, ...) EMBER_OP_FUNCTIONS_##api(name)
+#define EMBER_COMPARE(name, Kernel, api) EMBER_OP_FUNCTIONS_##api(name)
+#define EMBER_PREDICATE(name, Kernel) EMBER_OP_FUNCTIONS_Unary(name)
+#include "ember/detail/op_table.def"
+
+// The ops with parameters (written by hand), and other forms.
 Tensor pow(const Tensor& a, const Scalar& b);
 Tensor pow(const Scalar& a, const Tensor& b);
-Tensor atan2(const Tensor& a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor max(const Tensor& a, const Tensor& b);
 Tensor min(const Tensor& a, const Tensor& b);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor expm1(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor neg(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tan(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor sigmoid(const Tensor& x);
-Tensor relu(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor sign(const Tensor& x);
 Tensor square(const Tensor& x);
-Tensor reciprocal(const Tensor& x);
+Tensor remainder(const Scalar& a, const Tensor& b);
 // approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
-Tensor silu(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt);
 Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max = std::nullopt);
 Tensor clamp_min(const Tensor& x, const Scalar& min);
 Tensor clamp_min(const Tensor& x, const Tensor& min);
 Tensor clamp_max(const Tensor& x, const Scalar& max);
 Tensor clamp_max(const Tensor& x, const Tensor& max);
-Tensor floor(const Tensor& x);
-Tensor ceil(const Tensor& x);
-Tensor trunc(const Tensor& x);
 Tensor round(const Tensor& x, int64_t decimals = 0);
-Tensor frac(const Tensor& x);
-Tensor remainder(const Tensor& a, const Tensor& b);
-Tensor remainder(const Tensor& a, const Scalar& b);
-Tensor remainder(const Scalar& a, const Tensor& b);
-Tensor fmod(const Tensor& a, const Tensor& b);
-Tensor fmod(const Tensor& a, const Scalar& b);
-Tensor bitwise_and(const Tensor& a, const Tensor& b);
-Tensor bitwise_and(const Tensor& a, const Scalar& b);
-Tensor bitwise_or(const Tensor& a, const Tensor& b);
-Tensor bitwise_or(const Tensor& a, const Scalar& b);
-Tensor bitwise_xor(const Tensor& a, const Tensor& b);
-Tensor bitwise_xor(const Tensor& a, const Scalar& b);
-Tensor bitwise_not(const Tensor& x);
-Tensor eq(const Tensor& a, const Tensor& b);
-Tensor ne(const Tensor& a, const Tensor& b);
-Tensor lt(const Tensor& a, const Tensor& b);
-Tensor le(const Tensor& a, const Tensor& b);
-Tensor gt(const Tensor& a, const Tensor& b);
-Tensor ge(const Tensor& a, const Tensor& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_xor(const Tensor& a, const Tensor& b);
-Tensor logical_not(const Tensor& a);
-Tensor isnan(const Tensor& x);
-Tensor isinf(const Tensor& x);
-Tensor isfinite(const Tensor& x);
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other);
 Tensor where(const Tensor& condition, const Scalar& self, const Tensor& other);
 Tensor where(const Tensor& condition, const Tensor& self, const Scalar& other);

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/detail/op_table.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/hooks.h"
@@ -204,57 +205,18 @@ class Tensor {
   Tensor& bernoulli_(double p = 0.5) const;
 
   // ---- elementwise ----------------------------------------------------------------
-  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
-  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
-  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor mul(const Tensor& other) const;
-  Tensor mul(const Scalar& other) const;
-  Tensor div(const Tensor& other) const;
-  Tensor div(const Scalar& other) const;
-  Tensor pow(const Tensor& exponent) const;
-  Tensor pow(const Scalar& exponent) const;
-  Tensor atan2(const Tensor& other) const;
-  Tensor maximum(const Tensor& other) const;
-  Tensor minimum(const Tensor& other) const;
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
-  Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
-  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& mul_(const Tensor& other) const;
-  Tensor& mul_(const Scalar& other) const;
-  Tensor& div_(const Tensor& other) const;
-  Tensor& div_(const Scalar& other) const;
-  Tensor& pow_(const Tensor& exponent) const;
-  Tensor& pow_(const Scalar& exponent) const;
-  Tensor& atan2_(const Tensor& other) const;
+  // The op table's rows (ember/detail/op_table.def, Note [Op table]), by their api column:
+  // x.exp(), x.exp_(), x.mul(y), x.mul(2), x.mul_(y), x.add(y, alpha), x.eq(0), x.isnan(), ...
+#define EMBER_UNARY(name, program, Kernel, dtype, api, ...) EMBER_OP_METHODS_##api(name)
+#define EMBER_BINARY(name, program, Kernel, dtype, api, ...) EMBER_OP_METHODS_##api(name)
+#define EMBER_COMPARE(name, Kernel, api) EMBER_OP_METHODS_##api(name)
+#define EMBER_PREDICATE(name, Kernel) EMBER_OP_METHODS_Unary(name)
+#include "ember/detail/op_table.def"
 
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor log1p() const;
-  Tensor expm1() const;
-  Tensor sqrt() const;
-  Tensor rsqrt() const;
-  Tensor abs() const;
-  Tensor neg() const;
-  Tensor sin() const;
-  Tensor cos() const;
-  Tensor tan() const;
-  Tensor tanh() const;
-  Tensor sigmoid() const;
-  Tensor relu() const;
-  Tensor erf() const;
+  // The ops with parameters (written by hand), and other forms.
+  Tensor pow(const Scalar& exponent) const;
+  Tensor& pow_(const Scalar& exponent) const;
   Tensor square() const { return mul(*this); }
-  Tensor sign() const;
-  Tensor reciprocal() const;
-  Tensor& exp_() const;
-  Tensor& log_() const;
-  Tensor& sqrt_() const;
-  Tensor& neg_() const;
-  Tensor& abs_() const;
-  Tensor& tanh_() const;
-  Tensor& sigmoid_() const;
-  Tensor& relu_() const;
   Tensor clamp(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt) const;
   Tensor& clamp_(std::optional<Scalar> min = std::nullopt, std::optional<Scalar> max = std::nullopt) const;
   Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
@@ -269,76 +231,11 @@ class Tensor {
   Tensor clamp_max(const Tensor& max) const { return clamp(std::nullopt, max); }
   Tensor& clamp_min_(const Tensor& min) const { return clamp_(min, std::nullopt); }
   Tensor& clamp_max_(const Tensor& max) const { return clamp_(std::nullopt, max); }
-  // Rounding: integer tensors come back unchanged (a copy); round rounds half to even.
-  Tensor floor() const;
-  Tensor ceil() const;
-  Tensor trunc() const;
+  // Rounds half to even; integer tensors come back unchanged (a copy).
   Tensor round() const { return round(0); }
   Tensor round(int64_t decimals) const;
-  Tensor frac() const;
-  Tensor& floor_() const;
-  Tensor& ceil_() const;
-  Tensor& trunc_() const;
   Tensor& round_() const { return round_(0); }
   Tensor& round_(int64_t decimals) const;
-  Tensor& frac_() const;
-  // remainder: Python's modulo (sign of the divisor, the `%` operator); fmod: C's (sign of self).
-  Tensor remainder(const Tensor& other) const;
-  Tensor remainder(const Scalar& other) const;
-  Tensor& remainder_(const Tensor& other) const;
-  Tensor& remainder_(const Scalar& other) const;
-  Tensor fmod(const Tensor& other) const;
-  Tensor fmod(const Scalar& other) const;
-  Tensor& fmod_(const Tensor& other) const;
-  Tensor& fmod_(const Scalar& other) const;
-  // Bitwise ops: bool and integer tensors only.
-  Tensor bitwise_and(const Tensor& other) const;
-  Tensor bitwise_and(const Scalar& other) const;
-  Tensor bitwise_or(const Tensor& other) const;
-  Tensor bitwise_or(const Scalar& other) const;
-  Tensor bitwise_xor(const Tensor& other) const;
-  Tensor bitwise_xor(const Scalar& other) const;
-  Tensor bitwise_not() const;
-  Tensor& bitwise_and_(const Tensor& other) const;
-  Tensor& bitwise_and_(const Scalar& other) const;
-  Tensor& bitwise_or_(const Tensor& other) const;
-  Tensor& bitwise_or_(const Scalar& other) const;
-  Tensor& bitwise_xor_(const Tensor& other) const;
-  Tensor& bitwise_xor_(const Scalar& other) const;
-  Tensor& bitwise_not_() const;
-
-  Tensor eq(const Tensor& other) const;
-  Tensor eq(const Scalar& other) const;
-  Tensor ne(const Tensor& other) const;
-  Tensor ne(const Scalar& other) const;
-  Tensor lt(const Tensor& other) const;
-  Tensor lt(const Scalar& other) const;
-  Tensor le(const Tensor& other) const;
-  Tensor le(const Scalar& other) const;
-  Tensor gt(const Tensor& other) const;
-  Tensor gt(const Scalar& other) const;
-  Tensor ge(const Tensor& other) const;
-  Tensor ge(const Scalar& other) const;
-  // In-place comparisons write 1 or 0 in self's dtype.
-  Tensor& eq_(const Tensor& other) const;
-  Tensor& eq_(const Scalar& other) const;
-  Tensor& ne_(const Tensor& other) const;
-  Tensor& ne_(const Scalar& other) const;
-  Tensor& lt_(const Tensor& other) const;
-  Tensor& lt_(const Scalar& other) const;
-  Tensor& le_(const Tensor& other) const;
-  Tensor& le_(const Scalar& other) const;
-  Tensor& gt_(const Tensor& other) const;
-  Tensor& gt_(const Scalar& other) const;
-  Tensor& ge_(const Tensor& other) const;
-  Tensor& ge_(const Scalar& other) const;
-  Tensor logical_and(const Tensor& other) const;
-  Tensor logical_or(const Tensor& other) const;
-  Tensor logical_xor(const Tensor& other) const;
-  Tensor logical_not() const;
-  Tensor isnan() const;
-  Tensor isinf() const;
-  Tensor isfinite() const;
   Tensor where(const Tensor& condition, const Tensor& other) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;

@@ -24,7 +24,7 @@ const char* kExportHelp =
     "usage: ember export (--run DIR | --checkpoint FILE | --model DIR) --out FILE [flags]\n"
     "Exports a decoder language model as a program file with two methods: prefill (tokens\n"
     "[1, T]) and decode (one token at position pos), both over KV caches the caller owns\n"
-    "(docs/PROGRAM_OPS.md), for libember_rt and ember-rt. Checks the program against the eager\n"
+    "(docs/RUNTIME_OPS.md), for libember_rt and ember-rt. Checks the program against the eager\n"
     "model before writing.\n"
     "  --run DIR            the GPT of DIR/checkpoint.safetensors (ember train)\n"
     "  --checkpoint FILE    a checkpoint written by ember train (instead of --run)\n"

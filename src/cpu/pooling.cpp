@@ -126,13 +126,6 @@ PoolWindowsView view_of(const PoolWindows& w) {
   return {w.in, w.out, w.step, w.start.data(), w.count.data(), w.factor.data()};
 }
 
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode) {
-  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
 PoolWindowsView sliding_windows(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
                                 bool count_include_pad, int64_t* start, int64_t* count, double* factor) {
   for (int64_t o = 0; o < out; ++o) {

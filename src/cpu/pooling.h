@@ -27,9 +27,6 @@ struct PoolWindowsView {
 };
 PoolWindowsView view_of(const PoolWindows& w);
 
-// PyTorch's pooling_output_shape: outputs of a sliding window over `in` (<= 0: none fit).
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil_mode);
-
 // Sliding windows as PyTorch's pooling: start = o * stride - pad, count = kernel, step =
 // dilation. The factor counts the padding (count_include_pad; the window stops at in + pad)
 // or only the positions inside the input.

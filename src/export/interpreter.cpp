@@ -5,11 +5,13 @@
 #include <map>
 
 #include "ember/autograd.h"
+#include "ember/detail/op_table.h"
 #include "ember/error.h"
 #include "ember/export.h"
 #include "ember/functions.h"
 #include "ember/nn/attention/flex_attention.h"
 #include "ember/nn/functional.h"
+#include "export/interpreter.h"
 
 namespace ember {
 namespace {
@@ -69,27 +71,24 @@ Tensor input_or_undefined(const std::vector<Tensor>& in, size_t i) { return i < 
 const std::map<std::string, Kernel>& kernels() {
   static const std::map<std::string, Kernel> table = [] {
     std::map<std::string, Kernel> k;
-    auto unary = [&](const char* name, Tensor (Tensor::*fn)() const) {
-      k[name] = [fn](const std::vector<Tensor>& in, const Attributes&) { return std::vector<Tensor>{(in.at(0).*fn)()}; };
+    // The op table's elementwise rows that programs may call (ember/detail/op_table.def).
+#define EMBER_CALL_Unary(name) ember::name(in.at(0))
+#define EMBER_CALL_UnaryInplace(name) ember::name(in.at(0))
+#define EMBER_CALL_UnaryFree(name) ember::name(in.at(0))
+#define EMBER_CALL_Binary(name) ember::name(in.at(0), in.at(1))
+#define EMBER_CALL_BinaryInplace(name) ember::name(in.at(0), in.at(1))
+#define EMBER_CALL_BinaryScalar(name) ember::name(in.at(0), in.at(1))
+#define EMBER_CALL_BinaryScalarAlpha(name) ember::name(in.at(0), in.at(1), a.real("alpha", 1.0))
+#define EMBER_ELEMENTWISE_ENTRY(name, program, api)                                     \
+  if (detail::OpProgram::program != detail::OpProgram::NotExported)                    \
+    k[#name] = [](const std::vector<Tensor>& in, [[maybe_unused]] const Attributes& a) { \
+      return std::vector<Tensor>{EMBER_CALL_##api(name)};                               \
     };
-    unary("exp", &Tensor::exp);
-    unary("log", &Tensor::log);
-    unary("log1p", &Tensor::log1p);
-    unary("expm1", &Tensor::expm1);
-    unary("sqrt", &Tensor::sqrt);
-    unary("rsqrt", &Tensor::rsqrt);
-    unary("abs", &Tensor::abs);
-    unary("neg", &Tensor::neg);
-    unary("sin", &Tensor::sin);
-    unary("cos", &Tensor::cos);
-    unary("tan", &Tensor::tan);
-    unary("tanh", &Tensor::tanh);
-    unary("sigmoid", &Tensor::sigmoid);
-    unary("relu", &Tensor::relu);
-    unary("erf", &Tensor::erf);
-    unary("sign", &Tensor::sign);
-    unary("reciprocal", &Tensor::reciprocal);
-    k["silu"] = [](const std::vector<Tensor>& in, const Attributes&) { return std::vector<Tensor>{silu(in.at(0))}; };
+#define EMBER_UNARY(name, program, Kernel, dtype, api, ...) EMBER_ELEMENTWISE_ENTRY(name, program, api)
+#define EMBER_BINARY(name, program, Kernel, dtype, api, ...) EMBER_ELEMENTWISE_ENTRY(name, program, api)
+#include "ember/detail/op_table.def"
+    // The rows with parameters. pow's one-input form (x.pow(exponent)) shares the binary
+    // row's name: one entry takes both.
     k["gelu"] = [](const std::vector<Tensor>& in, const Attributes& a) {
       return std::vector<Tensor>{gelu(in.at(0), a.string("approximate"))};
     };
@@ -98,23 +97,6 @@ const std::map<std::string, Kernel>& kernels() {
       if (a.find("min")) low = a.real("min");
       if (a.find("max")) high = a.real("max");
       return std::vector<Tensor>{clamp(in.at(0), low, high)};
-    };
-    k["add"] = [](const std::vector<Tensor>& in, const Attributes& a) {
-      return std::vector<Tensor>{in.at(0).add(in.at(1), a.real("alpha", 1.0))};
-    };
-    k["sub"] = [](const std::vector<Tensor>& in, const Attributes& a) {
-      return std::vector<Tensor>{in.at(0).sub(in.at(1), a.real("alpha", 1.0))};
-    };
-    k["mul"] = [](const std::vector<Tensor>& in, const Attributes&) { return std::vector<Tensor>{in.at(0).mul(in.at(1))}; };
-    k["div"] = [](const std::vector<Tensor>& in, const Attributes&) { return std::vector<Tensor>{in.at(0).div(in.at(1))}; };
-    k["maximum"] = [](const std::vector<Tensor>& in, const Attributes&) {
-      return std::vector<Tensor>{in.at(0).maximum(in.at(1))};
-    };
-    k["minimum"] = [](const std::vector<Tensor>& in, const Attributes&) {
-      return std::vector<Tensor>{in.at(0).minimum(in.at(1))};
-    };
-    k["atan2"] = [](const std::vector<Tensor>& in, const Attributes&) {
-      return std::vector<Tensor>{in.at(0).atan2(in.at(1))};
     };
     k["pow"] = [](const std::vector<Tensor>& in, const Attributes& a) {
       return std::vector<Tensor>{in.size() == 2 ? in[0].pow(in[1]) : pow(in.at(0), Scalar(a.real("exponent")))};
@@ -231,6 +213,28 @@ const std::map<std::string, Kernel>& kernels() {
   }();
   return table;
 }
+
+}  // namespace
+
+std::set<std::string> export_detail::interpreter_ops() {
+  std::set<std::string> names;
+  for (const auto& entry : kernels()) names.insert(entry.first);
+  return names;
+}
+
+std::set<std::string> export_detail::program_ops() {
+  std::set<std::string> names;
+#define EMBER_PROGRAM_OP(name, program) \
+  if (detail::OpProgram::program != detail::OpProgram::NotExported) names.insert(#name);
+#define EMBER_UNARY(name, program, ...) EMBER_PROGRAM_OP(name, program)
+#define EMBER_UNARY_WITH_PARAMS(name, program, ...) EMBER_PROGRAM_OP(name, program)
+#define EMBER_BINARY(name, program, ...) EMBER_PROGRAM_OP(name, program)
+#define EMBER_PROGRAM(name, program, ...) EMBER_PROGRAM_OP(name, program)
+#include "ember/detail/op_table.def"
+  return names;
+}
+
+namespace {
 
 // The symbols' values from the inputs, checked against their bounds.
 std::vector<int64_t> bind_symbols(const export_ir::Method& m, const std::vector<Tensor>& inputs) {

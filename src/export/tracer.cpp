@@ -7,6 +7,7 @@
 
 #include "ember/error.h"
 #include "ember/functions.h"
+#include "export/interpreter.h"
 
 namespace ember::export_detail {
 namespace {
@@ -113,6 +114,9 @@ uint32_t Tracer::value_of(const Tensor& t, const std::string& reader) {
 }
 
 void Tracer::record(core::TracedOp op) {
+  static const std::set<std::string> program_op_names = program_ops();
+  EMBER_CHECK(program_op_names.count(op.name), "export", "op '", op.name, "' (", place(),
+              ") records itself but is no program op of the op table (include/ember/detail/op_table.def)");
   if (op.name == "stack" && op.outputs.size() == 1 && !op.attributes.empty() && op.attributes[0].int_value == 0) {
     // stack() of a loop's per-iteration results: the loop wrote them into its buffer.
     std::vector<const void*> storages;

@@ -4,6 +4,7 @@
 
 #include "cpu/conv.h"
 #include "cpu/conv_onednn.h"
+#include "cpu/shape_rules.h"
 #include "ember/backends.h"
 #include "ops/op_utils.h"
 
@@ -21,20 +22,41 @@ std::vector<int64_t> per_dim(IntArrayRef values, int64_t spatial, const char* op
   return out;
 }
 
-// stride, padding and dilation, one value per spatial dim, checked.
+// stride, padding and dilation, one value per spatial dim.
 struct SpatialArgs {
   std::vector<int64_t> stride, padding, dilation;
 };
+
+// The eager message of a convolution shape rule's fault (src/cpu/shape_rules.h).
+void check_conv_rule(cpu::ShapeCheck check, IntArrayRef x, IntArrayRef weight, const SpatialArgs& a, int64_t groups,
+                     const char* op) {
+  switch (check.fault) {
+    case cpu::ShapeFault::None: return;
+    case cpu::ShapeFault::Stride: EMBER_FAIL(op, "stride must be positive, got ", IntArrayRef(a.stride));
+    case cpu::ShapeFault::Dilation: EMBER_FAIL(op, "dilation must be positive, got ", IntArrayRef(a.dilation));
+    case cpu::ShapeFault::Padding: EMBER_FAIL(op, "negative padding is not supported, got ", IntArrayRef(a.padding));
+    case cpu::ShapeFault::Groups: EMBER_FAIL(op, "groups must be positive, got ", groups);
+    case cpu::ShapeFault::GroupsSplitOutChannels:
+      EMBER_FAIL(op, "groups (", groups, ") must divide out_channels (", weight[0], ") of weight ", weight);
+    case cpu::ShapeFault::InChannels:
+      EMBER_FAIL(op, "expected input ", x, " to have ", weight[1] * groups, " channels (weight ", weight, ", groups ",
+                 groups, "), got ", x[1], " channels");
+    case cpu::ShapeFault::KernelPastInput: {
+      const int d = check.dim;
+      EMBER_FAIL(op, "kernel size ", weight[2 + d], " (dilated: ", cpu::dilated_extent(weight[2 + d], a.dilation[d]),
+                 ") can't be greater than the padded input size ", x[2 + d] + 2 * a.padding[d], " in spatial dim ", d,
+                 " (input ", x, ", padding ", IntArrayRef(a.padding), ")");
+    }
+    default: EMBER_FAIL(op, "invalid convolution arguments");
+  }
+}
 
 SpatialArgs spatial_args(IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t spatial,
                          const char* op) {
   SpatialArgs a{per_dim(stride, spatial, op, "stride"), per_dim(padding, spatial, op, "padding"),
                 per_dim(dilation, spatial, op, "dilation")};
-  for (int64_t d = 0; d < spatial; ++d) {
-    EMBER_CHECK(a.stride[d] > 0, op, "stride must be positive, got ", IntArrayRef(a.stride));
-    EMBER_CHECK(a.dilation[d] > 0, op, "dilation must be positive, got ", IntArrayRef(a.dilation));
-    EMBER_CHECK(a.padding[d] >= 0, op, "negative padding is not supported, got ", IntArrayRef(a.padding));
-  }
+  check_conv_rule(cpu::conv_args_rule(static_cast<int>(spatial), a.stride.data(), a.padding.data(), a.dilation.data()),
+                  {}, {}, a, 1, op);
   return a;
 }
 
@@ -75,25 +97,10 @@ cpu::ConvShape conv_shape_of_sizes(IntArrayRef x, IntArrayRef weight, IntArrayRe
   EMBER_CHECK(static_cast<int64_t>(x.size()) == spatial + 2, op, "expected a ", spatial + 2, "-d input for a ",
               spatial + 2, "-d weight ", weight, ", got input ", x);
   const SpatialArgs a = spatial_args(stride_arg, padding_arg, dilation_arg, spatial, op);
-  EMBER_CHECK(groups > 0, op, "groups must be positive, got ", groups);
-  const int64_t in_channels = x[1], out_channels = weight[0];
-  EMBER_CHECK(out_channels % groups == 0, op, "groups (", groups, ") must divide out_channels (", out_channels,
-              ") of weight ", weight);
-  EMBER_CHECK(weight[1] * groups == in_channels, op, "expected input ", x, " to have ", weight[1] * groups,
-              " channels (weight ", weight, ", groups ", groups, "), got ", in_channels, " channels");
   cpu::ConvShape s;
-  s.batch = x[0];
-  s.in_channels = in_channels;
-  s.out_channels = out_channels;
-  s.groups = groups;
-  for (int64_t d = 0; d < spatial; ++d) {
-    const int64_t in = x[2 + d], kernel = weight[2 + d];
-    const int64_t padded = in + 2 * a.padding[d], reach = a.dilation[d] * (kernel - 1) + 1;
-    EMBER_CHECK(reach <= padded, op, "kernel size ", kernel, " (dilated: ", reach,
-                ") can't be greater than the padded input size ", padded, " in spatial dim ", d, " (input ", x,
-                ", padding ", IntArrayRef(a.padding), ")");
-    set_spatial_dim(s, spatial, d, in, (padded - reach) / a.stride[d] + 1, kernel, a);
-  }
+  check_conv_rule(cpu::conv_shape_rule(static_cast<int>(spatial), x.data(), weight.data(), a.stride.data(),
+                                       a.padding.data(), a.dilation.data(), groups, &s),
+                  x, weight, a, groups, op);
   return s;
 }
 

@@ -12,28 +12,14 @@ using cpu::CompareOp;
 using cpu::PredicateOp;
 using cpu::UnaryOp;
 
-const char* binary_name(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Atan2: return "atan2";
-    case BinaryOp::Remainder: return "remainder";
-    case BinaryOp::Fmod: return "fmod";
-    case BinaryOp::BitwiseAnd: return "bitwise_and";
-    case BinaryOp::BitwiseOr: return "bitwise_or";
-    case BinaryOp::BitwiseXor: return "bitwise_xor";
-  }
-  return "binary";
-}
+using detail::OpDtype;
+using detail::OpProgram;
+using detail::OpSaves;
 
-bool is_bitwise(BinaryOp op) {
-  return op == BinaryOp::BitwiseAnd || op == BinaryOp::BitwiseOr || op == BinaryOp::BitwiseXor;
-}
+const cpu::ElementwiseRow& row_of(BinaryOp op) { return cpu::kBinaryRows[static_cast<int>(op)]; }
+const cpu::ElementwiseRow& row_of(UnaryOp op) { return cpu::kUnaryRows[static_cast<int>(op)]; }
+const char* binary_name(BinaryOp op) { return row_of(op).name; }
+const char* unary_name(UnaryOp op) { return row_of(op).name; }
 
 // Integer remainder by zero has no value (PyTorch raises ZeroDivisionError); the kernel must never see it.
 void check_integer_divisor(BinaryOp op, const Tensor& divisor, ScalarType dtype) {
@@ -43,9 +29,9 @@ void check_integer_divisor(BinaryOp op, const Tensor& divisor, ScalarType dtype)
               dtype_name(dtype), ")");
 }
 
-// The dtype `op` computes in for inputs promoting to `common`.
+// The dtype `op` computes in for inputs promoting to `common` (the op table's dtype rule).
 ScalarType compute_dtype(BinaryOp op, ScalarType common) {
-  if ((op == BinaryOp::Div || op == BinaryOp::Atan2) && !is_floating_point(common)) return kFloat32;
+  if (row_of(op).dtype == OpDtype::Floating && !is_floating_point(common)) return kFloat32;
   return common;
 }
 
@@ -61,99 +47,63 @@ Tensor binary_kernel_call(BinaryOp op, const Tensor& a, const Tensor& b, ScalarT
   return out;
 }
 
+// The helpers of the binary rows' gradient formulas (ember/detail/op_table.def).
+Tensor scaled(const Tensor& g, double factor) { return factor == 1 ? g : g * factor; }
+
+// maximum (is_max) or minimum's gradient for operand x against the other operand: ties split
+// the gradient evenly, as PyTorch does.
+Tensor extremum_grad(const Tensor& g, const Tensor& x, const Tensor& other, bool is_max) {
+  return where(x == other, g / 2, g).masked_fill(is_max ? x < other : x > other, 0);
+}
+
+// Exponent 0 has derivative 0 even at a == 0, where b * a^(b-1) is 0 * inf.
+Tensor pow_base_grad(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return (g * b * a.pow(b - 1)).masked_fill(b == 0, 0);
+}
+Tensor pow_exponent_grad(const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& y) {
+  return (g * y * a.log()).masked_fill((a == 0).logical_and(b >= 0), 0);
+}
+
+// The gradients of a and b from the op's row: before reduction to the operands' shapes.
+std::vector<Tensor> binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& y,
+                                 double alpha, const std::vector<bool>& needs) {
+  Tensor grad_a, grad_b;
+  switch (op) {
+#define EMBER_BINARY(name, program, Kernel, dtype, api, saves, formula_a, formula_b) \
+  case BinaryOp::Kernel:                                                             \
+    if (needs[0]) grad_a = formula_a;                                                \
+    if (needs[1]) grad_b = formula_b;                                                \
+    break;
+#include "ember/detail/op_table.def"
+  }
+  return {grad_a, grad_b};
+}
+
+const char* const kBinaryBackwardNames[] = {
+#define EMBER_BINARY(name, program, Kernel, ...) #Kernel "Backward",
+#include "ember/detail/op_table.def"
+};
+
+constexpr OpSaves kBinarySaves[] = {
+#define EMBER_BINARY(name, program, Kernel, dtype, api, saves, ...) OpSaves::saves,
+#include "ember/detail/op_table.def"
+};
+
 void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, double alpha) {
-  if (!autograd::should_record({a, b})) return;
+  const OpSaves saves = kBinarySaves[static_cast<int>(op)];
+  if (saves == OpSaves::NotDifferentiable || !autograd::should_record({a, b})) return;
   std::vector<int64_t> a_sizes = a.sizes(), b_sizes = b.sizes();
   ScalarType a_dtype = a.scalar_type(), b_dtype = b.scalar_type();
-  auto finish = [a_sizes, b_sizes, a_dtype, b_dtype](const Tensor& ga, const Tensor& gb, const std::vector<bool>& needs) {
-    std::vector<Tensor> r(2);
-    if (needs[0] && ga.defined()) r[0] = autograd::sum_to(ga, a_sizes).to(a_dtype);
-    if (needs[1] && gb.defined()) r[1] = autograd::sum_to(gb, b_sizes).to(b_dtype);
-    return r;
-  };
-  const char* name = nullptr;
-  autograd::BackwardFunction fn;
-  // add and sub need neither input: saving none lets them take inference tensors, as PyTorch.
-  const bool saves_inputs = op != BinaryOp::Add && op != BinaryOp::Sub;
+  const bool saves_inputs = saves != OpSaves::Nothing;
   SavedTensor sa = saves_inputs ? SavedTensor(a) : SavedTensor(), sb = saves_inputs ? SavedTensor(b) : SavedTensor();
-  switch (op) {
-    case BinaryOp::Add:
-    case BinaryOp::Sub: {
-      const double sign = op == BinaryOp::Add ? alpha : -alpha;
-      name = op == BinaryOp::Add ? "AddBackward" : "SubBackward";
-      fn = [finish, sign](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-        return finish(g[0], needs[1] ? (sign == 1 ? g[0] : g[0] * sign) : Tensor(), needs);
-      };
-      break;
-    }
-    case BinaryOp::Mul:
-      name = "MulBackward";
-      fn = [finish, sa, sb](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-        return finish(needs[0] ? g[0] * sb.get() : Tensor(), needs[1] ? g[0] * sa.get() : Tensor(), needs);
-      };
-      break;
-    case BinaryOp::Div:
-      name = "DivBackward";
-      fn = [finish, sa, sb](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-        Tensor b = sb.get();
-        return finish(needs[0] ? g[0] / b : Tensor(), needs[1] ? -g[0] * sa.get() / (b * b) : Tensor(), needs);
-      };
-      break;
-    case BinaryOp::Maximum:
-    case BinaryOp::Minimum: {
-      const bool is_max = op == BinaryOp::Maximum;
-      name = is_max ? "MaximumBackward" : "MinimumBackward";
-      // Ties split the gradient evenly, as PyTorch does.
-      fn = [finish, sa, sb, is_max](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-        Tensor a = sa.get(), b = sb.get();
-        Tensor shared = where(a == b, g[0] / 2, g[0]);
-        Tensor ga = needs[0] ? shared.masked_fill(is_max ? a < b : a > b, 0) : Tensor();
-        Tensor gb = needs[1] ? shared.masked_fill(is_max ? a > b : a < b, 0) : Tensor();
-        return finish(ga, gb, needs);
-      };
-      break;
-    }
-    case BinaryOp::Pow: {
-      name = "PowBackward";
-      SavedTensor so(out, true);
-      fn = [finish, sa, sb, so](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-        Tensor a = sa.get(), b = sb.get();
-        // Exponent 0 has derivative 0 even at a == 0, where b * a^(b-1) is 0 * inf.
-        Tensor ga = needs[0] ? (g[0] * b * a.pow(b - 1)).masked_fill(b == 0, 0) : Tensor();
-        Tensor gb;
-        if (needs[1]) gb = (g[0] * so.get() * a.log()).masked_fill((a == 0).logical_and(b >= 0), 0);
-        return finish(ga, gb, needs);
-      };
-      break;
-    }
-    case BinaryOp::Atan2:
-      name = "Atan2Backward";
-      fn = [finish, sa, sb](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-        Tensor a = sa.get(), b = sb.get();
-        Tensor denom = a * a + b * b;
-        return finish(needs[0] ? g[0] * b / denom : Tensor(), needs[1] ? -g[0] * a / denom : Tensor(), needs);
-      };
-      break;
-    case BinaryOp::Remainder:
-    case BinaryOp::Fmod: {
-      // a - b * q with q = floor(a / b) (remainder) or trunc(a / b) (fmod), q piecewise constant.
-      const bool floored = op == BinaryOp::Remainder;
-      name = floored ? "RemainderBackward" : "FmodBackward";
-      fn = [finish, sa, sb, floored](std::vector<Tensor>& g, const std::vector<bool>& needs) {
-        Tensor gb;
-        if (needs[1]) {
-          Tensor quotient = sa.get() / sb.get();
-          gb = -g[0] * (floored ? quotient.floor() : quotient.trunc());
-        }
-        return finish(g[0], gb, needs);
-      };
-      break;
-    }
-    case BinaryOp::BitwiseAnd:
-    case BinaryOp::BitwiseOr:
-    case BinaryOp::BitwiseXor: return;  // bool and integer tensors only: nothing to differentiate
-  }
-  autograd::record(name, {a, b}, {out}, std::move(fn));
+  SavedTensor so = saves == OpSaves::InputsAndResult ? SavedTensor(out, true) : SavedTensor();
+  autograd::record(kBinaryBackwardNames[static_cast<int>(op)], {a, b}, {out},
+                   [=](std::vector<Tensor>& g, const std::vector<bool>& needs) {
+                     std::vector<Tensor> r = binary_grads(op, g[0], sa.get(), sb.get(), so.get(), alpha, needs);
+                     if (r[0].defined()) r[0] = autograd::sum_to(r[0], a_sizes).to(a_dtype);
+                     if (r[1].defined()) r[1] = autograd::sum_to(r[1], b_sizes).to(b_dtype);
+                     return r;
+                   });
 }
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
@@ -161,7 +111,7 @@ Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& al
   EMBER_CHECK(a.defined() && b.defined(), name, "called with an undefined tensor");
   EMBER_RECORD_OP(name, a, b);
   ScalarType dtype = compute_dtype(op, ops::result_type(a, b));
-  EMBER_CHECK(dtype != kBool || op == BinaryOp::Maximum || op == BinaryOp::Minimum || is_bitwise(op), name,
+  EMBER_CHECK(dtype != kBool || row_of(op).dtype == OpDtype::Integral, name,
               "not supported for bool tensors; use logical_and/logical_or");
   EMBER_CHECK(!alpha.isFloatingPoint() || is_floating_point(dtype), name, "alpha ", alpha.toDouble(),
               " must be an integer for integral dtype ", dtype_name(dtype));
@@ -208,48 +158,8 @@ Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Scalar& other, con
 
 // ---- unary -----------------------------------------------------------------------------
 
-const char* unary_name(UnaryOp op) {
-  switch (op) {
-    case UnaryOp::Exp: return "exp";
-    case UnaryOp::Log: return "log";
-    case UnaryOp::Log1p: return "log1p";
-    case UnaryOp::Expm1: return "expm1";
-    case UnaryOp::Sqrt: return "sqrt";
-    case UnaryOp::Rsqrt: return "rsqrt";
-    case UnaryOp::Abs: return "abs";
-    case UnaryOp::Neg: return "neg";
-    case UnaryOp::Sin: return "sin";
-    case UnaryOp::Cos: return "cos";
-    case UnaryOp::Tan: return "tan";
-    case UnaryOp::Tanh: return "tanh";
-    case UnaryOp::Sigmoid: return "sigmoid";
-    case UnaryOp::Relu: return "relu";
-    case UnaryOp::GeluErf: return "gelu";
-    case UnaryOp::GeluTanh: return "gelu";
-    case UnaryOp::Silu: return "silu";
-    case UnaryOp::Erf: return "erf";
-    case UnaryOp::Sign: return "sign";
-    case UnaryOp::Reciprocal: return "reciprocal";
-    case UnaryOp::PowScalar: return "pow";
-    case UnaryOp::Clamp: return "clamp";
-    case UnaryOp::Floor: return "floor";
-    case UnaryOp::Ceil: return "ceil";
-    case UnaryOp::Trunc: return "trunc";
-    case UnaryOp::Round: return "round";
-    case UnaryOp::Frac: return "frac";
-    case UnaryOp::BitwiseNot: return "bitwise_not";
-  }
-  return "unary";
-}
-
-bool keeps_integer_dtype(UnaryOp op) {
-  return op == UnaryOp::Abs || op == UnaryOp::Neg || op == UnaryOp::Relu || op == UnaryOp::Sign ||
-         op == UnaryOp::PowScalar || op == UnaryOp::Clamp || op == UnaryOp::Floor || op == UnaryOp::Ceil ||
-         op == UnaryOp::Trunc || op == UnaryOp::Round || op == UnaryOp::Frac || op == UnaryOp::BitwiseNot;
-}
-
 ScalarType unary_dtype(UnaryOp op, ScalarType in) {
-  if (is_floating_point(in) || keeps_integer_dtype(op)) return in;
+  if (is_floating_point(in) || row_of(op).dtype != OpDtype::Floating) return in;
   return kFloat32;  // exp(int tensor) is float, as in PyTorch
 }
 
@@ -264,58 +174,42 @@ Tensor unary_kernel_call(UnaryOp op, const Tensor& x, const cpu::ElementwisePara
   return out;
 }
 
-// d(op)/dx as a tensor expression of the input x and the output y.
+// The helpers of the unary rows' derivatives (ember/detail/op_table.def).
+Tensor gelu_erf_derivative(const Tensor& x) {
+  Tensor cdf = ((x * M_SQRT1_2).erf() + 1) * 0.5;
+  Tensor pdf = (x * x * -0.5).exp() * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
+  return cdf + x * pdf;
+}
+Tensor gelu_tanh_derivative(const Tensor& x) {
+  const double k = M_2_SQRTPI * M_SQRT1_2;  // sqrt(2/pi)
+  Tensor inner = (x + x.pow(3) * 0.044715) * k;
+  Tensor t = inner.tanh();
+  Tensor dinner = (x * x * (3 * 0.044715) + 1) * k;
+  return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner;
+}
+Tensor silu_derivative(const Tensor& x) {
+  Tensor s = x.sigmoid();
+  return s * (1 + x * (1 - s));
+}
+Tensor pow_scalar_derivative(const Tensor& x, const cpu::ElementwiseParams& p) {
+  if (p.alpha == 0) return zeros_like(x);
+  return x.pow(p.alpha - 1) * p.alpha;
+}
+Tensor clamp_derivative(const Tensor& x, const cpu::ElementwiseParams& p) {
+  Tensor mask = ones_like(x, kBool);
+  if (p.has_low) mask = mask.logical_and(x >= p.low);
+  if (p.has_high) mask = mask.logical_and(x <= p.high);
+  return mask.to(x.scalar_type());
+}
+
+// d(op)/dx from the op's row: a tensor expression of the input x, the output y and the params p.
 Tensor unary_derivative(UnaryOp op, const Tensor& x, const Tensor& y, const cpu::ElementwiseParams& p) {
   switch (op) {
-    case UnaryOp::Exp: return y;
-    case UnaryOp::Log: return x.reciprocal();
-    case UnaryOp::Log1p: return (x + 1).reciprocal();
-    case UnaryOp::Expm1: return y + 1;
-    case UnaryOp::Sqrt: return (y * 2).reciprocal();
-    case UnaryOp::Rsqrt: return y.pow(3) * -0.5;
-    case UnaryOp::Abs: return x.sign();
-    case UnaryOp::Neg: return full_like(x, -1);
-    case UnaryOp::Sin: return x.cos();
-    case UnaryOp::Cos: return -x.sin();
-    case UnaryOp::Tan: return y * y + 1;
-    case UnaryOp::Tanh: return 1 - y * y;
-    case UnaryOp::Sigmoid: return y * (1 - y);
-    case UnaryOp::Relu: return (y > 0).to(x.scalar_type());
-    case UnaryOp::GeluErf: {
-      Tensor cdf = ((x * M_SQRT1_2).erf() + 1) * 0.5;
-      Tensor pdf = (x * x * -0.5).exp() * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
-      return cdf + x * pdf;
-    }
-    case UnaryOp::GeluTanh: {
-      const double k = M_2_SQRTPI * M_SQRT1_2;  // sqrt(2/pi)
-      Tensor inner = (x + x.pow(3) * 0.044715) * k;
-      Tensor t = inner.tanh();
-      Tensor dinner = (x * x * (3 * 0.044715) + 1) * k;
-      return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner;
-    }
-    case UnaryOp::Silu: {
-      Tensor s = x.sigmoid();
-      return s * (1 + x * (1 - s));
-    }
-    case UnaryOp::Erf: return (x * x * -1).exp() * M_2_SQRTPI;
-    case UnaryOp::Sign: return zeros_like(x);
-    case UnaryOp::Reciprocal: return -(y * y);
-    case UnaryOp::PowScalar: {
-      if (p.alpha == 0) return zeros_like(x);
-      return x.pow(p.alpha - 1) * p.alpha;
-    }
-    case UnaryOp::Clamp: {
-      Tensor mask = ones_like(x, kBool);
-      if (p.has_low) mask = mask.logical_and(x >= p.low);
-      if (p.has_high) mask = mask.logical_and(x <= p.high);
-      return mask.to(x.scalar_type());
-    }
-    case UnaryOp::Floor:
-    case UnaryOp::Ceil:
-    case UnaryOp::Trunc:
-    case UnaryOp::Round: return zeros_like(x);
-    case UnaryOp::Frac: return ones_like(x);
-    case UnaryOp::BitwiseNot: return {};  // integer-only: never differentiated
+#define EMBER_UNARY(name, program, Kernel, dtype, api, derivative) \
+  case UnaryOp::Kernel: return derivative;
+#define EMBER_UNARY_WITH_PARAMS(name, program, Kernel, dtype, attributes, derivative) \
+  case UnaryOp::Kernel: return derivative;
+#include "ember/detail/op_table.def"
   }
   return {};
 }
@@ -335,6 +229,7 @@ Tensor unary_op(UnaryOp op, const Tensor& x, const cpu::ElementwiseParams& param
     ember_trace_op_.attr("approximate", std::string(op == UnaryOp::GeluTanh ? "tanh" : "none"));
   if (params.has_low) ember_trace_op_.attr("min", params.low);
   if (params.has_high) ember_trace_op_.attr("max", params.high);
+  if (row_of(op).program == OpProgram::NotExported) return out;  // an export that reads it is refused
   return ember_trace_op_.result(out);
 }
 
@@ -381,18 +276,11 @@ ScalarType clamp_dtype(const Tensor& x, const std::optional<Scalar>& min, const 
 // ---- comparisons ----------------------------------------------------------------------------
 
 const char* compare_name(CompareOp op) {
-  switch (op) {
-    case CompareOp::Eq: return "eq";
-    case CompareOp::Ne: return "ne";
-    case CompareOp::Lt: return "lt";
-    case CompareOp::Le: return "le";
-    case CompareOp::Gt: return "gt";
-    case CompareOp::Ge: return "ge";
-    case CompareOp::LogicalAnd: return "logical_and";
-    case CompareOp::LogicalOr: return "logical_or";
-    case CompareOp::LogicalXor: return "logical_xor";
-  }
-  return "compare";
+  static constexpr const char* kNames[] = {
+#define EMBER_COMPARE(name, Kernel, api) #name,
+#include "ember/detail/op_table.def"
+  };
+  return kNames[static_cast<int>(op)];
 }
 
 Tensor compare_op(CompareOp op, const Tensor& a, const Tensor& b) {
@@ -501,17 +389,50 @@ Tensor predicate_op(PredicateOp op, const Tensor& x) {
 
 }  // namespace
 
-// ---- Tensor methods ------------------------------------------------------------------------------
+// ---- the op table's methods and free functions ---------------------------------------------
+// One set per row, by its api column (ember/detail/op_table.h); tensor.h and functions.h declare
+// them from the same rows. `apply` and `apply_inplace` are the row family's entry points.
+#define EMBER_DEFINE_Unary(name, apply, apply_inplace, code)   \
+  Tensor Tensor::name() const { return apply(code, *this); } \
+  Tensor name(const Tensor& x) { return x.name(); }
+#define EMBER_DEFINE_UnaryInplace(name, apply, apply_inplace, code) \
+  EMBER_DEFINE_Unary(name, apply, apply_inplace, code)              \
+  Tensor& Tensor::name##_() const { return apply_inplace(code, *this); }
+#define EMBER_DEFINE_UnaryFree(name, apply, apply_inplace, code) \
+  Tensor name(const Tensor& x) { return apply(code, x); }
+#define EMBER_DEFINE_Binary(name, apply, apply_inplace, code)                                 \
+  Tensor Tensor::name(const Tensor& other) const { return apply(code, *this, other); } \
+  Tensor name(const Tensor& a, const Tensor& b) { return a.name(b); }
+#define EMBER_DEFINE_BinaryInplace(name, apply, apply_inplace, code) \
+  EMBER_DEFINE_Binary(name, apply, apply_inplace, code)              \
+  Tensor& Tensor::name##_(const Tensor& other) const { return apply_inplace(code, *this, other); }
+#define EMBER_DEFINE_BinaryScalar(name, apply, apply_inplace, code)                                    \
+  EMBER_DEFINE_BinaryInplace(name, apply, apply_inplace, code)                                         \
+  Tensor Tensor::name(const Scalar& other) const { return apply(code, *this, other); }                 \
+  Tensor& Tensor::name##_(const Scalar& other) const { return apply_inplace(code, *this, other); } \
+  Tensor name(const Tensor& a, const Scalar& b) { return a.name(b); }
+#define EMBER_DEFINE_BinaryScalarAlpha(name, apply, apply_inplace, code)                                            \
+  Tensor Tensor::name(const Tensor& other, const Scalar& alpha) const { return apply(code, *this, other, alpha); } \
+  Tensor Tensor::name(const Scalar& other, const Scalar& alpha) const { return apply(code, *this, other, alpha); } \
+  Tensor& Tensor::name##_(const Tensor& other, const Scalar& alpha) const {                                         \
+    return apply_inplace(code, *this, other, alpha);                                                                \
+  }                                                                                                                 \
+  Tensor& Tensor::name##_(const Scalar& other, const Scalar& alpha) const {                                         \
+    return apply_inplace(code, *this, other, alpha);                                                                \
+  }                                                                                                                 \
+  Tensor name(const Tensor& a, const Tensor& b, const Scalar& alpha) { return a.name(b, alpha); }                 \
+  Tensor name(const Tensor& a, const Scalar& b, const Scalar& alpha) { return a.name(b, alpha); }
 
-Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return binary_op(BinaryOp::Add, *this, o, alpha); }
-Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return binary_op(BinaryOp::Add, *this, o, alpha); }
-Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return binary_op(BinaryOp::Sub, *this, o, alpha); }
-Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return binary_op(BinaryOp::Sub, *this, o, alpha); }
-Tensor Tensor::mul(const Tensor& o) const { return binary_op(BinaryOp::Mul, *this, o); }
-Tensor Tensor::mul(const Scalar& o) const { return binary_op(BinaryOp::Mul, *this, o); }
-Tensor Tensor::div(const Tensor& o) const { return binary_op(BinaryOp::Div, *this, o); }
-Tensor Tensor::div(const Scalar& o) const { return binary_op(BinaryOp::Div, *this, o); }
-Tensor Tensor::pow(const Tensor& e) const { return binary_op(BinaryOp::Pow, *this, e); }
+#define EMBER_UNARY(name, program, Kernel, dtype, api, ...) \
+  EMBER_DEFINE_##api(name, unary_op, unary_inplace, UnaryOp::Kernel)
+#define EMBER_BINARY(name, program, Kernel, dtype, api, ...) \
+  EMBER_DEFINE_##api(name, binary_op, binary_inplace, BinaryOp::Kernel)
+#define EMBER_COMPARE(name, Kernel, api) EMBER_DEFINE_##api(name, compare_op, compare_inplace, CompareOp::Kernel)
+#define EMBER_PREDICATE(name, Kernel) EMBER_DEFINE_Unary(name, predicate_op, _, PredicateOp::Kernel)
+#include "ember/detail/op_table.def"
+
+// ---- the ops with parameters, and other forms ------------------------------------------------
+
 Tensor Tensor::pow(const Scalar& e) const {
   EMBER_CHECK(is_floating_point() || e.isIntegral(true), "pow", "integral tensor to a floating exponent ",
               e.toDouble(), "; convert the tensor to a floating dtype first");
@@ -520,47 +441,25 @@ Tensor Tensor::pow(const Scalar& e) const {
   p.alpha = e.toDouble();
   return unary_op(UnaryOp::PowScalar, *this, p);
 }
-Tensor Tensor::atan2(const Tensor& o) const { return binary_op(BinaryOp::Atan2, *this, o); }
-Tensor Tensor::maximum(const Tensor& o) const { return binary_op(BinaryOp::Maximum, *this, o); }
-Tensor Tensor::minimum(const Tensor& o) const { return binary_op(BinaryOp::Minimum, *this, o); }
-
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Add, *this, o, alpha); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const { return binary_inplace(BinaryOp::Sub, *this, o, alpha); }
-Tensor& Tensor::mul_(const Tensor& o) const { return binary_inplace(BinaryOp::Mul, *this, o); }
-Tensor& Tensor::mul_(const Scalar& o) const { return binary_inplace(BinaryOp::Mul, *this, o); }
-Tensor& Tensor::div_(const Tensor& o) const { return binary_inplace(BinaryOp::Div, *this, o); }
-Tensor& Tensor::div_(const Scalar& o) const { return binary_inplace(BinaryOp::Div, *this, o); }
-Tensor& Tensor::pow_(const Tensor& e) const { return binary_inplace(BinaryOp::Pow, *this, e); }
 Tensor& Tensor::pow_(const Scalar& e) const { return binary_inplace(BinaryOp::Pow, *this, e); }
-Tensor& Tensor::atan2_(const Tensor& o) const { return binary_inplace(BinaryOp::Atan2, *this, o); }
+Tensor pow(const Tensor& a, const Scalar& b) { return a.pow(b); }
+Tensor pow(const Scalar& a, const Tensor& b) {
+  ScalarType dtype = ops::result_type(b, a);
+  return ops::scalar_to_tensor(a, dtype).pow(b);
+}
+Tensor max(const Tensor& a, const Tensor& b) { return a.maximum(b); }
+Tensor min(const Tensor& a, const Tensor& b) { return a.minimum(b); }
+Tensor square(const Tensor& x) { return x.square(); }
+Tensor remainder(const Scalar& a, const Tensor& b) {
+  return ops::scalar_to_tensor(a, ops::result_type(b, a)).remainder(b);
+}
 
-Tensor Tensor::exp() const { return unary_op(UnaryOp::Exp, *this); }
-Tensor Tensor::log() const { return unary_op(UnaryOp::Log, *this); }
-Tensor Tensor::log1p() const { return unary_op(UnaryOp::Log1p, *this); }
-Tensor Tensor::expm1() const { return unary_op(UnaryOp::Expm1, *this); }
-Tensor Tensor::sqrt() const { return unary_op(UnaryOp::Sqrt, *this); }
-Tensor Tensor::rsqrt() const { return unary_op(UnaryOp::Rsqrt, *this); }
-Tensor Tensor::abs() const { return unary_op(UnaryOp::Abs, *this); }
-Tensor Tensor::neg() const { return unary_op(UnaryOp::Neg, *this); }
-Tensor Tensor::sin() const { return unary_op(UnaryOp::Sin, *this); }
-Tensor Tensor::cos() const { return unary_op(UnaryOp::Cos, *this); }
-Tensor Tensor::tan() const { return unary_op(UnaryOp::Tan, *this); }
-Tensor Tensor::tanh() const { return unary_op(UnaryOp::Tanh, *this); }
-Tensor Tensor::sigmoid() const { return unary_op(UnaryOp::Sigmoid, *this); }
-Tensor Tensor::relu() const { return unary_op(UnaryOp::Relu, *this); }
-Tensor Tensor::erf() const { return unary_op(UnaryOp::Erf, *this); }
-Tensor Tensor::sign() const { return unary_op(UnaryOp::Sign, *this); }
-Tensor Tensor::reciprocal() const { return unary_op(UnaryOp::Reciprocal, *this); }
-Tensor& Tensor::exp_() const { return unary_inplace(UnaryOp::Exp, *this); }
-Tensor& Tensor::log_() const { return unary_inplace(UnaryOp::Log, *this); }
-Tensor& Tensor::sqrt_() const { return unary_inplace(UnaryOp::Sqrt, *this); }
-Tensor& Tensor::neg_() const { return unary_inplace(UnaryOp::Neg, *this); }
-Tensor& Tensor::abs_() const { return unary_inplace(UnaryOp::Abs, *this); }
-Tensor& Tensor::tanh_() const { return unary_inplace(UnaryOp::Tanh, *this); }
-Tensor& Tensor::sigmoid_() const { return unary_inplace(UnaryOp::Sigmoid, *this); }
-Tensor& Tensor::relu_() const { return unary_inplace(UnaryOp::Relu, *this); }
+Tensor gelu(const Tensor& x, const std::string& approximate) {
+  EMBER_CHECK(approximate == "none" || approximate == "tanh", "gelu", "approximate must be 'none' or 'tanh', got '",
+              approximate, "'");
+  return unary_op(approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, x);
+}
+
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
   cpu::ElementwiseParams params = clamp_params(min, max);
   return unary_op(UnaryOp::Clamp, to(clamp_dtype(*this, min, max)), params);
@@ -591,76 +490,20 @@ Tensor& Tensor::clamp_(const std::optional<Tensor>& min, const std::optional<Ten
         ops::copy_into(self, result);
       });
 }
-
-Tensor Tensor::floor() const { return unary_op(UnaryOp::Floor, *this); }
-Tensor Tensor::ceil() const { return unary_op(UnaryOp::Ceil, *this); }
-Tensor Tensor::trunc() const { return unary_op(UnaryOp::Trunc, *this); }
-Tensor Tensor::frac() const { return unary_op(UnaryOp::Frac, *this); }
-Tensor& Tensor::floor_() const { return unary_inplace(UnaryOp::Floor, *this); }
-Tensor& Tensor::ceil_() const { return unary_inplace(UnaryOp::Ceil, *this); }
-Tensor& Tensor::trunc_() const { return unary_inplace(UnaryOp::Trunc, *this); }
-Tensor& Tensor::frac_() const { return unary_inplace(UnaryOp::Frac, *this); }
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) { return x.clamp(min, max); }
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
+  return x.clamp(min, max);
+}
+Tensor clamp_min(const Tensor& x, const Scalar& min) { return x.clamp_min(min); }
+Tensor clamp_min(const Tensor& x, const Tensor& min) { return x.clamp_min(min); }
+Tensor clamp_max(const Tensor& x, const Scalar& max) { return x.clamp_max(max); }
+Tensor clamp_max(const Tensor& x, const Tensor& max) { return x.clamp_max(max); }
 
 Tensor Tensor::round(int64_t decimals) const { return unary_op(UnaryOp::Round, *this, round_params(*this, decimals)); }
 Tensor& Tensor::round_(int64_t decimals) const {
   return unary_inplace(UnaryOp::Round, *this, round_params(*this, decimals));
 }
-
-Tensor Tensor::remainder(const Tensor& o) const { return binary_op(BinaryOp::Remainder, *this, o); }
-Tensor Tensor::remainder(const Scalar& o) const { return binary_op(BinaryOp::Remainder, *this, o); }
-Tensor& Tensor::remainder_(const Tensor& o) const { return binary_inplace(BinaryOp::Remainder, *this, o); }
-Tensor& Tensor::remainder_(const Scalar& o) const { return binary_inplace(BinaryOp::Remainder, *this, o); }
-Tensor Tensor::fmod(const Tensor& o) const { return binary_op(BinaryOp::Fmod, *this, o); }
-Tensor Tensor::fmod(const Scalar& o) const { return binary_op(BinaryOp::Fmod, *this, o); }
-Tensor& Tensor::fmod_(const Tensor& o) const { return binary_inplace(BinaryOp::Fmod, *this, o); }
-Tensor& Tensor::fmod_(const Scalar& o) const { return binary_inplace(BinaryOp::Fmod, *this, o); }
-Tensor Tensor::bitwise_and(const Tensor& o) const { return binary_op(BinaryOp::BitwiseAnd, *this, o); }
-Tensor Tensor::bitwise_and(const Scalar& o) const { return binary_op(BinaryOp::BitwiseAnd, *this, o); }
-Tensor Tensor::bitwise_or(const Tensor& o) const { return binary_op(BinaryOp::BitwiseOr, *this, o); }
-Tensor Tensor::bitwise_or(const Scalar& o) const { return binary_op(BinaryOp::BitwiseOr, *this, o); }
-Tensor Tensor::bitwise_xor(const Tensor& o) const { return binary_op(BinaryOp::BitwiseXor, *this, o); }
-Tensor Tensor::bitwise_xor(const Scalar& o) const { return binary_op(BinaryOp::BitwiseXor, *this, o); }
-Tensor Tensor::bitwise_not() const { return unary_op(UnaryOp::BitwiseNot, *this); }
-Tensor& Tensor::bitwise_and_(const Tensor& o) const { return binary_inplace(BinaryOp::BitwiseAnd, *this, o); }
-Tensor& Tensor::bitwise_and_(const Scalar& o) const { return binary_inplace(BinaryOp::BitwiseAnd, *this, o); }
-Tensor& Tensor::bitwise_or_(const Tensor& o) const { return binary_inplace(BinaryOp::BitwiseOr, *this, o); }
-Tensor& Tensor::bitwise_or_(const Scalar& o) const { return binary_inplace(BinaryOp::BitwiseOr, *this, o); }
-Tensor& Tensor::bitwise_xor_(const Tensor& o) const { return binary_inplace(BinaryOp::BitwiseXor, *this, o); }
-Tensor& Tensor::bitwise_xor_(const Scalar& o) const { return binary_inplace(BinaryOp::BitwiseXor, *this, o); }
-Tensor& Tensor::bitwise_not_() const { return unary_inplace(UnaryOp::BitwiseNot, *this); }
-
-Tensor& Tensor::eq_(const Tensor& o) const { return compare_inplace(CompareOp::Eq, *this, o); }
-Tensor& Tensor::eq_(const Scalar& o) const { return compare_inplace(CompareOp::Eq, *this, o); }
-Tensor& Tensor::ne_(const Tensor& o) const { return compare_inplace(CompareOp::Ne, *this, o); }
-Tensor& Tensor::ne_(const Scalar& o) const { return compare_inplace(CompareOp::Ne, *this, o); }
-Tensor& Tensor::lt_(const Tensor& o) const { return compare_inplace(CompareOp::Lt, *this, o); }
-Tensor& Tensor::lt_(const Scalar& o) const { return compare_inplace(CompareOp::Lt, *this, o); }
-Tensor& Tensor::le_(const Tensor& o) const { return compare_inplace(CompareOp::Le, *this, o); }
-Tensor& Tensor::le_(const Scalar& o) const { return compare_inplace(CompareOp::Le, *this, o); }
-Tensor& Tensor::gt_(const Tensor& o) const { return compare_inplace(CompareOp::Gt, *this, o); }
-Tensor& Tensor::gt_(const Scalar& o) const { return compare_inplace(CompareOp::Gt, *this, o); }
-Tensor& Tensor::ge_(const Tensor& o) const { return compare_inplace(CompareOp::Ge, *this, o); }
-Tensor& Tensor::ge_(const Scalar& o) const { return compare_inplace(CompareOp::Ge, *this, o); }
-
-Tensor Tensor::eq(const Tensor& o) const { return compare_op(CompareOp::Eq, *this, o); }
-Tensor Tensor::eq(const Scalar& o) const { return compare_op(CompareOp::Eq, *this, o); }
-Tensor Tensor::ne(const Tensor& o) const { return compare_op(CompareOp::Ne, *this, o); }
-Tensor Tensor::ne(const Scalar& o) const { return compare_op(CompareOp::Ne, *this, o); }
-Tensor Tensor::lt(const Tensor& o) const { return compare_op(CompareOp::Lt, *this, o); }
-Tensor Tensor::lt(const Scalar& o) const { return compare_op(CompareOp::Lt, *this, o); }
-Tensor Tensor::le(const Tensor& o) const { return compare_op(CompareOp::Le, *this, o); }
-Tensor Tensor::le(const Scalar& o) const { return compare_op(CompareOp::Le, *this, o); }
-Tensor Tensor::gt(const Tensor& o) const { return compare_op(CompareOp::Gt, *this, o); }
-Tensor Tensor::gt(const Scalar& o) const { return compare_op(CompareOp::Gt, *this, o); }
-Tensor Tensor::ge(const Tensor& o) const { return compare_op(CompareOp::Ge, *this, o); }
-Tensor Tensor::ge(const Scalar& o) const { return compare_op(CompareOp::Ge, *this, o); }
-Tensor Tensor::logical_and(const Tensor& o) const { return compare_op(CompareOp::LogicalAnd, *this, o); }
-Tensor Tensor::logical_or(const Tensor& o) const { return compare_op(CompareOp::LogicalOr, *this, o); }
-Tensor Tensor::logical_xor(const Tensor& o) const { return compare_op(CompareOp::LogicalXor, *this, o); }
-Tensor Tensor::logical_not() const { return predicate_op(PredicateOp::LogicalNot, *this); }
-Tensor Tensor::isnan() const { return predicate_op(PredicateOp::IsNan, *this); }
-Tensor Tensor::isinf() const { return predicate_op(PredicateOp::IsInf, *this); }
-Tensor Tensor::isfinite() const { return predicate_op(PredicateOp::IsFinite, *this); }
+Tensor round(const Tensor& x, int64_t decimals) { return x.round(decimals); }
 
 Tensor Tensor::where(const Tensor& condition, const Tensor& other) const { return ember::where(condition, *this, other); }
 
@@ -681,88 +524,6 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
 Tensor operator-(const Scalar& a, const Tensor& b) { return b.neg().add(a); }
 Tensor operator/(const Scalar& a, const Tensor& b) { return b.reciprocal().mul(a); }
 Tensor operator%(const Scalar& a, const Tensor& b) { return ember::remainder(a, b); }
-
-// ---- free functions ----------------------------------------------------------------------
-
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return a.add(b, alpha); }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return a.sub(b, alpha); }
-Tensor mul(const Tensor& a, const Tensor& b) { return a.mul(b); }
-Tensor div(const Tensor& a, const Tensor& b) { return a.div(b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return a.pow(b); }
-Tensor pow(const Tensor& a, const Scalar& b) { return a.pow(b); }
-Tensor pow(const Scalar& a, const Tensor& b) {
-  ScalarType dtype = ops::result_type(b, a);
-  return ops::scalar_to_tensor(a, dtype).pow(b);
-}
-Tensor atan2(const Tensor& a, const Tensor& b) { return a.atan2(b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return a.maximum(b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return a.minimum(b); }
-Tensor max(const Tensor& a, const Tensor& b) { return a.maximum(b); }
-Tensor min(const Tensor& a, const Tensor& b) { return a.minimum(b); }
-Tensor exp(const Tensor& x) { return x.exp(); }
-Tensor log(const Tensor& x) { return x.log(); }
-Tensor log1p(const Tensor& x) { return x.log1p(); }
-Tensor expm1(const Tensor& x) { return x.expm1(); }
-Tensor sqrt(const Tensor& x) { return x.sqrt(); }
-Tensor rsqrt(const Tensor& x) { return x.rsqrt(); }
-Tensor abs(const Tensor& x) { return x.abs(); }
-Tensor neg(const Tensor& x) { return x.neg(); }
-Tensor sin(const Tensor& x) { return x.sin(); }
-Tensor cos(const Tensor& x) { return x.cos(); }
-Tensor tan(const Tensor& x) { return x.tan(); }
-Tensor tanh(const Tensor& x) { return x.tanh(); }
-Tensor sigmoid(const Tensor& x) { return x.sigmoid(); }
-Tensor relu(const Tensor& x) { return x.relu(); }
-Tensor erf(const Tensor& x) { return x.erf(); }
-Tensor sign(const Tensor& x) { return x.sign(); }
-Tensor square(const Tensor& x) { return x.square(); }
-Tensor reciprocal(const Tensor& x) { return x.reciprocal(); }
-Tensor gelu(const Tensor& x, const std::string& approximate) {
-  EMBER_CHECK(approximate == "none" || approximate == "tanh", "gelu", "approximate must be 'none' or 'tanh', got '",
-              approximate, "'");
-  return unary_op(approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, x);
-}
-Tensor silu(const Tensor& x) { return unary_op(UnaryOp::Silu, x); }
-Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) { return x.clamp(min, max); }
-Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max) {
-  return x.clamp(min, max);
-}
-Tensor clamp_min(const Tensor& x, const Scalar& min) { return x.clamp_min(min); }
-Tensor clamp_min(const Tensor& x, const Tensor& min) { return x.clamp_min(min); }
-Tensor clamp_max(const Tensor& x, const Scalar& max) { return x.clamp_max(max); }
-Tensor clamp_max(const Tensor& x, const Tensor& max) { return x.clamp_max(max); }
-Tensor floor(const Tensor& x) { return x.floor(); }
-Tensor ceil(const Tensor& x) { return x.ceil(); }
-Tensor trunc(const Tensor& x) { return x.trunc(); }
-Tensor round(const Tensor& x, int64_t decimals) { return x.round(decimals); }
-Tensor frac(const Tensor& x) { return x.frac(); }
-Tensor remainder(const Tensor& a, const Tensor& b) { return a.remainder(b); }
-Tensor remainder(const Tensor& a, const Scalar& b) { return a.remainder(b); }
-Tensor remainder(const Scalar& a, const Tensor& b) {
-  return ops::scalar_to_tensor(a, ops::result_type(b, a)).remainder(b);
-}
-Tensor fmod(const Tensor& a, const Tensor& b) { return a.fmod(b); }
-Tensor fmod(const Tensor& a, const Scalar& b) { return a.fmod(b); }
-Tensor bitwise_and(const Tensor& a, const Tensor& b) { return a.bitwise_and(b); }
-Tensor bitwise_and(const Tensor& a, const Scalar& b) { return a.bitwise_and(b); }
-Tensor bitwise_or(const Tensor& a, const Tensor& b) { return a.bitwise_or(b); }
-Tensor bitwise_or(const Tensor& a, const Scalar& b) { return a.bitwise_or(b); }
-Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return a.bitwise_xor(b); }
-Tensor bitwise_xor(const Tensor& a, const Scalar& b) { return a.bitwise_xor(b); }
-Tensor bitwise_not(const Tensor& x) { return x.bitwise_not(); }
-Tensor eq(const Tensor& a, const Tensor& b) { return a.eq(b); }
-Tensor ne(const Tensor& a, const Tensor& b) { return a.ne(b); }
-Tensor lt(const Tensor& a, const Tensor& b) { return a.lt(b); }
-Tensor le(const Tensor& a, const Tensor& b) { return a.le(b); }
-Tensor gt(const Tensor& a, const Tensor& b) { return a.gt(b); }
-Tensor ge(const Tensor& a, const Tensor& b) { return a.ge(b); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return a.logical_and(b); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return a.logical_or(b); }
-Tensor logical_xor(const Tensor& a, const Tensor& b) { return a.logical_xor(b); }
-Tensor logical_not(const Tensor& a) { return a.logical_not(); }
-Tensor isnan(const Tensor& x) { return x.isnan(); }
-Tensor isinf(const Tensor& x) { return x.isinf(); }
-Tensor isfinite(const Tensor& x) { return x.isfinite(); }
 
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   EMBER_CHECK(condition.scalar_type() == kBool, "where", "condition must be bool, got ",

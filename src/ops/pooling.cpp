@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "cpu/pooling.h"
+#include "cpu/shape_rules.h"
 #include "ops/op_utils.h"
 
 namespace ember {
@@ -40,13 +41,20 @@ Windows sliding(const Tensor& x, int64_t rank, IntArrayRef kernel_arg, IntArrayR
   const auto dilation = per_dim(dilation_arg, rank, op, "dilation");
   Windows w = {cpu::unit_windows(), cpu::unit_windows(), cpu::unit_windows()};
   for (int64_t d = 0; d < rank; ++d) {
-    EMBER_CHECK(kernel[d] > 0, op, "kernel_size must be positive, got ", IntArrayRef(kernel));
-    EMBER_CHECK(stride[d] > 0, op, "stride must be positive, got ", IntArrayRef(stride));
-    EMBER_CHECK(dilation[d] > 0, op, "dilation must be positive, got ", IntArrayRef(dilation));
-    const int64_t reach = (kernel[d] - 1) * dilation[d] + 1;
-    EMBER_CHECK(padding[d] >= 0 && padding[d] <= reach / 2, op,
-                "padding must be non-negative and at most half of the (dilated) kernel size, got padding ",
-                IntArrayRef(padding), " for kernel_size ", IntArrayRef(kernel));
+    // The window's shape rule (src/cpu/shape_rules.h), worded for eager.
+    switch (cpu::pool_window_rule(kernel[d], stride[d], padding[d], dilation[d])) {
+      case cpu::ShapeFault::None: break;
+      case cpu::ShapeFault::KernelSize: EMBER_FAIL(op, "kernel_size must be positive, got ", IntArrayRef(kernel));
+      case cpu::ShapeFault::Stride: EMBER_FAIL(op, "stride must be positive, got ", IntArrayRef(stride));
+      case cpu::ShapeFault::Dilation: EMBER_FAIL(op, "dilation must be positive, got ", IntArrayRef(dilation));
+      case cpu::ShapeFault::TooLarge:
+        EMBER_FAIL(op, "kernel_size, stride and dilation must be below 2^31, got kernel_size ", IntArrayRef(kernel),
+                   ", stride ", IntArrayRef(stride), ", dilation ", IntArrayRef(dilation));
+      case cpu::ShapeFault::Padding:
+        EMBER_FAIL(op, "padding must be non-negative and at most half of the (dilated) kernel size, got padding ",
+                   IntArrayRef(padding), " for kernel_size ", IntArrayRef(kernel));
+      default: EMBER_FAIL(op, "invalid window in spatial dim ", d);
+    }
     const int64_t in = x.size(2 + d);
     const int64_t out = cpu::pooled_size(in, kernel[d], padding[d], stride[d], dilation[d], ceil_mode);
     EMBER_CHECK(out > 0, op, "output size is too small: input ", x.sizes(), ", kernel_size ", IntArrayRef(kernel),

@@ -1,6 +1,6 @@
 // The export recipe shared by every decoder language model with a KV cache (ember's GPT and
 // the pretrained causal LMs): one program with two methods, `prefill` and `decode`, over KV
-// caches the caller owns (the layout is in docs/PROGRAM_OPS.md, "Decoder program layout").
+// caches the caller owns (the layout is in docs/RUNTIME_OPS.md, "Decoder program layout").
 #pragma once
 #include <cstdint>
 #include <functional>

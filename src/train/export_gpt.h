@@ -1,5 +1,5 @@
 // The GPT as an exported program with two methods, `prefill` and `decode`, over KV caches
-// the caller owns (train/export_decoder.h; the layout is in docs/PROGRAM_OPS.md, "Decoder
+// the caller owns (train/export_decoder.h; the layout is in docs/RUNTIME_OPS.md, "Decoder
 // program layout").
 #pragma once
 #include <vector>

@@ -1,6 +1,6 @@
 // A pretrained causal LM (ember/models/pretrained.h) as an exported program: the decoder
 // recipe of train/export_decoder.h, and the metadata ember-rt needs to print its text
-// without a tokenizer.json parser (docs/PROGRAM_OPS.md, "Decoder program layout").
+// without a tokenizer.json parser (docs/RUNTIME_OPS.md, "Decoder program layout").
 #pragma once
 #include <string>
 #include <vector>

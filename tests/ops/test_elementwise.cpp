@@ -267,6 +267,7 @@ TEST(Unary, InPlaceFormsWriteIntoSelf) {
 
 double maximum_ref(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b); }
 double minimum_ref(double a, double b) { return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b); }
+double logaddexp_ref(double a, double b) { return std::log(std::exp(a) + std::exp(b)); }
 
 struct BinaryCase {
   std::string name;
@@ -289,6 +290,9 @@ std::vector<BinaryCase> binary_cases() {
       {"minimum", [](const Tensor& a, const Tensor& b) { return a.minimum(b); }, minimum_ref, -5, 5, -5, 5, IntInput::Keeps},
       {"pow", [](const Tensor& a, const Tensor& b) { return ember::pow(a, b); }, [](double a, double b) { return std::pow(a, b); }, 0.2, 3, -2, 3, IntInput::Rejects},
       {"atan2", [](const Tensor& a, const Tensor& b) { return ember::atan2(a, b); }, [](double a, double b) { return std::atan2(a, b); }, -3, 3, -3, 3, IntInput::ToFloat},
+      {"logaddexp", [](const Tensor& a, const Tensor& b) { return ember::logaddexp(a, b); }, logaddexp_ref, -6, 6, -6, 6, IntInput::Rejects},
+      {"logaddexp_method", [](const Tensor& a, const Tensor& b) { return a.logaddexp(b); }, logaddexp_ref, -20, 3, -3, 20, IntInput::Rejects},
+      {"hypot", [](const Tensor& a, const Tensor& b) { return ember::hypot(a, b); }, [](double a, double b) { return std::sqrt(a * a + b * b); }, 0.5, 5, -5, -0.5, IntInput::Rejects},
   };
 }
 
@@ -389,6 +393,30 @@ TEST(Binary, MaximumMinimumPropagateNaN) {
   }
 }
 
+TEST(Binary, LogaddexpSpecialValuesAndIntegers) {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    // Past exp's range, equal and opposite infinities, NaN; log(2) + 1000 computed in float64.
+    Tensor a = make({1000, -1000, kInf, -kInf, kInf, kNaN, 2}, {7}, dtype);
+    Tensor b = make({1000, 0, kInf, -kInf, -kInf, 1, kNaN}, {7}, dtype);
+    EXPECT_TRUE(all_close(logaddexp(a, b), {1000 + std::log(2.0), 0, kInf, -kInf, kInf, kNaN, kNaN},
+                          tolerance(dtype)));
+  }
+  EXPECT_TRUE(throws_error([] { logaddexp(tensor({1}), tensor({2})); }, {"[logaddexp]", "int64"}));
+  EXPECT_TRUE(throws_error([] { logaddexp(ones({2, 3}), ones({2})); }, {"[logaddexp]", "[2, 3]", "[2]"}));
+}
+
+TEST(Binary, HypotSpecialValuesAndIntegers) {
+  for (ScalarType dtype : {kFloat32, kFloat64}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    // Squares past float32's range, infinities (even beside NaN, as C's hypot), NaN.
+    Tensor a = make({3, 1e30, kInf, kNaN, -kInf, 0}, {6}, dtype);
+    Tensor b = make({-4, 1e30, kNaN, 1, 2, 0}, {6}, dtype);
+    EXPECT_TRUE(all_close(hypot(a, b), {5, 1e30 * std::sqrt(2.0), kInf, kNaN, kInf, 0}, tolerance(dtype)));
+  }
+  EXPECT_TRUE(throws_error([] { hypot(tensor({3}), tensor({4})); }, {"[hypot]", "int64"}));
+}
+
 TEST(Binary, ScalarOperands) {
   Tensor x = tensor({1.0, 2.0, 4.0});
   EXPECT_TRUE(all_close(x + 2, {3, 4, 6}));
@@ -431,6 +459,7 @@ std::vector<BinaryInPlaceCase> binary_inplace_cases() {
       {"div_", [](Tensor& a, const Tensor& b) { a /= b; }, [](const Tensor& a, const Tensor& b) { return a / b; }},
       {"pow_", [](Tensor& a, const Tensor& b) { a.pow_(b); }, [](const Tensor& a, const Tensor& b) { return a.pow(b); }},
       {"atan2_", [](Tensor& a, const Tensor& b) { a.atan2_(b); }, [](const Tensor& a, const Tensor& b) { return a.atan2(b); }},
+      {"hypot_", [](Tensor& a, const Tensor& b) { a.hypot_(b); }, [](const Tensor& a, const Tensor& b) { return a.hypot(b); }},
   };
 }
 

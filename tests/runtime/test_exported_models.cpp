@@ -6,6 +6,7 @@
 // the bounds is an error code and a message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,23 @@ TEST(RuntimeExportedModels, SmallCNN) {
   Forward forward = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{cnn->forward(in[0])}; };
   expect_runs_equal_eager(*loaded, forward, [](int64_t n) { return randn({n, 3, 12, 12}); }, {1, 3, 4, 9, 16}, 17,
                           "[1, 16]");
+}
+
+// Elementwise ops that only the op table declares (logaddexp, hypot): exported, saved and run.
+TEST(RuntimeExportedModels, LogaddexpAndHypotOfALinearLayer) {
+  backends::set_gemm_backend("openblas");
+  manual_seed(55);
+  nn::Linear linear(nn::LinearOptions(4, 4));
+  const Forward forward = [&](const std::vector<Tensor>& in) {
+    const Tensor y = linear->forward(in[0]);
+    return std::vector<Tensor>{logaddexp(y, in[0]), y.hypot(in[0])};
+  };
+  const ExportedProgram program =
+      export_program(*linear, forward, {randn({3, 4})}, ExportOptions().dynamic_dim(0, 0, Dim("N", 1, 16)));
+  const std::vector<std::string> ops = program.program().operators();
+  for (const char* op : {"logaddexp", "hypot"}) EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
+  const auto loaded = load_saved(program, "logaddexp");
+  expect_runs_equal_eager(*loaded, forward, [](int64_t n) { return randn({n, 4}) * 30; }, {1, 2, 9, 16}, 17, "[1, 16]");
 }
 
 }  // namespace

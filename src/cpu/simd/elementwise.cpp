@@ -24,6 +24,7 @@ struct Math {
   static A erf(A x) { return __builtin_erf(x); }
   static A pow(A x, A y) { return __builtin_pow(x, y); }
   static A atan2(A x, A y) { return __builtin_atan2(x, y); }
+  static A hypot(A x, A y) { return __builtin_hypot(x, y); }
   static A fmod(A x, A y) { return __builtin_fmod(x, y); }
   static A floor(A x) { return __builtin_floor(x); }
   static A ceil(A x) { return __builtin_ceil(x); }
@@ -44,12 +45,17 @@ struct Math<float> {
   static float erf(float x) { return __builtin_erff(x); }
   static float pow(float x, float y) { return __builtin_powf(x, y); }
   static float atan2(float x, float y) { return __builtin_atan2f(x, y); }
+  static float hypot(float x, float y) { return __builtin_hypotf(x, y); }
   static float fmod(float x, float y) { return __builtin_fmodf(x, y); }
   static float floor(float x) { return __builtin_floorf(x); }
   static float ceil(float x) { return __builtin_ceilf(x); }
   static float trunc(float x) { return __builtin_truncf(x); }
   static float nearbyint(float x) { return __builtin_nearbyintf(x); }
 };
+
+// For the static_assert that ends each formula chain: a row of the op table without a branch.
+template <auto>
+constexpr bool kAlwaysFalse = false;
 
 template <typename A>
 static inline bool is_nan(A x) {
@@ -97,8 +103,16 @@ static inline A binary(A a, A b, A alpha) {
   } else if constexpr (op == BinaryOp::BitwiseAnd) return A(a & b);
   else if constexpr (op == BinaryOp::BitwiseOr) return A(a | b);
   else if constexpr (op == BinaryOp::BitwiseXor) return A(a ^ b);
-  else {
-    return Math<A>::atan2(a, b);
+  else if constexpr (op == BinaryOp::Atan2) return Math<A>::atan2(a, b);
+  else if constexpr (op == BinaryOp::Logaddexp) {
+    // max + log1p(exp(-|a - b|)); equal infinities are their own result (inf - inf is NaN).
+    if (a == b && a - a != a - a) return a;
+    const A larger = a < b ? b : a, distance = a < b ? b - a : a - b;
+    return larger + Math<A>::log1p(Math<A>::exp(-distance));
+  } else if constexpr (op == BinaryOp::Hypot) {
+    return Math<A>::hypot(a, b);
+  } else {
+    static_assert(kAlwaysFalse<op>, "an op table row without its scalar formula");
   }
 }
 
@@ -188,11 +202,13 @@ static inline A unary(A x, const ElementwiseParams& p) {
     const A e = static_cast<A>(p.alpha);
     if (e == A(2)) return x * x;
     return M::pow(x, e);
-  } else {
+  } else if constexpr (op == UnaryOp::Clamp) {
     A y = x;
     if (p.has_low && y < static_cast<A>(p.low)) y = static_cast<A>(p.low);
     if (p.has_high && y > static_cast<A>(p.high)) y = static_cast<A>(p.high);
     return is_nan(x) ? x : y;
+  } else {
+    static_assert(kAlwaysFalse<op>, "an op table row without its scalar formula");
   }
 }
 
@@ -207,11 +223,13 @@ static inline A unary_int(A x, const ElementwiseParams& p) {
   else if constexpr (op == UnaryOp::BitwiseNot) {
     if constexpr (std::is_same_v<A, bool>) return !x;
     else return A(~x);
-  } else {
+  } else if constexpr (op == UnaryOp::Clamp) {
     A y = x;
     if (p.has_low && y < static_cast<A>(p.low)) y = static_cast<A>(p.low);
     if (p.has_high && y > static_cast<A>(p.high)) y = static_cast<A>(p.high);
     return y;
+  } else {
+    static_assert(kAlwaysFalse<op>, "an integer op table row without its scalar formula");
   }
 }
 
@@ -302,40 +320,69 @@ InnerLoop by_dtype(ScalarType dtype, F f) {
 template <typename T>
 constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 
-template <BinaryOp kOp>
-InnerLoop binary_loop_of(ScalarType dtype) {
+// Whether an op of dtype rule `rule` (the op table's column) has a kernel for element type T.
+template <typename T>
+constexpr bool has_kernel(detail::OpDtype rule) {
+  using detail::OpDtype;
+  if constexpr (std::is_same_v<T, bool>) return rule == OpDtype::Integral;
+  else if constexpr (is_float_v<T>) return rule != OpDtype::Integral;
+  else return rule == OpDtype::Numeric || rule == OpDtype::Integral;
+}
+
+constexpr detail::OpDtype dtype_rule(UnaryOp op) { return kUnaryRows[static_cast<int>(op)].dtype; }
+constexpr detail::OpDtype dtype_rule(BinaryOp op) { return kBinaryRows[static_cast<int>(op)].dtype; }
+template <typename T, UnaryOp kOp>
+constexpr InnerLoop kernel_of() {
+  return unary_kernel<T, kOp>;
+}
+template <typename T, BinaryOp kOp>
+constexpr InnerLoop kernel_of() {
+  return binary_kernel<T, kOp>;
+}
+
+// The kernel of op kOp (unary or binary) for `dtype`, where the op's dtype rule has one.
+template <auto kOp>
+InnerLoop op_loop(ScalarType dtype) {
   return by_dtype(dtype, [](auto tag) -> InnerLoop {
     using T = decltype(tag);
-    // Bitwise ops take bool and integers only; the others no bool; atan2 floats only.
-    constexpr bool bitwise = kOp == BinaryOp::BitwiseAnd || kOp == BinaryOp::BitwiseOr || kOp == BinaryOp::BitwiseXor;
-    if constexpr (bitwise ? is_float_v<T> : std::is_same_v<T, bool> || (kOp == BinaryOp::Atan2 && !is_float_v<T>))
-      return nullptr;
-    else return binary_kernel<T, kOp>;
+    if constexpr (has_kernel<T>(dtype_rule(kOp))) return kernel_of<T, kOp>();
+    else return nullptr;
   });
 }
 
 }  // namespace
 
-InnerLoop add_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Add>(dtype); }
-InnerLoop sub_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Sub>(dtype); }
-InnerLoop mul_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Mul>(dtype); }
-InnerLoop div_loop(ScalarType dtype) { return binary_loop_of<BinaryOp::Div>(dtype); }
+template <UnaryOp kOp>
+InnerLoop unary_op_loop(ScalarType dtype) {
+  return op_loop<kOp>(dtype);
+}
+template <BinaryOp kOp>
+InnerLoop binary_op_loop(ScalarType dtype) {
+  return op_loop<kOp>(dtype);
+}
+
+#define EMBER_UNARY(name, program, Kernel, ...) template InnerLoop unary_op_loop<UnaryOp::Kernel>(ScalarType);
+#define EMBER_UNARY_WITH_PARAMS(name, program, Kernel, ...) \
+  template InnerLoop unary_op_loop<UnaryOp::Kernel>(ScalarType);
+#define EMBER_BINARY(name, program, Kernel, ...) template InnerLoop binary_op_loop<BinaryOp::Kernel>(ScalarType);
+#include "ember/detail/op_table.def"
+
+InnerLoop unary_loop(UnaryOp op, ScalarType dtype) {
+  switch (op) {
+#define EMBER_UNARY(name, program, Kernel, ...) \
+  case UnaryOp::Kernel: return unary_op_loop<UnaryOp::Kernel>(dtype);
+#define EMBER_UNARY_WITH_PARAMS(name, program, Kernel, ...) \
+  case UnaryOp::Kernel: return unary_op_loop<UnaryOp::Kernel>(dtype);
+#include "ember/detail/op_table.def"
+  }
+  return nullptr;
+}
 
 InnerLoop binary_loop(BinaryOp op, ScalarType dtype) {
   switch (op) {
-    case BinaryOp::Add: return add_loop(dtype);
-    case BinaryOp::Sub: return sub_loop(dtype);
-    case BinaryOp::Mul: return mul_loop(dtype);
-    case BinaryOp::Div: return div_loop(dtype);
-    case BinaryOp::Maximum: return binary_loop_of<BinaryOp::Maximum>(dtype);
-    case BinaryOp::Minimum: return binary_loop_of<BinaryOp::Minimum>(dtype);
-    case BinaryOp::Pow: return binary_loop_of<BinaryOp::Pow>(dtype);
-    case BinaryOp::Atan2: return binary_loop_of<BinaryOp::Atan2>(dtype);
-    case BinaryOp::Remainder: return binary_loop_of<BinaryOp::Remainder>(dtype);
-    case BinaryOp::Fmod: return binary_loop_of<BinaryOp::Fmod>(dtype);
-    case BinaryOp::BitwiseAnd: return binary_loop_of<BinaryOp::BitwiseAnd>(dtype);
-    case BinaryOp::BitwiseOr: return binary_loop_of<BinaryOp::BitwiseOr>(dtype);
-    case BinaryOp::BitwiseXor: return binary_loop_of<BinaryOp::BitwiseXor>(dtype);
+#define EMBER_BINARY(name, program, Kernel, ...) \
+  case BinaryOp::Kernel: return binary_op_loop<BinaryOp::Kernel>(dtype);
+#include "ember/detail/op_table.def"
   }
   return nullptr;
 }
@@ -344,54 +391,11 @@ InnerLoop compare_loop(CompareOp op, ScalarType dtype) {
   return by_dtype(dtype, [op](auto tag) -> InnerLoop {
     using T = decltype(tag);
     switch (op) {
-      case CompareOp::Eq: return compare_kernel<T, CompareOp::Eq>;
-      case CompareOp::Ne: return compare_kernel<T, CompareOp::Ne>;
-      case CompareOp::Lt: return compare_kernel<T, CompareOp::Lt>;
-      case CompareOp::Le: return compare_kernel<T, CompareOp::Le>;
-      case CompareOp::Gt: return compare_kernel<T, CompareOp::Gt>;
-      case CompareOp::Ge: return compare_kernel<T, CompareOp::Ge>;
-      case CompareOp::LogicalAnd: return compare_kernel<T, CompareOp::LogicalAnd>;
-      case CompareOp::LogicalOr: return compare_kernel<T, CompareOp::LogicalOr>;
-      case CompareOp::LogicalXor: return compare_kernel<T, CompareOp::LogicalXor>;
+#define EMBER_COMPARE(name, Kernel, api) \
+  case CompareOp::Kernel: return compare_kernel<T, CompareOp::Kernel>;
+#include "ember/detail/op_table.def"
     }
     return nullptr;
-  });
-}
-
-InnerLoop unary_loop(UnaryOp op, ScalarType dtype) {
-  return by_dtype(dtype, [op](auto tag) -> InnerLoop {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      return op == UnaryOp::BitwiseNot ? unary_kernel<T, UnaryOp::BitwiseNot> : nullptr;
-    } else if constexpr (!is_float_v<T>) {
-      switch (op) {
-        case UnaryOp::Floor: return unary_kernel<T, UnaryOp::Floor>;
-        case UnaryOp::Ceil: return unary_kernel<T, UnaryOp::Ceil>;
-        case UnaryOp::Trunc: return unary_kernel<T, UnaryOp::Trunc>;
-        case UnaryOp::Round: return unary_kernel<T, UnaryOp::Round>;
-        case UnaryOp::BitwiseNot: return unary_kernel<T, UnaryOp::BitwiseNot>;
-        case UnaryOp::Abs: return unary_kernel<T, UnaryOp::Abs>;
-        case UnaryOp::Neg: return unary_kernel<T, UnaryOp::Neg>;
-        case UnaryOp::Relu: return unary_kernel<T, UnaryOp::Relu>;
-        case UnaryOp::Sign: return unary_kernel<T, UnaryOp::Sign>;
-        case UnaryOp::PowScalar: return unary_kernel<T, UnaryOp::PowScalar>;
-        case UnaryOp::Clamp: return unary_kernel<T, UnaryOp::Clamp>;
-        default: return nullptr;
-      }
-    } else {
-      switch (op) {
-#define EMBER_CASE(name) \
-  case UnaryOp::name: return unary_kernel<T, UnaryOp::name>;
-        EMBER_CASE(Exp) EMBER_CASE(Log) EMBER_CASE(Log1p) EMBER_CASE(Expm1) EMBER_CASE(Sqrt) EMBER_CASE(Rsqrt)
-        EMBER_CASE(Abs) EMBER_CASE(Neg) EMBER_CASE(Sin) EMBER_CASE(Cos) EMBER_CASE(Tan) EMBER_CASE(Tanh)
-        EMBER_CASE(Sigmoid) EMBER_CASE(Relu) EMBER_CASE(GeluErf) EMBER_CASE(GeluTanh) EMBER_CASE(Silu) EMBER_CASE(Erf)
-        EMBER_CASE(Sign) EMBER_CASE(Reciprocal) EMBER_CASE(PowScalar) EMBER_CASE(Clamp) EMBER_CASE(Floor)
-        EMBER_CASE(Ceil) EMBER_CASE(Trunc) EMBER_CASE(Round) EMBER_CASE(Frac)
-#undef EMBER_CASE
-        case UnaryOp::BitwiseNot: return nullptr;
-      }
-      return nullptr;
-    }
   });
 }
 
@@ -399,10 +403,9 @@ InnerLoop predicate_loop(PredicateOp op, ScalarType dtype) {
   return by_dtype(dtype, [op](auto tag) -> InnerLoop {
     using T = decltype(tag);
     switch (op) {
-      case PredicateOp::LogicalNot: return predicate_kernel<T, PredicateOp::LogicalNot>;
-      case PredicateOp::IsNan: return predicate_kernel<T, PredicateOp::IsNan>;
-      case PredicateOp::IsInf: return predicate_kernel<T, PredicateOp::IsInf>;
-      case PredicateOp::IsFinite: return predicate_kernel<T, PredicateOp::IsFinite>;
+#define EMBER_PREDICATE(name, Kernel) \
+  case PredicateOp::Kernel: return predicate_kernel<T, PredicateOp::Kernel>;
+#include "ember/detail/op_table.def"
     }
     return nullptr;
   });

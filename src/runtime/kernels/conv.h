@@ -5,46 +5,47 @@
 // bf16 kernel for it, through float32 copies; the exporter records those casts).
 #pragma once
 #include "cpu/conv.h"
+#include "cpu/shape_rules.h"
 #include "runtime/kernels/support.h"
 
 namespace ember::rt::kernels {
 
-// conv_shape of src/ops/conv.cpp from the operands' sizes; false (and a message) when they
-// do not form a convolution.
+// The convolution's shape rule (src/cpu/shape_rules.h, as eager's conv_shape) over the
+// operands' sizes and the Call's attributes; false (and a message) when they do not form a
+// convolution.
 template <int kSpatial>
 bool conv_shape(const char* op, const program::Call* call, const int64_t* x, const int64_t* w, int64_t bias_size,
                 cpu::ConvShape* s, Error& error) {
-  int64_t groups = 1;
-  if (!int_attribute(call, "groups", nullptr, 1, &groups) || groups <= 0)
+  int64_t groups = 1, stride[kSpatial], padding[kSpatial], dilation[kSpatial];
+  if (!int_attribute(call, "groups", nullptr, 1, &groups))
     return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] groups must be a positive Int", op);
-  s->batch = x[0];
-  s->in_channels = x[1];
-  s->out_channels = w[0];
-  s->groups = groups;
-  if (s->out_channels % groups != 0 || w[1] * groups != s->in_channels || (bias_size >= 0 && bias_size != w[0]))
+  for (int d = 0; d < kSpatial; ++d)
+    if (!per_dim_attribute(call, "stride", kSpatial, d, 1, &stride[d]) ||
+        !per_dim_attribute(call, "padding", kSpatial, d, 0, &padding[d]) ||
+        !per_dim_attribute(call, "dilation", kSpatial, d, 1, &dilation[d]))
+      return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] stride, padding and dilation must be Ints of 1 or %d values", op,
+                        kSpatial);
+  const cpu::ShapeCheck check = cpu::conv_shape_rule(kSpatial, x, w, stride, padding, dilation, groups, s);
+  const int d = check.dim;
+  switch (check.fault) {
+    case cpu::ShapeFault::None: break;
+    case cpu::ShapeFault::Stride:
+    case cpu::ShapeFault::Dilation:
+    case cpu::ShapeFault::Padding:
+      return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] stride and dilation must be positive and padding >= 0 (spatial "
+                        "dim %d)", op, d);
+    case cpu::ShapeFault::Groups: return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] groups must be a positive Int", op);
+    case cpu::ShapeFault::KernelPastInput:
+      return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] kernel size %lld (dilated: %lld) can't be greater than the padded "
+                        "input size %lld", op, static_cast<long long>(w[2 + d]),
+                        static_cast<long long>(cpu::dilated_extent(w[2 + d], dilation[d])),
+                        static_cast<long long>(x[2 + d] + 2 * padding[d]));
+    default: break;  // the channels: one message with the bias's below
+  }
+  if (!check.ok() || (bias_size >= 0 && bias_size != w[0]))
     return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] input channels %lld, weight [%lld, %lld, ...], groups %lld and "
                       "bias %lld do not fit", op, static_cast<long long>(x[1]), static_cast<long long>(w[0]),
                       static_cast<long long>(w[1]), static_cast<long long>(groups), static_cast<long long>(bias_size));
-  for (int d = 0; d < kSpatial; ++d) {
-    const int k = 3 - kSpatial + d;
-    int64_t stride = 1, padding = 0, dilation = 1;
-    if (!per_dim_attribute(call, "stride", kSpatial, d, 1, &stride) ||
-        !per_dim_attribute(call, "padding", kSpatial, d, 0, &padding) ||
-        !per_dim_attribute(call, "dilation", kSpatial, d, 1, &dilation) || stride <= 0 || dilation <= 0 || padding < 0)
-      return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] stride and dilation must be positive and padding >= 0 (Ints)",
-                        op);
-    const int64_t padded = x[2 + d] + 2 * padding, reach = dilation * (w[2 + d] - 1) + 1;
-    if (reach > padded)
-      return error.fail(EMBER_RT_ERROR_KERNEL, "[%s] kernel size %lld (dilated: %lld) can't be greater than the padded "
-                        "input size %lld", op, static_cast<long long>(w[2 + d]), static_cast<long long>(reach),
-                        static_cast<long long>(padded));
-    s->in[k] = x[2 + d];
-    s->kernel[k] = w[2 + d];
-    s->stride[k] = stride;
-    s->pad[k] = padding;
-    s->dilation[k] = dilation;
-    s->out[k] = (padded - reach) / stride + 1;
-  }
   return true;
 }
 

@@ -1,11 +1,12 @@
 // max_pool{1,2,3}d and avg_pool{1,2,3}d over `kSpatial` dims, as ember's pooling ops
 // (src/ops/pooling.cpp: sliding windows, then cpu::max_pool_forward / avg_pool_forward on a
-// contiguous input). Attributes as the exporter records them (docs/PROGRAM_OPS.md): Ints
+// contiguous input). Attributes as the exporter records them (docs/RUNTIME_OPS.md): Ints
 // kernel_size, stride, padding (and dilation for max), Int ceil_mode, return_indices (max),
 // count_include_pad and divisor_override (avg). float32 and float64. The windows and max
 // pooling's indices live in scratch: the kernel allocates nothing.
 #pragma once
 #include "cpu/pooling.h"
+#include "cpu/shape_rules.h"
 #include "runtime/kernels/support.h"
 
 namespace ember::rt::kernels {
@@ -27,11 +28,7 @@ bool pool_geometry(const char* op, const program::Call* call, PoolGeometry* g, E
         !per_dim_attribute(call, "dilation", kSpatial, d, 1, &g->dilation[d]))
       return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[%s] kernel_size, stride, padding and dilation must be Ints of "
                         "1 or %d values", op, kSpatial);
-    // Sizes up to int32 keep the window arithmetic far from overflowing.
-    const bool in_range = g->kernel[d] > 0 && g->kernel[d] <= INT32_MAX && g->stride[d] > 0 && g->stride[d] <= INT32_MAX &&
-                          g->dilation[d] > 0 && g->dilation[d] <= INT32_MAX;
-    const int64_t reach = in_range ? (g->kernel[d] - 1) * g->dilation[d] + 1 : 0;
-    if (!in_range || g->padding[d] < 0 || g->padding[d] > reach / 2)
+    if (cpu::pool_window_rule(g->kernel[d], g->stride[d], g->padding[d], g->dilation[d]) != cpu::ShapeFault::None)
       return error.fail(EMBER_RT_ERROR_INVALID_PROGRAM, "[%s] kernel_size %lld, stride %lld, dilation %lld must be "
                         "in [1, 2^31) and padding %lld in [0, half the dilated kernel] (spatial dim %d)", op,
                         static_cast<long long>(g->kernel[d]), static_cast<long long>(g->stride[d]),

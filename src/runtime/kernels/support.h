@@ -182,12 +182,7 @@ inline bool check_binary(const KernelSignature& s, Error& error) {
 // binary_loop(kOp, dtype) through the lookup of that op alone (elementwise_ops.h).
 template <cpu::BinaryOp kOp>
 cpu::InnerLoop binary_loop(program::ScalarType dtype) {
-  static_assert(kOp == cpu::BinaryOp::Add || kOp == cpu::BinaryOp::Sub || kOp == cpu::BinaryOp::Mul ||
-                kOp == cpu::BinaryOp::Div);
-  if constexpr (kOp == cpu::BinaryOp::Add) return EMBER_KERNEL(add_loop)(to_ember(dtype));
-  else if constexpr (kOp == cpu::BinaryOp::Sub) return EMBER_KERNEL(sub_loop)(to_ember(dtype));
-  else if constexpr (kOp == cpu::BinaryOp::Mul) return EMBER_KERNEL(mul_loop)(to_ember(dtype));
-  else return EMBER_KERNEL(div_loop)(to_ember(dtype));
+  return EMBER_KERNEL(binary_op_loop<kOp>)(to_ember(dtype));
 }
 
 template <cpu::BinaryOp kOp>
@@ -210,7 +205,7 @@ template <cpu::UnaryOp kOp>
 bool run_unary(const KernelCall& c, Error& error) {
   for (int d = 0; d < c.outputs[0].dim; ++d)
     if (c.inputs[0].sizes[d] != c.outputs[0].sizes[d]) return fail(error, c.op, "input and output sizes differ");
-  return run_elementwise(c.op, EMBER_KERNEL(unary_loop)(kOp, to_ember(c.outputs[0].dtype)), {}, c.outputs[0],
+  return run_elementwise(c.op, EMBER_KERNEL(unary_op_loop<kOp>)(to_ember(c.outputs[0].dtype)), {}, c.outputs[0],
                          c.inputs, error);
 }
 

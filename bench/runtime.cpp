@@ -1,4 +1,4 @@
-// `ember bench export`: exported programs in libember_rt against the eager model they came
+// `ember bench runtime` (alias `export`): exported programs in libember_rt against the eager model they came
 // from, called alternately (medians).
 // - gpt: the demo's GPT (GPTConfig defaults, byte vocabulary; random init, seed 0: latency does
 //   not depend on the weights) exported as `ember export` does it. Prefill of a 64-token prompt
@@ -11,7 +11,7 @@
 //   three lengths. When this build's runtime lacks a kernel the program needs, the program
 //   runs in ExportedProgram::run instead (column interpreter_ms instead of rt_ms; exported_by
 //   says which kernel is missing): the choice follows what ember_rt_load accepts, so runtime
-//   kernels added to src/runtime/kernels/all.ops switch it with no change here.
+//   kernels added to the op table (Runtime rows) switch it with no change here.
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,7 +101,7 @@ class RuntimeProgram {
 
   EmberRtMethod* method(const std::string& name) {
     EmberRtMethod* method = nullptr;
-    EMBER_CHECK(ember_rt_method(program_, name.c_str(), &method) == EMBER_RT_OK, "bench export",
+    EMBER_CHECK(ember_rt_method(program_, name.c_str(), &method) == EMBER_RT_OK, "bench runtime",
                 ember_rt_last_error());
     return method;
   }
@@ -112,7 +112,7 @@ class RuntimeProgram {
 };
 
 EmberRtTensor runtime_tensor(const Tensor& t) {
-  EMBER_CHECK(t.is_contiguous() && t.dim() <= EMBER_RT_MAX_DIMS, "bench export", "a runtime operand must be contiguous");
+  EMBER_CHECK(t.is_contiguous() && t.dim() <= EMBER_RT_MAX_DIMS, "bench runtime", "a runtime operand must be contiguous");
   EmberRtTensor r{};
   r.data = t.data_ptr();
   r.dtype = static_cast<int32_t>(t.scalar_type());  // EmberRtDtype follows ScalarType's order
@@ -150,7 +150,7 @@ void run_method(EmberRtMethod* method, const std::vector<Tensor>& inputs, Runtim
   std::vector<EmberRtTensor> operands;
   for (const Tensor& t : inputs) operands.push_back(runtime_tensor(t));
   EMBER_CHECK(ember_rt_run(method, operands.data(), operands.size(), outputs.data(), outputs.size()) == EMBER_RT_OK,
-              "bench export", ember_rt_last_error());
+              "bench runtime", ember_rt_last_error());
 }
 
 nlohmann::json plan_columns(const export_ir::Method& method, const std::string& prefix) {
@@ -235,7 +235,7 @@ nlohmann::json gpt_row(int reps) {
   const ExportedProgram exported = train::export_gpt(model);
   std::string error;
   auto runtime = RuntimeProgram::load(exported, &error);
-  EMBER_CHECK(runtime != nullptr, "bench export", "the runtime refused the GPT program: ", error);
+  EMBER_CHECK(runtime != nullptr, "bench runtime", "the runtime refused the GPT program: ", error);
   EmberRtMethod* prefill = runtime->method("prefill");
   EmberRtMethod* decode = runtime->method("decode");
   RuntimeOutputs prefill_logits(prefill), decode_logits(decode);
@@ -391,7 +391,7 @@ nlohmann::json run(const Options& options) {
   return results;
 }
 
-Register reg("export", run);
+Register reg("runtime", run, {"export"});
 
 }  // namespace
 }  // namespace ember::bench

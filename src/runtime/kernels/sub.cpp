@@ -1,4 +1,0 @@
-// sub: out = a - alpha * b with broadcasting (ember's binary_op).
-#include "runtime/kernels/support.h"
-
-EMBER_RT_KERNEL(sub, check_binary, run_binary<cpu::BinaryOp::Sub>)
