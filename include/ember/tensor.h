@@ -257,14 +257,17 @@ class Tensor {
   Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  // var(unbiased) and std(unbiased) reduce over every element. They are templates so that a
-  // braced list never binds to `unbiased`: x.var({1}) reduces over dim 1, as in libtorch,
-  // while a number still converts to bool as it does there (x.var(0) is the biased variance).
-  template <typename Unbiased = bool, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
-  Tensor var(Unbiased unbiased = true) const { return var(IntArrayRef{}, static_cast<bool>(unbiased)); }
+  // var(), var(unbiased), std() and std(unbiased) reduce over every element. `unbiased` is a
+  // template parameter without a default so that a braced list never binds to it: x.var({1})
+  // reduces over dim 1, as in libtorch, while a number still converts to bool as it does there
+  // (x.var(0) is the biased variance of every element).
+  Tensor var() const { return var(IntArrayRef{}); }
+  template <typename Unbiased, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
+  Tensor var(Unbiased unbiased) const { return var(IntArrayRef{}, static_cast<bool>(unbiased)); }
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
-  template <typename Unbiased = bool, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
-  Tensor std(Unbiased unbiased = true) const { return std(IntArrayRef{}, static_cast<bool>(unbiased)); }
+  Tensor std() const { return std(IntArrayRef{}); }
+  template <typename Unbiased, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
+  Tensor std(Unbiased unbiased) const { return std(IntArrayRef{}, static_cast<bool>(unbiased)); }
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   // As ember::allclose and ember::equal.
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;

@@ -97,6 +97,17 @@ TEST(LibtorchParity, TensorMethods) {
   EXPECT_FALSE(a.equal(a + 1));
 }
 
+TEST(LibtorchParity, FreeAllAndAny) {
+  // Rows [1, 0] and [1, 1]: not all non-zero, some non-zero; by row: all [0, 1], any [1, 1].
+  Tensor x = ember::tensor({1, 0, 1, 1}).view({2, 2});
+  EXPECT_FALSE(ember::all(x).item<bool>());
+  EXPECT_TRUE(ember::any(x).item<bool>());
+  EXPECT_EQ(values_of(ember::all(x, 1)), (std::vector<double>{0, 1}));
+  EXPECT_EQ(values_of(ember::any(x, 0)), (std::vector<double>{1, 1}));
+  EXPECT_EQ(ember::all(x, 1, /*keepdim=*/true).sizes(), (std::vector<int64_t>{2, 1}));
+  EXPECT_FALSE(ember::any(ember::zeros({3})).item<bool>());
+}
+
 TEST(LibtorchParity, FreeFlatten) {
   Tensor x = ember::arange(24, ember::kFloat64).view({2, 3, 4});
   EXPECT_EQ(ember::flatten(x).sizes(), (std::vector<int64_t>{24}));
