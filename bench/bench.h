@@ -13,6 +13,8 @@ namespace ember::bench {
 struct Options {
   bool quick = false;
   bool json = false;
+  // --only TEXT: suites that honour it run only the rows whose names contain TEXT (empty: all).
+  std::string only;
 };
 
 // A suite returns its result rows; the driver wraps them as

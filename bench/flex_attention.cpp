@@ -1,7 +1,9 @@
 // `ember bench flex_attention` (alias `flex`): flex_attention with a causal sliding window
 // against dense scaled_dot_product_attention given the same mask as attn_mask, and the BLAS
-// sgemm rate of this machine, measured side by side. `ember bench flex_attention_decode`
-// (alias `flex-decode`): one decoding step.
+// sgemm rate of this machine, measured side by side, in float32 and bfloat16; where a Python
+// with PyTorch is found, PyTorch's compiled flex_attention forward on the same shapes right
+// after (bench/peers/flex_attention_torch.py). `ember bench flex_attention_decode` (alias
+// `flex-decode`): one decoding step.
 
 #include <cmath>
 
@@ -70,17 +72,50 @@ nlohmann::json run_row(const Row& row, int64_t heads, bool quick) {
   return r;
 }
 
+// Every shape in float32 and bfloat16: s<seq>_w<window> or _causal, then _bf16, then _fwdbwd.
+std::vector<Row> bench_rows() {
+  const std::vector<std::pair<int64_t, int64_t>> forward = {{8192, 64},    {8192, 256},    {8192, 1024}, {8192, 4096},
+                                                            {32768, 256},  {32768, 1024},  {8192, 0}};
+  const std::vector<std::pair<int64_t, int64_t>> backward = {{8192, 256}, {8192, 0}};
+  std::vector<Row> rows;
+  for (bool with_backward : {false, true})
+    for (const auto& [seq, window] : with_backward ? backward : forward)
+      for (ScalarType dtype : {kFloat32, kBFloat16}) {
+        const std::string name = "s" + std::to_string(seq) + (window ? "_w" + std::to_string(window) : "_causal") +
+                                 (dtype == kBFloat16 ? "_bf16" : "") + (with_backward ? "_fwdbwd" : "");
+        rows.push_back({name, seq, window, dtype, with_backward});
+      }
+  return rows;
+}
+
+// PyTorch's compiled flex_attention on the forward rows, in one process after ember's rows
+// (each row's compile untimed): torch_flex_ms and flex_vs_torch (torch's time over ember's).
+void add_torch_columns(const std::vector<Row>& rows, int64_t heads, nlohmann::json& results) {
+  const std::string python = torch_python();
+  if (python.empty()) {
+    note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
+    return;
+  }
+  std::string arguments = "--heads " + std::to_string(heads);
+  for (const Row& row : rows)
+    if (!row.backward)
+      arguments += " --row " + row.name + "," + std::to_string(row.seq) + "," + std::to_string(row.window) + "," +
+                   dtype_name(row.dtype);
+  for (const nlohmann::json& peer : run_peer(python, "flex_attention_torch.py", arguments))
+    for (nlohmann::json& r : results)
+      if (peer.contains("name") && r["name"] == peer["name"]) {
+        r["torch_flex_ms"] = peer.at("ms").get<double>();
+        r["flex_vs_torch"] = r["torch_flex_ms"].get<double>() / r["flex_ms"].get<double>();
+      }
+}
+
 nlohmann::json run(const Options& options) {
   manual_seed(0);
   const int64_t heads = options.quick ? 1 : 8;
-  std::vector<Row> rows = {{"s8192_w64", 8192, 64},       {"s8192_w256", 8192, 256},
-                           {"s8192_w1024", 8192, 1024},   {"s8192_w4096", 8192, 4096},
-                           {"s32768_w256", 32768, 256},   {"s32768_w1024", 32768, 1024},
-                           {"s8192_w64_bf16", 8192, 64, kBFloat16}, {"s32768_w256_bf16", 32768, 256, kBFloat16},
-                           {"s8192_causal", 8192, 0},     {"s8192_w256_fwdbwd", 8192, 256, kFloat32, true},
-                           {"s8192_causal_fwdbwd", 8192, 0, kFloat32, true}};
+  const std::vector<Row> rows = bench_rows();
   nlohmann::json results = nlohmann::json::array();
   for (const Row& row : rows) results.push_back(run_row(row, heads, options.quick));
+  add_torch_columns(rows, heads, results);
   return results;
 }
 

@@ -1,15 +1,18 @@
 // `ember bench pretrained`: prefill and greedy-decode tokens/s of pretrained decoders with the
 // real configurations of Qwen2.5-0.5B and Llama-3.2-1B (random weights made here), in float32,
-// bfloat16 and weight-only int8 (the bf16 model quantized). The same weights, saved by save_pretrained to a scratch directory, run in the same
-// run under the peers that are found: transformers' eager forward and `generate`
+// bfloat16 and weight-only int8 and int4 (the bf16 model quantized). The same weights, saved by
+// save_pretrained to a scratch directory, run in the same run under the peers that are found: transformers' eager forward and `generate`
 // (bench/peers/pretrained_torch.py, under EMBER_TORCH_PYTHON, else python3) and llama.cpp on GGUF
 // conversions of the directory (bench/peers/pretrained_llamacpp.py, under EMBER_LLAMACPP_PYTHON,
 // else the torch Python, where llama-cpp-python and gguf import).
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 
 #include "bench.h"
+#include "ember/backends.h"
 #include "ember/ember.h"
 #include "ember/models/pretrained.h"
 
@@ -89,113 +92,130 @@ Speeds measure(models::CausalLMImpl& model, int64_t prompt, int64_t steps, int r
   return s;
 }
 
-// The llama.cpp GGUF types each row is run with: the row's own precision first (its columns are
-// llamacpp_*_tokens_per_s and the ratios), then the others a bf16 user would pick (their columns
-// carry the type: llamacpp_q8_0_*). float16 and Q8_0 run once, on the bf16 rows.
-std::vector<std::string> llamacpp_types(ScalarType dtype) {
-  if (dtype == kBFloat16) return {"bf16", "f16", "q8_0"};
-  return {"f32"};
+// Note [Alternated peers]
+// Decoding is bound by memory bandwidth, and on a shared machine that bandwidth swings by
+// 10-30% over minutes: figures taken one after another compare the minutes, not the programs.
+// So ember and each peer of a row's own precision run in turn, `rounds` times (one measured
+// repetition each, after its warm-up), and each side keeps its best prefill and best decode:
+// every side gets as many windows of the same span. The other llama.cpp types of a bf16 row
+// (F16), shown beside it, run once at the end with `reps` repetitions.
+struct PeerRun {
+  std::string python, script, arguments;
+  nlohmann::json best = nlohmann::json::object();  // prefill and decode tokens/s: the best of the rounds
+
+  void run_once() {
+    if (python.empty()) return;
+    for (const nlohmann::json& line : run_peer(python, script, arguments)) {
+      if (!line.contains("prefill_tokens_per_s") || !line.contains("decode_tokens_per_s")) continue;
+      for (const char* key : {"prefill_tokens_per_s", "decode_tokens_per_s"})
+        best[key] = std::max(best.value(key, 0.0), line.at(key).get<double>());
+    }
+  }
+  bool ran() const { return best.contains("decode_tokens_per_s"); }
+};
+
+Speeds best_of(const Speeds& a, const Speeds& b) {
+  return {std::max(a.prefill_tokens_per_s, b.prefill_tokens_per_s), std::max(a.decode_tokens_per_s, b.decode_tokens_per_s)};
 }
 
-void add_transformers_columns(nlohmann::json& row, const Speeds& ember, const std::string& python,
-                              const std::string& peer_arguments, ScalarType dtype) {
-  const std::vector<nlohmann::json> peer =
-      run_peer(python, "pretrained_torch.py",
-               peer_arguments + " --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32"));
-  if (peer.empty() || !peer.front().contains("prefill_tokens_per_s")) return;
-  const double prefill = peer.front().at("prefill_tokens_per_s").get<double>();
-  const double decode = peer.front().at("decode_tokens_per_s").get<double>();
-  row["transformers_prefill_tokens_per_s"] = prefill;
-  row["transformers_decode_tokens_per_s"] = decode;
-  row["prefill_vs_transformers"] = ember.prefill_tokens_per_s / prefill;
-  row["decode_vs_transformers"] = ember.decode_tokens_per_s / decode;
+Speeds alternate(int rounds, const std::function<Speeds()>& ember, std::vector<PeerRun*> peers) {
+  Speeds best;
+  for (int round = 0; round < rounds; ++round) {
+    best = best_of(best, ember());
+    for (PeerRun* peer : peers) peer->run_once();
+  }
+  return best;
 }
 
-// One llama.cpp type's figures as columns of `row`: unprefixed with the ratios when the type
-// is the row's own precision, else prefixed with the type (llamacpp_f16_*).
-void add_llamacpp_type(nlohmann::json& row, const Speeds& ember, const nlohmann::json& peer, bool own_precision) {
-  const std::string type = peer.at("type").get<std::string>();
+// A peer's figures as columns of `row`, prefixed (`transformers_`, `llamacpp_`, `llamacpp_f16_`),
+// with the ratios `*_vs_<name>` when `name` is given.
+void add_peer_columns(nlohmann::json& row, const Speeds& ember, const nlohmann::json& peer, const std::string& prefix,
+                      const std::string& name) {
   const double prefill = peer.at("prefill_tokens_per_s").get<double>();
   const double decode = peer.at("decode_tokens_per_s").get<double>();
-  const std::string prefix = own_precision ? "llamacpp_" : "llamacpp_" + type + "_";
   row[prefix + "prefill_tokens_per_s"] = prefill;
   row[prefix + "decode_tokens_per_s"] = decode;
-  if (own_precision) {
-    row["prefill_vs_llamacpp"] = ember.prefill_tokens_per_s / prefill;
-    row["decode_vs_llamacpp"] = ember.decode_tokens_per_s / decode;
-  }
-}
-
-// Runs llama.cpp once for the row's types. The Q8_0 figures go to the int8 row (its own
-// precision) when there is one, else beside the others.
-void add_llamacpp_columns(nlohmann::json& row, const Speeds& ember, nlohmann::json* int8_row, const Speeds& int8,
-                          const std::string& python, const std::string& peer_arguments, ScalarType dtype) {
-  const std::vector<std::string> types = llamacpp_types(dtype);
-  std::string type_list;
-  for (const std::string& type : types) type_list += (type_list.empty() ? "" : ",") + type;
-  for (const nlohmann::json& peer : run_peer(python, "pretrained_llamacpp.py", peer_arguments + " --types " + type_list)) {
-    if (!peer.contains("type") || !peer.contains("prefill_tokens_per_s")) continue;
-    const std::string type = peer.at("type").get<std::string>();
-    if (type == "q8_0" && int8_row) {
-      add_llamacpp_type(*int8_row, int8, peer, true);
-    } else {
-      add_llamacpp_type(row, ember, peer, type == types.front());
-    }
+  if (!name.empty()) {
+    row["prefill_vs_" + name] = ember.prefill_tokens_per_s / prefill;
+    row["decode_vs_" + name] = ember.decode_tokens_per_s / decode;
   }
 }
 
 nlohmann::json run(const Options& options) {
   const int64_t prompt = options.quick ? 64 : 512, steps = options.quick ? 8 : 64;
-  const int reps = options.quick ? 1 : 3;
+  const int reps = options.quick ? 1 : 3, rounds = options.quick ? 1 : 3;
   const std::string torch = torch_python();
   if (torch.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no transformers columns");
   const std::string llamacpp = llamacpp_python();
   if (llamacpp.empty())
     note("no Python with llama-cpp-python and gguf found (EMBER_LLAMACPP_PYTHON, the torch Python): no llamacpp columns");
   const std::filesystem::path scratch = std::filesystem::temp_directory_path() / "ember-bench-pretrained";
-  const std::string peer_arguments = "--model '" + scratch.string() + "' --prefill " + std::to_string(prompt) +
-                                     " --decode " + std::to_string(steps) + " --reps " + std::to_string(reps);
+  // The GGUF conversions, kept across a row's rounds (each peer run is a new process).
+  const std::filesystem::path gguf_scratch = std::filesystem::temp_directory_path() / "ember-bench-pretrained-gguf";
+  const std::string sizes = "--model '" + scratch.string() + "' --prefill " + std::to_string(prompt) + " --decode " +
+                            std::to_string(steps);
+  const std::string llamacpp_sizes = sizes + " --scratch '" + gguf_scratch.string() + "'";
   nlohmann::json results = nlohmann::json::array();
   for (const ModelCase& c : kCases) {
     const models::PretrainedConfig config = models::parse_pretrained_config(c.config_json, c.name);
     for (ScalarType dtype : {kBFloat16, kFloat32}) {
       const std::string dtype_name = dtype == kBFloat16 ? "bf16" : "f32";
       const std::string row_name = std::string(c.name) + "_" + dtype_name;
+      const std::vector<std::string> quantize_types =
+          dtype == kBFloat16 ? std::vector<std::string>{"int8", "int4"} : std::vector<std::string>{};
+      bool selected = row_name.find(options.only) != std::string::npos;
+      for (const std::string& type : quantize_types)
+        selected |= (std::string(c.name) + "_" + type).find(options.only) != std::string::npos;
+      if (!selected) continue;
       note("ember bench pretrained: " + row_name);
       models::CausalLM model = random_model(config, dtype);
-      const Speeds ember = measure(*model, prompt, steps, reps);
+      const bool peers = !torch.empty() || !llamacpp.empty();
+      std::filesystem::remove_all(scratch);
+      std::filesystem::remove_all(gguf_scratch);
+      if (peers) models::save_pretrained(model, scratch.string());  // float weights, read by every peer
+      auto measure_model = [&] { return measure(*model, prompt, steps, 1); };
+      PeerRun transformers{torch, "pretrained_torch.py",
+                           sizes + " --reps 1 --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32")};
+      PeerRun llamacpp_own{llamacpp, "pretrained_llamacpp.py",
+                           llamacpp_sizes + " --reps 1 --types " + (dtype == kBFloat16 ? "bf16" : "f32")};
+      const Speeds ember = alternate(rounds, measure_model, {&transformers, &llamacpp_own});
       auto make_row = [&](const std::string& name, const Speeds& speeds) {
         return nlohmann::json{{"name", name},
                               {"prefill_tokens", prompt},
                               {"decode_tokens", steps},
                               {"threads", get_num_threads()},
+                              {"rounds", rounds},
                               {"prefill_tokens_per_s", speeds.prefill_tokens_per_s},
                               {"decode_tokens_per_s", speeds.decode_tokens_per_s}};
       };
       nlohmann::json row = make_row(row_name, ember);
-      // The bf16 model quantized to int8 (weight-only; its float weights, which the peers
-      // read, stay as they were): the `_int8` row, against llama.cpp's Q8_0 of the same weights.
-      Speeds int8;
-      nlohmann::json int8_row;
-      if (dtype == kBFloat16) {
-        note("ember bench pretrained: " + std::string(c.name) + "_int8");
-        model->quantize("int8");
-        int8 = measure(*model, prompt, steps, reps);
-        int8_row = make_row(std::string(c.name) + "_int8", int8);
-        int8_row["prefill_vs_bf16"] = int8.prefill_tokens_per_s / ember.prefill_tokens_per_s;
-        int8_row["decode_vs_bf16"] = int8.decode_tokens_per_s / ember.decode_tokens_per_s;
-      }
-      if (!torch.empty() || !llamacpp.empty()) {
-        std::filesystem::remove_all(scratch);
-        models::save_pretrained(model, scratch.string());
-        if (!torch.empty()) add_transformers_columns(row, ember, torch, peer_arguments, dtype);
-        if (!llamacpp.empty())
-          add_llamacpp_columns(row, ember, int8_row.is_null() ? nullptr : &int8_row, int8, llamacpp, peer_arguments,
-                               dtype);
-        std::filesystem::remove_all(scratch);
+      if (transformers.ran()) add_peer_columns(row, ember, transformers.best, "transformers_", "transformers");
+      if (llamacpp_own.ran()) add_peer_columns(row, ember, llamacpp_own.best, "llamacpp_", "llamacpp");
+      if (dtype == kBFloat16 && !llamacpp.empty()) {
+        PeerRun f16{llamacpp, "pretrained_llamacpp.py", llamacpp_sizes + " --reps " + std::to_string(reps) + " --types f16"};
+        f16.run_once();
+        if (f16.ran()) add_peer_columns(row, ember, f16.best, "llamacpp_f16_", "");
       }
       results.push_back(row);
-      if (!int8_row.is_null()) results.push_back(int8_row);
+      // The bf16 model quantized (weight-only; its float weights, which the peers read, stay as
+      // they were): the `_int8` and `_int4` rows, each alternated with llama.cpp's Q8_0 / Q4_0
+      // of the same weights.
+      for (const std::string& type : quantize_types) {
+        const std::string name = std::string(c.name) + "_" + type;
+        note("ember bench pretrained: " + name);
+        model->quantize(type);
+        const std::string gguf_type = type == "int8" ? "q8_0" : "q4_0";
+        PeerRun llamacpp_quantized{llamacpp, "pretrained_llamacpp.py", llamacpp_sizes + " --reps 1 --types " + gguf_type};
+        const Speeds speeds = alternate(rounds, measure_model, {&llamacpp_quantized});
+        nlohmann::json q = make_row(name, speeds);
+        q["prefill_vs_bf16"] = speeds.prefill_tokens_per_s / ember.prefill_tokens_per_s;
+        q["decode_vs_bf16"] = speeds.decode_tokens_per_s / ember.decode_tokens_per_s;
+        q["kernel_isa"] = backends::cpu_info().dispatch_isa;  // the level of its decode kernels
+        if (llamacpp_quantized.ran()) add_peer_columns(q, speeds, llamacpp_quantized.best, "llamacpp_", "llamacpp");
+        results.push_back(q);
+      }
+      std::filesystem::remove_all(scratch);
+      std::filesystem::remove_all(gguf_scratch);
     }
   }
   return results;

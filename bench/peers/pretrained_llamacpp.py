@@ -9,7 +9,7 @@ Needs numpy, `gguf` and `llama-cpp-python` from PyPI (the latter compiles llama.
 --check-logits also needs torch and transformers. A development-time peer: not part of the
 tests. EMBER_LLAMACPP_PYTHON names the python that has them.
 
-  python3 bench/peers/pretrained_llamacpp.py --model DIR [--types bf16,f16,q8_0]
+  python3 bench/peers/pretrained_llamacpp.py --model DIR [--types bf16,f16,q8_0,q4_0]
       [--threads 2] [--prefill 512] [--decode 64] [--reps 3] [--flash-attn]
   python3 bench/peers/pretrained_llamacpp.py --model DIR --check-logits [--check-tokens 64]
 
@@ -303,18 +303,25 @@ def convert(model_dir, out_path, type_name):
     writer.close()
 
 
-def quantize(source_path, out_path, threads):
-    """Q8_0 as llama-quantize makes it, through llama.cpp's own quantizer."""
+# GGUF types made by llama.cpp's own quantizer, with llama-quantize's defaults (under Q4_0 the
+# output matrix, or the token embedding that stands for a tied one, is kept at Q6_K).
+QUANTIZED_TYPES = {"q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0, "q4_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_0}
+
+
+def quantize(source_path, out_path, threads, type_name):
+    """A quantized type as llama-quantize makes it, through llama.cpp's own quantizer."""
     params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+    params.ftype = QUANTIZED_TYPES[type_name]
     params.nthread = threads
     if llama_cpp.llama_model_quantize(str(source_path).encode(), str(out_path).encode(), params) != 0:
         raise SystemExit(f"llama_model_quantize failed on {source_path}")
 
 
 class GgufFiles:
-    """The GGUF file of each type in a scratch directory, converted on first use. Q8_0 comes from
-    a GGUF in the checkpoint's own precision, so it quantizes the stored weights themselves."""
+    """The GGUF file of each type in a scratch directory, converted on first use (or kept from an
+    earlier run over the same directory, when newer than the checkpoint's files). Q8_0 and Q4_0
+    come from a GGUF in the checkpoint's own precision, so they quantize the stored weights
+    themselves."""
 
     def __init__(self, model_dir, scratch, threads):
         self.model_dir, self.scratch, self.threads = model_dir, scratch, threads
@@ -322,15 +329,21 @@ class GgufFiles:
         stored = {t.dtype for t in read_checkpoint(model_dir).values()}
         self.source_type = "bf16" if stored == {"BF16"} else "f16" if stored == {"F16"} else "f32"
 
+    def is_current(self, out):
+        newest_input = max(f.stat().st_mtime for f in Path(self.model_dir).iterdir())
+        return out.exists() and out.stat().st_mtime >= newest_input
+
     def path(self, type_name):
         if type_name not in self.paths:
             out = self.scratch / f"model-{type_name}.gguf"
-            if type_name == "q8_0":
-                quantize(self.path(self.source_type), out, self.threads)
+            if self.is_current(out):
+                pass  # written by an earlier run over the same scratch directory and weights
+            elif type_name in QUANTIZED_TYPES:
+                quantize(self.path(self.source_type), out, self.threads, type_name)
             elif type_name in GGUF_TYPES:
                 convert(self.model_dir, out, type_name)
             else:
-                raise SystemExit(f"unknown GGUF type {type_name}; expected f32, f16, bf16 or q8_0")
+                raise SystemExit(f"unknown GGUF type {type_name}; expected f32, f16, bf16, q8_0 or q4_0")
             self.paths[type_name] = out
         return self.paths[type_name]
 
@@ -383,7 +396,7 @@ def measure(path, args):
 # llama.cpp rounds activations to the weights' dot-product type (float16, bfloat16, Q8_0 blocks),
 # and random attention amplifies that, so the other bounds are coarse: they catch a tensor in the
 # wrong layout or place (differences the size of the logits themselves), not precision.
-CHECK_TOLERANCES = {"f32": 1e-4, "f16": 3e-2, "bf16": 0.2, "q8_0": 0.4}
+CHECK_TOLERANCES = {"f32": 1e-4, "f16": 3e-2, "bf16": 0.2, "q8_0": 0.4, "q4_0": 1.0}
 
 
 def check_logits(args, files):
@@ -415,7 +428,7 @@ def check_logits(args, files):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", required=True, help="Hugging Face directory: config.json + safetensors")
-    parser.add_argument("--types", default="bf16,f16,q8_0", help="comma-separated: f32, f16, bf16, q8_0")
+    parser.add_argument("--types", default="bf16,f16,q8_0", help="comma-separated: f32, f16, bf16, q8_0, q4_0")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prefill", type=int, default=512)
     parser.add_argument("--decode", type=int, default=64)

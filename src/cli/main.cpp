@@ -23,6 +23,7 @@ int run_export(const std::vector<std::string>& args);    // src/cli/export.cpp
 int run_export_hf(const std::vector<std::string>& args);       // src/cli/export_hf.cpp
 int run_generate_model(const std::vector<std::string>& args);  // src/cli/pretrained.cpp
 int run_perplexity(const std::vector<std::string>& args);      // src/cli/pretrained.cpp
+int run_quantize(const std::vector<std::string>& args);        // src/cli/pretrained.cpp
 int run_tokenize(const std::vector<std::string>& args);        // src/cli/tokenize.cpp
 }  // namespace ember::cli
 
@@ -32,13 +33,15 @@ const char* kUsage =
     "usage: ember COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
-    "  bench SUITE [--quick] [--json]   run a benchmark suite (ember bench --list)\n"
+    "  bench SUITE [--quick] [--json]   run a benchmark suite (ember bench --list); --only TEXT: the\n"
+    "        [--only TEXT]              rows whose names contain TEXT (suite pretrained)\n"
     "  inspect FILE                     list a safetensors file's tensors and metadata\n"
     "  train [FLAGS]                    train a GPT on text, or fine-tune a Hugging Face model with\n"
     "                                   --init DIR (ember train --help)\n"
     "  generate --run DIR [FLAGS]       sample text from a trained checkpoint (ember generate --help)\n"
     "  generate --model DIR [FLAGS]     generate from a Hugging Face model directory (--model DIR --help)\n"
     "  perplexity --model DIR --file F  perplexity of a text under a Hugging Face model (ember perplexity --help)\n"
+    "  quantize --model DIR --out DIR2  write DIR's model with int8 or int4 weights (ember quantize --help)\n"
     "  export --run DIR --out FILE      write a checkpoint's GPT as a .ember program (ember export --help)\n"
     "  export --model DIR --out FILE    write a Hugging Face model as a .ember program for ember-rt\n"
     "  export-hf --run RUN --out DIR    write a fine-tuned model as a Hugging Face directory (adapters merged)\n"
@@ -52,9 +55,11 @@ const char* kUsage =
 int run_bench(const std::vector<std::string>& args) {
   ember::bench::Options options;
   std::string suite;
-  for (const auto& a : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
     if (a == "--quick") options.quick = true;
     else if (a == "--json") options.json = true;
+    else if (a == "--only" && i + 1 < args.size()) options.only = args[++i];
     else if (a == "--list") {
       for (const auto& [name, _] : ember::bench::registry()) std::cout << name << "\n";
       return 0;
@@ -103,6 +108,7 @@ int main(int argc, char** argv) {
       return pretrained ? ember::cli::run_generate_model(rest) : ember::cli::run_generate(rest);
     }
     if (command == "perplexity") return ember::cli::run_perplexity(rest);
+    if (command == "quantize") return ember::cli::run_quantize(rest);
     if (command == "export") return ember::cli::run_export(rest);
     if (command == "export-hf") return ember::cli::run_export_hf(rest);
     if (command == "tokenize") return ember::cli::run_tokenize(rest);

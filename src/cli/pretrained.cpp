@@ -1,7 +1,8 @@
-// `ember generate --model DIR` and `ember perplexity`: Hugging Face model directories
+// `ember generate --model DIR`, `ember perplexity` and `ember quantize`: Hugging Face model directories
 // (config.json, safetensors, tokenizer.json) run as llama.cpp's and transformers' tools do.
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <optional>
@@ -32,7 +33,8 @@ const char* kGenerateModelHelp =
     "  --top-p X            nucleus sampling threshold (default: the model's, else 1.0)\n"
     "  --seed N             sampling seed (default 0)\n"
     "  --dtype KIND         float32 (default) or bfloat16\n"
-    "  --quantize TYPE      int8: weight-only int8 projections and head (ember/quantized.h)\n"
+    "  --quantize TYPE      weight-only (ember/quantized.h): int8 projections and head, or int4\n"
+    "                       projections and an int8 head\n"
     "  --threads N          thread count\n"
     "Without --greedy, --temperature, --top-k or --top-p, the model's generation_config.json\n"
     "decides: do_sample true samples with its settings, otherwise decoding is greedy.\n";
@@ -48,15 +50,29 @@ const char* kPerplexityHelp =
     "  --ctx N              window length (default 512)\n"
     "  --json               print {\"tokens\": N, \"nll\": X, \"perplexity\": Y}\n"
     "  --dtype KIND         float32 (default) or bfloat16\n"
-    "  --quantize TYPE      int8: weight-only int8 projections and head (ember/quantized.h)\n"
+    "  --quantize TYPE      weight-only (ember/quantized.h): int8 projections and head, or int4\n"
+    "                       projections and an int8 head\n"
+    "  --threads N          thread count\n";
+
+const char* kQuantizeHelp =
+    "usage: ember quantize --model DIR --out DIR2 --type int8|int4 [--dtype KIND]\n"
+    "Writes DIR's model with weight-only quantized projections and head (ember/quantized.h) to\n"
+    "DIR2: model.safetensors holds each quantized weight's blocks (<name>.qweight, <name>.scales)\n"
+    "and the other tensors; config.json, generation_config.json and the tokenizer files are\n"
+    "copied. from_pretrained, ember generate and ember perplexity read DIR2 back quantized.\n"
+    "  --model DIR          the model directory\n"
+    "  --out DIR2           where to write (not DIR)\n"
+    "  --type TYPE          int8 (projections and head) or int4 (projections; the head in int8)\n"
+    "  --dtype KIND         dtype of the float tensors kept (embeddings, norms): float32 (default)\n"
+    "                       or bfloat16\n"
     "  --threads N          thread count\n";
 
 models::PretrainedOptions pretrained_options(const Args& args) {
   models::PretrainedOptions options;
   options.dtype = parse_dtype(args);
   options.quantize = args.get("quantize", "");
-  if (!options.quantize.empty() && options.quantize != "int8")
-    throw UsageError{"--quantize must be int8, got '" + options.quantize + "'"};
+  if (!options.quantize.empty() && options.quantize != "int8" && options.quantize != "int4")
+    throw UsageError{"--quantize must be int8 or int4, got '" + options.quantize + "'"};
   return options;
 }
 
@@ -180,6 +196,36 @@ int run_perplexity(const std::vector<std::string>& argv) {
     std::cout << std::setprecision(8) << "tokens " << result.tokens << " (" << ids.size() << " in the file, windows of "
               << ctx << ")\nnll " << result.nll << " nats/token\nperplexity " << result.perplexity << "\n";
   }
+  return 0;
+}
+
+int run_quantize(const std::vector<std::string>& argv) {
+  if (asks_for_help(argv)) {
+    std::cout << kQuantizeHelp;
+    return 0;
+  }
+  Args args(argv, {"model", "out", "type", "dtype", "threads"}, {});
+  if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
+  const std::string dir = required(args, "model"), out = required(args, "out"), type = required(args, "type");
+  if (type != "int8" && type != "int4") throw UsageError{"--type must be int8 or int4, got '" + type + "'"};
+  namespace fs = std::filesystem;
+  EMBER_CHECK(fs::weakly_canonical(dir) != fs::weakly_canonical(out), "quantize", "--out ", out,
+              " is the model's own directory: write the quantized model elsewhere");
+  models::PretrainedOptions options;
+  options.dtype = parse_dtype(args);
+  options.quantize = type;
+  models::CausalLM model = models::from_pretrained(dir, options);
+  models::save_quantized(model, out);
+  // The directory's other files (tokenizer, its settings) as they are.
+  for (const auto& file : fs::directory_iterator(dir)) {
+    const std::string name = file.path().filename().string();
+    const bool written = name == "config.json" || name == "generation_config.json" ||
+                         name.ends_with(".safetensors") || name == "model.safetensors.index.json";
+    if (file.is_regular_file() && !written)
+      fs::copy_file(file.path(), fs::path(out) / name, fs::copy_options::overwrite_existing);
+  }
+  std::cout << "wrote " << out << " (" << type << ", " << fs::file_size(fs::path(out) / "model.safetensors")
+            << " bytes of weights)\n";
   return 0;
 }
 

@@ -548,7 +548,7 @@ bool onednn_conv_fits(const ConvShape& s, ScalarType dtype) {
   if (s.batch <= 0 || s.in_channels <= 0 || s.out_channels <= 0 || s.out_plane() <= 0 || s.pointwise()) return false;
   // bfloat16 only where the CPU has bf16 instructions (and EMBER_CPU_CAPABILITY allows
   // AVX-512): elsewhere oneDNN would emulate them, slower than the float32 copies.
-  const bool bf16_cpu = cpu_has_avx512_bf16() && cpu_capability() == Capability::AVX512;
+  const bool bf16_cpu = cpu_has_avx512_bf16() && kernel_build(cpu_capability()) == Capability::AVX512;
   if (dtype != kFloat32 && !(dtype == kBFloat16 && bf16_cpu)) return false;
   try {
     const int64_t chunks = image_chunks(s), images = s.batch / chunks;

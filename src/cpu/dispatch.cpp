@@ -9,47 +9,79 @@
 namespace ember::cpu {
 namespace {
 
-Capability detect() {
+bool supported(Capability level) {
   const IsaFeatures f = detect_isa_features();
   const bool avx2 = f.avx2 && f.fma && f.f16c && f.bmi2;
   const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq;
-  return avx512 ? Capability::AVX512 : avx2 ? Capability::AVX2 : Capability::Baseline;
+  switch (level) {
+    case Capability::Baseline: return true;
+    case Capability::AVX2: return avx2;
+    case Capability::AVX2_VNNI: return avx2 && f.avx_vnni;
+    case Capability::AVX512: return avx512;
+    case Capability::AVX512_VNNI: return avx512 && f.avx512_vnni;
+    case Capability::AVX512_BF16: return avx512 && f.avx512_vnni && f.avx512_bf16;
+  }
+  return false;
 }
 
-Capability from_env(Capability best) {
-  const char* env = std::getenv("EMBER_CPU_CAPABILITY");
-  if (!env) return best;
-  Capability wanted = best;
-  if (!std::strcmp(env, "baseline")) wanted = Capability::Baseline;
-  if (!std::strcmp(env, "avx2")) wanted = Capability::AVX2;
-  if (!std::strcmp(env, "avx512")) wanted = Capability::AVX512;
-  return static_cast<int>(wanted) < static_cast<int>(best) ? wanted : best;
+// The best supported level at or below `wanted`.
+Capability lower_to_supported(Capability wanted) {
+  for (int level = static_cast<int>(wanted); level > 0; --level)
+    if (supported(static_cast<Capability>(level))) return static_cast<Capability>(level);
+  return Capability::Baseline;
 }
 
-const Capability g_best = detect();
-std::atomic<Capability> g_current{from_env(g_best)};
+Capability from_env() {
+  Capability wanted = Capability::AVX512_BF16;
+  if (const char* env = std::getenv("EMBER_CPU_CAPABILITY"))
+    for (Capability level : kAllCapabilities)
+      if (!std::strcmp(env, capability_name(level))) wanted = level;
+  return lower_to_supported(wanted);
+}
+
+const Capability g_best = lower_to_supported(Capability::AVX512_BF16);
+std::atomic<Capability> g_current{from_env()};
 
 }  // namespace
 
 Capability cpu_capability() { return g_current.load(std::memory_order_relaxed); }
 
 Capability set_cpu_capability(Capability capability) {
-  if (static_cast<int>(capability) > static_cast<int>(g_best)) capability = g_best;
+  capability = lower_to_supported(capability);
   g_current = capability;
   return capability;
 }
 
 const char* capability_name(Capability capability) {
   switch (capability) {
+    case Capability::AVX512_BF16: return "avx512_bf16";
+    case Capability::AVX512_VNNI: return "avx512_vnni";
     case Capability::AVX512: return "avx512";
+    case Capability::AVX2_VNNI: return "avx2_vnni";
     case Capability::AVX2: return "avx2";
     default: return "baseline";
   }
 }
 
+Capability kernel_build(Capability capability) {
+  switch (capability) {
+    case Capability::AVX512_BF16:
+    case Capability::AVX512_VNNI:
+    case Capability::AVX512: return Capability::AVX512;
+    case Capability::AVX2_VNNI:
+    case Capability::AVX2: return Capability::AVX2;
+    default: return Capability::Baseline;
+  }
+}
+
+bool cpu_has_vnni() {
+  const Capability level = cpu_capability();
+  return level == Capability::AVX2_VNNI || level == Capability::AVX512_VNNI || level == Capability::AVX512_BF16;
+}
+
 bool cpu_has_avx512_bf16() {
   static const bool has = detect_isa_features().avx512_bf16;
-  return g_best == Capability::AVX512 && has;
+  return kernel_build(g_best) == Capability::AVX512 && has;
 }
 
 }  // namespace ember::cpu

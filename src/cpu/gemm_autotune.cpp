@@ -108,7 +108,7 @@ std::string lowercase_alnum(const std::string& text) {
 // the instruction-set level ember dispatches to.
 std::string library_identity() {
   std::string identity = std::string("ember-") + EMBER_VERSION_STRING + "-kernels" +
-                         std::to_string(kEmberKernelsRevision) + "-" + capability_name(cpu_capability());
+                         std::to_string(kEmberKernelsRevision) + "-" + capability_name(kernel_build(cpu_capability()));
   for (GemmBackend backend : kGemmBackends) {
     const GemmBackendReport& report = gemm_backend_report(backend);
     if (backend != GemmBackend::Ember) identity.append("-").append(gemm_backend_name(backend)).append(report.version);

@@ -73,7 +73,7 @@ GemmBackendReport ember_gemm_report() {
   report.backend = GemmBackend::Ember;
   report.available = true;
   report.version = "built in";
-  report.kernel_isa = capability_name(cpu_capability());
+  report.kernel_isa = capability_name(kernel_build(cpu_capability()));
   report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else float32 blocks";
   report.fits_cpu = true;
   report.why = "runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 with B "

@@ -165,7 +165,7 @@ const Fit& fit() {
 // Never destroyed: pool threads' streams may outlive any static destructor order.
 dnnl::engine& onednn_engine() {
   static dnnl::engine* instance = [] {
-    switch (cpu_capability()) {
+    switch (kernel_build(cpu_capability())) {
       case Capability::AVX2: dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); break;
       case Capability::Baseline: dnnl::set_max_cpu_isa(dnnl::cpu_isa::sse41); break;
       default: break;

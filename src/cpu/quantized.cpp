@@ -1,9 +1,10 @@
-// Block quantization and the int8 weight product's front end (Note [Block-quantized weights]).
+// Block quantization and the quantized weight product's front end (Note [Block-quantized weights]).
 #include "cpu/quantized.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "cpu/gemm.h"
@@ -24,9 +25,9 @@ void check_k(const char* op, int64_t k) {
               kQuantBlock);
 }
 
-// One block: q = round-half-even(x / d) with d = max|x| / 127 (given). All zero when d is 0
-// or not finite: an activation block holding an Inf or NaN keeps its non-finite scale, so the
-// product's output is NaN as a float product's would be.
+// One int8 block: q = round-half-even(x / d) with d = max|x| / 127 (given). All zero when d
+// is 0 or not finite: an activation block holding an Inf or NaN keeps its non-finite scale, so
+// the product's output is NaN as a float product's would be.
 void quantize_block(const float* x, float d, int8_t* q) {
   const float inverse = d > 0.0f && std::isfinite(d) ? 1.0f / d : 0.0f;
   for (int64_t t = 0; t < kQuantBlock; ++t) {
@@ -46,23 +47,60 @@ float block_absmax(const float* x) {
   return has_nan ? std::numeric_limits<float>::quiet_NaN() : amax;
 }
 
+// The block's value of largest magnitude, with its sign (the first of equal magnitudes).
+float block_signed_max(const float* x) {
+  float amax = 0.0f, max = 0.0f;
+  for (int64_t t = 0; t < kQuantBlock; ++t)
+    if (std::fabs(x[t]) > amax) {
+      amax = std::fabs(x[t]);
+      max = x[t];
+    }
+  return max;
+}
+
+// One int4 block as Q4_0: q = min(15, floor(x / d + 8.5)) with d = max / -8 (given), packed
+// two to a byte.
+void quantize_int4_block(const float* x, float d, uint8_t* packed) {
+  const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+  uint8_t q[kQuantBlock];
+  for (int64_t t = 0; t < kQuantBlock; ++t)
+    q[t] = static_cast<uint8_t>(std::clamp(std::floor(x[t] * inverse + 8.5f), 0.0f, 15.0f));
+  for (int64_t t = 0; t < kQuantBlock / 2; ++t) packed[t] = static_cast<uint8_t>(q[t] | (q[t + 16] << 4));
+}
+
+int32_t int4_value(const uint8_t* block, int64_t t) {
+  const int32_t byte = block[t % 16];
+  return (t < 16 ? byte & 15 : byte >> 4) - 8;
+}
+
 }  // namespace
 
-void quantize_int8_weight_rows(const float* w, int64_t rows, int64_t k, int64_t ld, int8_t* values,
-                               uint16_t* scales) {
-  check_k("quantize_int8", k);
-  const int64_t blocks = k / kQuantBlock;
+const char* quant_format_name(QuantFormat format) { return format == QuantFormat::Int4 ? "int4" : "int8"; }
+
+void quantize_weight_rows(QuantFormat format, const float* w, int64_t rows, int64_t k, int64_t ld, void* values,
+                          uint16_t* scales) {
+  const std::string op_name = std::string("quantize_") + quant_format_name(format);
+  const char* op = op_name.c_str();
+  check_k(op, k);
+  const int64_t blocks = k / kQuantBlock, row_bytes = quantized_row_bytes(format, k);
+  const int64_t block_bytes = row_bytes / blocks;
+  // The largest scale magnitude times the largest |q| per format: beyond it the scale overflows float16.
+  const float q_max = format == QuantFormat::Int4 ? 8.0f : 127.0f;
+  uint8_t* bytes = static_cast<uint8_t*>(values);
   parallel_for(0, rows, std::max<int64_t>(1, kChunkBytes / k), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r)
       for (int64_t b = 0; b < blocks; ++b) {
         const float* x = w + r * ld + b * kQuantBlock;
         const float amax = block_absmax(x);
-        EMBER_CHECK(std::isfinite(amax), "quantize_int8", "non-finite weight in row ", r, ", block ", b);
-        const uint16_t half = detail::float_to_half(amax / 127.0f);
-        EMBER_CHECK(std::isfinite(detail::half_to_float(half)), "quantize_int8", "weight magnitude ", amax,
-                    " in row ", r, ", block ", b, " exceeds what a float16 scale holds (", 65504.0f * 127.0f, ")");
+        EMBER_CHECK(std::isfinite(amax), op, "non-finite weight in row ", r, ", block ", b);
+        const float scale = format == QuantFormat::Int4 ? block_signed_max(x) / -8.0f : amax / 127.0f;
+        const uint16_t half = detail::float_to_half(scale);
+        EMBER_CHECK(std::isfinite(detail::half_to_float(half)), op, "weight magnitude ", amax, " in row ", r,
+                    ", block ", b, " exceeds what a float16 scale holds (", 65504.0f * q_max, ")");
         scales[r * blocks + b] = half;
-        quantize_block(x, detail::half_to_float(half), values + r * k + b * kQuantBlock);
+        uint8_t* block = bytes + r * row_bytes + b * block_bytes;
+        if (format == QuantFormat::Int4) quantize_int4_block(x, detail::half_to_float(half), block);
+        else quantize_block(x, detail::half_to_float(half), reinterpret_cast<int8_t*>(block));
       }
   });
 }
@@ -73,40 +111,47 @@ void quantize_int8_activation_rows(const float* a, int64_t rows, int64_t k, int6
   EMBER_KERNEL(q8_quantize_rows)(a, rows, k, ld, values, scales);
 }
 
-void dequantize_int8_rows(const int8_t* values, const uint16_t* scales, int64_t rows, int64_t k, float* out) {
-  check_k("dequantize_int8", k);
-  const int64_t blocks = k / kQuantBlock;
+void dequantize_weight_rows(QuantFormat format, const void* values, const uint16_t* scales, int64_t rows, int64_t k,
+                            float* out) {
+  check_k("dequantize", k);
+  const int64_t blocks = k / kQuantBlock, row_bytes = quantized_row_bytes(format, k);
+  const int64_t block_bytes = row_bytes / blocks;
+  const uint8_t* bytes = static_cast<const uint8_t*>(values);
   parallel_for(0, rows, std::max<int64_t>(1, kChunkBytes / k), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r)
       for (int64_t b = 0; b < blocks; ++b) {
         const float d = detail::half_to_float(scales[r * blocks + b]);
+        const uint8_t* block = bytes + r * row_bytes + b * block_bytes;
+        float* x = out + r * k + b * kQuantBlock;
         for (int64_t t = 0; t < kQuantBlock; ++t)
-          out[r * k + b * kQuantBlock + t] = d * static_cast<float>(values[r * k + b * kQuantBlock + t]);
+          x[t] = d * static_cast<float>(format == QuantFormat::Int4 ? int4_value(block, t)
+                                                                    : static_cast<int8_t>(block[t]));
       }
   });
 }
 
-void gemm_int8_weight(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const int8_t* w_values,
-                      const uint16_t* w_scales, float* c, int64_t ldc) {
-  check_k("gemm_int8_weight", k);
-  EMBER_CHECK(m >= 0 && n >= 0, "gemm_int8_weight", "negative size m=", m, " n=", n);
+void gemm_quantized_weight(QuantFormat format, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                           const void* w_values, const uint16_t* w_scales, float* c, int64_t ldc) {
+  check_k("gemm_quantized_weight", k);
+  EMBER_CHECK(m >= 0 && n >= 0, "gemm_quantized_weight", "negative size m=", m, " n=", n);
   if (m == 0 || n == 0) return;
-  profiler::RecordFunction record("gemm_int8_weight", profiler::Category::Gemm);
+  profiler::RecordFunction record("gemm_quantized_weight", profiler::Category::Gemm);
   if (record.active()) record.event()->flops = 2.0 * double(m) * double(n) * double(k);
   const int64_t grain = std::max<int64_t>(1, kChunkBytes / k);
+  const int64_t blocks = k / kQuantBlock, row_bytes = quantized_row_bytes(format, k);
+  const uint8_t* w_bytes = static_cast<const uint8_t*>(w_values);
   if (m > kQuantizedActivationRows) {
-    // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has 19
+    // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has at most 19
     // significant bits) and multiplied on the float32 GEMM, which beats the int8 kernel at
     // many rows. Chunks are fixed by the shape, so results do not depend on the thread count.
     parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
       thread_local std::vector<float> panel;
       panel.resize(static_cast<size_t>((j1 - j0) * k));
-      dequantize_int8_rows(w_values + j0 * k, w_scales + j0 * (k / kQuantBlock), j1 - j0, k, panel.data());
+      dequantize_weight_rows(format, w_bytes + j0 * row_bytes, w_scales + j0 * blocks, j1 - j0, k, panel.data());
       gemm(kFloat32, false, true, m, j1 - j0, k, 1.0, a, lda, panel.data(), k, 0.0, c + j0, ldc);
     });
     return;
   }
-  const int64_t blocks = k / kQuantBlock;
   // The caller's buffers, kept between calls (the pool's threads read them through the
   // pointers: a thread_local named inside the chunks would be each worker's own).
   thread_local std::vector<int8_t> a_value_buffer;
@@ -116,9 +161,13 @@ void gemm_int8_weight(int64_t m, int64_t n, int64_t k, const float* a, int64_t l
   int8_t* a_values = a_value_buffer.data();
   float* a_scales = a_scale_buffer.data();
   quantize_int8_activation_rows(a, m, k, lda, a_values, a_scales);
-  const auto kernel = EMBER_KERNEL(q8_product_rows);
-  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
-    kernel(m, j1 - j0, blocks, a_values, a_scales, w_values + j0 * k, w_scales + j0 * blocks, c + j0, ldc);
+  const auto kernel = EMBER_KERNEL(quantized_product_rows);
+  const bool vnni = cpu_has_vnni();
+  // Each thread streams one contiguous share of the weight (Note [Weight streaming] in
+  // src/cpu/simd/simd_common.h); each row's sum does not depend on the split.
+  parallel_for(0, n, (n + num_threads() - 1) / num_threads(), [&](int64_t j0, int64_t j1) {
+    kernel(format, vnni, m, j1 - j0, blocks, a_values, a_scales, w_bytes + j0 * row_bytes, w_scales + j0 * blocks,
+           c + j0, ldc);
   });
 }
 

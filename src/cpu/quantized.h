@@ -1,45 +1,61 @@
-// Weight-only int8 products over block-quantized weights (Note [Block-quantized weights]).
+// Weight-only products over block-quantized int8 and int4 weights (Note [Block-quantized
+// weights]).
 #pragma once
 #include <cstdint>
 
 #include "cpu/dispatch.h"
+#include "cpu/quantized_format.h"
 
 namespace ember::cpu {
 
 // Note [Block-quantized weights]
-// Weight-only int8 quantization as llama.cpp's Q8_0: each row of a weight [n, k] is cut into
-// blocks of kQuantBlock values along k; a block holds int8 values q in [-127, 127] and one
-// float16 scale d = max|w| / 127 (rounded to float16), w ~ d * q. A product quantizes its
-// activation rows the same way on the fly (float32 scale per block), sums each block's 32
-// products exactly in int32, and adds the blocks' sums times both scales in float32: a
-// decoding step reads every weight once, 34 bytes per 32 weights against bf16's 64. A
-// prompt's products (more than kQuantizedActivationRows rows) are bound by arithmetic, not
-// by reading the weights: they widen the weights to float32 and keep the activations as they
-// are, so the prompt's tokens see no activation rounding.
-constexpr int64_t kQuantBlock = 32;
+// Weight-only quantization as llama.cpp's Q8_0 and Q4_0: each row of a weight [n, k] is cut
+// into blocks of kQuantBlock values along k, each with one float16 scale d.
+// - Int8 (Q8_0): int8 values q in [-127, 127], d = max|w| / 127, w ~ d * q; 34 bytes per 32
+//   weights against bf16's 64.
+// - Int4 (Q4_0): 4-bit values q in [0, 15] two to a byte, d = m / -8 where m is the block's
+//   value of largest magnitude (with its sign), w ~ d * (q - 8): m lands exactly on q = 0 and
+//   the other side reaches +7 d (values past 7.5 d clamp to 15); 18 bytes per 32 weights.
+// Both quantize against the stored (float16-rounded) scale, q = round(w / d) (Int4 rounds
+// halves up, as Q4_0 does), so every weight is within half a step of its block's d * q but the
+// clamped ones. A product quantizes its activation rows to int8 blocks on the fly (float32
+// scale per block), sums each block's 32 products exactly in int32 (int4 values widened to
+// int8 q - 8), and adds the blocks' sums times both scales in float32: a decoding step reads
+// every weight once. A prompt's products (more than kQuantizedActivationRows rows) are bound by
+// arithmetic, not by reading the weights: they widen the weights to float32 and keep the
+// activations as they are, so the prompt's tokens see no activation rounding.
+
 // Products of up to this many rows quantize their activations; longer ones (a prompt) widen
 // the weights to float32 chunk by chunk and run the float32 GEMM.
 constexpr int64_t kQuantizedActivationRows = 8;
 
-// Quantizes rows [rows, k] (ld elements apart) of float32 weights: values [rows, k] int8,
-// scales [rows, k / kQuantBlock] float16 bits. k must be a multiple of kQuantBlock.
-void quantize_int8_weight_rows(const float* w, int64_t rows, int64_t k, int64_t ld, int8_t* values,
-                               uint16_t* scales);
-// The activations' form: float32 scales.
+// Bytes a weight row of k values takes in `format` (k a multiple of kQuantBlock).
+constexpr int64_t quantized_row_bytes(QuantFormat format, int64_t k) { return format == QuantFormat::Int4 ? k / 2 : k; }
+const char* quant_format_name(QuantFormat format);
+
+// Quantizes rows [rows, k] (ld elements apart) of float32 weights: values [rows,
+// quantized_row_bytes(k)] bytes, scales [rows, k / kQuantBlock] float16 bits. k must be a
+// multiple of kQuantBlock; the weights must be finite and their scales within float16's range.
+void quantize_weight_rows(QuantFormat format, const float* w, int64_t rows, int64_t k, int64_t ld, void* values,
+                          uint16_t* scales);
+// The activations' form: int8 values, float32 scales.
 void quantize_int8_activation_rows(const float* a, int64_t rows, int64_t k, int64_t ld, int8_t* values,
                                    float* scales);
-// out [rows, k] float32 = d * q.
-void dequantize_int8_rows(const int8_t* values, const uint16_t* scales, int64_t rows, int64_t k, float* out);
+// out [rows, k] float32: the weights the blocks stand for.
+void dequantize_weight_rows(QuantFormat format, const void* values, const uint16_t* scales, int64_t rows, int64_t k,
+                            float* out);
 
 // c[m, n] (float32, ldc) = a[m, k] (float32, lda) x dequant(w)[n, k]^T, a quantized as above
 // up to kQuantizedActivationRows rows.
-void gemm_int8_weight(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const int8_t* w_values,
-                      const uint16_t* w_scales, float* c, int64_t ldc);
+void gemm_quantized_weight(QuantFormat format, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                           const void* w_values, const uint16_t* w_scales, float* c, int64_t ldc);
 
 }  // namespace ember::cpu
 
 EMBER_DECLARE_KERNEL(void, q8_quantize_rows,
                      (const float* a, int64_t rows, int64_t k, int64_t ld, int8_t* values, float* scales))
-EMBER_DECLARE_KERNEL(void, q8_product_rows,
-                     (int64_t m, int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const int8_t* w,
-                      const uint16_t* w_scales, float* c, int64_t ldc))
+// vnni: the int8 dot products through VNNI (vpdpbusd), where cpu_has_vnni().
+EMBER_DECLARE_KERNEL(void, quantized_product_rows,
+                     (::ember::cpu::QuantFormat format, bool vnni, int64_t m, int64_t n, int64_t blocks,
+                      const int8_t* a, const float* a_scales, const void* w, const uint16_t* w_scales, float* c,
+                      int64_t ldc))

@@ -181,21 +181,72 @@ Tensor CausalLMImpl::run(const Tensor& tokens, int64_t start, const Tensor& doc_
 Tensor CausalLMImpl::hidden(const Tensor& tokens, const Tensor& doc_ids) { return run(tokens, 0, doc_ids, nullptr); }
 
 Tensor CausalLMImpl::head(const Tensor& h) {
-  if (lm_head_int8_.values.defined()) return quantized::linear(h, lm_head_int8_).to(kFloat32);
+  if (lm_head_quantized_.defined()) return quantized::linear(h, lm_head_quantized_).to(kFloat32);
   return F::linear(h, lm_head_weight().to(h.scalar_type())).to(kFloat32);
 }
 
 void CausalLMImpl::quantize(const std::string& type) {
-  EMBER_CHECK(type == "int8", kOp, "quantize: unknown type '", type, "' (expected int8)");
-  EMBER_CHECK(quantization_.empty() || quantization_ == type, kOp, "quantize: the model is already ", quantization_);
+  const quantized::Format format = quantized::parse_format(type, std::string(kOp) + " quantize");
   for (const auto& parameter : parameters())
     EMBER_CHECK(!parameter.requires_grad(), kOp, "quantize: the model has trainable weights (quantized models run "
                 "inference only)");
   NoGradGuard no_grad;
-  for (const auto& layer : layers_) layer->quantize_projections_int8();
-  // The head too (llama.cpp's Q8_0 files quantize it): for a small model it is a quarter of
-  // the bytes a token reads. A tied head's int8 copy serves the head; lookups keep the embedding.
-  lm_head_int8_ = quantized::quantize_int8(lm_head_weight());
+  std::map<std::string, quantized::QuantizedWeight> blocks;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->quantize_projections(format);
+    for (auto& [name, weight] : layers_[i]->quantized_projections()) blocks[layer_prefix(i) + name] = weight;
+  }
+  // The head too (llama.cpp's files quantize it): for a small model it is a quarter of the
+  // bytes a token reads. In int8 under both types: llama.cpp keeps the head of its 4-bit types
+  // at 6 bits (Q6_K), the logits being the most sensitive product. A tied head's int8 copy
+  // serves the head; lookups keep the embedding.
+  blocks[kLmHeadKey] = quantized::quantize_int8(lm_head_weight());
+  set_quantized_weights(type, blocks, "quantize");
+}
+
+std::string CausalLMImpl::layer_prefix(size_t layer) const {
+  return (config_.architecture == Architecture::kGPT2 ? "transformer.h." : "model.layers.") + std::to_string(layer) +
+         ".";
+}
+
+std::map<std::string, quantized::QuantizedWeight> CausalLMImpl::quantized_weights() const {
+  std::map<std::string, quantized::QuantizedWeight> out;
+  if (quantization_.empty()) return out;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (auto& [name, weight] : layers_[i]->quantized_projections()) out[layer_prefix(i) + name] = weight;
+  out[kLmHeadKey] = lm_head_quantized_;
+  return out;
+}
+
+void CausalLMImpl::set_quantized_weights(const std::string& type,
+                                         const std::map<std::string, quantized::QuantizedWeight>& blocks,
+                                         const std::string& where) {
+  const quantized::Format format = quantized::parse_format(type, std::string(kOp) + " quantize");
+  auto head = blocks.find(kLmHeadKey);
+  EMBER_CHECK(head != blocks.end(), kOp, where, ": no quantized blocks for the head (", kLmHeadKey, ")");
+  EMBER_CHECK(head->second.format == quantized::Format::kInt8, kOp, where, ": the head is ",
+              quantized::format_name(head->second.format), ", expected int8");
+  const Tensor& head_weight = lm_head_weight();
+  EMBER_CHECK(head->second.out_features() == head_weight.size(0) && head->second.in_features() == head_weight.size(1),
+              kOp, where, ": the head's blocks are [", head->second.out_features(), ", ", head->second.in_features(),
+              "], expected ", head_weight.sizes());
+  std::set<std::string> used;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    std::map<std::string, quantized::QuantizedWeight> layer_blocks;
+    const std::string prefix = layer_prefix(i);
+    for (const auto& [name, weight] : blocks)
+      if (name.starts_with(prefix)) {
+        EMBER_CHECK(weight.format == format, kOp, where, ": ", name, " is ", quantized::format_name(weight.format),
+                    ", expected ", type);
+        layer_blocks[name.substr(prefix.size())] = weight;
+        used.insert(name);
+      }
+    layers_[i]->set_quantized_projections(layer_blocks, where + " (layer " + std::to_string(i) + ")");
+  }
+  used.insert(kLmHeadKey);
+  for (const auto& [name, weight] : blocks)
+    EMBER_CHECK(used.count(name), kOp, where, ": quantized blocks '", name, "' belong to no projection of the model");
+  lm_head_quantized_ = head->second;
   quantization_ = type;
 }
 

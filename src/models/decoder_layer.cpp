@@ -141,20 +141,51 @@ void DecoderLayerImpl::merge_adapter(WeightRole role) {
   adapter = LoraAdapter{};
 }
 
-void DecoderLayerImpl::quantize_projections_int8() {
-  using R = WeightRole;
-  for (WeightRole role : {R::kQuery, R::kKey, R::kValue, R::kQKV, R::kOutput, R::kGate, R::kUp, R::kGateUp, R::kDown}) {
+namespace {
+constexpr WeightRole kProjections[] = {WeightRole::kQuery, WeightRole::kKey,  WeightRole::kValue,
+                                       WeightRole::kQKV,   WeightRole::kOutput, WeightRole::kGate,
+                                       WeightRole::kUp,    WeightRole::kGateUp, WeightRole::kDown};
+}  // namespace
+
+void DecoderLayerImpl::quantize_projections(quantized::Format format) {
+  std::map<std::string, quantized::QuantizedWeight> blocks;
+  for (WeightRole role : kProjections) {
     const Tensor& w = weight(role);
     if (!w.defined()) continue;
-    EMBER_CHECK(!adapter(role).defined(), "quantize", "layer weight ", names_[static_cast<size_t>(role)],
-                " carries a LoRA adapter: merge it first");
-    quantized_[static_cast<size_t>(role)] = quantized::quantize_int8(layout_.weights_in_by_out ? w.t() : w);
+    blocks[weight_name(role)] = quantized::quantize(layout_.weights_in_by_out ? w.t() : w, format);
   }
+  set_quantized_projections(blocks, "quantize");
+}
+
+std::map<std::string, quantized::QuantizedWeight> DecoderLayerImpl::quantized_projections() const {
+  std::map<std::string, quantized::QuantizedWeight> out;
+  for (WeightRole role : kProjections)
+    if (quantized_[static_cast<size_t>(role)].defined()) out[weight_name(role)] = quantized_[static_cast<size_t>(role)];
+  return out;
+}
+
+void DecoderLayerImpl::set_quantized_projections(const std::map<std::string, quantized::QuantizedWeight>& blocks,
+                                                 const std::string& where) {
+  for (WeightRole role : kProjections) {
+    const Tensor& w = weight(role);
+    if (!w.defined()) continue;
+    const std::string& name = weight_name(role);
+    EMBER_CHECK(!adapter(role).defined(), "quantize", "layer weight ", name, " carries a LoRA adapter: merge it first");
+    auto it = blocks.find(name);
+    EMBER_CHECK(it != blocks.end(), "quantize", where, ": no quantized blocks for layer weight ", name);
+    const int64_t out = layout_.weights_in_by_out ? w.size(1) : w.size(0);
+    const int64_t in = layout_.weights_in_by_out ? w.size(0) : w.size(1);
+    EMBER_CHECK(it->second.out_features() == out && it->second.in_features() == in, "quantize", where,
+                ": the blocks of layer weight ", name, " are [", it->second.out_features(), ", ",
+                it->second.in_features(), "], expected [", out, ", ", in, "]");
+  }
+  for (WeightRole role : kProjections)
+    if (weight(role).defined()) quantized_[static_cast<size_t>(role)] = blocks.at(weight_name(role));
 }
 
 Tensor DecoderLayerImpl::projection(const Tensor& x, WeightRole role, const Tensor& bias) {
-  const quantized::Int8Weight& int8 = quantized_[static_cast<size_t>(role)];
-  if (int8.values.defined()) return quantized::linear(x, int8, bias);
+  const quantized::QuantizedWeight& quantized = quantized_[static_cast<size_t>(role)];
+  if (quantized.defined()) return quantized::linear(x, quantized, bias);
   Tensor y = project(x, weight(role), bias, layout_.weights_in_by_out);
   const LoraAdapter& lora = adapter(role);
   return lora.defined() ? add_adapter_output(y, x, lora, is_training()) : y;

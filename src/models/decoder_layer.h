@@ -3,6 +3,7 @@
 // flex attention) and a gated or plain MLP, each around a residual.
 #pragma once
 #include <array>
+#include <map>
 #include <string>
 
 #include "decoder_layout.h"
@@ -55,9 +56,16 @@ class DecoderLayerImpl : public nn::Module {
   // weights) in W's dtype and drops the adapter.
   void merge_adapter(WeightRole role);
 
-  // Weight-only int8 (ember/quantized.h): every projection's weight gets an int8 copy that its
-  // products use from then on (inference only; the float weights stay the parameters).
-  void quantize_projections_int8();
+  // Weight-only quantization (ember/quantized.h): every projection's weight gets a quantized
+  // copy [out, in] that its products use from then on (inference only; the float weights stay
+  // the parameters).
+  void quantize_projections(quantized::Format format);
+  // The quantized copies by weight key after "model.layers.N." (empty before quantization).
+  std::map<std::string, quantized::QuantizedWeight> quantized_projections() const;
+  // Installs a copy for every projection (blocks read from a file): each must be there, of its
+  // weight's shape; `where` names the source for errors.
+  void set_quantized_projections(const std::map<std::string, quantized::QuantizedWeight>& blocks,
+                                 const std::string& where);
 
   // x [B, T, hidden] -> [B, T, hidden]. rope_cos/rope_sin [T, rotary_dim / 2] in x's dtype
   // (undefined without RoPE). With a cache, the new keys and values join it and the queries
@@ -83,7 +91,7 @@ class DecoderLayerImpl : public nn::Module {
   std::array<Tensor, kRoles> weights_;
   std::array<std::string, kRoles> names_;
   std::array<LoraAdapter, kRoles> adapters_;
-  std::array<quantized::Int8Weight, kRoles> quantized_;
+  std::array<quantized::QuantizedWeight, kRoles> quantized_;
 };
 EMBER_MODULE(DecoderLayer);
 

@@ -124,8 +124,102 @@ const char* config_dtype_name(ScalarType dtype) {
   }
 }
 
+// Note [Quantized checkpoints]
+// save_quantized writes a quantized model's blocks beside its other tensors: the weight under
+// key K = "<stem>.weight" as "<stem>.qweight" (int8 [out, in], or uint8 [out, in / 2] for
+// int4's two values a byte, ember/quantized.h) and "<stem>.scales" (float16 [out, in / 32]),
+// GPT-2's Conv1D weights too (blocks are [out, in] whatever the float layout); the head as
+// "lm_head.qweight" / "lm_head.scales", also when tied to the embedding, which stays a float
+// tensor. The file's __metadata__ names the projections' format, "quantization": "int8" or
+// "int4" (the head is int8 under both). from_pretrained installs the blocks as stored and makes
+// each quantized weight's float parameter by widening them.
+constexpr const char* kQuantizationKey = "quantization";
+constexpr const char* kQuantizedValues = ".qweight";
+constexpr const char* kQuantizedScales = ".scales";
+
+std::string block_stem(const std::string& weight_key) {
+  return weight_key.ends_with(".weight") ? weight_key.substr(0, weight_key.size() - 7) : weight_key;
+}
+
+// The "quantization" its shards' metadata names ("" when none); all shards must agree.
+std::string stored_quantization(const Checkpoint& checkpoint) {
+  std::string type;
+  std::string first;
+  for (const auto& [file, shard] : checkpoint.shards) {
+    const auto& metadata = shard->metadata();
+    auto it = metadata.find(kQuantizationKey);
+    const std::string value = it == metadata.end() ? "" : it->second;
+    if (first.empty()) {
+      first = shard->path();
+      type = value;
+    }
+    EMBER_CHECK(value == type, kLoad, shard->path(), ": __metadata__ quantization '", value, "' differs from ", first,
+                "'s '", type, "'");
+  }
+  if (!type.empty()) quantized::parse_format(type, std::string(kLoad) + " " + first + ": __metadata__");
+  return type;
+}
+
+// The blocks of every quantized weight by its checkpoint key (the head's by lm_head.weight).
+std::map<std::string, quantized::QuantizedWeight> read_quantized_blocks(const Checkpoint& checkpoint,
+                                                                        const std::vector<detail::CheckpointEntry>& entries,
+                                                                        const std::string& type) {
+  std::map<std::string, quantized::QuantizedWeight> blocks;
+  std::set<std::string> keys;
+  for (const auto& entry : entries) keys.insert(entry.name);
+  keys.insert(CausalLMImpl::kLmHeadKey);
+  for (const std::string& key : keys) {
+    const std::string stem = block_stem(key);
+    auto values = checkpoint.tensors.find(stem + kQuantizedValues);
+    auto scales = checkpoint.tensors.find(stem + kQuantizedScales);
+    if (values == checkpoint.tensors.end() && scales == checkpoint.tensors.end()) continue;
+    EMBER_CHECK(values != checkpoint.tensors.end() && scales != checkpoint.tensors.end(), kLoad, checkpoint.listing,
+                ": '", stem, kQuantizedValues, "' and '", stem, kQuantizedScales, "' must come together");
+    const quantized::Format format =
+        key == CausalLMImpl::kLmHeadKey ? quantized::Format::kInt8 : quantized::parse_format(type, kLoad);
+    const FoundTensor& v = values->second;
+    const FoundTensor& s = scales->second;
+    try {
+      blocks[key] = quantized::quantized_weight(format, v.shard->get_tensor(v.stored_name), s.shard->get_tensor(s.stored_name));
+    } catch (const Error& e) {
+      EMBER_FAIL(kLoad, v.shard->path(), ": the blocks of '", key, "' (", quantized::format_name(format), "): ",
+                 e.what());
+    }
+    EMBER_CHECK(!checkpoint.tensors.count(key) || key == CausalLMImpl::kLmHeadKey, kLoad, checkpoint.listing,
+                ": tensor '", key, "' is stored both as floats and as quantized blocks");
+  }
+  return blocks;
+}
+
 bool is_shard_name(const std::string& name) {
   return name.starts_with("model-") && name.ends_with(".safetensors") && name.find("-of-") != std::string::npos;
+}
+
+// Weights of an earlier save in another layout would otherwise be read with the new ones.
+void remove_other_weight_files(const fs::path& dir, const std::set<std::string>& written) {
+  std::error_code error;
+  for (const auto& file : fs::directory_iterator(dir)) {
+    const std::string name = file.path().filename().string();
+    if ((name == kSingleName || name == kIndexName || is_shard_name(name)) && !written.count(name))
+      fs::remove(file.path(), error);
+  }
+}
+
+// config.json (its dtype updated to the weights') and generation_config.json if one was read.
+void write_config_files(CausalLM& model, const fs::path& dir) {
+  const PretrainedConfig& config = model->config();
+  json config_json = json::parse(config.json.empty() ? "{}" : config.json);
+  const char* dtype = config_dtype_name(model->lm_head_weight().scalar_type());
+  bool dtype_written = false;
+  for (const char* key : {"torch_dtype", "dtype"})
+    if (config_json.contains(key)) {
+      config_json[key] = dtype;
+      dtype_written = true;
+    }
+  if (!dtype_written) config_json["torch_dtype"] = dtype;
+  write_file_atomically((dir / "config.json").string(), config_json.dump(2) + "\n", kSave);
+  if (!config.generation_json.empty())
+    write_file_atomically((dir / "generation_config.json").string(), config.generation_json, kSave);
 }
 
 }  // namespace
@@ -152,20 +246,38 @@ CausalLM from_pretrained(const std::string& dir_name, const PretrainedOptions& o
 
   const Checkpoint checkpoint = open_checkpoint(dir, config);
   const auto entries = detail::checkpoint_entries(config);
+  const std::string quantization = stored_quantization(checkpoint);
+  EMBER_CHECK(options.quantize.empty() || quantization.empty() || options.quantize == quantization, kLoad,
+              checkpoint.listing, ": the weights are stored quantized to ", quantization, "; quantize '",
+              options.quantize, "' would quantize them again");
+  std::map<std::string, quantized::QuantizedWeight> blocks;
+  if (!quantization.empty()) blocks = read_quantized_blocks(checkpoint, entries, quantization);
+  std::set<std::string> block_keys;
+  for (const auto& [key, weight] : blocks)
+    block_keys.insert({block_stem(key) + kQuantizedValues, block_stem(key) + kQuantizedScales});
   std::vector<std::string> missing, unexpected;
   std::set<std::string> expected;
   for (const auto& entry : entries) {
     expected.insert(entry.name);
-    if (!checkpoint.tensors.count(entry.name)) missing.push_back(entry.name);
+    if (!checkpoint.tensors.count(entry.name) && !blocks.count(entry.name)) missing.push_back(entry.name);
   }
   for (const auto& [name, found] : checkpoint.tensors)
-    if (!expected.count(name) && !detail::is_ignorable_key(config, name)) unexpected.push_back(found.stored_name);
+    if (!expected.count(name) && !detail::is_ignorable_key(config, name) && !block_keys.count(name))
+      unexpected.push_back(found.stored_name);
   EMBER_CHECK(missing.empty() && unexpected.empty(), kLoad, checkpoint.listing, ": the tensors do not match ",
               config_path.string(), " (", architecture_name(config.architecture), "): missing ", name_list(missing),
               ", unexpected ", name_list(unexpected));
 
   std::map<std::string, Tensor> weights;
   for (const auto& entry : entries) {
+    if (auto it = blocks.find(entry.name); it != blocks.end()) {
+      // The float parameter a quantized weight stands for (save_pretrained, LoRA and the
+      // float paths read it); the products use the blocks as stored.
+      const bool in_by_out = entry.layer >= 0 && detail::decoder_layout(config).weights_in_by_out;
+      Tensor widened = quantized::dequantize(it->second, options.dtype);
+      weights.emplace(entry.name, in_by_out ? widened.t().contiguous() : widened);
+      continue;
+    }
     const FoundTensor& found = checkpoint.tensors.at(entry.name);
     const io::TensorInfo& info = found.shard->info(found.stored_name);
     EMBER_CHECK(info.shape == entry.shape, kLoad, found.shard->path(), ": tensor '", found.stored_name, "' has shape ",
@@ -182,7 +294,9 @@ CausalLM from_pretrained(const std::string& dir_name, const PretrainedOptions& o
     }
     weights.emplace(entry.name, std::move(tensor));
   }
-  return CausalLM(std::move(config), std::move(weights), options);
+  CausalLM model(std::move(config), std::move(weights), options);
+  if (!quantization.empty()) model->set_quantized_weights(quantization, blocks, checkpoint.listing);
+  return model;
 }
 
 void save_pretrained(CausalLM& model, const std::string& dir_name, int64_t max_shard_bytes) {
@@ -230,26 +344,40 @@ void save_pretrained(CausalLM& model, const std::string& dir_name, int64_t max_s
     write_file_atomically((dir / kIndexName).string(), index.dump(2) + "\n", kSave);
     written.insert(kIndexName);
   }
-  // Weights of an earlier save in another layout would otherwise be read with these.
-  for (const auto& file : fs::directory_iterator(dir)) {
-    const std::string name = file.path().filename().string();
-    if ((name == kSingleName || name == kIndexName || is_shard_name(name)) && !written.count(name))
-      fs::remove(file.path(), error);
-  }
-
-  json config_json = json::parse(config.json.empty() ? "{}" : config.json);
-  const char* dtype = config_dtype_name(model->lm_head_weight().scalar_type());
-  bool dtype_written = false;
-  for (const char* key : {"torch_dtype", "dtype"})
-    if (config_json.contains(key)) {
-      config_json[key] = dtype;
-      dtype_written = true;
-    }
-  if (!dtype_written) config_json["torch_dtype"] = dtype;
-  write_file_atomically((dir / "config.json").string(), config_json.dump(2) + "\n", kSave);
-  if (!config.generation_json.empty())
-    write_file_atomically((dir / "generation_config.json").string(), config.generation_json, kSave);
+  remove_other_weight_files(dir, written);
+  write_config_files(model, dir);
 }
+
+void save_quantized(CausalLM& model, const std::string& dir_name) {
+  EMBER_CHECK(!model->quantization().empty(), kSave, "save_quantized: the model is not quantized (CausalLM::quantize)");
+  const fs::path dir(dir_name);
+  std::error_code error;
+  fs::create_directories(dir, error);
+  EMBER_CHECK(!error, kSave, dir_name, ": cannot create the directory: ", error.message());
+  // The blocks in place of each quantized weight, the head's too (Note [Quantized checkpoints]).
+  const auto parameters = model->named_parameters();
+  const auto blocks = model->quantized_weights();
+  io::TensorList tensors;
+  auto add_blocks = [&](const std::string& key, const quantized::QuantizedWeight& weight) {
+    tensors.emplace_back(block_stem(key) + kQuantizedValues, weight.values);
+    tensors.emplace_back(block_stem(key) + kQuantizedScales, weight.scales);
+  };
+  for (const auto& entry : detail::checkpoint_entries(model->config())) {
+    if (auto it = blocks.find(entry.name); it != blocks.end()) {
+      add_blocks(entry.name, it->second);
+      continue;
+    }
+    const Tensor* parameter = parameters.find(entry.name);
+    EMBER_CHECK(parameter != nullptr, kSave, "the model has no parameter '", entry.name, "'");
+    tensors.emplace_back(entry.name, parameter->detach());
+  }
+  if (!parameters.find(CausalLMImpl::kLmHeadKey)) add_blocks(CausalLMImpl::kLmHeadKey, blocks.at(CausalLMImpl::kLmHeadKey));
+  io::save_safetensors((dir / kSingleName).string(), tensors,
+                       {{"format", "pt"}, {kQuantizationKey, model->quantization()}});
+  remove_other_weight_files(dir, {kSingleName});
+  write_config_files(model, dir);
+}
+
 
 GenerationConfig read_generation_config(const std::string& dir_name) {
   const fs::path dir(dir_name);

@@ -1,5 +1,5 @@
-// Weight-only int8 linear layers (ember/quantized.h): checks and layout here, the blocks and
-// the product in cpu/quantized.cpp.
+// Weight-only quantized linear layers (ember/quantized.h): checks and layout here, the blocks
+// and the product in cpu/quantized.cpp.
 #include "ember/quantized.h"
 
 #include "cpu/quantized.h"
@@ -8,54 +8,76 @@
 namespace ember::quantized {
 namespace {
 
-void check_weight(const Tensor& values, const Tensor& scales, const char* op) {
+cpu::QuantFormat cpu_format(Format format) {
+  return format == Format::kInt4 ? cpu::QuantFormat::Int4 : cpu::QuantFormat::Int8;
+}
+
+void check_weight(Format format, const Tensor& values, const Tensor& scales, const char* op) {
   EMBER_CHECK(values.defined() && scales.defined(), op, "the weight's values or scales are undefined");
-  EMBER_CHECK(values.scalar_type() == kInt8 && values.dim() == 2, op, "values must be a 2-D int8 tensor, got ",
-              dtype_name(values.scalar_type()), " of shape ", values.sizes());
-  const int64_t out = values.size(0), in = values.size(1);
-  EMBER_CHECK(in % kBlockSize == 0 && in > 0, op, "in_features (", in, ") must be a positive multiple of ",
-              kBlockSize);
-  EMBER_CHECK(scales.scalar_type() == kFloat16 && scales.dim() == 2 && scales.size(0) == out &&
-                  scales.size(1) == in / kBlockSize,
-              op, "scales must be float16 of shape [", out, ", ", in / kBlockSize, "], got ",
+  EMBER_CHECK(scales.scalar_type() == kFloat16 && scales.dim() == 2 && scales.size(1) > 0, op,
+              "scales must be a 2-D float16 tensor [out_features, in_features / ", kBlockSize, "], got ",
               dtype_name(scales.scalar_type()), " of shape ", scales.sizes());
+  const int64_t out = scales.size(0), in = scales.size(1) * kBlockSize;
+  const ScalarType value_dtype = format == Format::kInt4 ? kUInt8 : kInt8;
+  const int64_t row_bytes = format == Format::kInt4 ? in / 2 : in;
+  EMBER_CHECK(values.scalar_type() == value_dtype && values.dim() == 2 && values.size(0) == out &&
+                  values.size(1) == row_bytes,
+              op, format_name(format), " values must be ", dtype_name(value_dtype), " of shape [", out, ", ",
+              row_bytes, "] (scales ", scales.sizes(), "), got ", dtype_name(values.scalar_type()), " of shape ",
+              values.sizes());
 }
 
 }  // namespace
 
-Int8Weight int8_weight(Tensor values, Tensor scales) {
-  check_weight(values, scales, "quantized::int8_weight");
-  return {values.contiguous(), scales.contiguous()};
+const char* format_name(Format format) { return cpu::quant_format_name(cpu_format(format)); }
+
+Format parse_format(const std::string& name, const std::string& op) {
+  if (name == "int8") return Format::kInt8;
+  if (name == "int4") return Format::kInt4;
+  EMBER_FAIL(op.c_str(), "unknown quantization type '", name, "' (expected int8 or int4)");
 }
 
-Int8Weight quantize_int8(const Tensor& weight) {
-  EMBER_CHECK(weight.defined() && weight.dim() == 2 && is_floating_point(weight.scalar_type()),
-              "quantized::quantize_int8", "expected a 2-D floating weight [out_features, in_features], got ",
+QuantizedWeight quantized_weight(Format format, Tensor values, Tensor scales) {
+  check_weight(format, values, scales, "quantized::quantized_weight");
+  return {format, values.contiguous(), scales.contiguous()};
+}
+
+QuantizedWeight quantize(const Tensor& weight, Format format) {
+  const std::string op_name = std::string("quantized::quantize_") + format_name(format);
+  const char* op = op_name.c_str();
+  EMBER_CHECK(weight.defined() && weight.dim() == 2 && is_floating_point(weight.scalar_type()), op,
+              "expected a 2-D floating weight [out_features, in_features], got ",
               weight.defined() ? weight.sizes() : IntArrayRef());
   const int64_t out = weight.size(0), in = weight.size(1);
-  EMBER_CHECK(in % kBlockSize == 0 && in > 0, "quantized::quantize_int8", "in_features (", in,
-              ") must be a positive multiple of ", kBlockSize);
+  EMBER_CHECK(in % kBlockSize == 0 && in > 0, op, "in_features (", in, ") must be a positive multiple of ",
+              kBlockSize);
   NoGradGuard no_grad;
   const Tensor source = weight.detach().to(kFloat32).contiguous();
-  Int8Weight result{empty({out, in}, TensorOptions().dtype(kInt8)), empty({out, in / kBlockSize}, TensorOptions().dtype(kFloat16))};
-  cpu::quantize_int8_weight_rows(source.data_ptr<float>(), out, in, in, static_cast<int8_t*>(result.values.data_ptr()),
-                                 static_cast<uint16_t*>(result.scales.data_ptr()));
+  const cpu::QuantFormat layout = cpu_format(format);
+  QuantizedWeight result{format,
+                         empty({out, cpu::quantized_row_bytes(layout, in)},
+                               TensorOptions().dtype(format == Format::kInt4 ? kUInt8 : kInt8)),
+                         empty({out, in / kBlockSize}, TensorOptions().dtype(kFloat16))};
+  cpu::quantize_weight_rows(layout, source.data_ptr<float>(), out, in, in, result.values.data_ptr(),
+                            static_cast<uint16_t*>(result.scales.data_ptr()));
   return result;
 }
 
-Tensor dequantize(const Int8Weight& weight, ScalarType dtype) {
-  check_weight(weight.values, weight.scales, "quantized::dequantize");
-  const Int8Weight w = int8_weight(weight.values, weight.scales);
+QuantizedWeight quantize_int8(const Tensor& weight) { return quantize(weight, Format::kInt8); }
+QuantizedWeight quantize_int4(const Tensor& weight) { return quantize(weight, Format::kInt4); }
+
+Tensor dequantize(const QuantizedWeight& weight, ScalarType dtype) {
+  const QuantizedWeight w = quantized_weight(weight.format, weight.values, weight.scales);
   Tensor out = empty({w.out_features(), w.in_features()}, TensorOptions().dtype(kFloat32));
-  cpu::dequantize_int8_rows(static_cast<const int8_t*>(w.values.data_ptr()),
-                            static_cast<const uint16_t*>(w.scales.data_ptr()), w.out_features(), w.in_features(),
-                            out.data_ptr<float>());
+  cpu::dequantize_weight_rows(cpu_format(w.format), w.values.data_ptr(),
+                              static_cast<const uint16_t*>(w.scales.data_ptr()), w.out_features(), w.in_features(),
+                              out.data_ptr<float>());
   return out.to(dtype);
 }
 
-Tensor linear(const Tensor& input, const Int8Weight& weight, const Tensor& bias) {
+Tensor linear(const Tensor& input, const QuantizedWeight& weight, const Tensor& bias) {
   EMBER_RECORD_OP("quantized_linear", input, weight.values, weight.scales, bias);
-  check_weight(weight.values, weight.scales, "quantized::linear");
+  check_weight(weight.format, weight.values, weight.scales, "quantized::linear");
   const ScalarType dtype = input.scalar_type();
   EMBER_CHECK(dtype == kFloat32 || dtype == kBFloat16 || dtype == kFloat16, "quantized::linear",
               "input must be float32, bfloat16 or float16, got ", dtype_name(dtype));
@@ -69,9 +91,9 @@ Tensor linear(const Tensor& input, const Int8Weight& weight, const Tensor& bias)
   const int64_t m = rows.size(0);
   Tensor product = empty({m, out_features}, TensorOptions().dtype(kFloat32));
   core::launch("quantized_linear", [&] {
-    return [m, n = out_features, k = in, a = rows.data_ptr<float>(), w = static_cast<const int8_t*>(values.data_ptr()),
-            s = static_cast<const uint16_t*>(scales.data_ptr()), c = product.data_ptr<float>()] {
-      cpu::gemm_int8_weight(m, n, k, a, k, w, s, c, n);
+    return [format = cpu_format(weight.format), m, n = out_features, k = in, a = rows.data_ptr<float>(),
+            w = values.data_ptr(), s = static_cast<const uint16_t*>(scales.data_ptr()), c = product.data_ptr<float>()] {
+      cpu::gemm_quantized_weight(format, m, n, k, a, k, w, s, c, n);
     };
   });
   std::vector<int64_t> shape = input.sizes();

@@ -1,15 +1,16 @@
-// The int8 block-quantized weight product (Note [Block-quantized weights]) against float64
-// references built from the definition.
+// The block-quantized weight products, int8 and int4 (Note [Block-quantized weights]), against
+// float64 references built from the formats' definitions.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
-#include "cpu/dispatch.h"
 #include "cpu/capabilities.h"
+#include "cpu/dispatch.h"
 #include "cpu/parallel.h"
 #include "cpu/quantized.h"
 #include "ember/dtype.h"
@@ -20,12 +21,39 @@ using namespace ember::cpu;
 
 namespace {
 
+constexpr QuantFormat kFormats[] = {QuantFormat::Int8, QuantFormat::Int4};
+
 std::vector<float> random_floats(int64_t count, float spread, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, spread);
   std::vector<float> x(static_cast<size_t>(count));
   for (float& v : x) v = dist(rng);
   return x;
+}
+
+// Weights quantized in `format`: the stored bytes and scales of a [rows, k] matrix.
+struct Quantized {
+  QuantFormat format;
+  int64_t k;
+  std::vector<uint8_t> values;
+  std::vector<uint16_t> scales;
+
+  // The integer the format stores for element p of row r, read from its definition: an int8,
+  // or the 4-bit value (low half of byte p % 16 for p % 32 < 16, else the high half) minus 8.
+  int integer(int64_t r, int64_t p) const {
+    if (format == QuantFormat::Int8) return static_cast<int8_t>(values[r * k + p]);
+    const uint8_t byte = values[r * (k / 2) + (p / 32) * 16 + p % 16];
+    return (p % 32 < 16 ? byte & 15 : byte >> 4) - 8;
+  }
+  double scale(int64_t r, int64_t p) const { return detail::half_to_float(scales[r * (k / 32) + p / 32]); }
+  double value(int64_t r, int64_t p) const { return scale(r, p) * integer(r, p); }
+};
+
+Quantized quantize(QuantFormat format, const std::vector<float>& w, int64_t rows, int64_t k, int64_t ld) {
+  Quantized q{format, k, std::vector<uint8_t>(rows * quantized_row_bytes(format, k)),
+              std::vector<uint16_t>(rows * k / kQuantBlock)};
+  quantize_weight_rows(format, w.data(), rows, k, ld, q.values.data(), q.scales.data());
+  return q;
 }
 
 }  // namespace
@@ -37,27 +65,80 @@ TEST(QuantizedInt8, WeightBlocksFollowTheDefinition) {
   std::vector<float> w = random_floats(rows * ld, 0.05f, 1);
   w[3] = 0.0f;
   for (int64_t t = 32; t < 64; ++t) w[ld + t] = 0.0f;  // an all-zero block
-  std::vector<int8_t> q(rows * k);
-  std::vector<uint16_t> scales(rows * k / kQuantBlock);
-  quantize_int8_weight_rows(w.data(), rows, k, ld, q.data(), scales.data());
+  const Quantized q = quantize(QuantFormat::Int8, w, rows, k, ld);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < k / kQuantBlock; ++b) {
       double amax = 0;
       for (int64_t t = 0; t < kQuantBlock; ++t) amax = std::max(amax, std::fabs(double(w[r * ld + b * 32 + t])));
-      const double d = detail::half_to_float(scales[r * 3 + b]);
+      const double d = q.scale(r, b * 32);
       EXPECT_NEAR(d, amax / 127, amax / 127 * 1e-3 + 1e-12) << r << "," << b;  // float16 rounding
       for (int64_t t = 0; t < kQuantBlock; ++t) {
-        const int q_value = q[r * k + b * 32 + t];
+        const int q_value = q.integer(r, b * 32 + t);
         ASSERT_LE(std::abs(q_value), 127);
         const double x = w[r * ld + b * 32 + t];
         ASSERT_LE(std::fabs(d * q_value - x), d * 0.5 * (1 + 1e-5) + 1e-12) << r << "," << b << "," << t;
       }
     }
-  for (int64_t t = 32; t < 64; ++t) EXPECT_EQ(q[k + t], 0);
+  for (int64_t t = 32; t < 64; ++t) EXPECT_EQ(q.integer(1, t), 0);
   std::vector<float> back(rows * k);
-  dequantize_int8_rows(q.data(), scales.data(), rows, k, back.data());
-  for (int64_t i = 0; i < rows * k; ++i)
-    EXPECT_EQ(back[i], detail::half_to_float(scales[i / kQuantBlock]) * q[i]) << i;
+  dequantize_weight_rows(QuantFormat::Int8, q.values.data(), q.scales.data(), rows, k, back.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t p = 0; p < k; ++p) EXPECT_EQ(back[r * k + p], q.value(r, p)) << r << "," << p;
+}
+
+// Q4_0: scale = float16(m / -8) with m the block's value of largest magnitude, values
+// q = min(15, floor(w / scale + 8.5)), so m itself is exactly q = 0 and every value is within
+// half a step of scale * (q - 8) but those past 7.5 steps on the other side, clamped to 15.
+TEST(QuantizedInt4, WeightBlocksFollowTheDefinition) {
+  const int64_t rows = 5, k = 96, ld = 100;
+  std::vector<float> w = random_floats(rows * ld, 0.05f, 1);
+  for (int64_t t = 32; t < 64; ++t) w[ld + t] = 0.0f;  // an all-zero block
+  const Quantized q = quantize(QuantFormat::Int4, w, rows, k, ld);
+  int clamped = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < k / kQuantBlock; ++b) {
+      double m = 0;
+      for (int64_t t = 0; t < kQuantBlock; ++t)
+        if (std::fabs(w[r * ld + b * 32 + t]) > std::fabs(m)) m = w[r * ld + b * 32 + t];
+      const double d = q.scale(r, b * 32);
+      EXPECT_NEAR(d, m / -8, std::fabs(m) / 8 * 1e-3 + 1e-12) << r << "," << b;  // float16 rounding
+      for (int64_t t = 0; t < kQuantBlock; ++t) {
+        const int value = q.integer(r, b * 32 + t);
+        ASSERT_TRUE(value >= -8 && value <= 7);
+        const double x = w[r * ld + b * 32 + t];
+        if (x == m && m != 0) {
+          EXPECT_EQ(value, -8);
+        }
+        const double error = std::fabs(d * value - x);
+        if (value == 7 && x / d > 7.5) {
+          ++clamped;
+          ASSERT_LE(error, std::fabs(d) * (1 + 1e-3)) << r << "," << b << "," << t;
+        } else {
+          ASSERT_LE(error, std::fabs(d) * 0.5 * (1 + 1e-5) + 1e-12) << r << "," << b << "," << t;
+        }
+      }
+    }
+  for (int64_t t = 32; t < 64; ++t) EXPECT_EQ(q.integer(1, t), 0);
+  EXPECT_GT(clamped, 0) << "normal blocks put some values past 7.5 steps opposite their extreme";
+  std::vector<float> back(rows * k);
+  dequantize_weight_rows(QuantFormat::Int4, q.values.data(), q.scales.data(), rows, k, back.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t p = 0; p < k; ++p) EXPECT_EQ(back[r * k + p], q.value(r, p)) << r << "," << p;
+}
+
+// A block worked by hand: w = t - 8 for t < 16, w = (t - 16) / 2 for t >= 16. The largest
+// magnitude is -8, so scale = 1 and q = min(15, floor(w + 8.5)): 0..15, then 8, 9 (w = 0.5:
+// halves round up), 9, 10, 10, ..., 15, 15 (w = 7.5 clamped). Byte t holds q[t] | q[t + 16] << 4.
+TEST(QuantizedInt4, PacksTwoValuesPerByteAsQ4_0) {
+  std::vector<float> w(32);
+  for (int t = 0; t < 16; ++t) w[t] = static_cast<float>(t - 8);
+  for (int t = 16; t < 32; ++t) w[t] = static_cast<float>(t - 16) / 2;
+  const Quantized q = quantize(QuantFormat::Int4, w, 1, 32, 32);
+  EXPECT_EQ(detail::half_to_float(q.scales[0]), 1.0f);
+  for (int t = 0; t < 16; ++t) {
+    const int high = std::min(15, static_cast<int>(std::floor(static_cast<double>(t) / 2 + 8.5)));
+    EXPECT_EQ(q.values[t], t | (high << 4)) << t;
+  }
 }
 
 TEST(QuantizedInt8, ActivationBlocksRoundToNearest) {
@@ -76,110 +157,150 @@ TEST(QuantizedInt8, ActivationBlocksRoundToNearest) {
 }
 
 // The product equals the float64 sum of dequantized activations times dequantized weights,
-// to float32 accumulation, for every instruction set, 1-8 rows (passes of 4, 2 and 1), odd
-// and even block counts (AVX-512 takes blocks in pairs, scales in groups of 16), padded rows
-// of A and C; past kQuantizedActivationRows rows, the float activations times the
-// dequantized weights.
-TEST(QuantizedInt8, ProductMatchesFloat64OfDequantizedValues) {
-  for_each_capability([] {
-    for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 40})
-      for (int64_t k : {32, 96, 128, 544, 896})
-        for (int64_t n : {1, 7, 33}) {
-          const int64_t lda = k + 5, ldc = n + 3, blocks = k / kQuantBlock;
-          std::vector<float> w = random_floats(n * k, 0.03f, 3), a = random_floats(m * lda, 1.5f, 4);
-          std::vector<int8_t> wq(n * k), aq(m * k);
-          std::vector<uint16_t> ws(n * blocks);
-          std::vector<float> as(m * blocks);
-          quantize_int8_weight_rows(w.data(), n, k, k, wq.data(), ws.data());
-          quantize_int8_activation_rows(a.data(), m, k, lda, aq.data(), as.data());
-          std::vector<float> c(m * ldc, std::numeric_limits<float>::quiet_NaN());
-          gemm_int8_weight(m, n, k, a.data(), lda, wq.data(), ws.data(), c.data(), ldc);
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < ldc; ++j) {
-              if (j >= n) {
-                ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written";
-                continue;
+// to float32 accumulation, for both formats, every instruction set (with and without VNNI), 1-8
+// rows (passes of 4, 2 and 1), odd and even block counts (AVX-512 takes blocks in pairs, scales
+// in groups of 16), padded rows of A and C; past kQuantizedActivationRows rows, the float
+// activations times the dequantized weights.
+TEST(QuantizedProduct, MatchesFloat64OfDequantizedValues) {
+  for (QuantFormat format : kFormats) {
+    SCOPED_TRACE(quant_format_name(format));
+    for_each_capability_of(kAllCapabilities, [format] {
+      for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 40})
+        for (int64_t k : {32, 96, 128, 544, 896})
+          for (int64_t n : {1, 7, 33}) {
+            const int64_t lda = k + 5, ldc = n + 3, blocks = k / kQuantBlock;
+            std::vector<float> w = random_floats(n * k, 0.03f, 3), a = random_floats(m * lda, 1.5f, 4);
+            const Quantized wq = quantize(format, w, n, k, k);
+            std::vector<int8_t> aq(m * k);
+            std::vector<float> as(m * blocks);
+            quantize_int8_activation_rows(a.data(), m, k, lda, aq.data(), as.data());
+            std::vector<float> c(m * ldc, std::numeric_limits<float>::quiet_NaN());
+            gemm_quantized_weight(format, m, n, k, a.data(), lda, wq.values.data(), wq.scales.data(), c.data(), ldc);
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < ldc; ++j) {
+                if (j >= n) {
+                  ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written";
+                  continue;
+                }
+                double expected = 0, magnitude = 0;
+                for (int64_t p = 0; p < k; ++p) {
+                  const double activation = m <= kQuantizedActivationRows
+                                                ? double(as[i * blocks + p / 32]) * aq[i * k + p]
+                                                : double(a[i * lda + p]);
+                  const double term = activation * wq.value(j, p);
+                  expected += term;
+                  magnitude += std::fabs(term);
+                }
+                ASSERT_NEAR(c[i * ldc + j], expected, magnitude * 1e-5 + 1e-30)
+                    << "m " << m << " k " << k << " n " << n << " at " << i << "," << j;
               }
-              double expected = 0, magnitude = 0;
-              for (int64_t p = 0; p < k; ++p) {
-                const double activation = m <= kQuantizedActivationRows
-                                              ? double(as[i * blocks + p / 32]) * aq[i * k + p]
-                                              : double(a[i * lda + p]);
-                const double term =
-                    activation * double(detail::half_to_float(ws[j * blocks + p / 32])) * wq[j * k + p];
-                expected += term;
-                magnitude += std::fabs(term);
-              }
-              ASSERT_NEAR(c[i * ldc + j], expected, magnitude * 1e-5 + 1e-30)
-                  << "m " << m << " k " << k << " n " << n << " at " << i << "," << j;
-            }
-        }
-  });
-}
-
-// Weights larger than one parallel chunk (about 256 KB of values) on two or more threads:
-// every chunk reads the activations the caller quantized, and each column is computed once.
-TEST(QuantizedInt8, ManyChunksOnThePool) {
-  const int threads = num_threads();
-  set_num_threads(std::max(threads, 2));
-  const int64_t k = 1024, n = 700, blocks = k / kQuantBlock;
-  std::vector<float> w = random_floats(n * k, 0.03f, 7), a = random_floats(2 * k, 1.0f, 8);
-  std::vector<int8_t> wq(n * k), aq(2 * k);
-  std::vector<uint16_t> ws(n * blocks);
-  std::vector<float> as(2 * blocks), c(2 * n);
-  quantize_int8_weight_rows(w.data(), n, k, k, wq.data(), ws.data());
-  quantize_int8_activation_rows(a.data(), 2, k, k, aq.data(), as.data());
-  gemm_int8_weight(2, n, k, a.data(), k, wq.data(), ws.data(), c.data(), n);
-  for (int64_t i = 0; i < 2; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double expected = 0, magnitude = 0;
-      for (int64_t p = 0; p < k; ++p) {
-        const double term = double(as[i * blocks + p / 32]) * aq[i * k + p] *
-                            double(detail::half_to_float(ws[j * blocks + p / 32])) * wq[j * k + p];
-        expected += term;
-        magnitude += std::fabs(term);
-      }
-      ASSERT_NEAR(c[i * n + j], expected, magnitude * 1e-5) << i << "," << j;
-    }
-  set_num_threads(threads);
-}
-
-// Weights stored by another quantizer may hold -128; the kernels' |w| trick must stay exact.
-TEST(QuantizedInt8, ExtremeValuesStayExact) {
-  for_each_capability([] {
-    const int64_t k = 64, n = 2;
-    std::vector<int8_t> wq(n * k, -128), aq_unused;
-    std::vector<uint16_t> ws(n * 2, detail::float_to_half(1.0f));
-    std::vector<float> a(k, -127.0f), c(n);
-    gemm_int8_weight(1, n, k, a.data(), k, wq.data(), ws.data(), c.data(), n);
-    EXPECT_EQ(c[0], 64.0 * 127 * 128);
-    EXPECT_EQ(c[1], 64.0 * 127 * 128);
-  });
-}
-
-TEST(QuantizedInt8, NonFiniteActivationsGiveNaN) {
-  const int64_t k = 64;
-  std::vector<float> w = random_floats(k, 0.1f, 5), a = random_floats(k, 1.0f, 6);
-  std::vector<int8_t> wq(k);
-  std::vector<uint16_t> ws(2);
-  quantize_int8_weight_rows(w.data(), 1, k, k, wq.data(), ws.data());
-  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
-    a[40] = bad;
-    float c = 0;
-    gemm_int8_weight(1, 1, k, a.data(), k, wq.data(), ws.data(), &c, 1);
-    EXPECT_TRUE(std::isnan(c)) << bad;
+          }
+    });
   }
 }
 
-TEST(QuantizedInt8, BadShapesAndValuesThrow) {
-  std::vector<float> w(40, 1.0f);
-  std::vector<int8_t> q(40);
-  std::vector<uint16_t> s(2);
-  EXPECT_THROW(quantize_int8_weight_rows(w.data(), 1, 40, 40, q.data(), s.data()), Error);  // 40 % 32 != 0
-  w[0] = std::numeric_limits<float>::infinity();
-  EXPECT_THROW(quantize_int8_weight_rows(w.data(), 1, 32, 32, q.data(), s.data()), Error);
-  w[0] = 1e9f;  // max / 127 overflows a float16 scale
-  EXPECT_THROW(quantize_int8_weight_rows(w.data(), 1, 32, 32, q.data(), s.data()), Error);
-  float c = 0;
-  EXPECT_THROW(gemm_int8_weight(1, 1, 33, w.data(), 33, q.data(), s.data(), &c, 1), Error);
+// The VNNI copies sum each block exactly, as the others do, and in the same order: their
+// results are bitwise those of the level below them.
+TEST(QuantizedProduct, VnniGivesTheSameBits) {
+  const Capability original = cpu_capability();
+  for (auto [with, without] : {std::pair{Capability::AVX512_VNNI, Capability::AVX512},
+                               std::pair{Capability::AVX2_VNNI, Capability::AVX2}}) {
+    if (set_cpu_capability(with) != with) continue;
+    SCOPED_TRACE(capability_name(with));
+    for (QuantFormat format : kFormats) {
+      const int64_t m = 5, n = 37, k = 544;
+      std::vector<float> w = random_floats(n * k, 0.03f, 9), a = random_floats(m * k, 1.0f, 10);
+      const Quantized wq = quantize(format, w, n, k, k);
+      std::vector<float> c_with(m * n), c_without(m * n);
+      set_cpu_capability(with);
+      gemm_quantized_weight(format, m, n, k, a.data(), k, wq.values.data(), wq.scales.data(), c_with.data(), n);
+      set_cpu_capability(without);
+      gemm_quantized_weight(format, m, n, k, a.data(), k, wq.values.data(), wq.scales.data(), c_without.data(), n);
+      EXPECT_EQ(std::memcmp(c_with.data(), c_without.data(), c_with.size() * sizeof(float)), 0)
+          << quant_format_name(format);
+    }
+  }
+  set_cpu_capability(original);
+}
+
+// Weights larger than one parallel chunk (about 256 KB of values) on two or more threads:
+// every chunk reads the activations the caller quantized, each column is computed once, and
+// the result is bitwise that of one thread.
+TEST(QuantizedProduct, ManyChunksOnThePool) {
+  const int threads = num_threads();
+  for (QuantFormat format : kFormats) {
+    SCOPED_TRACE(quant_format_name(format));
+    const int64_t k = 1024, n = 700, blocks = k / kQuantBlock;
+    std::vector<float> w = random_floats(n * k, 0.03f, 7), a = random_floats(2 * k, 1.0f, 8);
+    const Quantized wq = quantize(format, w, n, k, k);
+    std::vector<int8_t> aq(2 * k);
+    std::vector<float> as(2 * blocks), c(2 * n), c_one_thread(2 * n);
+    quantize_int8_activation_rows(a.data(), 2, k, k, aq.data(), as.data());
+    set_num_threads(1);
+    gemm_quantized_weight(format, 2, n, k, a.data(), k, wq.values.data(), wq.scales.data(), c_one_thread.data(), n);
+    set_num_threads(std::max(threads, 2));
+    gemm_quantized_weight(format, 2, n, k, a.data(), k, wq.values.data(), wq.scales.data(), c.data(), n);
+    EXPECT_EQ(std::memcmp(c.data(), c_one_thread.data(), c.size() * sizeof(float)), 0);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double expected = 0, magnitude = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double term = double(as[i * blocks + p / 32]) * aq[i * k + p] * wq.value(j, p);
+          expected += term;
+          magnitude += std::fabs(term);
+        }
+        ASSERT_NEAR(c[i * n + j], expected, magnitude * 1e-5) << i << "," << j;
+      }
+  }
+  set_num_threads(threads);
+}
+
+// The extreme integers stay exact in the kernels' |w| trick: int8 weights stored by another
+// quantizer may hold -128; int4's extremes are -8 and 7.
+TEST(QuantizedProduct, ExtremeValuesStayExact) {
+  for_each_capability_of(kAllCapabilities, [] {
+    const int64_t k = 64, n = 2;
+    std::vector<float> a(k, -127.0f), c(n);
+    std::vector<uint16_t> ws(n * 2, detail::float_to_half(1.0f));
+    std::vector<int8_t> int8_values(n * k, -128);
+    gemm_quantized_weight(QuantFormat::Int8, 1, n, k, a.data(), k, int8_values.data(), ws.data(), c.data(), n);
+    EXPECT_EQ(c[0], 64.0 * 127 * 128);
+    EXPECT_EQ(c[1], 64.0 * 127 * 128);
+    std::vector<uint8_t> int4_values(n * k / 2, 0x00);  // every value 0 - 8
+    std::fill(int4_values.begin() + k / 2, int4_values.end(), 0xFF);  // the second row's 15 - 8
+    gemm_quantized_weight(QuantFormat::Int4, 1, n, k, a.data(), k, int4_values.data(), ws.data(), c.data(), n);
+    EXPECT_EQ(c[0], 64.0 * 127 * 8);
+    EXPECT_EQ(c[1], 64.0 * -127 * 7);
+  });
+}
+
+TEST(QuantizedProduct, NonFiniteActivationsGiveNaN) {
+  for (QuantFormat format : kFormats) {
+    const int64_t k = 64;
+    std::vector<float> w = random_floats(k, 0.1f, 5), a = random_floats(k, 1.0f, 6);
+    const Quantized wq = quantize(format, w, 1, k, k);
+    for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+      a[40] = bad;
+      float c = 0;
+      gemm_quantized_weight(format, 1, 1, k, a.data(), k, wq.values.data(), wq.scales.data(), &c, 1);
+      EXPECT_TRUE(std::isnan(c)) << quant_format_name(format) << " " << bad;
+    }
+  }
+}
+
+TEST(QuantizedProduct, BadShapesAndValuesThrow) {
+  for (QuantFormat format : kFormats) {
+    SCOPED_TRACE(quant_format_name(format));
+    std::vector<float> w(40, 1.0f);
+    std::vector<uint8_t> q(40);
+    std::vector<uint16_t> s(2);
+    EXPECT_THROW(quantize_weight_rows(format, w.data(), 1, 40, 40, q.data(), s.data()), Error);  // 40 % 32 != 0
+    w[0] = std::numeric_limits<float>::infinity();
+    EXPECT_THROW(quantize_weight_rows(format, w.data(), 1, 32, 32, q.data(), s.data()), Error);
+    w[0] = 1e9f;  // its scale overflows a float16
+    EXPECT_THROW(quantize_weight_rows(format, w.data(), 1, 32, 32, q.data(), s.data()), Error);
+    float c = 0;
+    EXPECT_THROW(gemm_quantized_weight(format, 1, 1, 33, w.data(), 33, q.data(), s.data(), &c, 1), Error);
+    EXPECT_THROW(dequantize_weight_rows(format, q.data(), s.data(), 1, 48, w.data()), Error);
+  }
 }

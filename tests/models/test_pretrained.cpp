@@ -19,6 +19,7 @@
 #include "ember/io/safetensors.h"
 #include "ember/models/pretrained.h"
 #include "ember/storage.h"
+#include "temp_directory.h"
 #include "test_support.h"
 
 namespace ember {
@@ -62,28 +63,8 @@ int64_t argmax_last(const Tensor& logits) {
   return logits.select(1, logits.size(1) - 1).argmax(-1).item<int64_t>();
 }
 
-std::string sanitized(std::string name) {
-  for (char& c : name)
-    if (c == '/') c = '_';
-  return name;
-}
-
-// A fresh directory under the test temp dir, removed with the fixture.
-class TempDirectory {
- public:
-  explicit TempDirectory(const std::string& name) {
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = ::testing::TempDir() + "/ember_pretrained_" + std::to_string(::getpid()) + "_" + sanitized(test->name()) +
-            "_" + name;
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDirectory() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testutil::sanitized;
+using testutil::TempDirectory;
 
 // The tensor names of every safetensors file of a checkpoint directory.
 std::set<std::string> checkpoint_keys(const std::string& dir) {

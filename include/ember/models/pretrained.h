@@ -26,9 +26,10 @@ struct PretrainedOptions {
   // Owned, writable weights with requires_grad (full fine-tuning). Off: weights stay read-only
   // views of the files and require no gradient.
   bool trainable = false;
-  // Weight-only quantization for inference: "" (none) or "int8" (the layers' projections and
-  // the LM head in blocks of 32 int8 values with a float16 scale, ember/quantized.h;
-  // embeddings and norms stay in dtype). Not with trainable.
+  // Weight-only quantization for inference: "" (none), "int8" (the layers' projections and
+  // the LM head in blocks of 32 int8 values with a float16 scale, ember/quantized.h) or "int4"
+  // (the projections in blocks of 32 4-bit values, the head in int8); embeddings and norms
+  // stay in dtype. Not with trainable.
   std::string quantize;
 };
 
@@ -89,9 +90,19 @@ class CausalLMImpl : public nn::Module {
   // The LM head's weight [vocab, hidden]: the embedding when tied.
   const Tensor& lm_head_weight() const;
 
-  // Weight-only quantization ("int8", see PretrainedOptions::quantize); "" when none.
+  // Weight-only quantization ("int8" or "int4", see PretrainedOptions::quantize; a quantized
+  // model can be quantized again to the other type, from its float weights); "" when none.
   void quantize(const std::string& type);
   const std::string& quantization() const { return quantization_; }
+  // The quantized copies by checkpoint key ("model.layers.0.self_attn.q_proj.weight"; the head's
+  // as kLmHeadKey, tied or not); empty when not quantized.
+  std::map<std::string, quantized::QuantizedWeight> quantized_weights() const;
+  // Installs quantized copies as given (read from a file) for every projection and the head,
+  // each of its weight's shape [out, in]; the model's quantization becomes `type`. `where`
+  // names their source in errors.
+  void set_quantized_weights(const std::string& type, const std::map<std::string, quantized::QuantizedWeight>& blocks,
+                             const std::string& where);
+  static constexpr const char* kLmHeadKey = "lm_head.weight";
 
  private:
   friend struct detail::LoraAccess;
@@ -101,15 +112,17 @@ class CausalLMImpl : public nn::Module {
   // Rows start .. start + length - 1 of the rotary tables in the compute dtype, grown on demand.
   std::pair<Tensor, Tensor> rope_rows(int64_t start, int64_t length);
   Tensor final_norm(const Tensor& x) const;
-  // Logits in float32 from hidden states, through the int8 head when quantized.
+  // Logits in float32 from hidden states, through the quantized head when quantized.
   Tensor head(const Tensor& h);
+  // "model.layers.N." (GPT-2: "transformer.h.N."), the prefix of layer N's checkpoint keys.
+  std::string layer_prefix(size_t layer) const;
 
   PretrainedConfig config_;
   ScalarType compute_dtype_ = kFloat32;
   int64_t max_seq_len_ = 0;
   Tensor embedding_, positions_, norm_weight_, norm_bias_, lm_head_;
   std::string quantization_;
-  quantized::Int8Weight lm_head_int8_;
+  quantized::QuantizedWeight lm_head_quantized_;
   std::vector<std::shared_ptr<detail::DecoderLayerImpl>> layers_;
   std::vector<int64_t> windows_;  // the distinct sliding windows of the layers (0: none)
   std::vector<size_t> layer_window_;  // index into windows_ per layer
@@ -129,6 +142,13 @@ CausalLM from_pretrained(const std::string& dir, const PretrainedOptions& option
 // own) with model.safetensors.index.json. Each file is written atomically; shards of an
 // earlier save that this one does not write are removed.
 void save_pretrained(CausalLM& model, const std::string& dir, int64_t max_shard_bytes = 5'000'000'000);
+// Writes a quantized model (CausalLMImpl::quantize) as save_pretrained does, its weights in one
+// model.safetensors: every quantized weight as its blocks, "<key without .weight>.qweight" and
+// ".scales", the head's as "lm_head.qweight" / "lm_head.scales" (also when tied), the other
+// tensors under their keys, and __metadata__ "quantization" naming the type (Note [Quantized
+// checkpoints] in src/models/pretrained_io.cpp). from_pretrained reads such a directory back,
+// quantized, with the blocks as stored.
+void save_quantized(CausalLM& model, const std::string& dir);
 
 // generation_config.json's eos/bos/pad ids and sampling settings, over config.json's ids.
 GenerationConfig read_generation_config(const std::string& dir);

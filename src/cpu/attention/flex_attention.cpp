@@ -18,16 +18,25 @@ namespace {
 using ember::detail::ScoreTile;
 using ember::detail::TilePass;
 
-template <typename T> const TileKernels<T>& kernels();
-template <> const TileKernels<float>& kernels<float>() { return *EMBER_KERNEL(flex_tile_kernels_f32)(); }
-template <> const TileKernels<double>& kernels<double>() { return *EMBER_KERNEL(flex_tile_kernels_f64)(); }
+template <typename T> const TileKernels<T>& tile_kernels();
+template <> const TileKernels<float>& tile_kernels<float>() { return *EMBER_KERNEL(flex_tile_kernels_f32)(); }
+template <> const TileKernels<double>& tile_kernels<double>() { return *EMBER_KERNEL(flex_tile_kernels_f64)(); }
+
+// The products' table for tiles of T and operands of `dtype` (Note [Attention products]):
+// bfloat16 operands where the CPU multiplies them (EMBER_BF16_KERNEL), else T.
+template <typename T> const ProductKernels<T>& products_for(ScalarType dtype);
+template <> const ProductKernels<double>& products_for<double>(ScalarType) { return *EMBER_KERNEL(flex_products_f64)(); }
+template <> const ProductKernels<float>& products_for<float>(ScalarType dtype) {
+  const auto bf16 = EMBER_BF16_KERNEL(flex_products_bf16);
+  return dtype == kBFloat16 && bf16 ? *bf16() : *EMBER_KERNEL(flex_products_f32)();
+}
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
 // Per-thread scratch buffers, grown on demand and kept between calls.
-enum Buffer { kQ, kOut, kKeyT, kValueT, kScores, kGrad, kDmod, kRaw, kTransposed, kAccA, kAccB, kRowA, kRowB,
-              kNumBuffers };
+enum Buffer { kQ, kOut, kKeyT, kValueT, kScores, kGrad, kDmod, kRaw, kTransposed, kOperand, kAccA, kAccB, kRowA,
+              kRowB, kNumBuffers };
 template <typename T>
 T* scratch(Buffer which, int64_t size) {
   thread_local std::vector<T> buffers[kNumBuffers];
@@ -81,17 +90,28 @@ void apply_mods(const FlexProblem& p, const ScoreTile& tile, bool partial, TileP
   if (partial && p.mask_mod) p.mask_mod(tile, pass);
 }
 
-// The geometry every kernel below shares.
+// The geometry every kernel below shares: tiles of T, product operands as `mm` packs them.
 template <typename T>
 struct Layout {
-  const TileKernels<T>& k = kernels<T>();
-  int64_t bq, bkv, q_blocks, kv_blocks, group, ld_s, ld_e, ld_ev;
+  const TileKernels<T>& k = tile_kernels<T>();
+  const ProductKernels<T>& mm;
+  // ld_s, ld_e, ld_ev: rows of score, dK/dQ and output tiles (C of a product). ld_qe, ld_qv:
+  // rows of E and Ev values as A operands; ld_t: rows of a transposed query-block tile.
+  int64_t bq, bkv, q_blocks, kv_blocks, group, ld_s, ld_e, ld_ev, ld_qe, ld_qv, ld_t;
   size_t item;
-  explicit Layout(const FlexProblem& p)
-      : bq(p.q_block), bkv(p.kv_block), q_blocks(ceil_div(p.q_len, p.q_block)), kv_blocks(ceil_div(p.kv_len, p.kv_block)),
-        group(p.heads_q / p.heads_kv), ld_s(round_up(p.kv_block, k.panel_width)),
-        ld_e(round_up(p.head_dim, k.panel_width)), ld_ev(round_up(p.value_dim, k.panel_width)),
-        item(element_size(p.dtype)) {}
+  explicit Layout(const FlexProblem& p, const ProductKernels<T>& products)
+      : mm(products), bq(p.q_block), bkv(p.kv_block), q_blocks(ceil_div(p.q_len, p.q_block)),
+        kv_blocks(ceil_div(p.kv_len, p.kv_block)),
+        group(p.heads_q / p.heads_kv), ld_s(round_up(p.kv_block, mm.panel_width)),
+        ld_e(round_up(p.head_dim, mm.panel_width)), ld_ev(round_up(p.value_dim, mm.panel_width)),
+        ld_qe(round_up(p.head_dim, mm.k_group)), ld_qv(round_up(p.value_dim, mm.k_group)),
+        ld_t(round_up(p.q_block, mm.k_group)), item(element_size(p.dtype)) {}
+  // Bytes of `elements` operand elements, and the operand memory that many elements past `base`.
+  int64_t bytes(int64_t elements) const { return elements * mm.operand_bytes; }
+  const void* operand(const void* base, int64_t elements) const {
+    return static_cast<const char*>(base) + bytes(elements);
+  }
+  void* operand(void* base, int64_t elements) const { return static_cast<char*>(base) + bytes(elements); }
   int64_t rows_of(int64_t qb, const FlexProblem& p) const { return std::min(bq, p.q_len - qb * bq); }
   int64_t cols_of(int64_t kvb, const FlexProblem& p) const { return std::min(bkv, p.kv_len - kvb * bkv); }
 };
@@ -100,16 +120,17 @@ struct Layout {
 
 // Every block of an operand [batch, heads, len, dim] in one packed form, packed once
 // rather than once per visit: Rows (an A operand), Panels (B[row][dim]) or
-// TransposedPanels (B[dim][row]); scaled by `scale`.
+// TransposedPanels (B[dim][row]).
 enum class Form { Rows, Panels, TransposedPanels };
 
 template <typename T>
 class PackedBlocks {
  public:
   static int64_t block_size(const Layout<T>& g, int64_t dim, int64_t block_len, Form form) {
-    return form == Form::Rows     ? block_len * dim
-           : form == Form::Panels ? round_up(dim, g.k.panel_width) * block_len
-                                  : round_up(block_len, g.k.panel_width) * dim;
+    const int64_t width = g.mm.panel_width, group = g.mm.k_group;
+    return form == Form::Rows     ? block_len * round_up(dim, group)
+           : form == Form::Panels ? round_up(dim, width) * round_up(block_len, group)
+                                  : round_up(block_len, width) * round_up(dim, group);
   }
   // Elements of the packed operand: what `storage` must hold.
   static int64_t elements(const Layout<T>& g, int64_t batch, int64_t heads, int64_t len, int64_t dim,
@@ -119,51 +140,54 @@ class PackedBlocks {
 
   // Packs into `storage` (caller-owned, elements() long), or into memory of its own when null.
   PackedBlocks(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t batch, int64_t heads, int64_t len,
-               int64_t dim, int64_t block_len, Form form, T scale, T* storage = nullptr)
+               int64_t dim, int64_t block_len, Form form, char* storage = nullptr)
       : batch_(batch), heads_(heads), blocks_(ceil_div(len, block_len)), block_size_(block_size(g, dim, block_len, form)),
-        data_(storage ? Buffer(storage, Free{0}) : allocate(batch * heads * blocks_ * block_size_)) {
+        data_(storage ? Buffer(storage, Free{0}) : allocate(g.bytes(batch * heads * blocks_ * block_size_))),
+        block_bytes_(g.bytes(block_size_)) {
     parallel_for(0, batch * heads * blocks_, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t blk = i % blocks_, h = i / blocks_ % heads, b = i / blocks_ / heads;
         const int64_t first = blk * block_len, rows = std::min(block_len, len - first);
         const char* src = at(o, b, h, first, g.item);
-        T* dst = data_.get() + i * block_size_;
-        if (form == Form::Rows) g.k.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim, scale, dst, dim);
-        else if (form == Form::Panels) g.k.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim, scale, dst);
-        else g.k.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim, rows, scale, dst);
+        char* dst = data_.get() + i * block_bytes_;
+        if (form == Form::Rows)
+          g.mm.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst, round_up(dim, g.mm.k_group));
+        else if (form == Form::Panels) g.mm.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst);
+        else g.mm.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim, rows, dst);
       }
     });
   }
   // b of a broadcast operand (batch 1) is 0.
-  const T* block(int64_t b, int64_t h, int64_t blk) const {
-    return data_.get() + (((batch_ == 1 ? 0 : b) * heads_ + h) * blocks_ + blk) * block_size_;
+  const void* block(int64_t b, int64_t h, int64_t blk) const {
+    return data_.get() + (((batch_ == 1 ? 0 : b) * heads_ + h) * blocks_ + blk) * block_bytes_;
   }
 
  private:
   struct Free {
     size_t bytes;  // 0: caller-owned storage
-    void operator()(T* data) const {
+    void operator()(char* data) const {
       if (bytes > 0) core::free_bytes(data, bytes);
     }
   };
-  using Buffer = std::unique_ptr<T[], Free>;
+  using Buffer = std::unique_ptr<char[], Free>;
   // From ember's allocator: its large-block cache spares the page faults of fresh memory.
   static Buffer allocate(int64_t count) {
-    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
-    return Buffer(static_cast<T*>(core::allocate_bytes(bytes)), Free{bytes});
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1));
+    return Buffer(static_cast<char*>(core::allocate_bytes(bytes)), Free{bytes});
   }
 
   int64_t batch_, heads_, blocks_, block_size_;
   Buffer data_;
+  int64_t block_bytes_;
 };
 
 // k and v broadcast over the batch when their batch stride is 0.
 int64_t kv_batch_of(const FlexProblem& p) { return p.k.stride_b == 0 && p.batch > 1 ? 1 : p.batch; }
 
 template <typename T>
-PackedBlocks<T> pack_keys(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form, T scale,
-                          T* storage = nullptr) {
-  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, scale, storage);
+PackedBlocks<T> pack_keys(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form,
+                             char* storage = nullptr) {
+  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, storage);
 }
 
 template <typename T>
@@ -194,24 +218,36 @@ class Carver {
 };
 
 // A task's scratch: a slot of the workspace, else the calling thread's buffers.
-template <typename T>
 class TaskScratch {
  public:
   explicit TaskScratch(void* slot) : slot_(slot), carver_(slot) {}
-  T* get(Buffer which, int64_t size) { return slot_ ? carver_.take<T>(size) : scratch<T>(which, size); }
+  template <typename U>
+  U* get(Buffer which, int64_t size) {
+    return slot_ ? carver_.take<U>(size) : scratch<U>(which, size);
+  }
 
  private:
   void* slot_;
   Carver carver_;
 };
 
+// From a task's scratch, or counted by a Carver over no memory (a slot's size).
+template <typename U>
+U* take(TaskScratch& s, Buffer which, int64_t size) {
+  return s.get<U>(which, size);
+}
+template <typename U>
+U* take(Carver& c, Buffer, int64_t size) {
+  return c.take<U>(size);
+}
+
 // Runs fn(task_begin, task_end, scratch) over [0, tasks): chunks of one task with per-thread
 // scratch, or one chunk per workspace slot (Note [Flex workspace]).
-template <typename T, typename F>
+template <typename F>
 void run_tasks(const FlexProblem& p, int64_t tasks, char* slots, int64_t slot_bytes, F fn) {
   if (p.workspace == nullptr) {
     parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
-      TaskScratch<T> scratch(nullptr);
+      TaskScratch scratch(nullptr);
       fn(lo, hi, scratch);
     });
     return;
@@ -219,43 +255,64 @@ void run_tasks(const FlexProblem& p, int64_t tasks, char* slots, int64_t slot_by
   const int64_t n = p.workspace_slots;
   parallel_for(0, n, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t k = lo; k < hi; ++k) {
-      TaskScratch<T> scratch(slots + k * slot_bytes);
+      TaskScratch scratch(slots + k * slot_bytes);
       fn(k * tasks / n, (k + 1) * tasks / n, scratch);
     }
   });
 }
 
-// Bytes of one slot holding per-task buffers of these element counts, carved in this order.
-template <typename T, size_t N>
-int64_t slot_bytes_of(const std::array<int64_t, N>& sizes) {
+// Bytes of one slot: what a task's buffers (Buffers(layout..., carver)) carve from it.
+template <typename Buffers, typename... Args>
+int64_t slot_bytes_of(const Args&... args) {
   Carver slot(nullptr);
-  for (int64_t size : sizes) slot.take<T>(size);
+  Buffers(args..., slot);
   return slot.used();
 }
 
 template <typename T>
-PackedBlocks<T> pack_queries(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form, T scale) {
-  return PackedBlocks<T>(p, g, o, p.batch, p.heads_q, p.q_len, dim, g.bq, form, scale);
+PackedBlocks<T> pack_queries(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form) {
+  return PackedBlocks<T>(p, g, o, p.batch, p.heads_q, p.q_len, dim, g.bq, form);
 }
 
-// Per-task buffers of forward_impl: q, scores, acc, row_max, row_sum.
+// The A operand of a product from a T tile (rows x cols, ld_s): the tile itself where tiles
+// are operands, else its operand copy in `buffer`.
 template <typename T>
-std::array<int64_t, 5> forward_task_sizes(const FlexProblem& p, const Layout<T>& g) {
-  return {g.bq * p.head_dim, g.bq * g.ld_s, g.bq * g.ld_ev, g.bq, g.bq};
+const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_t cols, void* buffer) {
+  if (g.mm.tiles_are_operands) return tile;
+  g.mm.operand_rows(tile, g.ld_s, rows, cols, false, buffer, g.ld_s);
+  return buffer;
 }
+
+// A forward task's buffers: the query rows, the score tile, the probabilities as an operand
+// (unused where operands are T), the output accumulator and the running row max and sum.
+template <typename T>
+struct ForwardBuffers {
+  void* q;
+  T* scores;
+  void* probs;
+  T* acc;
+  T* row_max;
+  T* row_sum;
+  template <typename Source>
+  ForwardBuffers(const FlexProblem& p, const Layout<T>& g, Source& s)
+      : q(take<char>(s, kQ, g.bytes(g.bq * g.ld_qe))), scores(take<T>(s, kScores, g.bq * g.ld_s)),
+        probs(take<char>(s, kOperand, g.mm.tiles_are_operands ? 0 : g.bytes(g.bq * g.ld_s))),
+        acc(take<T>(s, kAccA, g.bq * g.ld_ev)),
+        row_max(take<T>(s, kRowA, g.bq)), row_sum(take<T>(s, kRowB, g.bq)) {}
+};
 
 // forward_impl's workspace: packed keys and values, then the slots.
 template <typename T>
 struct ForwardWorkspace {
-  T* keys;
-  T* values;
+  char* keys;
+  char* values;
   char* slots;
   int64_t slot_bytes, bytes;
   ForwardWorkspace(const FlexProblem& p, const Layout<T>& g, void* base, int64_t num_slots) {
     Carver c(base);
-    keys = c.take<T>(packed_keys_elements<T>(p, g, p.head_dim, Form::TransposedPanels));
-    values = c.take<T>(packed_keys_elements<T>(p, g, p.value_dim, Form::Panels));
-    slot_bytes = slot_bytes_of<T>(forward_task_sizes<T>(p, g));
+    keys = c.take<char>(g.bytes(packed_keys_elements(p, g, p.head_dim, Form::TransposedPanels)));
+    values = c.take<char>(g.bytes(packed_keys_elements(p, g, p.value_dim, Form::Panels)));
+    slot_bytes = slot_bytes_of<ForwardBuffers<T>>(p, g);
     slots = c.take<char>(num_slots * slot_bytes);
     bytes = c.used();
   }
@@ -263,34 +320,34 @@ struct ForwardWorkspace {
 
 template <typename T>
 void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
-  const Layout<T> g(p);
+  const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
+  const T scale = static_cast<T>(p.scale);
   T* lse = static_cast<T*>(lse_out);
   const ForwardWorkspace<T> w(p, g, p.workspace, p.workspace_slots);
-  const PackedBlocks<T> keys = pack_keys<T>(p, g, p.k, E, Form::TransposedPanels, T(1), p.workspace ? w.keys : nullptr);
-  const PackedBlocks<T> values = pack_keys<T>(p, g, p.v, Ev, Form::Panels, T(1), p.workspace ? w.values : nullptr);
-  const std::array<int64_t, 5> sizes = forward_task_sizes<T>(p, g);
-  run_tasks<T>(p, p.batch * p.heads_q * g.q_blocks, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch<T>& s) {
-    T* q = s.get(kQ, sizes[0]);
-    T* scores = s.get(kScores, sizes[1]);
-    T* acc = s.get(kAccA, sizes[2]);
-    T* row_max = s.get(kRowA, sizes[3]);
-    T* row_sum = s.get(kRowB, sizes[4]);
+  const PackedBlocks<T> keys = pack_keys(p, g, p.k, E, Form::TransposedPanels, p.workspace ? w.keys : nullptr);
+  const PackedBlocks<T> values = pack_keys(p, g, p.v, Ev, Form::Panels, p.workspace ? w.values : nullptr);
+  run_tasks(p, p.batch * p.heads_q * g.q_blocks, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
+    const ForwardBuffers<T> t(p, g, s);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
-      K.pack_rows(p.dtype, at(p.q, b, h, q0, g.item), p.q.stride_row, p.q.stride_col, rows, E, static_cast<T>(p.scale), q, E);
+      T* const row_max = t.row_max;
+      T* const row_sum = t.row_sum;
+      T* const acc = t.acc;
+      g.mm.pack_rows(p.dtype, at(p.q, b, h, q0, g.item), p.q.stride_row, p.q.stride_col, rows, E, t.q, g.ld_qe);
       std::fill(row_max, row_max + rows, -std::numeric_limits<T>::infinity());
       std::fill(row_sum, row_sum + rows, T(0));
       std::fill(acc, acc + rows * g.ld_ev, T(0));
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
-        K.gemm(q, E, keys.block(b, hk, kvb), scores, g.ld_s, rows, cols, E, false);
-        apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, scores, g.ld_s), partial, TilePass::Forward);
-        K.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
-        K.gemm(scores, g.ld_s, values.block(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, true);
+        g.mm.gemm(t.q, g.ld_qe, keys.block(b, hk, kvb), t.scores, g.ld_s, rows, cols, E, scale, false);
+        apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, t.scores, g.ld_s), partial, TilePass::Forward);
+        K.softmax_step(t.scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
+        g.mm.gemm(tile_operand(g, t.scores, rows, cols, t.probs), g.ld_s, values.block(b, hk, kvb), acc, g.ld_ev, rows,
+                  Ev, cols, T(1), true);
       });
       // A row that saw nothing (fully masked) gives output 0 and lse -inf.
       T* row_lse = lse + (b * p.heads_q + h) * p.q_len + q0;
@@ -328,11 +385,22 @@ struct DecodeShape {
         splits(std::clamp<int64_t>(64 / std::max<int64_t>(heads, 1), 1, std::max<int64_t>(g.kv_blocks, 1))) {}
 };
 
-// Per-task buffers of decode_impl: q, key_t, value, scores.
+// A decode task's buffers: the query rows of a GQA group, one key block's and one value
+// block's panels, the score tile and the probabilities as an operand (unused where operands are T).
 template <typename T>
-std::array<int64_t, 4> decode_task_sizes(const FlexProblem& p, const Layout<T>& g, const DecodeShape& d) {
-  return {d.rows * p.head_dim, g.ld_s * p.head_dim, g.bkv * g.ld_ev, d.rows * g.ld_s};
-}
+struct DecodeBuffers {
+  void* q;
+  void* key_t;
+  void* value;
+  T* scores;
+  void* probs;
+  template <typename Source>
+  DecodeBuffers(const FlexProblem& p, const Layout<T>& g, const DecodeShape& d, Source& s)
+      : q(take<char>(s, kQ, g.bytes(d.rows * g.ld_qe))), key_t(take<char>(s, kKeyT, g.bytes(g.ld_s * g.ld_qe))),
+        value(take<char>(s, kValueT, g.bytes(g.ld_ev * round_up(g.bkv, g.mm.k_group)))),
+        scores(take<T>(s, kScores, d.rows * g.ld_s)),
+        probs(take<char>(s, kOperand, g.mm.tiles_are_operands ? 0 : g.bytes(d.rows * g.ld_s))) {}
+};
 
 // decode_impl's workspace: the ranges' partial results, the merge's rows, then the slots.
 template <typename T>
@@ -347,7 +415,7 @@ struct DecodeWorkspace {
     part_sum = c.take<T>(d.heads * d.splits * d.rows);
     merged = c.take<T>(d.rows * g.ld_ev);
     inverse = c.take<T>(d.rows);
-    slot_bytes = slot_bytes_of<T>(decode_task_sizes<T>(p, g, d));
+    slot_bytes = slot_bytes_of<DecodeBuffers<T>>(p, g, d);
     slots = c.take<char>(num_slots * slot_bytes);
     bytes = c.used();
   }
@@ -371,26 +439,24 @@ std::pair<int64_t, bool> visit_at(const FlexProblem& p, const BlockLists& lists,
 
 template <typename T>
 void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
-  const Layout<T> g(p);
+  const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const DecodeShape d(p, g);
   const int64_t E = p.head_dim, Ev = p.value_dim, rows = d.rows, heads = d.heads, splits = d.splits;
   // Without a workspace, the shared buffers come from memory of its own (the slots are unused).
   std::unique_ptr<char[]> owned;
-  if (p.workspace == nullptr) owned.reset(new char[static_cast<size_t>(DecodeWorkspace<T>(p, g, d, nullptr, 0).bytes)]);
+  if (p.workspace == nullptr)
+    owned.reset(new char[static_cast<size_t>(DecodeWorkspace<T>(p, g, d, nullptr, 0).bytes)]);
   const DecodeWorkspace<T> w(p, g, d, p.workspace ? p.workspace : owned.get(), p.workspace_slots);
-  const std::array<int64_t, 4> sizes = decode_task_sizes<T>(p, g, d);
-  run_tasks<T>(p, heads * splits, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch<T>& s) {
-    T* q = s.get(kQ, sizes[0]);
-    T* key_t = s.get(kKeyT, sizes[1]);
-    T* value = s.get(kValueT, sizes[2]);
-    T* scores = s.get(kScores, sizes[3]);
+  run_tasks(p, heads * splits, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
+    const DecodeBuffers<T> t(p, g, d, s);
+    T* const scores = t.scores;
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t split = task % splits, bh = task / splits, b = bh / p.heads_kv, hk = bh % p.heads_kv;
       const int64_t h0 = hk * g.group;
       for (int64_t j = 0; j < g.group; ++j)
-        K.pack_rows(p.dtype, at(p.q, b, h0 + j, 0, g.item), p.q.stride_row, p.q.stride_col, p.q_len, E,
-                    static_cast<T>(p.scale), q + j * p.q_len * E, E);
+        g.mm.pack_rows(p.dtype, at(p.q, b, h0 + j, 0, g.item), p.q.stride_row, p.q.stride_col, p.q_len, E,
+                       g.operand(t.q, j * p.q_len * g.ld_qe), g.ld_qe);
       T* acc = w.part_acc + task * rows * g.ld_ev;
       T* row_max = w.part_max + task * rows;
       T* row_sum = w.part_sum + task * rows;
@@ -402,14 +468,15 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
         const auto [kvb, partial] = visit_at(p, p.kv_lists, b, h0, 0, i);
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) continue;
-        K.pack_panels(p.dtype, at(p.k, b, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, E, cols, T(1), key_t);
-        K.gemm(q, E, key_t, scores, g.ld_s, rows, cols, E, false);
+        g.mm.pack_panels(p.dtype, at(p.k, b, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, E, cols, t.key_t);
+        g.mm.gemm(t.q, g.ld_qe, t.key_t, scores, g.ld_s, rows, cols, E, static_cast<T>(p.scale), false);
         ScoreTile tile = make_tile(b, h0, 0, kv0, rows, cols, scores, g.ld_s);
         tile.rows_per_head = p.q_len;
         apply_mods(p, tile, partial, TilePass::Forward);
-        K.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, Ev, T(1), value);
+        g.mm.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, Ev, t.value);
         K.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
-        K.gemm(scores, g.ld_s, value, acc, g.ld_ev, rows, Ev, cols, true);
+        g.mm.gemm(tile_operand(g, scores, rows, cols, t.probs), g.ld_s, t.value, acc, g.ld_ev, rows, Ev, cols, T(1),
+                  true);
       }
     }
   });
@@ -441,15 +508,15 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
 // delta[row] = sum_j grad_out[row, j] * out[row, j] over all B * Hq * L rows.
 template <typename T>
 std::vector<T> output_dot(const FlexProblem& p, const void* out, const void* grad_out) {
-  const Layout<T> g(p);
+  const TileKernels<T>& K = tile_kernels<T>();
   const int64_t rows = p.batch * p.heads_q * p.q_len, Ev = p.value_dim;
   std::vector<T> delta(static_cast<size_t>(rows));
   parallel_for(0, rows, 256, [&](int64_t lo, int64_t hi) {
     T* o = scratch<T>(kOut, (hi - lo) * Ev);
     T* d = scratch<T>(kGrad, (hi - lo) * Ev);
-    const int64_t byte = static_cast<int64_t>(g.item) * Ev;
-    g.k.pack_rows(p.dtype, static_cast<const char*>(out) + lo * byte, Ev, 1, hi - lo, Ev, T(1), o, Ev);
-    g.k.pack_rows(p.dtype, static_cast<const char*>(grad_out) + lo * byte, Ev, 1, hi - lo, Ev, T(1), d, Ev);
+    const int64_t byte = static_cast<int64_t>(element_size(p.dtype)) * Ev;
+    K.widen_rows(p.dtype, static_cast<const char*>(out) + lo * byte, Ev, 1, hi - lo, Ev, o, Ev);
+    K.widen_rows(p.dtype, static_cast<const char*>(grad_out) + lo * byte, Ev, 1, hi - lo, Ev, d, Ev);
     for (int64_t r = 0; r < hi - lo; ++r) {
       T sum = 0;
       for (int64_t j = 0; j < Ev; ++j) sum += o[r * Ev + j] * d[r * Ev + j];
@@ -473,19 +540,19 @@ struct TileGrad {
   T* raw;   // the unmodified scores, when captured tensors need gradients
   bool* overflow;
 
-  // q: scaled query rows (A), key_t / value_t: key and value panels (B) of the block,
-  // grad_out: rows of dO (A). param_grads: non-null when captured tensors need gradients.
-  void run(int64_t b, int64_t h, int64_t q0, int64_t kv0, int64_t rows, int64_t cols, bool partial, const T* q,
-           const T* grad_out, const T* key_t, const T* value_t, double* const* param_grads) {
+  // q: query rows (A), key_t / value_t: key and value panels (B) of the block, grad_out: rows
+  // of dO (A). param_grads: non-null when captured tensors need gradients.
+  void run(int64_t b, int64_t h, int64_t q0, int64_t kv0, int64_t rows, int64_t cols, bool partial, const void* q,
+           const void* grad_out, const void* key_t, const void* value_t, double* const* param_grads) {
     const auto& K = g.k;
     const int64_t E = p.head_dim, Ev = p.value_dim, row0 = (b * p.heads_q + h) * p.q_len + q0;
-    K.gemm(q, E, key_t, scores, g.ld_s, rows, cols, E, false);
+    g.mm.gemm(q, g.ld_qe, key_t, scores, g.ld_s, rows, cols, E, static_cast<T>(p.scale), false);
     if (param_grads) std::copy(scores, scores + rows * g.ld_s, raw);
     ScoreTile tile = make_tile(b, h, q0, kv0, rows, cols, scores, g.ld_s);
     tile.dscore = p.score_mod ? dmod : nullptr;
     apply_mods(p, tile, partial, TilePass::Derivative);
     K.probabilities(scores, g.ld_s, rows, cols, lse + row0);
-    K.gemm(grad_out, Ev, value_t, grad, g.ld_s, rows, cols, Ev, false);
+    g.mm.gemm(grad_out, g.ld_qv, value_t, grad, g.ld_s, rows, cols, Ev, T(1), false);
     if (!param_grads) {
       K.score_grad(scores, grad, p.score_mod ? dmod : nullptr, g.ld_s, rows, cols, delta + row0);
       return;
@@ -507,38 +574,37 @@ struct TileGrad {
 // The operands of both backward passes, packed once.
 template <typename T>
 struct BackwardPacks {
-  PackedBlocks<T> key_t, value_t, key_panels;      // K^T and V^T (B of q·k, dO·v), scale·K (B of dS·K)
-  PackedBlocks<T> q_rows, q_panels, dout_rows, dout_panels;  // scale·Q, dO as A and as B operands
+  PackedBlocks<T> key_t, value_t, key_panels;  // K^T and V^T (B of q·k, dO·v), K (B of dS·K)
+  PackedBlocks<T> q_rows, q_panels, dout_rows, dout_panels;  // Q, dO as A and as B operands
 
   BackwardPacks(const FlexProblem& p, const Layout<T>& g, const Operand& dO)
-      : key_t(pack_keys<T>(p, g, p.k, p.head_dim, Form::TransposedPanels, T(1))),
-        value_t(pack_keys<T>(p, g, p.v, p.value_dim, Form::TransposedPanels, T(1))),
-        key_panels(pack_keys<T>(p, g, p.k, p.head_dim, Form::Panels, static_cast<T>(p.scale))),
-        q_rows(pack_queries<T>(p, g, p.q, p.head_dim, Form::Rows, static_cast<T>(p.scale))),
-        q_panels(pack_queries<T>(p, g, p.q, p.head_dim, Form::Panels, static_cast<T>(p.scale))),
-        dout_rows(pack_queries<T>(p, g, dO, p.value_dim, Form::Rows, T(1))),
-        dout_panels(pack_queries<T>(p, g, dO, p.value_dim, Form::Panels, T(1))) {}
+      : key_t(pack_keys(p, g, p.k, p.head_dim, Form::TransposedPanels)),
+        value_t(pack_keys(p, g, p.v, p.value_dim, Form::TransposedPanels)),
+        key_panels(pack_keys(p, g, p.k, p.head_dim, Form::Panels)),
+        q_rows(pack_queries(p, g, p.q, p.head_dim, Form::Rows)),
+        q_panels(pack_queries(p, g, p.q, p.head_dim, Form::Panels)),
+        dout_rows(pack_queries(p, g, dO, p.value_dim, Form::Rows)),
+        dout_panels(pack_queries(p, g, dO, p.value_dim, Form::Panels)) {}
 };
 
 // dK and dV: one task per key block owns its rows, summing over the query heads of its GQA
 // group, the batch when k and v broadcast, and the query blocks that visit it.
 template <typename T>
-void key_value_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const T* lse, const T* delta, void* dk,
-                     void* dv, int64_t kv_batch) {
-  const Layout<T> g(p);
+void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
+                     const T* delta, void* dk, void* dv, int64_t kv_batch) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   parallel_for(0, kv_batch * p.heads_kv * g.kv_blocks, 1, [&](int64_t lo, int64_t hi) {
-    T* transposed = scratch<T>(kTransposed, g.bkv * g.bq);
+    void* transposed = scratch<char>(kTransposed, g.bytes(g.bkv * g.ld_t));
     T* dk_acc = scratch<T>(kAccA, g.bkv * g.ld_e);
     T* dv_acc = scratch<T>(kAccB, g.bkv * g.ld_ev);
     TileGrad<T> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
-                   scratch<T>(kDmod, g.bq * g.ld_s), nullptr, nullptr};
+                      scratch<T>(kDmod, g.bq * g.ld_s), nullptr, nullptr};
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t kvb = task % g.kv_blocks, hk = task / g.kv_blocks % p.heads_kv, bk = task / g.kv_blocks / p.heads_kv;
       const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
-      const T* key_t = packs.key_t.block(bk, hk, kvb);
-      const T* value_t = packs.value_t.block(bk, hk, kvb);
+      const void* key_t = packs.key_t.block(bk, hk, kvb);
+      const void* value_t = packs.value_t.block(bk, hk, kvb);
       std::fill(dk_acc, dk_acc + cols * g.ld_e, T(0));
       std::fill(dv_acc, dv_acc + cols * g.ld_ev, T(0));
       const int64_t b_begin = kv_batch == 1 ? 0 : bk, b_end = kv_batch == 1 ? p.batch : bk + 1;
@@ -549,10 +615,11 @@ void key_value_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const 
             if (rows <= 0) return;
             tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
                    key_t, value_t, nullptr);
-            K.transpose(tg.scores, g.ld_s, rows, cols, transposed, g.bq);
-            K.gemm(transposed, g.bq, packs.dout_panels.block(b, h, qb), dv_acc, g.ld_ev, cols, Ev, rows, true);
-            K.transpose(tg.grad, g.ld_s, rows, cols, transposed, g.bq);
-            K.gemm(transposed, g.bq, packs.q_panels.block(b, h, qb), dk_acc, g.ld_e, cols, E, rows, true);
+            g.mm.operand_rows(tg.scores, g.ld_s, rows, cols, true, transposed, g.ld_t);
+            g.mm.gemm(transposed, g.ld_t, packs.dout_panels.block(b, h, qb), dv_acc, g.ld_ev, cols, Ev, rows, T(1), true);
+            g.mm.operand_rows(tg.grad, g.ld_s, rows, cols, true, transposed, g.ld_t);
+            g.mm.gemm(transposed, g.ld_t, packs.q_panels.block(b, h, qb), dk_acc, g.ld_e, cols, E, rows,
+                      static_cast<T>(p.scale), true);
           });
       const int64_t row0 = (bk * p.heads_kv + hk) * p.kv_len + kv0;
       K.store_rows(dk_acc, g.ld_e, cols, E, nullptr, p.dtype, static_cast<char*>(dk) + row0 * E * static_cast<int64_t>(g.item), E, 1);
@@ -564,9 +631,8 @@ void key_value_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const 
 // dQ (and captured-tensor gradients): one task per query block. Captured-tensor gradients
 // go to a fixed number of chunk buffers summed in chunk order, so they are deterministic.
 template <typename T>
-void query_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const T* lse, const T* delta, void* dq,
-                 int num_params, const int64_t* param_sizes, double* const* param_grads) {
-  const Layout<T> g(p);
+void query_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
+                 const T* delta, void* dq, int num_params, const int64_t* param_sizes, double* const* param_grads) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, tasks = p.batch * p.heads_q * g.q_blocks;
   constexpr int64_t kParamChunks = 64;
@@ -585,8 +651,9 @@ void query_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const T* l
     }
     bool chunk_overflow = false;
     T* dq_acc = scratch<T>(kAccA, g.bq * g.ld_e);
+    void* grad_operand = scratch<char>(kOperand, g.mm.tiles_are_operands ? 0 : g.bytes(g.bq * g.ld_s));
     TileGrad<T> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
-                   scratch<T>(kDmod, g.bq * g.ld_s), scratch<T>(kRaw, g.bq * g.ld_s), &chunk_overflow};
+                      scratch<T>(kDmod, g.bq * g.ld_s), scratch<T>(kRaw, g.bq * g.ld_s), &chunk_overflow};
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
@@ -597,7 +664,8 @@ void query_grads(const FlexProblem& p, const BackwardPacks<T>& packs, const T* l
         tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
                packs.key_t.block(b, hk, kvb), packs.value_t.block(b, hk, kvb),
                num_params > 0 ? chunk_params.data() : nullptr);
-        K.gemm(tg.grad, g.ld_s, packs.key_panels.block(b, hk, kvb), dq_acc, g.ld_e, rows, E, cols, true);
+        g.mm.gemm(tile_operand(g, tg.grad, rows, cols, grad_operand), g.ld_s, packs.key_panels.block(b, hk, kvb), dq_acc,
+                  g.ld_e, rows, E, cols, static_cast<T>(p.scale), true);
       });
       char* dq_rows = static_cast<char*>(dq) + ((b * p.heads_q + h) * p.q_len + q0) * E * static_cast<int64_t>(g.item);
       K.store_rows(dq_acc, g.ld_e, rows, E, nullptr, p.dtype, dq_rows, E, 1);
@@ -617,22 +685,18 @@ template <typename T>
 void backward_impl(const FlexProblem& p, const void* out, const void* lse, const void* grad_out, void* dq, void* dk,
                    void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads) {
   const std::vector<T> delta = output_dot<T>(p, out, grad_out);
-  const Layout<T> g(p);
+  const Layout<T> g(p, products_for<T>(p.dtype));
   const int64_t Ev = p.value_dim;
   const BackwardPacks<T> packs(p, g, Operand{grad_out, p.heads_q * p.q_len * Ev, p.q_len * Ev, Ev, 1});
-  key_value_grads<T>(p, packs, static_cast<const T*>(lse), delta.data(), dk, dv, kv_batch_of(p));
-  query_grads<T>(p, packs, static_cast<const T*>(lse), delta.data(), dq, num_params, param_sizes, param_grads);
+  key_value_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), dk, dv, kv_batch_of(p));
+  query_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), dq, num_params, param_sizes, param_grads);
 }
 
-}  // namespace
-
-namespace {
-
 template <typename T>
-int64_t workspace_bytes(const FlexProblem& p, int64_t slots) {
+int64_t workspace_bytes(const FlexProblem& p, int64_t slots, const ProductKernels<T>& products) {
   FlexProblem decode = p;
   decode.q_len = std::min({p.q_len, kMaxDecodeLength, p.q_block});
-  const Layout<T> g(p), decode_g(decode);
+  const Layout<T> g(p, products), decode_g(decode, products);
   return std::max(ForwardWorkspace<T>(p, g, nullptr, slots).bytes,
                   DecodeWorkspace<T>(decode, decode_g, DecodeShape(decode, decode_g), nullptr, slots).bytes);
 }
@@ -640,7 +704,11 @@ int64_t workspace_bytes(const FlexProblem& p, int64_t slots) {
 }  // namespace
 
 int64_t flex_forward_workspace_bytes(const FlexProblem& problem, int64_t slots) {
-  return problem.dtype == kFloat64 ? workspace_bytes<double>(problem, slots) : workspace_bytes<float>(problem, slots);
+  if (problem.dtype == kFloat64) return workspace_bytes<double>(problem, slots, products_for<double>(kFloat64));
+  // The float32 layout's size too where bfloat16 products are available: EMBER_CPU_CAPABILITY
+  // (or a test) may lower the level between sizing a workspace and running on it.
+  return std::max(workspace_bytes<float>(problem, slots, products_for<float>(kFloat32)),
+                  workspace_bytes<float>(problem, slots, products_for<float>(problem.dtype)));
 }
 
 void flex_forward(const FlexProblem& problem, void* out, void* lse) {

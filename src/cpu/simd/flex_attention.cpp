@@ -1,6 +1,7 @@
 // Tile operations of the fused attention kernels (cpu/attention/flex_attention_tiles.h), built per
 // instruction set. float32 has an in-register micro-kernel and a vector exp; float64 (the
-// gradcheck path) uses plain loops the compiler vectorizes.
+// gradcheck path) uses plain loops the compiler vectorizes; the AVX-512 build adds bfloat16
+// products on VDPBF16PS (Note [Attention products]).
 // GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*, GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -10,6 +11,7 @@
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
 
+using attention::ProductKernels;
 using attention::TileKernels;
 
 // Micro-kernel rows: as many accumulators as the registers hold.
@@ -46,16 +48,27 @@ static inline vf vexp_shifted(vf x, vf shift_log2e) {
 
 // ---- float32 micro-kernel ----------------------------------------------------------------
 
-// C[M rows][kPanel] (+)= A[M][k] * panel[k][kPanel], accumulators in registers.
+// c[i][0, 2 * kNativeWidth) = alpha * (c0[i], c1[i]) (+ c[i]) for i < rows <= M.
 template <int M>
-static inline void micro_kernel(const float* a, int64_t lda, const float* panel, float* c, int64_t ldc, int64_t k,
-                                bool accumulate) {
-  vf c0[M], c1[M];
+static inline void store_scaled(const vf* c0, const vf* c1, float* c, int64_t ldc, float alpha, bool accumulate,
+                                int64_t rows = M) {
+  const vf scale = vset(alpha);
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) {
-    c0[i] = accumulate ? vload(c + i * ldc) : vset(0.0f);
-    c1[i] = accumulate ? vload(c + i * ldc + kNativeWidth) : vset(0.0f);
+    if (i >= rows) break;
+    float* row = c + i * ldc;
+    vstore(row, accumulate ? vfma(scale, c0[i], vload(row)) : vmul(scale, c0[i]));
+    vstore(row + kNativeWidth, accumulate ? vfma(scale, c1[i], vload(row + kNativeWidth)) : vmul(scale, c1[i]));
   }
+}
+
+// C[M rows][kPanel] = alpha * A[M][k] * panel[k][kPanel] (+ C), accumulators in registers.
+template <int M>
+static inline void micro_kernel(const float* a, int64_t lda, const float* panel, float* c, int64_t ldc, int64_t k,
+                                float alpha, bool accumulate) {
+  vf c0[M], c1[M];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) c0[i] = c1[i] = vset(0.0f);
   for (int64_t p = 0; p < k; ++p) {
     const vf b0 = vload(panel + p * kPanel);
     const vf b1 = vload(panel + p * kPanel + kNativeWidth);
@@ -66,30 +79,29 @@ static inline void micro_kernel(const float* a, int64_t lda, const float* panel,
       c1[i] = vfma(ai, b1, c1[i]);
     }
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < M; ++i) {
-    vstore(c + i * ldc, c0[i]);
-    vstore(c + i * ldc + kNativeWidth, c1[i]);
-  }
+  store_scaled<M>(c0, c1, c, ldc, alpha, accumulate);
 }
 
 // The last m < kRows rows of a panel.
 template <int M>
 static inline void micro_tail(int64_t m, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc,
-                              int64_t k, bool accumulate) {
+                              int64_t k, float alpha, bool accumulate) {
   if constexpr (M > 0) {
-    if (m == M) micro_kernel<M>(a, lda, panel, c, ldc, k, accumulate);
-    else micro_tail<M - 1>(m, a, lda, panel, c, ldc, k, accumulate);
+    if (m == M) micro_kernel<M>(a, lda, panel, c, ldc, k, alpha, accumulate);
+    else micro_tail<M - 1>(m, a, lda, panel, c, ldc, k, alpha, accumulate);
   }
 }
 
-void gemm_f32(const float* a, int64_t lda, const float* b_panels, float* c, int64_t ldc, int64_t m, int64_t n,
-              int64_t k, bool accumulate) {
+void gemm_f32(const void* a_operand, int64_t lda, const void* b_operand, float* c, int64_t ldc, int64_t m, int64_t n,
+              int64_t k, float alpha, bool accumulate) {
+  const float* a = static_cast<const float*>(a_operand);
+  const float* b_panels = static_cast<const float*>(b_operand);
   for (int64_t j = 0; j < n; j += kPanel) {
     const float* panel = b_panels + j * k;
     int64_t i = 0;
-    for (; i + kRows <= m; i += kRows) micro_kernel<kRows>(a + i * lda, lda, panel, c + i * ldc + j, ldc, k, accumulate);
-    if (i < m) micro_tail<kRows - 1>(m - i, a + i * lda, lda, panel, c + i * ldc + j, ldc, k, accumulate);
+    for (; i + kRows <= m; i += kRows)
+      micro_kernel<kRows>(a + i * lda, lda, panel, c + i * ldc + j, ldc, k, alpha, accumulate);
+    if (i < m) micro_tail<kRows - 1>(m - i, a + i * lda, lda, panel, c + i * ldc + j, ldc, k, alpha, accumulate);
   }
 }
 
@@ -172,18 +184,19 @@ void probabilities_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, co
 
 constexpr int kPanel64 = 8;
 
-void gemm_f64(const double* a, int64_t lda, const double* b_panels, double* c, int64_t ldc, int64_t m, int64_t n,
-              int64_t k, bool accumulate) {
+void gemm_f64(const void* a_operand, int64_t lda, const void* b_operand, double* c, int64_t ldc, int64_t m, int64_t n,
+              int64_t k, double alpha, bool accumulate) {
+  const double* a = static_cast<const double*>(a_operand);
+  const double* b_panels = static_cast<const double*>(b_operand);
   for (int64_t j = 0; j < n; j += kPanel64) {
     const double* panel = b_panels + j * k;
     for (int64_t i = 0; i < m; ++i) {
-      double sums[kPanel64];
-      for (int q = 0; q < kPanel64; ++q) sums[q] = accumulate ? c[i * ldc + j + q] : 0.0;
+      double sums[kPanel64] = {};
       for (int64_t p = 0; p < k; ++p) {
         const double ai = a[i * lda + p];
         for (int q = 0; q < kPanel64; ++q) sums[q] += ai * panel[p * kPanel64 + q];
       }
-      for (int q = 0; q < kPanel64; ++q) c[i * ldc + j + q] = sums[q];
+      for (int q = 0; q < kPanel64; ++q) c[i * ldc + j + q] = alpha * sums[q] + (accumulate ? c[i * ldc + j + q] : 0.0);
     }
   }
 }
@@ -216,35 +229,89 @@ void probabilities_f64(double* scores, int64_t ld, int64_t rows, int64_t cols, c
       scores[r * ld + c] = lse[r] == -__builtin_inf() ? 0.0 : __builtin_exp(scores[r * ld + c] - lse[r]);
 }
 
-// ---- shared by both ------------------------------------------------------------------------
+// ---- shared by all ------------------------------------------------------------------------
 
-template <typename T>
+// A value as a product operand: bfloat16 bits for O = uint16_t.
+template <typename O, typename A>
+static inline O as_operand(A value) {
+  if constexpr (std::is_same_v<O, uint16_t>) return float_to_bf16(static_cast<float>(value));
+  else return static_cast<O>(value);
+}
+
+// An element of a source tensor as an operand: bfloat16 into bfloat16 copies the bits.
+template <typename O, typename S>
+static inline O operand_at(const S* p) {
+  if constexpr (std::is_same_v<O, uint16_t> && std::is_same_v<S, BFloat16>) {
+    uint16_t bits;
+    std::memcpy(&bits, p, 2);
+    return bits;
+  } else {
+    return as_operand<O>(load(p));
+  }
+}
+
+constexpr int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+template <typename O, int KGroup>
 void pack_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
-               T scale, T* dst, int64_t ld) {
+               void* dst_operand, int64_t ld) {
+  O* dst = static_cast<O*>(dst_operand);
   by_float_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     const S* in = static_cast<const S*>(src);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) dst[r * ld + c] = scale * static_cast<T>(load(in + r * row_stride + c * col_stride));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) dst[r * ld + c] = operand_at<O>(in + r * row_stride + c * col_stride);
+      for (int64_t c = cols; c < round_up(cols, KGroup); ++c) dst[r * ld + c] = O(0);
+    }
   });
 }
 
-template <typename T, int Width>
+// Rows of out and dO as T, for the backward's row sums.
+template <typename T>
+void widen_rows(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t cols,
+                T* dst, int64_t ld) {
+  pack_rows<T, 1>(dtype, src, row_stride, col_stride, rows, cols, dst, ld);
+}
+
+template <typename O, int Width, int KGroup>
 void pack_panels(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
-                 T scale, T* dst) {
+                 void* dst_operand) {
+  O* dst = static_cast<O*>(dst_operand);
+  const int64_t k_padded = round_up(k, KGroup);
   by_float_dtype(dtype, [&](auto tag) {
     using S = decltype(tag);
     const S* in = static_cast<const S*>(src);
     for (int64_t j0 = 0; j0 < n; j0 += Width) {
-      T* panel = dst + j0 * k;
+      O* panel = dst + j0 * k_padded;
       const int64_t width = n - j0 < Width ? n - j0 : Width;
-      for (int64_t p = 0; p < k; ++p) {
-        const S* row = in + p * row_stride + j0 * col_stride;
-        for (int64_t j = 0; j < width; ++j) panel[p * Width + j] = scale * static_cast<T>(load(row + j * col_stride));
-        for (int64_t j = width; j < Width; ++j) panel[p * Width + j] = T(0);
+      for (int64_t p = 0; p < k_padded; ++p) {
+        O* group = panel + (p / KGroup) * Width * KGroup + p % KGroup;
+        const int64_t filled = p < k ? width : 0;
+        for (int64_t j = 0; j < filled; ++j)
+          group[j * KGroup] = operand_at<O>(in + p * row_stride + (j0 + j) * col_stride);
+        for (int64_t j = filled; j < Width; ++j) group[j * KGroup] = O(0);
       }
     }
   });
+}
+
+template <typename T, typename O, int KGroup>
+void operand_rows(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose, void* dst_operand,
+                  int64_t ld_dst) {
+  O* dst = static_cast<O*>(dst_operand);
+  const int64_t out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols;
+  constexpr int64_t kBlock = 8;  // transposed in 8 x 8 blocks, for the cache
+  if (transpose) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+      for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+        for (int64_t r = r0; r < r0 + kBlock && r < rows; ++r)
+          for (int64_t c = c0; c < c0 + kBlock && c < cols; ++c) dst[c * ld_dst + r] = as_operand<O>(src[r * ld_src + c]);
+  } else {
+    for (int64_t r = 0; r < out_rows; ++r)
+      for (int64_t c = 0; c < out_cols; ++c) dst[r * ld_dst + c] = as_operand<O>(src[r * ld_src + c]);
+  }
+  for (int64_t r = 0; r < out_rows; ++r)
+    for (int64_t c = out_cols; c < round_up(out_cols, KGroup); ++c) dst[r * ld_dst + c] = O(0);
 }
 
 template <typename T>
@@ -262,15 +329,6 @@ void score_grad(const T* p, T* dp, const T* dmod, int64_t ld, int64_t rows, int6
 }
 
 template <typename T>
-void transpose(const T* src, int64_t ld_src, int64_t rows, int64_t cols, T* dst, int64_t ld_dst) {
-  constexpr int64_t kBlock = 8;
-  for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-    for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
-      for (int64_t r = r0; r < r0 + kBlock && r < rows; ++r)
-        for (int64_t c = c0; c < c0 + kBlock && c < cols; ++c) dst[c * ld_dst + r] = src[r * ld_src + c];
-}
-
-template <typename T>
 void store_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, const T* row_scale, ScalarType dtype, void* dst,
                 int64_t row_stride, int64_t col_stride) {
   by_float_dtype(dtype, [&](auto tag) {
@@ -283,16 +341,120 @@ void store_rows(const T* src, int64_t ld, int64_t rows, int64_t cols, const T* r
   });
 }
 
-const TileKernels<float> kFloatKernels = {kPanel,          gemm_f32,          pack_rows<float>,
-                                          pack_panels<float, kPanel>, softmax_step_f32, probabilities_f32,
-                                          score_grad<float>, transpose<float>, store_rows<float>};
-const TileKernels<double> kDoubleKernels = {kPanel64,          gemm_f64,          pack_rows<double>,
-                                            pack_panels<double, kPanel64>, softmax_step_f64, probabilities_f64,
-                                            score_grad<double>, transpose<double>, store_rows<double>};
+const TileKernels<float> kFloatKernels = {widen_rows<float>, softmax_step_f32, probabilities_f32, score_grad<float>,
+                                          store_rows<float>};
+const TileKernels<double> kDoubleKernels = {widen_rows<double>, softmax_step_f64, probabilities_f64,
+                                            score_grad<double>, store_rows<double>};
+const ProductKernels<float> kFloatProducts = {kPanel,          1, sizeof(float), true, gemm_f32, pack_rows<float, 1>,
+                                              pack_panels<float, kPanel, 1>, operand_rows<float, float, 1>};
+const ProductKernels<double> kDoubleProducts = {kPanel64, 1, sizeof(double), true, gemm_f64, pack_rows<double, 1>,
+                                                pack_panels<double, kPanel64, 1>, operand_rows<double, double, 1>};
 
+#if defined(__AVX512F__)
+// ---- bfloat16 products on VDPBF16PS (AVX512-BF16) ------------------------------------------
+// Panels of 32 columns, each row a pair of k values per column: one VDPBF16PS multiplies a
+// broadcast pair of A by 16 columns' pairs and adds both products into float32 lanes.
+#define EMBER_BF16_TARGET __attribute__((target("avx512bf16")))
+
+constexpr int kBf16Rows = 8;
+
+static inline __m512i broadcast_pair(const uint16_t* p) {
+  int32_t pair;
+  std::memcpy(&pair, p, 4);
+  return _mm512_set1_epi32(pair);
+}
+
+// C[rows][kPanel] = alpha * A[rows][2 * k_pairs] * panel (+ C), rows <= kBf16Rows. A short
+// block computes its last row again in the rows past it and stores only its own: one kernel
+// for every size.
+EMBER_BF16_TARGET static inline void bf16_micro_kernel(const uint16_t* a, int64_t lda, int64_t rows,
+                                                       const uint16_t* panel, float* c, int64_t ldc, int64_t k_pairs,
+                                                       float alpha, bool accumulate) {
+  constexpr int M = kBf16Rows;
+  const uint16_t* a_rows[M];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) a_rows[i] = a + (i < rows ? i : rows - 1) * lda;
+  vf c0[M], c1[M];
+#pragma GCC unroll 16
+  for (int i = 0; i < M; ++i) c0[i] = c1[i] = vset(0.0f);
+  for (int64_t p = 0; p < k_pairs; ++p) {
+    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(panel + p * 2 * kPanel));
+    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(panel + p * 2 * kPanel + 2 * kNativeWidth));
+#pragma GCC unroll 16
+    for (int i = 0; i < M; ++i) {
+      const __m512bh ai = reinterpret_cast<__m512bh>(broadcast_pair(a_rows[i] + 2 * p));
+      c0[i] = _mm512_dpbf16_ps(c0[i], ai, b0);
+      c1[i] = _mm512_dpbf16_ps(c1[i], ai, b1);
+    }
+  }
+  store_scaled<M>(c0, c1, c, ldc, alpha, accumulate, rows);
+}
+
+EMBER_BF16_TARGET void gemm_bf16(const void* a_operand, int64_t lda, const void* b_operand, float* c, int64_t ldc,
+                                 int64_t m, int64_t n, int64_t k, float alpha, bool accumulate) {
+  const uint16_t* a = static_cast<const uint16_t*>(a_operand);
+  const uint16_t* b_panels = static_cast<const uint16_t*>(b_operand);
+  const int64_t k_pairs = (k + 1) / 2;
+  for (int64_t j = 0; j < n; j += kPanel) {
+    const uint16_t* panel = b_panels + j * 2 * k_pairs;
+    for (int64_t i = 0; i < m; i += kBf16Rows) {
+      const int64_t rows = m - i < kBf16Rows ? m - i : kBf16Rows;
+      bf16_micro_kernel(a + i * lda, lda, rows, panel, c + i * ldc + j, ldc, k_pairs, alpha, accumulate);
+    }
+  }
+}
+
+// dst[c][r, r + 1] = (src[r][c], src[r + 1][c]) as bfloat16: two rows rounded at once, their
+// values interleaved into pairs, each pair stored as one 32-bit word; a last odd row pairs
+// with zero.
+EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t cols,
+                                                      uint16_t* dst, int64_t ld_dst) {
+  static const uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                           8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i interleave = _mm512_loadu_si512(kInterleave);
+  for (int64_t r = 0; r < rows; r += 2) {
+    for (int64_t c = 0; c < cols; c += kNativeWidth) {
+      const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
+      const vf even = _mm512_maskz_loadu_ps(lanes, src + r * ld_src + c);
+      const vf odd = r + 1 < rows ? _mm512_maskz_loadu_ps(lanes, src + (r + 1) * ld_src + c) : vset(0.0f);
+      const __m512i rounded = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(odd, even));  // even's in the low half
+      alignas(64) uint32_t pairs[kNativeWidth];
+      _mm512_store_si512(pairs, _mm512_permutexvar_epi16(interleave, rounded));
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + (c + i) * ld_dst + r, &pairs[i], 4);
+    }
+  }
+}
+
+// The probabilities and score gradients become A operands here, once per tile, 16 lanes at a
+// time (VCVTNEPS2BF16 rounds to nearest even, as float_to_bf16).
+EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose,
+                                         void* dst_operand, int64_t ld_dst) {
+  uint16_t* dst = static_cast<uint16_t*>(dst_operand);
+  if (transpose) return transposed_operand_bf16(src, ld_src, rows, cols, dst, ld_dst);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* in = src + r * ld_src;
+    uint16_t* out = dst + r * ld_dst;
+    int64_t c = 0;
+    for (; c + kNativeWidth <= cols; c += kNativeWidth)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + c),
+                          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(vload(in + c))));
+    for (; c < cols; ++c) out[c] = float_to_bf16(in[c]);
+    if (cols % 2) out[cols] = 0;
+  }
+}
+
+const ProductKernels<float> kBf16Products = {kPanel, 2, sizeof(uint16_t), false, gemm_bf16, pack_rows<uint16_t, 2>,
+                                             pack_panels<uint16_t, kPanel, 2>, operand_rows_bf16};
+#endif
 }  // namespace
 
 const attention::TileKernels<float>* flex_tile_kernels_f32() { return &kFloatKernels; }
 const attention::TileKernels<double>* flex_tile_kernels_f64() { return &kDoubleKernels; }
+const attention::ProductKernels<float>* flex_products_f32() { return &kFloatProducts; }
+const attention::ProductKernels<double>* flex_products_f64() { return &kDoubleProducts; }
+#if defined(__AVX512F__)
+const attention::ProductKernels<float>* flex_products_bf16() { return &kBf16Products; }
+#endif
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY

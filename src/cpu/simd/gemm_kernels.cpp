@@ -134,26 +134,17 @@ void few_rows_nn(int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
     for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= alpha;
 }
 
-// Note [Weight streaming]
 // c[Rows, n] = alpha * a[Rows, k] * b[n, k]^T (b: a linear layer's weight), one row of b
-// after another. Reading b strictly in address order is what keeps the memory system busy:
-// a decoding step is bound by streaming the weights from DRAM, and interleaving several rows
-// of b (short streams, one per row) read them at less than half the bandwidth (measured,
-// 151936x896 bf16 on 2 cores: 27 GB/s interleaved, 60 GB/s in order). On top of the
-// hardware prefetcher, each step asks for the bytes kStreamPrefetchBytes ahead, non-temporal
-// (read once, they should not evict the activations): a Qwen2.5-0.5B bf16 decoding step ran
-// 8-15% faster with it (Zen 5, 2 cores, alternated runs; 1 KB ahead gained 2-6%, 4-8 KB the
-// most). Prefetches never fault, so the last rows' reach past b is harmless. Each dot keeps
-// kSums partial sums in flight along k, combined in a fixed order: the result does not
-// depend on how the caller splits n.
-constexpr uintptr_t kStreamPrefetchBytes = 4096;
+// after another, prefetching ahead (Note [Weight streaming] in simd_common.h). Each dot keeps
+// kSums partial sums in flight along k, combined in a fixed order: the result does not depend
+// on how the caller splits n.
 
 template <typename Format, int Rows>
 void few_rows_nt(int64_t n, int64_t k, float alpha, const float* a, int64_t lda, const typename Format::Storage* b,
                  int64_t ldb, float* c, int64_t ldc) {
   constexpr int kSums = Rows == 1 ? 4 : 2;
   constexpr int64_t kStep = kSums * kNativeWidth;
-  constexpr uintptr_t kStepBytes = kStep * sizeof(typename Format::Storage);
+  constexpr int64_t kStepBytes = kStep * sizeof(typename Format::Storage);
   for (int64_t j = 0; j < n; ++j) {
     const typename Format::Storage* row = b + j * ldb;
     vf acc[Rows][kSums];
@@ -163,10 +154,9 @@ void few_rows_nt(int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
       for (int s = 0; s < kSums; ++s) acc[i][s] = vset(0.0f);
     int64_t p = 0;
     for (; p + kStep <= k; p += kStep) {
-      const uintptr_t ahead = reinterpret_cast<uintptr_t>(row + p) + kStreamPrefetchBytes;
       EMBER_UNROLLED
-      for (uintptr_t line = 0; line < kStepBytes; line += 64)
-        __builtin_prefetch(reinterpret_cast<const void*>(ahead + line), 0, 0);
+      for (int64_t line = 0; line < kStepBytes; line += 64)
+        prefetch_stream_ahead(reinterpret_cast<const char*>(row + p) + line);
       EMBER_UNROLLED
       for (int s = 0; s < kSums; ++s) {
         const vf bv = Format::load(row + p + s * kNativeWidth);

@@ -1,12 +1,15 @@
-// Kernels of the block-quantized int8 product (Note [Block-quantized weights] in
-// cpu/quantized.h): weights and activations in blocks of 32 int8 values with one scale each,
-// dot products of a block exact in int32, scaled and summed in float32. Compiled once per
-// instruction set (Note [Kernel dispatch]).
+// Kernels of the block-quantized weight products (Note [Block-quantized weights] in
+// cpu/quantized.h): activations in blocks of 32 int8 values with one scale each, weights in
+// int8 or int4 blocks, dot products of a block exact in int32, scaled and summed in float32.
+// Compiled once per instruction set (Note [Kernel dispatch]); the AVX2 and AVX-512 builds hold
+// a second copy of the product whose dot products take VNNI's vpdpbusd, compiled for that
+// extension alone and run where the level has it.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <cstddef>
 #include <cstdint>
 
+#include "cpu/quantized_format.h"
 #include "cpu/simd/float_vector.h"
 
 #define EMBER_UNROLLED _Pragma("GCC unroll 16")
@@ -19,8 +22,6 @@
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
 
-constexpr int64_t kQuantBlock = 32;
-
 inline float scale_to_float(uint16_t half) {
 #if defined(__F16C__)
   return _cvtsh_ss(half);
@@ -29,24 +30,90 @@ inline float scale_to_float(uint16_t half) {
 #endif
 }
 
+// The weight formats as the product reads them: a block's 32 values as signed int8 (int4's
+// q - 8 in [-8, 7]), one value at a time (scalar) or in registers: one block in an AVX2
+// register, a pair of blocks in an AVX-512 register.
+struct Int8Blocks {
+  static constexpr int64_t kBlockBytes = kQuantBlock;
+  static int32_t value(const uint8_t* block, int64_t t) { return static_cast<int8_t>(block[t]); }
+#if defined(__AVX2__)
+  static __m256i one(const uint8_t* block) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)); }
+#endif
 #if defined(__AVX512F__)
-// Two blocks (64 values) at a time: lanes 0-7 hold the first block's partial sums, 8-15 the
-// second's. AVX-512 has no sign-of-byte instruction: |w| and a negated where w < 0 instead.
-inline __m512i pair_dots(const int8_t* a, const int8_t* w) {
-  const __m512i va = _mm512_loadu_si512(a), vw = _mm512_loadu_si512(w);
-  const __m512i abs_w = _mm512_abs_epi8(vw);
-  const __m512i signed_a = _mm512_mask_sub_epi8(va, _mm512_movepi8_mask(vw), _mm512_setzero_si512(), va);
-  // |w| (unsigned, <= 128) times a (|a| <= 127) summed in pairs stays inside int16.
-  return _mm512_madd_epi16(_mm512_maddubs_epi16(abs_w, signed_a), _mm512_set1_epi16(1));
+  static __m512i pair(const uint8_t* blocks) { return _mm512_loadu_si512(blocks); }
+#endif
+};
+
+struct Int4Blocks {
+  static constexpr int64_t kBlockBytes = kQuantBlock / 2;
+  static int32_t value(const uint8_t* block, int64_t t) {
+    const int32_t byte = block[t % 16];
+    return (t < 16 ? byte & 15 : byte >> 4) - 8;
+  }
+#if defined(__AVX2__)
+  static __m256i one(const uint8_t* block) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+    const __m256i halves = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    return _mm256_sub_epi8(_mm256_and_si256(halves, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+  }
+#endif
+#if defined(__AVX512F__)
+  // 32 bytes hold two blocks: their low halves (values 0-15 of each) and high halves (16-31),
+  // put back in value order by one 128-bit lane shuffle.
+  static __m512i pair(const uint8_t* blocks) {
+    const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks));
+    const __m512i halves = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
+    const __m512i nibbles = _mm512_and_si512(halves, _mm512_set1_epi8(15));
+    return _mm512_sub_epi8(_mm512_shuffle_i64x2(nibbles, nibbles, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(8));
+  }
+#endif
+};
+
+// Block dot products of int8 activations a and weights w: |w| (unsigned, <= 128) times a with
+// w's sign (|a| <= 127), four products summed per 32-bit lane. Without VNNI, pairs summed in
+// int16 first (vpmaddubsw: 2 * 128 * 127 stays inside int16), then in int32; with VNNI,
+// vpdpbusd sums the four in int32 at once. Both are exact, so both give the same result.
+#if defined(__AVX512F__)
+// Two blocks of weights (or one, zero-extended) and, per activation row, the activations
+// loaded to match.
+struct SignedPair {
+  __m512i magnitude;
+  __mmask64 negative;
+  explicit SignedPair(__m512i w) : magnitude(_mm512_abs_epi8(w)), negative(_mm512_movepi8_mask(w)) {}
+  __m512i signed_activations(__m512i a) const { return _mm512_mask_sub_epi8(a, negative, _mm512_setzero_si512(), a); }
+};
+inline __m512i load_pair(const int8_t* a) { return _mm512_loadu_si512(a); }
+inline __m512i load_single(const int8_t* a) {
+  return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
 }
+struct MaddDot {
+  static __m512i dots(const SignedPair& w, __m512i a) {
+    return _mm512_madd_epi16(_mm512_maddubs_epi16(w.magnitude, w.signed_activations(a)), _mm512_set1_epi16(1));
+  }
+};
+struct VnniDot {
+  __attribute__((target("avx512vnni"))) static __m512i dots(const SignedPair& w, __m512i a) {
+    return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.magnitude, w.signed_activations(a));
+  }
+};
 #elif defined(__AVX2__)
-inline __m256i block_dots(const int8_t* a, const int8_t* w) {
-  const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
-  const __m256i vw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
-  const __m256i abs_w = _mm256_sign_epi8(vw, vw);
-  const __m256i signed_a = _mm256_sign_epi8(va, vw);
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, signed_a), _mm256_set1_epi16(1));
-}
+struct SignedBlock {
+  __m256i weights, magnitude;
+  explicit SignedBlock(__m256i w) : weights(w), magnitude(_mm256_sign_epi8(w, w)) {}
+  __m256i signed_activations(const int8_t* a) const {
+    return _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), weights);
+  }
+};
+struct MaddDot {
+  static __m256i dots(const SignedBlock& w, const int8_t* a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, w.signed_activations(a)), _mm256_set1_epi16(1));
+  }
+};
+struct VnniDot {
+  __attribute__((target("avxvnni"))) static __m256i dots(const SignedBlock& w, const int8_t* a) {
+    return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w.magnitude, w.signed_activations(a));
+  }
+};
 #endif
 
 // Nearest integer, ties to even, for |x| < 2^22 (the sum rounds away the fraction): no libm
@@ -84,20 +151,21 @@ inline void quantize_block(const float* x, int8_t* q, float* scale) {
   }
 }
 
-inline int32_t block_dot_scalar(const int8_t* a, const int8_t* w) {
+template <class Weights>
+inline int32_t block_dot_scalar(const int8_t* a, const uint8_t* block) {
   int32_t sum = 0;
-  for (int64_t t = 0; t < kQuantBlock; ++t) sum += int32_t{a[t]} * int32_t{w[t]};
+  for (int64_t t = 0; t < kQuantBlock; ++t) sum += int32_t{a[t]} * Weights::value(block, t);
   return sum;
 }
 
 // c[i, j] = sum over blocks b of (a_scale[i, b] * w_scale[j, b]) * dot(a[i, b], w[j, b]),
 // Rows rows of a against weight rows [0, n), each weight row read once, in address order.
-template <int Rows>
-void q8_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const int8_t* w,
-             const uint16_t* w_scales, float* c, int64_t ldc) {
-  const int64_t k = blocks * kQuantBlock;
+template <int Rows, class Weights, class Dot>
+void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
+                  const uint16_t* w_scales, float* c, int64_t ldc) {
+  const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Weights::kBlockBytes;
   for (int64_t j = 0; j < n; ++j) {
-    const int8_t* row = w + j * k;
+    const uint8_t* row = w + j * row_bytes;
     const uint16_t* row_scales = w_scales + j * blocks;
     float sums[Rows];
     int64_t b = 0;
@@ -106,26 +174,35 @@ void q8_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, 
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
     // Up to 16 blocks share one conversion of their weight scales and one product with each
-    // row's activation scales; each pair of blocks then picks its two scales by a permute.
-    for (; b + 2 <= blocks; b += 16) {
-      const int64_t group = (blocks - b < 16 ? blocks - b : 16) & ~int64_t{1};
+    // row's activation scales; each pair of blocks then picks its two scales by a permute. An
+    // odd last block runs alone in the register's low half, the high half zero.
+    for (; b < blocks; b += 16) {
+      const int64_t group = blocks - b < 16 ? blocks - b : 16;
       const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
       const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, row_scales + b));
       vf scales[Rows];
       EMBER_UNROLLED
       for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
-      for (int64_t pair = 0; pair < group; pair += 2) {
+      int64_t pair = 0;
+      for (; pair + 2 <= group; pair += 2) {
+        prefetch_stream_ahead(row + (b + pair) * Weights::kBlockBytes);  // Note [Weight streaming]
         const __m512i pick = _mm512_inserti32x8(_mm512_set1_epi32(static_cast<int>(pair)),
                                                 _mm256_set1_epi32(static_cast<int>(pair + 1)), 1);
+        const SignedPair weights(Weights::pair(row + (b + pair) * Weights::kBlockBytes));
         EMBER_UNROLLED
         for (int i = 0; i < Rows; ++i) {
-          const __m512i dots = pair_dots(a + i * k + (b + pair) * kQuantBlock, row + (b + pair) * kQuantBlock);
+          const __m512i dots = Dot::dots(weights, load_pair(a + i * k + (b + pair) * kQuantBlock));
           acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), acc[i]);
         }
       }
-      if (group < 16) {
-        b += group;
-        break;
+      if (pair < group) {
+        const __m512i pick = _mm512_set1_epi32(static_cast<int>(pair));
+        const SignedPair weights(_mm512_zextsi256_si512(Weights::one(row + (b + pair) * Weights::kBlockBytes)));
+        EMBER_UNROLLED
+        for (int i = 0; i < Rows; ++i) {
+          const __m512i dots = Dot::dots(weights, load_single(a + i * k + (b + pair) * kQuantBlock));
+          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), acc[i]);
+        }
       }
     }
     EMBER_UNROLLED
@@ -135,31 +212,75 @@ void q8_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, 
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
     for (; b < blocks; ++b) {
+      prefetch_stream_ahead(row + b * Weights::kBlockBytes);
       const float wb = scale_to_float(row_scales[b]);
+      const SignedBlock weights(Weights::one(row + b * Weights::kBlockBytes));
       EMBER_UNROLLED
       for (int i = 0; i < Rows; ++i) {
-        const __m256i dots = block_dots(a + i * k + b * kQuantBlock, row + b * kQuantBlock);
+        const __m256i dots = Dot::dots(weights, a + i * k + b * kQuantBlock);
         acc[i] = vfma(_mm256_cvtepi32_ps(dots), vset(a_scales[i * blocks + b] * wb), acc[i]);
       }
     }
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) sums[i] = hsum(acc[i]);
 #else
+    // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
+    // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) sums[i] = 0.0f;
-#endif
-    for (; b < blocks; ++b) {  // what the vector loop left: an odd last block under AVX-512; all at baseline
+    for (; b < blocks; ++b) {
       const float wb = scale_to_float(row_scales[b]);
       EMBER_UNROLLED
       for (int i = 0; i < Rows; ++i) {
-        const int32_t dot = block_dot_scalar(a + i * k + b * kQuantBlock, row + b * kQuantBlock);
+        const int32_t dot = block_dot_scalar<Weights>(a + i * k + b * kQuantBlock, row + b * Weights::kBlockBytes);
         sums[i] += static_cast<float>(dot) * (a_scales[i * blocks + b] * wb);
       }
     }
+#endif
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) c[i * ldc + j] = sums[i];
   }
 }
+
+// All m rows, in passes of 4, 2 and 1.
+template <class Weights, class Dot>
+inline void product_all_rows(int64_t m, int64_t n, int64_t blocks, const int8_t* a, const float* a_scales,
+                             const uint8_t* w, const uint16_t* w_scales, float* c, int64_t ldc) {
+  const int64_t k = blocks * kQuantBlock;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4)
+    product_rows<4, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
+  if (m - i >= 2) {
+    product_rows<2, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
+    i += 2;
+  }
+  if (i < m) product_rows<1, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
+}
+
+template <class Weights>
+void product_plain(int64_t m, int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
+                   const uint16_t* w_scales, float* c, int64_t ldc) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  product_all_rows<Weights, MaddDot>(m, n, blocks, a, a_scales, w, w_scales, c, ldc);
+#else
+  product_all_rows<Weights, void>(m, n, blocks, a, a_scales, w, w_scales, c, ldc);
+#endif
+}
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+// The VNNI copy: flatten inlines the whole product into this function, which alone is compiled
+// for the extension (a function without it may not inline VnniDot::dots).
+#if defined(__AVX512F__)
+#define EMBER_VNNI_TARGET __attribute__((target("avx512vnni"), flatten))
+#else
+#define EMBER_VNNI_TARGET __attribute__((target("avxvnni"), flatten))
+#endif
+template <class Weights>
+EMBER_VNNI_TARGET void product_vnni(int64_t m, int64_t n, int64_t blocks, const int8_t* a, const float* a_scales,
+                                    const uint8_t* w, const uint16_t* w_scales, float* c, int64_t ldc) {
+  product_all_rows<Weights, VnniDot>(m, n, blocks, a, a_scales, w, w_scales, c, ldc);
+}
+#endif
 
 }  // namespace
 
@@ -170,16 +291,19 @@ void q8_quantize_rows(const float* a, int64_t rows, int64_t k, int64_t ld, int8_
       quantize_block(a + r * ld + b * kQuantBlock, values + r * k + b * kQuantBlock, scales + r * blocks + b);
 }
 
-void q8_product_rows(int64_t m, int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const int8_t* w,
-                     const uint16_t* w_scales, float* c, int64_t ldc) {
-  const int64_t k = blocks * kQuantBlock;
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) q8_rows<4>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
-  if (m - i >= 2) {
-    q8_rows<2>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
-    i += 2;
+void quantized_product_rows(QuantFormat format, bool vnni, int64_t m, int64_t n, int64_t blocks, const int8_t* a,
+                            const float* a_scales, const void* w, const uint16_t* w_scales, float* c, int64_t ldc) {
+  const uint8_t* bytes = static_cast<const uint8_t*>(w);
+  const bool int4 = format == QuantFormat::Int4;
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if (vnni) {
+    if (int4) product_vnni<Int4Blocks>(m, n, blocks, a, a_scales, bytes, w_scales, c, ldc);
+    else product_vnni<Int8Blocks>(m, n, blocks, a, a_scales, bytes, w_scales, c, ldc);
+    return;
   }
-  if (i < m) q8_rows<1>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
+#endif
+  if (int4) product_plain<Int4Blocks>(m, n, blocks, a, a_scales, bytes, w_scales, c, ldc);
+  else product_plain<Int8Blocks>(m, n, blocks, a, a_scales, bytes, w_scales, c, ldc);
 }
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY

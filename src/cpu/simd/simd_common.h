@@ -19,6 +19,22 @@ using ::ember::detail::float_to_bf16;
 using ::ember::detail::float_to_half;
 using ::ember::detail::half_to_float;
 
+// Note [Weight streaming]
+// A decoding step reads every weight of the model once, from DRAM: the products with few
+// rows are bound by how fast the weights stream. Their kernels read a weight strictly in
+// address order, each thread one contiguous share of it (interleaved short streams read at
+// less than half the bandwidth: 151936x896 bf16 on 2 cores, 27 GB/s against 60), and on top
+// of the hardware prefetcher ask for the bytes kStreamPrefetchBytes ahead, non-temporal (read
+// once, they should not evict the activations): a Qwen2.5-0.5B bf16 decoding step ran 8-15%
+// faster with it (Zen 5, 2 cores, alternated runs; 1 KB ahead gained 2-6%, 4-8 KB the most).
+constexpr uintptr_t kStreamPrefetchBytes = 4096;
+
+// Prefetches the cache line kStreamPrefetchBytes past `p`. Prefetches never fault, so reaching
+// past the end of the weight is harmless; the address is formed as an integer.
+inline void prefetch_stream_ahead(const void* p) {
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) + kStreamPrefetchBytes), 0, 0);
+}
+
 // Storage type -> arithmetic type and conversions between them.
 template <typename T> struct Arith { using type = T; };
 template <> struct Arith<Half> { using type = float; };

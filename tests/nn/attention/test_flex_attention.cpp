@@ -3,6 +3,7 @@
 // block sizes, GQA, broadcasting and dtypes.
 #include <gtest/gtest.h>
 
+#include "cpu/capabilities.h"
 #include "nn/attention/reference.h"
 #include "ember/nn/attention.h"
 
@@ -213,6 +214,21 @@ TEST(FlexAttention, HalfPrecisionAccumulatesInFloat) {
   }
 }
 
+// From avx512_bf16 up, bfloat16 products take bfloat16 operands (VDPBF16PS; P and dS rounded
+// to bfloat16 per tile); below, they widen to float32. Odd head sizes and ragged blocks pad the
+// pairs of k values; the last shape takes the decode path.
+TEST(FlexAttention, Bfloat16OnEveryInstructionSet) {
+  cpu::for_each_capability([] {
+    CaseOptions o;
+    o.dtype = kBFloat16;
+    o.block = 32;
+    check_flex(AttentionShape{1, 4, 2, 67, 131, 9, 5}, att::soft_cap_score_mod(20.0), att::causal_mask(), o);
+    o.block = {};
+    check_flex(AttentionShape{1, 2, 1, 200, 300, 64, 64}, identity(), att::sliding_window_mask(150), o);
+    check_flex(AttentionShape{2, 4, 2, 3, 300, 32, 16}, identity(), everything(), o);
+  });
+}
+
 TEST(FlexAttention, Float64) {
   CaseOptions o;
   o.dtype = kFloat64;
@@ -263,21 +279,24 @@ TEST(FlexAttention, BackwardIsBitwiseIdenticalForAnyThreadCount) {
   use_deterministic_algorithms(true);
   Tensor table = make(uniform_values(59, -0.5, 0.5, 21), {59}, kFloat32).requires_grad_();
   CapturedTensor bias(table);
-  std::vector<std::vector<double>> reference;
-  for (int threads : {1, 2, 4}) {
-    set_num_threads(threads);
-    Tensor q = make(uniform_values(2 * 4 * 200 * 16, -1, 1, 15), {2, 4, 200, 16}, kFloat32).requires_grad_();
-    Tensor k = make(uniform_values(2 * 2 * 200 * 16, -1, 1, 16), {2, 2, 200, 16}, kFloat32).requires_grad_();
-    Tensor v = make(uniform_values(2 * 2 * 200 * 16, -1, 1, 17), {2, 2, 200, 16}, kFloat32).requires_grad_();
-    table.set_grad({});
-    att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(50), 1, 1, 200, 200, 32);
-    Tensor out = att::flex_attention(q, k, v, att::relative_bias_score_mod(bias, 30), mask,
-                                     att::FlexAttentionOptions().set_enable_gqa(true).set_captured({bias}));
-    out.pow(2).sum().backward();
-    std::vector<std::vector<double>> got = {values(out), values(q.grad()), values(k.grad()), values(v.grad()),
-                                            values(table.grad())};
-    if (reference.empty()) reference = got;
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], reference[i]) << "tensor " << i << ", threads " << threads;
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    std::vector<std::vector<double>> reference;
+    for (int threads : {1, 2, 4}) {
+      set_num_threads(threads);
+      Tensor q = make(uniform_values(2 * 4 * 200 * 16, -1, 1, 15), {2, 4, 200, 16}, dtype).requires_grad_();
+      Tensor k = make(uniform_values(2 * 2 * 200 * 16, -1, 1, 16), {2, 2, 200, 16}, dtype).requires_grad_();
+      Tensor v = make(uniform_values(2 * 2 * 200 * 16, -1, 1, 17), {2, 2, 200, 16}, dtype).requires_grad_();
+      table.set_grad({});
+      att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(50), 1, 1, 200, 200, 32);
+      Tensor out = att::flex_attention(q, k, v, att::relative_bias_score_mod(bias, 30), mask,
+                                       att::FlexAttentionOptions().set_enable_gqa(true).set_captured({bias}));
+      out.to(kFloat32).pow(2).sum().backward();
+      std::vector<std::vector<double>> got = {values(out), values(q.grad()), values(k.grad()), values(v.grad()),
+                                              values(table.grad())};
+      if (reference.empty()) reference = got;
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], reference[i]) << dtype_name(dtype) << " tensor " << i << ", threads " << threads;
+    }
   }
   set_num_threads(threads_before);
   use_deterministic_algorithms(false);

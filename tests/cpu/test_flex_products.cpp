@@ -1,0 +1,109 @@
+// The product tables of the fused attention kernels (Note [Attention products] in
+// cpu/attention/flex_attention_tiles.h) on every instruction set the CPU has: operands packed
+// from strided sources, C = alpha * A·B (+ C), and tiles turned into operands, against float64
+// sums of the operands' values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cpu/attention/flex_attention_tiles.h"
+#include "cpu/capabilities.h"
+#include "ember/detail/float16.h"
+
+namespace ember::cpu::attention {
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Operand element i of `data` as a double: bfloat16 bits for 2-byte operands, else T.
+template <typename T>
+double value_of(const ProductKernels<T>& mm, const std::vector<char>& data, int64_t i) {
+  if (mm.operand_bytes == 2) {
+    uint16_t bits;
+    std::memcpy(&bits, data.data() + 2 * i, 2);
+    return ember::detail::bf16_to_float(bits);
+  }
+  T value;
+  std::memcpy(&value, data.data() + sizeof(T) * i, sizeof(T));
+  return static_cast<double>(value);
+}
+
+// Random values exact in bfloat16, so float32 and bfloat16 tables see the same operands.
+std::vector<BFloat16> bf16_values(int64_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  std::vector<BFloat16> out(static_cast<size_t>(count));
+  for (auto& v : out) v = BFloat16(dist(rng));
+  return out;
+}
+
+template <typename T>
+void check_products(const ProductKernels<T>& mm, double tolerance) {
+  const int64_t group = mm.k_group, width = mm.panel_width;
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
+           {1, 1, 1}, {5, 7, 3}, {8, 32, 64}, {13, 45, 17}, {9, 64, 128}, {3, 100, 2}, {16, 33, 65}}) {
+    SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
+    // A[m][k] stored by columns (row stride 1) and B[k][n] by rows with a gap: strided sources.
+    const std::vector<BFloat16> a_src = bf16_values(m * k, 1), b_src = bf16_values(k * (n + 3), 2);
+    auto a_at = [&](int64_t i, int64_t p) { return static_cast<double>(static_cast<float>(a_src[p * m + i])); };
+    auto b_at = [&](int64_t p, int64_t j) { return static_cast<double>(static_cast<float>(b_src[p * (n + 3) + j])); };
+    const int64_t lda = round_up(k, group), ldc = round_up(n, width);
+    std::vector<char> a(static_cast<size_t>(m * lda * mm.operand_bytes), 7),
+        b(static_cast<size_t>(ldc * round_up(k, group) * mm.operand_bytes), 7);
+    mm.pack_rows(kBFloat16, a_src.data(), 1, m, m, k, a.data(), lda);
+    mm.pack_panels(kBFloat16, b_src.data(), n + 3, 1, k, n, b.data());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t p = k; p < lda; ++p) EXPECT_EQ(value_of(mm, a, i * lda + p), 0.0) << "A's padding";
+    for (bool accumulate : {false, true}) {
+      std::vector<T> c(static_cast<size_t>(m * ldc), T(0.5));
+      const T alpha = T(0.375);
+      mm.gemm(a.data(), lda, b.data(), c.data(), ldc, m, n, k, alpha, accumulate);
+      int64_t wrong = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0, magnitude = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            sum += a_at(i, p) * b_at(p, j);
+            magnitude += std::abs(a_at(i, p) * b_at(p, j));
+          }
+          const double expected = 0.375 * sum + (accumulate ? 0.5 : 0.0);
+          wrong += std::abs(static_cast<double>(c[i * ldc + j]) - expected) > tolerance * (1 + 0.375 * magnitude);
+        }
+      EXPECT_EQ(wrong, 0) << "accumulate " << accumulate;
+    }
+  }
+  // A tile as an operand, as is and transposed, with its padding zeroed.
+  const int64_t rows = 7, cols = 11, ld = 16;
+  std::vector<T> tile(static_cast<size_t>(rows * ld));
+  for (size_t i = 0; i < tile.size(); ++i) tile[i] = static_cast<T>(std::ldexp(static_cast<double>(i) - 40.0, -3));
+  for (bool transpose : {false, true}) {
+    const int64_t out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols, ld_out = 16;
+    std::vector<char> out(static_cast<size_t>(out_rows * ld_out * mm.operand_bytes), 7);
+    mm.operand_rows(tile.data(), ld, rows, cols, transpose, out.data(), ld_out);
+    for (int64_t r = 0; r < out_rows; ++r) {
+      for (int64_t c = 0; c < out_cols; ++c)
+        EXPECT_EQ(value_of(mm, out, r * ld_out + c), static_cast<double>(transpose ? tile[c * ld + r] : tile[r * ld + c]))
+            << "transpose " << transpose << " at " << r << ", " << c;
+      for (int64_t c = out_cols; c < round_up(out_cols, group); ++c) EXPECT_EQ(value_of(mm, out, r * ld_out + c), 0.0);
+    }
+  }
+}
+
+TEST(FlexProducts, MatchFloat64OnEveryInstructionSet) {
+  for_each_capability([] {
+    check_products(*EMBER_KERNEL(flex_products_f32)(), 1e-6);
+    check_products(*EMBER_KERNEL(flex_products_f64)(), 1e-14);
+    // bfloat16 operands: exact products, float32 sums.
+    const auto bf16_table = EMBER_BF16_KERNEL(flex_products_bf16);
+    const ProductKernels<float>* bf16 = bf16_table ? bf16_table() : nullptr;
+    EXPECT_EQ(bf16 != nullptr, cpu_capability() == Capability::AVX512_BF16);
+    if (bf16) check_products(*bf16, 1e-6);
+  });
+}
+
+}  // namespace
+}  // namespace ember::cpu::attention

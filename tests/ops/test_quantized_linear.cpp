@@ -1,0 +1,64 @@
+// quantized::linear and its weights (ember/quantized.h), int8 and int4: a prompt-sized input
+// against the float64 product with the dequantized weight, and the errors of bad weights.
+#include <gtest/gtest.h>
+
+#include "ember/ember.h"
+#include "test_support.h"
+
+namespace ember {
+namespace {
+
+TEST(QuantizedLinear, PromptMatchesFloat64OfDequantizedWeight) {
+  NoGradGuard no_grad;
+  manual_seed(3);
+  const Tensor weight = randn({40, 96}) * 0.05, bias = randn({40});
+  for (quantized::Format format : {quantized::Format::kInt8, quantized::Format::kInt4}) {
+    const quantized::QuantizedWeight q = quantized::quantize(weight, format);
+    EXPECT_EQ(q.format, format);
+    EXPECT_EQ(q.out_features(), 40);
+    EXPECT_EQ(q.in_features(), 96);
+    EXPECT_EQ(q.values.scalar_type(), format == quantized::Format::kInt4 ? kUInt8 : kInt8);
+    EXPECT_EQ(q.values.size(1), format == quantized::Format::kInt4 ? 48 : 96);
+    // 2 x 6 = 12 rows: more than the 8 a decoding step has, so the activations stay float.
+    const Tensor input = randn({2, 6, 96});
+    const Tensor widened = quantized::dequantize(q, kFloat64);
+    EXPECT_LE((widened - weight.to(kFloat64)).abs().max().item<double>(),
+              weight.abs().max().item<double>() / (format == quantized::Format::kInt4 ? 8 : 127))
+        << "within one step of the largest block's scale";
+    const Tensor expected = input.to(kFloat64).matmul(widened.t()) + bias.to(kFloat64);
+    const Tensor magnitude = input.to(kFloat64).abs().matmul(widened.abs().t());
+    const Tensor result = quantized::linear(input, q, bias);
+    EXPECT_EQ(result.sizes(), (std::vector<int64_t>{2, 6, 40}));
+    EXPECT_EQ(result.scalar_type(), kFloat32);
+    EXPECT_TRUE(((result.to(kFloat64) - expected).abs() <= magnitude * 1e-5 + 1e-6).all().item<bool>())
+        << quantized::format_name(format);
+    EXPECT_EQ(quantized::linear(input.to(kBFloat16), q).scalar_type(), kBFloat16);
+  }
+}
+
+TEST(QuantizedLinear, BadWeightsAndInputsThrow) {
+  NoGradGuard no_grad;
+  const Tensor scales = zeros({4, 2}, kFloat16);
+  testutil::expect_error(
+      [&] { quantized::quantized_weight(quantized::Format::kInt4, zeros({4, 64}, kInt8), scales); },
+      {"quantized::quantized_weight", "int4 values must be uint8 of shape [4, 32]", "int8 of shape [4, 64]"});
+  testutil::expect_error(
+      [&] { quantized::quantized_weight(quantized::Format::kInt8, zeros({4, 32}, kUInt8), scales); },
+      {"int8 values must be int8 of shape [4, 64]"});
+  testutil::expect_error(
+      [&] { quantized::quantized_weight(quantized::Format::kInt4, zeros({4, 32}, kUInt8), zeros({4, 2})); },
+      {"scales must be a 2-D float16 tensor"});
+  testutil::expect_error([&] { quantized::quantize_int4(zeros({4, 48})); },
+                         {"quantized::quantize_int4", "in_features (48) must be a positive multiple of 32"});
+  testutil::expect_error([&] { quantized::quantize_int4(zeros({64})); }, {"expected a 2-D floating weight"});
+  testutil::expect_error([&] { quantized::parse_format("q4_k", "op"); }, {"unknown quantization type 'q4_k'"});
+  const quantized::QuantizedWeight q = quantized::quantize_int4(zeros({4, 64}));
+  testutil::expect_error([&] { quantized::linear(zeros({3, 32}), q); }, {"does not match the weight's in_features 64"});
+  testutil::expect_error([&] { quantized::linear(zeros({3, 64}, kFloat64), q); }, {"input must be float32"});
+  AutoGradMode grad(true);
+  const Tensor trained = zeros({3, 64}).requires_grad_(true);
+  testutil::expect_error([&] { quantized::linear(trained, q); }, {"no backward"});
+}
+
+}  // namespace
+}  // namespace ember
