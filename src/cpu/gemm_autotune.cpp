@@ -276,6 +276,7 @@ void flush_from_caches(const void* data, size_t bytes) {
 
 size_t b_bytes(const GemmArgs& g) {
   const int64_t rows = g.trans_b ? g.n : g.k, cols = g.trans_b ? g.k : g.n;
+  if (rows <= 0 || cols <= 0) return 0;
   return static_cast<size_t>((rows - 1) * g.ldb + cols) * element_size(g.dtype);
 }
 

@@ -67,16 +67,7 @@ cmp "$work/straight/adapter_model.safetensors" "$work/split/adapter_model.safete
 [[ -s "$work/full_export/model.safetensors" && -s "$work/full_export/tokenizer.json" ]]
 
 # Bad input: one line naming the problem.
-expect_error() {
-  local code=$1 text=$2
-  shift 2
-  set +e
-  "$ember" "$@" >"$work/out.log" 2>"$work/err.log"
-  local got=$?
-  set -e
-  [[ $got -eq $code ]] || { echo "exit $got, expected $code: $*"; cat "$work/err.log"; exit 1; }
-  grep -qF -- "$text" "$work/err.log" || { echo "expected '$text' in:"; cat "$work/err.log"; exit 1; }
-}
+source "$(dirname "$0")/expect_error.sh"
 expect_error 1 "target module 'c_attn' is no projection of LlamaForCausalLM" train "${common[@]}" --out "$work/bad" \
   --lora-rank 4 --lora-targets c_attn
 expect_error 2 "need --lora-rank" train "${common[@]}" --out "$work/bad" --lora-alpha 4

@@ -36,16 +36,7 @@ for arch in llama gpt2; do
   done
 done
 
-expect_error() {
-  local code=$1 text=$2
-  shift 2
-  set +e
-  "$ember" "$@" >"$work/out.log" 2>"$work/err.log"
-  local got=$?
-  set -e
-  [[ $got -eq $code ]] || { echo "exit $got, expected $code: $*"; cat "$work/err.log"; exit 1; }
-  grep -qF -- "$text" "$work/err.log" || { echo "expected '$text' in:"; cat "$work/err.log"; exit 1; }
-}
+source "$(dirname "$0")/expect_error.sh"
 expect_error 2 "--type must be int8 or int4, got 'q4_k'" quantize --model "$fixtures/models/llama" --out "$work/x" --type q4_k
 expect_error 2 "--out is required" quantize --model "$fixtures/models/llama" --type int8
 expect_error 1 "is the model's own directory" quantize --model "$work/llama-int8" --out "$work/llama-int8" --type int8
