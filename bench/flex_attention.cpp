@@ -2,8 +2,8 @@
 // against dense scaled_dot_product_attention given the same mask as attn_mask, and the BLAS
 // sgemm rate of this machine, measured side by side, in float32 and bfloat16; where a Python
 // with PyTorch is found, PyTorch's compiled flex_attention forward on the same shapes right
-// after (bench/peers/flex_attention_torch.py). `ember bench flex_attention_decode` (alias
-// `flex-decode`): one decoding step.
+// after (bench/peers/flex_attention_torch.py); `--only TEXT` runs the rows whose names contain
+// TEXT. `ember bench flex_attention_decode` (alias `flex-decode`): one decoding step.
 
 #include <cmath>
 
@@ -112,7 +112,9 @@ void add_torch_columns(const std::vector<Row>& rows, int64_t heads, nlohmann::js
 nlohmann::json run(const Options& options) {
   manual_seed(0);
   const int64_t heads = options.quick ? 1 : 8;
-  const std::vector<Row> rows = bench_rows();
+  std::vector<Row> rows;
+  for (const Row& row : bench_rows())
+    if (row.name.find(options.only) != std::string::npos) rows.push_back(row);
   nlohmann::json results = nlohmann::json::array();
   for (const Row& row : rows) results.push_back(run_row(row, heads, options.quick));
   add_torch_columns(rows, heads, results);

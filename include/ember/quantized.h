@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ember/tensor.h"
 
@@ -45,5 +46,8 @@ Tensor dequantize(const QuantizedWeight& weight, ScalarType dtype = kFloat32);
 // input [..., in_features] (float32, bf16 or f16) times the weight's transpose, plus bias:
 // [..., out_features] in input's dtype. Inference only: no gradient flows through it.
 Tensor linear(const Tensor& input, const QuantizedWeight& weight, const Tensor& bias = {});
+// linear(input, w) for every w (no bias), the products of a decoding step in one job: one
+// input against a layer's query, key and value weights (Note [Grouped products]).
+std::vector<Tensor> linear_group(const Tensor& input, const std::vector<QuantizedWeight>& weights);
 
 }  // namespace ember::quantized

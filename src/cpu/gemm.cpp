@@ -200,6 +200,39 @@ void gemm(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
   run_recorded(GemmArgs{dtype, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
 }
 
+void gemm_group_nt(ScalarType dtype, int64_t m, int64_t k, const void* a, int64_t lda,
+                   std::span<const GemmGroupMember> members) {
+  const GemmGroupMember* largest = nullptr;
+  for (const GemmGroupMember& member : members) {
+    check_args("gemm_group_nt", dtype, m, member.n, k, lda, member.ldb, member.ldc);
+    if (!largest || member.n > largest->n) largest = &member;
+  }
+  if (m == 0 || !largest || largest->n == 0) return;
+#ifndef EMBER_RT_CPU
+  const GemmArgs shared{dtype, false, true, m, largest->n, k, 1.0, a, lda, largest->b, largest->ldb, 0.0, largest->c,
+                        largest->ldc};
+  if (members.size() > 1 && k > 0 && ember_gemm_group_can_run(shared) &&
+      choose_gemm_backend(shared) == GemmBackend::Ember) {
+    profiler::RecordFunction record("gemm", profiler::Category::Gemm);
+    if (record.active()) {
+      int64_t columns = 0;
+      for (const GemmGroupMember& member : members) columns += member.n;
+      profiler::Event& e = *record.event();
+      e.backend = gemm_backend_name(GemmBackend::Ember);
+      e.flops = 2.0 * static_cast<double>(m) * static_cast<double>(columns) * static_cast<double>(k);
+      if (record.record_shapes()) {
+        e.input_shapes = "[" + std::to_string(m) + ", " + std::to_string(k) + "] x " + std::to_string(members.size()) +
+                         " x [" + std::to_string(k) + ", n] (" + std::to_string(columns) + " columns)";
+        e.input_dtypes = dtype_name(dtype);
+      }
+    }
+    return ember_gemm_group_run(shared, members);
+  }
+#endif
+  for (const GemmGroupMember& member : members)
+    gemm(dtype, false, true, m, member.n, k, 1.0, a, lda, member.b, member.ldb, 0.0, member.c, member.ldc);
+}
+
 void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                       const void* a, int64_t lda, const void* b, int64_t ldb, double beta, float* c, int64_t ldc) {
   check_args("gemm_float32_out", dtype, m, n, k, lda, ldb, ldc);

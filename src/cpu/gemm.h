@@ -5,6 +5,7 @@
 // float32 accumulation and only the final result is rounded.
 #pragma once
 #include <cstdint>
+#include <span>
 
 #include "cpu/dispatch.h"
 #include "ember/dtype.h"
@@ -32,6 +33,25 @@ void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, i
 void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, int64_t m, int64_t n,
                   int64_t k, double alpha, const void* a, int64_t lda, int64_t stride_a, const void* b,
                   int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc, int64_t stride_c);
+
+// Note [Grouped products]
+// A decoding step multiplies one row by a layer's query, key and value weights (and by its
+// gate and up weights): separate products each wake the pool, split a small B between the
+// threads and wait for the slower one, and restart the weight stream. gemm_group_nt computes
+// c_i[m, n_i] = a[m, k] b_i[n_i, k]^T for every member; where ember's few-rows kernel is the
+// backend for the largest member (bf16/f16, few rows, as chosen by gemm's autotuning or a
+// forced backend) the members' columns are one range split over the pool, one job; otherwise
+// each member is one gemm. Each element is the same sum either way: results do not depend
+// on the grouping.
+struct GemmGroupMember {
+  const void* b;  // [n, k], rows ldb apart
+  int64_t n;
+  int64_t ldb;
+  void* c;  // [m, n], rows ldc apart
+  int64_t ldc;
+};
+void gemm_group_nt(ScalarType dtype, int64_t m, int64_t k, const void* a, int64_t lda,
+                   std::span<const GemmGroupMember> members);
 
 }  // namespace ember::cpu
 

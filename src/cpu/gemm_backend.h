@@ -20,11 +20,13 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cpu/function_ref.h"
+#include "cpu/gemm.h"
 #include "ember/dtype.h"
 
 namespace ember::cpu {
@@ -86,6 +88,9 @@ GemmBackendReport onednn_report();
 
 bool ember_gemm_can_run(const GemmArgs& args);
 void ember_gemm_run(const GemmArgs& args);
+// Products sharing A (gemm_group_nt): args is the group's largest member; run: one job.
+bool ember_gemm_group_can_run(const GemmArgs& args);
+void ember_gemm_group_run(const GemmArgs& args, std::span<const GemmGroupMember> members);
 GemmBackendReport ember_gemm_report();
 
 bool gemm_can_run(GemmBackend backend, const GemmArgs& args);

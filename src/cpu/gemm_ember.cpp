@@ -6,6 +6,8 @@
 // With few rows a product is bound by reading B: widening B to float32 first or packing it
 // (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
 // than the blocked path at m <= 4).
+#include <algorithm>
+#include <span>
 #include <string>
 
 #include "cpu/dispatch.h"
@@ -21,6 +23,52 @@ namespace {
 constexpr int64_t kFewRowsTransposedB = 8;
 constexpr int64_t kFewRowsB = 4;
 constexpr int64_t kFewRowsColumns = 1024;
+
+// The few-rows path for one or more products sharing op(A): g gives A, m, k, the transposes,
+// alpha and beta; each member its B (n columns of C), C and their strides. The members'
+// columns form one range split over the pool: one job for a layer's query, key and value
+// products (Note [Grouped products] in gemm.h).
+void few_rows_products(const GemmArgs& g, std::span<const GemmGroupMember> members) {
+  const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
+  const BlockFormat<float>& c_format = g.c_float32 ? float32_format() : format;
+  const auto kernel = g.dtype == kBFloat16 ? EMBER_KERNEL(gemm_few_rows_bf16) : EMBER_KERNEL(gemm_few_rows_f16);
+  const int64_t m = g.m, k = g.k;
+  // A as float32 [m, k]; a transposed A (small) is widened as stored, then transposed.
+  float* a_rows = workspace<float>(0, m * k);
+  if (g.trans_a) {
+    float* stored = workspace<float>(1, k * m);
+    format.widen(g.a, g.lda, k, m, stored, m);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t i = 0; i < m; ++i) a_rows[i * k + p] = stored[p * m + i];
+  } else {
+    format.widen(g.a, g.lda, m, k, a_rows, k);
+  }
+  int64_t columns = 0;
+  for (const GemmGroupMember& member : members) columns += member.n;
+  // Member i's float32 results [m, n_i] start at c_rows + m * (the columns before it).
+  float* c_rows = workspace<float>(2, m * columns);
+  const bool tb = g.trans_b;
+  // Column chunks. With B transposed (rows of B are columns of C) each thread streams one
+  // contiguous share of B (Note [Weight streaming]): a decoding step ran 1-3% faster than
+  // with chunks of ~128K elements taken in turn, whose streams interleave. Otherwise a chunk
+  // reads rows of B kFewRowsColumns wide: narrower pieces strided by ldb read 2-5x slower;
+  // the chunk's accumulators stay in cache.
+  const int64_t grain = tb ? (columns + num_threads() - 1) / num_threads() : kFewRowsColumns;
+  parallel_for(0, columns, grain, [&](int64_t j0, int64_t j1) {
+    int64_t first = 0;
+    for (const GemmGroupMember& member : members) {
+      const int64_t lo = std::max(j0, first) - first, hi = std::min(j1, first + member.n) - first;
+      if (lo < hi) {
+        const uint16_t* b = static_cast<const uint16_t*>(member.b) + (tb ? lo * member.ldb : lo);
+        float* c = c_rows + m * first + lo;
+        kernel(m, hi - lo, k, static_cast<float>(g.alpha), a_rows, tb, b, member.ldb, c, member.n);
+        c_format.narrow(c, member.n, m, hi - lo, static_cast<float>(g.beta),
+                        static_cast<char*>(member.c) + lo * c_format.element_size, member.ldc);
+      }
+      first += member.n;
+    }
+  });
+}
 
 }  // namespace
 
@@ -39,33 +87,16 @@ void ember_gemm_run(const GemmArgs& g) {
                                static_cast<const char*>(g.b), g.ldb, static_cast<float>(g.beta),
                                static_cast<char*>(g.c), g.ldc);
   }
-  const auto kernel = g.dtype == kBFloat16 ? EMBER_KERNEL(gemm_few_rows_bf16) : EMBER_KERNEL(gemm_few_rows_f16);
-  const int64_t m = g.m, n = g.n, k = g.k;
-  // A as float32 [m, k]; a transposed A (small) is widened as stored, then transposed.
-  float* a_rows = workspace<float>(0, m * k);
-  if (g.trans_a) {
-    float* stored = workspace<float>(1, k * m);
-    format.widen(g.a, g.lda, k, m, stored, m);
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t i = 0; i < m; ++i) a_rows[i * k + p] = stored[p * m + i];
-  } else {
-    format.widen(g.a, g.lda, m, k, a_rows, k);
-  }
-  float* c_rows = workspace<float>(2, m * n);
-  const uint16_t* b_values = static_cast<const uint16_t*>(g.b);
-  char* c = static_cast<char*>(g.c);
-  const bool tb = g.trans_b;
-  // Column chunks. With B transposed (rows of B are columns of C) each thread streams one
-  // contiguous share of B (Note [Weight streaming]): a decoding step ran 1-3% faster than
-  // with chunks of ~128K elements taken in turn, whose streams interleave. Otherwise a chunk
-  // reads rows of B kFewRowsColumns wide: narrower pieces strided by ldb read 2-5x slower;
-  // the chunk's accumulators stay in cache.
-  const int64_t grain = tb ? (n + num_threads() - 1) / num_threads() : kFewRowsColumns;
-  parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
-    kernel(m, j1 - j0, k, static_cast<float>(g.alpha), a_rows, tb, b_values + (tb ? j0 * g.ldb : j0), g.ldb,
-           c_rows + j0, n);
-    c_format.narrow(c_rows + j0, n, m, j1 - j0, static_cast<float>(g.beta), c + j0 * c_format.element_size, g.ldc);
-  });
+  const GemmGroupMember only{g.b, g.n, g.ldb, g.c, g.ldc};
+  few_rows_products(g, std::span<const GemmGroupMember>(&only, 1));
+}
+
+bool ember_gemm_group_can_run(const GemmArgs& g) {
+  return ember_gemm_can_run(g) && !g.trans_a && g.trans_b && g.m <= kFewRowsTransposedB;
+}
+
+void ember_gemm_group_run(const GemmArgs& g, std::span<const GemmGroupMember> members) {
+  few_rows_products(g, members);
 }
 
 GemmBackendReport ember_gemm_report() {

@@ -132,24 +132,37 @@ void dequantize_weight_rows(QuantFormat format, const void* values, const uint16
 
 void gemm_quantized_weight(QuantFormat format, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                            const void* w_values, const uint16_t* w_scales, float* c, int64_t ldc) {
+  const QuantizedGroupMember only{format, w_values, w_scales, n, c, ldc};
+  gemm_quantized_weight_group(m, k, a, lda, std::span<const QuantizedGroupMember>(&only, 1));
+}
+
+void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t lda,
+                                 std::span<const QuantizedGroupMember> members) {
   check_k("gemm_quantized_weight", k);
-  EMBER_CHECK(m >= 0 && n >= 0, "gemm_quantized_weight", "negative size m=", m, " n=", n);
-  if (m == 0 || n == 0) return;
+  int64_t rows = 0;
+  for (const QuantizedGroupMember& member : members) {
+    EMBER_CHECK(m >= 0 && member.n >= 0, "gemm_quantized_weight", "negative size m=", m, " n=", member.n);
+    rows += member.n;
+  }
+  if (m == 0 || rows == 0) return;
   profiler::RecordFunction record("gemm_quantized_weight", profiler::Category::Gemm);
-  if (record.active()) record.event()->flops = 2.0 * double(m) * double(n) * double(k);
-  const int64_t grain = std::max<int64_t>(1, kChunkBytes / k);
-  const int64_t blocks = k / kQuantBlock, row_bytes = quantized_row_bytes(format, k);
-  const uint8_t* w_bytes = static_cast<const uint8_t*>(w_values);
+  if (record.active()) record.event()->flops = 2.0 * double(m) * double(rows) * double(k);
+  const int64_t blocks = k / kQuantBlock;
   if (m > kQuantizedActivationRows) {
     // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has at most 19
     // significant bits) and multiplied on the float32 GEMM, which beats the int8 kernel at
     // many rows. Chunks are fixed by the shape, so results do not depend on the thread count.
-    parallel_for(0, n, grain, [&](int64_t j0, int64_t j1) {
-      thread_local std::vector<float> panel;
-      panel.resize(static_cast<size_t>((j1 - j0) * k));
-      dequantize_weight_rows(format, w_bytes + j0 * row_bytes, w_scales + j0 * blocks, j1 - j0, k, panel.data());
-      gemm(kFloat32, false, true, m, j1 - j0, k, 1.0, a, lda, panel.data(), k, 0.0, c + j0, ldc);
-    });
+    for (const QuantizedGroupMember& member : members) {
+      const uint8_t* w_bytes = static_cast<const uint8_t*>(member.values);
+      const int64_t row_bytes = quantized_row_bytes(member.format, k);
+      parallel_for(0, member.n, std::max<int64_t>(1, kChunkBytes / k), [&](int64_t j0, int64_t j1) {
+        thread_local std::vector<float> panel;
+        panel.resize(static_cast<size_t>((j1 - j0) * k));
+        dequantize_weight_rows(member.format, w_bytes + j0 * row_bytes, member.scales + j0 * blocks, j1 - j0, k,
+                               panel.data());
+        gemm(kFloat32, false, true, m, j1 - j0, k, 1.0, a, lda, panel.data(), k, 0.0, member.c + j0, member.ldc);
+      });
+    }
     return;
   }
   // The caller's buffers, kept between calls (the pool's threads read them through the
@@ -163,11 +176,18 @@ void gemm_quantized_weight(QuantFormat format, int64_t m, int64_t n, int64_t k, 
   quantize_int8_activation_rows(a, m, k, lda, a_values, a_scales);
   const auto kernel = EMBER_KERNEL(quantized_product_rows);
   const bool vnni = cpu_has_vnni();
-  // Each thread streams one contiguous share of the weight (Note [Weight streaming] in
+  // Each thread streams one contiguous share of the members' rows (Note [Weight streaming] in
   // src/cpu/simd/simd_common.h); each row's sum does not depend on the split.
-  parallel_for(0, n, (n + num_threads() - 1) / num_threads(), [&](int64_t j0, int64_t j1) {
-    kernel(format, vnni, m, j1 - j0, blocks, a_values, a_scales, w_bytes + j0 * row_bytes, w_scales + j0 * blocks,
-           c + j0, ldc);
+  parallel_for(0, rows, (rows + num_threads() - 1) / num_threads(), [&](int64_t j0, int64_t j1) {
+    int64_t first = 0;
+    for (const QuantizedGroupMember& member : members) {
+      const int64_t lo = std::max(j0, first) - first, hi = std::min(j1, first + member.n) - first;
+      if (lo < hi)
+        kernel(member.format, vnni, m, hi - lo, blocks, a_values, a_scales,
+               static_cast<const uint8_t*>(member.values) + lo * quantized_row_bytes(member.format, k),
+               member.scales + lo * blocks, member.c + lo, member.ldc);
+      first += member.n;
+    }
   });
 }
 

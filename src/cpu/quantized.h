@@ -2,6 +2,7 @@
 // weights]).
 #pragma once
 #include <cstdint>
+#include <span>
 
 #include "cpu/dispatch.h"
 #include "cpu/quantized_format.h"
@@ -49,6 +50,20 @@ void dequantize_weight_rows(QuantFormat format, const void* values, const uint16
 // up to kQuantizedActivationRows rows.
 void gemm_quantized_weight(QuantFormat format, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                            const void* w_values, const uint16_t* w_scales, float* c, int64_t ldc);
+
+// gemm_quantized_weight for several weights sharing a (Note [Grouped products] in gemm.h): at
+// up to kQuantizedActivationRows rows, a is quantized once and the members' rows are one range
+// split over the pool, one job; each member's result is the one gemm_quantized_weight gives.
+struct QuantizedGroupMember {
+  QuantFormat format;
+  const void* values;
+  const uint16_t* scales;
+  int64_t n;
+  float* c;
+  int64_t ldc;
+};
+void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t lda,
+                                 std::span<const QuantizedGroupMember> members);
 
 }  // namespace ember::cpu
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ember/autograd.h"
+#include "ember/detail/linear_group.h"
 #include "ember/functions.h"
 #include "ember/nn/attention/flex_attention.h"
 
@@ -191,6 +192,37 @@ Tensor DecoderLayerImpl::projection(const Tensor& x, WeightRole role, const Tens
   return lora.defined() ? add_adapter_output(y, x, lora, is_training()) : y;
 }
 
+std::vector<Tensor> DecoderLayerImpl::projections(const Tensor& x, std::initializer_list<WeightRole> roles,
+                                                  std::initializer_list<WeightRole> biases) {
+  size_t plain_weights = 0, quantized_weights = 0;
+  for (WeightRole role : roles) {
+    const bool has_blocks = quantized_[static_cast<size_t>(role)].defined();
+    plain_weights += !layout_.weights_in_by_out && !has_blocks && !adapter(role).defined();
+    quantized_weights += has_blocks;
+  }
+  std::vector<Tensor> out;
+  const WeightRole* bias = biases.begin();
+  const ScalarType dtype = x.scalar_type();
+  if (quantized_weights == roles.size()) {
+    std::vector<quantized::QuantizedWeight> blocks;
+    for (WeightRole role : roles) blocks.push_back(quantized_[static_cast<size_t>(role)]);
+    out = quantized::linear_group(x, blocks);
+  } else if (plain_weights == roles.size()) {
+    // As project(): the weight in x's dtype, then the bias added to the product.
+    std::vector<Tensor> weights;
+    for (WeightRole role : roles) weights.push_back(weight(role).to(dtype));
+    out = ember::detail::linear_group(x, weights);
+  } else {
+    for (WeightRole role : roles) out.push_back(projection(x, role, weight(*bias++)));
+    return out;
+  }
+  for (Tensor& y : out) {
+    const Tensor& b = weight(*bias++);
+    if (b.defined()) y = y + b.to(dtype);
+  }
+  return out;
+}
+
 Tensor DecoderLayerImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
                                  const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
   using R = WeightRole;
@@ -220,9 +252,10 @@ Tensor DecoderLayerImpl::attention(const Tensor& h, const Tensor& rope_cos, cons
     k = qkv.narrow(-1, q_width, kv_width);
     v = qkv.narrow(-1, q_width + kv_width, kv_width);
   } else {
-    q = projection(h, R::kQuery, weight(R::kQueryBias));
-    k = projection(h, R::kKey, weight(R::kKeyBias));
-    v = projection(h, R::kValue, weight(R::kValueBias));
+    std::vector<Tensor> qkv = projections(h, {R::kQuery, R::kKey, R::kValue}, {R::kQueryBias, R::kKeyBias, R::kValueBias});
+    q = qkv[0];
+    k = qkv[1];
+    v = qkv[2];
   }
   q = q.reshape({B, T, heads_, head_dim_});
   k = k.reshape({B, T, kv_heads_, head_dim_});
@@ -260,8 +293,9 @@ Tensor DecoderLayerImpl::mlp(const Tensor& h) {
       gate = gate_up.narrow(-1, 0, intermediate_);
       up = gate_up.narrow(-1, intermediate_, intermediate_);
     } else {
-      gate = projection(h, R::kGate, weight(R::kGateBias));
-      up = projection(h, R::kUp, weight(R::kUpBias));
+      std::vector<Tensor> gate_up = projections(h, {R::kGate, R::kUp}, {R::kGateBias, R::kUpBias});
+      gate = gate_up[0];
+      up = gate_up[1];
     }
     inner = activation_ == Activation::kSiLU ? F::swiglu(gate, up) : activate(gate, activation_) * up;
   }

@@ -81,6 +81,10 @@ class DecoderLayerImpl : public nn::Module {
   const Tensor& weight(WeightRole role) const { return weights_[static_cast<size_t>(role)]; }
   // project() on the weight with `role`, plus its LoRA adapter if it has one.
   Tensor projection(const Tensor& x, WeightRole role, const Tensor& bias = {});
+  // projection(x, roles[i], weight(biases[i])) for each i: one grouped product (Note [Grouped
+  // products]) where the weights are plain [out, in] tensors without adapters.
+  std::vector<Tensor> projections(const Tensor& x, std::initializer_list<WeightRole> roles,
+                                  std::initializer_list<WeightRole> biases);
 
   DecoderLayout layout_;
   int64_t heads_, kv_heads_, head_dim_, rotary_dim_, intermediate_;

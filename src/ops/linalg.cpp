@@ -1,5 +1,6 @@
 // matmul, mm, bmm, linear, addmm, outer: shape logic here, the product in cpu::gemm.
 #include "cpu/gemm.h"
+#include "ember/detail/linear_group.h"
 #include "ops/op_utils.h"
 
 namespace ember {
@@ -170,6 +171,48 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     out = out + bias;
   }
   return ember_trace_op_.result(out);
+}
+
+std::vector<Tensor> detail::linear_group(const Tensor& x, const std::vector<Tensor>& weights) {
+  const auto separate = [&] {
+    std::vector<Tensor> out;
+    out.reserve(weights.size());
+    for (const Tensor& w : weights) out.push_back(linear(x, w));
+    return out;
+  };
+  EMBER_CHECK(x.defined(), "linear_group", "called with an undefined input");
+  const ScalarType dtype = x.scalar_type();
+  if (weights.size() < 2 || core::any_thread_traces() || (dtype != kBFloat16 && dtype != kFloat16) || x.dim() < 1)
+    return separate();
+  const int64_t in = x.size(-1);
+  std::vector<Tensor> inputs{x};
+  for (const Tensor& w : weights) {
+    if (!w.defined() || w.dim() != 2 || w.scalar_type() != dtype || w.size(1) != in || w.stride(1) != 1 ||
+        w.stride(0) < in)
+      return separate();
+    inputs.push_back(w);
+  }
+  if (autograd::should_record(inputs)) return separate();
+  EMBER_RECORD_OP("linear_group", x);
+  const Tensor rows = x.reshape({-1, in}).contiguous();
+  const int64_t m = rows.size(0);
+  std::vector<Tensor> out;
+  std::vector<cpu::GemmGroupMember> members;
+  for (const Tensor& w : weights) {
+    out.push_back(core::make_tensor({m, w.size(0)}, dtype));
+    members.push_back({w.data_ptr(), w.size(0), w.stride(0), out.back().data_ptr(), std::max<int64_t>(w.size(0), 1)});
+  }
+  core::launch("linear_group", [&] {
+    return [dtype, m, in, a = rows.data_ptr(), lda = std::max<int64_t>(in, 1), members] {
+      cpu::gemm_group_nt(dtype, m, in, a, lda, members);
+    };
+  });
+  std::vector<int64_t> shape = x.sizes();
+  for (size_t i = 0; i < out.size(); ++i) {
+    shape.back() = weights[i].size(0);
+    out[i] = out[i].view(shape);
+  }
+  return out;
 }
 
 Tensor addmm(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {

@@ -75,36 +75,70 @@ Tensor dequantize(const QuantizedWeight& weight, ScalarType dtype) {
   return out.to(dtype);
 }
 
-Tensor linear(const Tensor& input, const QuantizedWeight& weight, const Tensor& bias) {
-  EMBER_RECORD_OP("quantized_linear", input, weight.values, weight.scales, bias);
-  check_weight(weight.format, weight.values, weight.scales, "quantized::linear");
+namespace {
+
+// input [..., in] times each weight's transpose: [..., out_i] in input's dtype, the products of
+// the few rows of a decoding step in one job (cpu::gemm_quantized_weight_group).
+std::vector<Tensor> quantized_products(const Tensor& input, const std::vector<QuantizedWeight>& weights,
+                                       const char* op) {
+  EMBER_CHECK(input.defined(), op, "called with an undefined input");
   const ScalarType dtype = input.scalar_type();
-  EMBER_CHECK(dtype == kFloat32 || dtype == kBFloat16 || dtype == kFloat16, "quantized::linear",
+  EMBER_CHECK(dtype == kFloat32 || dtype == kBFloat16 || dtype == kFloat16, op,
               "input must be float32, bfloat16 or float16, got ", dtype_name(dtype));
-  const int64_t in = weight.in_features(), out_features = weight.out_features();
-  EMBER_CHECK(input.dim() >= 1 && input.size(-1) == in, "quantized::linear", "input shape ", input.sizes(),
-              " does not match the weight's in_features ", in);
-  EMBER_CHECK(!(is_grad_enabled() && input.requires_grad()), "quantized::linear",
+  EMBER_CHECK(!(is_grad_enabled() && input.requires_grad()), op,
               "no backward: run it under NoGradGuard (inference only)");
-  const Tensor values = weight.values.contiguous(), scales = weight.scales.contiguous();
+  std::vector<QuantizedWeight> stored;
+  for (const QuantizedWeight& weight : weights) {
+    check_weight(weight.format, weight.values, weight.scales, op);
+    EMBER_CHECK(input.dim() >= 1 && input.size(-1) == weight.in_features(), op, "input shape ", input.sizes(),
+                " does not match the weight's in_features ", weight.in_features());
+    stored.push_back({weight.format, weight.values.contiguous(), weight.scales.contiguous()});
+  }
+  if (stored.empty()) return {};
+  const int64_t in = stored.front().in_features();
   const Tensor rows = input.reshape({-1, in}).to(kFloat32).contiguous();
   const int64_t m = rows.size(0);
-  Tensor product = empty({m, out_features}, TensorOptions().dtype(kFloat32));
+  std::vector<Tensor> products;
+  std::vector<cpu::QuantizedGroupMember> members;
+  for (const QuantizedWeight& weight : stored) {
+    products.push_back(empty({m, weight.out_features()}, TensorOptions().dtype(kFloat32)));
+    members.push_back({cpu_format(weight.format), weight.values.data_ptr(),
+                       static_cast<const uint16_t*>(weight.scales.data_ptr()), weight.out_features(),
+                       products.back().data_ptr<float>(), weight.out_features()});
+  }
   core::launch("quantized_linear", [&] {
-    return [format = cpu_format(weight.format), m, n = out_features, k = in, a = rows.data_ptr<float>(),
-            w = values.data_ptr(), s = static_cast<const uint16_t*>(scales.data_ptr()), c = product.data_ptr<float>()] {
-      cpu::gemm_quantized_weight(format, m, n, k, a, k, w, s, c, n);
-    };
+    return [m, k = in, a = rows.data_ptr<float>(), members] { cpu::gemm_quantized_weight_group(m, k, a, k, members); };
   });
   std::vector<int64_t> shape = input.sizes();
-  shape.back() = out_features;
-  Tensor result = product.to(dtype).reshape(shape);
+  for (size_t i = 0; i < products.size(); ++i) {
+    shape.back() = stored[i].out_features();
+    products[i] = products[i].to(dtype).reshape(shape);
+  }
+  return products;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const QuantizedWeight& weight, const Tensor& bias) {
+  EMBER_RECORD_OP("quantized_linear", input, weight.values, weight.scales, bias);
+  Tensor result = quantized_products(input, {weight}, "quantized::linear").front();
   if (bias.defined()) {
+    const int64_t out_features = weight.out_features();
     EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_features, "quantized::linear", "bias shape ", bias.sizes(),
                 " does not match out_features ", out_features);
-    result = result + bias.to(dtype);
+    result = result + bias.to(input.scalar_type());
   }
   return ember_trace_op_.result(result);
+}
+
+std::vector<Tensor> linear_group(const Tensor& input, const std::vector<QuantizedWeight>& weights) {
+  if (core::any_thread_traces()) {  // an export records one quantized_linear each
+    std::vector<Tensor> out;
+    for (const QuantizedWeight& weight : weights) out.push_back(linear(input, weight));
+    return out;
+  }
+  EMBER_RECORD_OP("quantized_linear_group", input);
+  return quantized_products(input, weights, "quantized::linear_group");
 }
 
 }  // namespace ember::quantized

@@ -58,10 +58,8 @@ void check_products(const ProductKernels<T>& mm, double tolerance) {
     mm.pack_panels(kBFloat16, b_src.data(), n + 3, 1, k, n, b.data());
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = k; p < lda; ++p) EXPECT_EQ(value_of(mm, a, i * lda + p), 0.0) << "A's padding";
-    for (bool accumulate : {false, true}) {
-      std::vector<T> c(static_cast<size_t>(m * ldc), T(0.5));
-      const T alpha = T(0.375);
-      mm.gemm(a.data(), lda, b.data(), c.data(), ldc, m, n, k, alpha, accumulate);
+    // Elements of C (started at 0.5) off 0.375 * A·B (+ 0.5 when accumulate) in float64.
+    auto wrong_in = [&](const std::vector<T>& c, bool accumulate) {
       int64_t wrong = 0;
       for (int64_t i = 0; i < m; ++i)
         for (int64_t j = 0; j < n; ++j) {
@@ -73,7 +71,26 @@ void check_products(const ProductKernels<T>& mm, double tolerance) {
           const double expected = 0.375 * sum + (accumulate ? 0.5 : 0.0);
           wrong += std::abs(static_cast<double>(c[i * ldc + j]) - expected) > tolerance * (1 + 0.375 * magnitude);
         }
-      EXPECT_EQ(wrong, 0) << "accumulate " << accumulate;
+      return wrong;
+    };
+    for (bool accumulate : {false, true}) {
+      std::vector<T> c(static_cast<size_t>(m * ldc), T(0.5));
+      const T alpha = T(0.375);
+      mm.gemm(a.data(), lda, b.data(), c.data(), ldc, m, n, k, alpha, accumulate);
+      EXPECT_EQ(wrong_in(c, accumulate), 0) << "accumulate " << accumulate;
+    }
+    // The same product with A the transpose of a T tile [k][m] read in place, where the table
+    // has it (operands of T).
+    if (mm.gemm_transposed_tile) {
+      const int64_t ld_tile = m + 5;
+      std::vector<T> tile(static_cast<size_t>(k * ld_tile), T(7));
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t i = 0; i < m; ++i) tile[p * ld_tile + i] = static_cast<T>(a_at(i, p));
+      for (bool accumulate : {false, true}) {
+        std::vector<T> c(static_cast<size_t>(m * ldc), T(0.5));
+        mm.gemm_transposed_tile(tile.data(), ld_tile, b.data(), c.data(), ldc, m, n, k, T(0.375), accumulate);
+        EXPECT_EQ(wrong_in(c, accumulate), 0) << "transposed tile, accumulate " << accumulate;
+      }
     }
   }
   // A tile as an operand, as is and transposed, with its padding zeroed.
@@ -95,6 +112,9 @@ void check_products(const ProductKernels<T>& mm, double tolerance) {
 
 TEST(FlexProducts, MatchFloat64OnEveryInstructionSet) {
   for_each_capability([] {
+    // Tables of T operands read transposed tiles in place (checked in check_products).
+    EXPECT_NE(EMBER_KERNEL(flex_products_f32)()->gemm_transposed_tile, nullptr);
+    EXPECT_NE(EMBER_KERNEL(flex_products_f64)()->gemm_transposed_tile, nullptr);
     check_products(*EMBER_KERNEL(flex_products_f32)(), 1e-6);
     check_products(*EMBER_KERNEL(flex_products_f64)(), 1e-14);
     // bfloat16 operands: exact products, float32 sums.

@@ -521,6 +521,66 @@ TEST(GemmKernels, FloatRowsMatchFloat64) {
   });
 }
 
+// Products sharing A (Note [Grouped products]): each member matches float64, and is bitwise
+// the member's own gemm, whichever backend runs them (grouped on ember's few-rows kernel,
+// one gemm each otherwise), at every row count around the few-rows limit and every level.
+TEST(GemmGroup, MembersMatchFloat64AndTheirOwnProducts) {
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  std::vector<std::optional<GemmBackend>> choices = {std::nullopt};
+  for (GemmBackend backend : kGemmBackends) choices.push_back(backend);
+  for (const std::optional<GemmBackend>& choice : choices) {
+    SCOPED_TRACE(choice ? gemm_backend_name(*choice) : "auto");
+    set_forced_gemm_backend(choice);
+    for_each_capability([] {
+      for (ScalarType dtype : {kBFloat16, kFloat16, kFloat32})
+        for (int64_t m : {1, 3, 8, 9})
+          for (int64_t k : {16, 31, 257}) {
+            // Members of unequal widths (one empty), each with its own padding.
+            const int64_t widths[] = {33, 0, 9, 100, 1};
+            std::mt19937 rng(static_cast<uint32_t>(m * 1000 + k));
+            const Case shape{dtype, false, true, m, 1, k, 1.0, 0.0, 3, 0, 0};
+            Matrix a = make_a(shape);
+            a.fill_random(rng);
+            std::vector<Matrix> bs, cs, own;
+            std::vector<GemmGroupMember> members;
+            for (int64_t i = 0; i < 5; ++i) {
+              bs.emplace_back(dtype, widths[i], k, k + i);
+              bs.back().fill_random(rng);
+              cs.emplace_back(dtype, m, widths[i], widths[i] + 2);
+              cs.back().fill(std::numeric_limits<double>::quiet_NaN());
+              own.push_back(cs.back());
+            }
+            for (int64_t i = 0; i < 5; ++i)
+              members.push_back({bs[i].data(), widths[i], bs[i].ld, cs[i].data(), cs[i].ld});
+            gemm_group_nt(dtype, m, k, a.data(), a.ld, members);
+            for (int64_t i = 0; i < 5; ++i) {
+              Case t = shape;
+              t.n = widths[i];
+              SCOPED_TRACE("member " + std::to_string(i) + " " + t.name());
+              expect_matches(t, a, bs[i], own[i], cs[i]);
+              if (widths[i] == 0) continue;
+              gemm(dtype, false, true, m, widths[i], k, 1.0, a.data(), a.ld, bs[i].data(), bs[i].ld, 0.0, own[i].data(),
+                   own[i].ld);
+              for (int64_t r = 0; r < m; ++r)
+                for (int64_t j = 0; j < widths[i]; ++j)
+                  ASSERT_EQ(cs[i].get(r, j), own[i].get(r, j)) << "row " << r << " column " << j;
+            }
+          }
+    });
+  }
+  set_forced_gemm_backend(forced);
+}
+
+TEST(GemmGroup, BadMembersThrow) {
+  float a[4] = {}, b[4] = {}, c[4] = {};
+  const GemmGroupMember fine[] = {{b, 2, 2, c, 2}};
+  EXPECT_THROW(gemm_group_nt(kInt64, 1, 2, a, 2, fine), Error);
+  const GemmGroupMember overlapping[] = {{b, 2, 2, c, 1}};  // rows of C overlap
+  EXPECT_THROW(gemm_group_nt(kFloat32, 2, 2, a, 2, overlapping), Error);
+  const GemmGroupMember negative[] = {{b, -1, 2, c, 2}};
+  EXPECT_THROW(gemm_group_nt(kFloat32, 1, 2, a, 2, negative), Error);
+}
+
 // Batches of small products run on the pool, larger ones one by one; stride 0 broadcasts.
 TEST(GemmBatched, MatchesPerMatrixReference) {
   struct Shape { int64_t batch, m, n, k; };

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/detail/linear_group.h"
 #include "ops/reduce_reference.h"
 
 namespace ember {
@@ -352,6 +353,47 @@ TEST(Linalg, LinearMatchesReference) {
           EXPECT_TRUE(matches(linear(x, weight, bias), reference_linear(x, weight, bias), dtype))
               << describe(x, weight) << (with_bias ? " with bias" : "");
         }
+}
+
+// detail::linear_group (a decoding step's q/k/v projections, Note [Grouped products]): the
+// products equal linear's, bitwise, on the grouped path (few bf16/f16 rows, row-major weights)
+// and on its fallbacks (more rows, float32, a transposed weight, a recording autograd).
+TEST(Linalg, LinearGroupEqualsSeparateLinears) {
+  const int64_t in = 40;
+  uint32_t seed = 900;
+  for (ScalarType dtype : kFloatTypes)
+    for (const Sizes& x_sizes : {Sizes{in}, Sizes{1, 1, in}, Sizes{2, 3, in}, Sizes{10, in}, Sizes{0, in}})
+      for (MatrixLayout last_layout : {MatrixLayout::Contiguous, MatrixLayout::RowStep, MatrixLayout::Transposed}) {
+        const Tensor x = operand(x_sizes, dtype, seed++);
+        const std::vector<Tensor> weights = {operand({48, in}, dtype, seed++), operand({8, in}, dtype, seed++),
+                                             operand({17, in}, dtype, seed++, last_layout)};
+        NoGradGuard no_grad;
+        const std::vector<Tensor> grouped = detail::linear_group(x, weights);
+        ASSERT_EQ(grouped.size(), weights.size());
+        for (size_t i = 0; i < weights.size(); ++i) {
+          const Tensor expected = linear(x, weights[i]);
+          EXPECT_EQ(grouped[i].sizes(), expected.sizes());
+          EXPECT_TRUE(equal(grouped[i], expected)) << describe(x, weights[i]) << " member " << i;
+          EXPECT_TRUE(matches(grouped[i], reference_linear(x, weights[i], Tensor()), dtype)) << describe(x, weights[i]);
+        }
+      }
+}
+
+TEST(Linalg, LinearGroupRecordsGradientsAsLinearDoes) {
+  const Tensor x = operand({1, 1, 24}, kBFloat16, 950).requires_grad_();
+  const Tensor w0 = operand({16, 24}, kBFloat16, 951).requires_grad_(), w1 = operand({5, 24}, kBFloat16, 952);
+  const std::vector<Tensor> out = detail::linear_group(x, {w0, w1});
+  (out[0].to(kFloat32).sum() + out[1].to(kFloat32).square().sum()).backward();
+  const Tensor x2 = x.detach().requires_grad_(), w02 = w0.detach().requires_grad_();
+  (linear(x2, w02).to(kFloat32).sum() + linear(x2, w1).to(kFloat32).square().sum()).backward();
+  EXPECT_TRUE(equal(x.grad(), x2.grad()));
+  EXPECT_TRUE(equal(w0.grad(), w02.grad()));
+}
+
+TEST(Linalg, LinearGroupErrorsAreLinears) {
+  const Tensor x = ones({2, 6}, kBFloat16);
+  EXPECT_THROW(detail::linear_group(x, {ones({3, 6}, kBFloat16), ones({3, 5}, kBFloat16)}), Error);
+  EXPECT_THROW(detail::linear_group(Tensor(), {ones({3, 6}, kBFloat16)}), Error);
 }
 
 // ---- addmm -------------------------------------------------------------------------------------

@@ -36,6 +36,31 @@ TEST(QuantizedLinear, PromptMatchesFloat64OfDequantizedWeight) {
   }
 }
 
+// A decoding step's projections in one job (Note [Grouped products]): each member is bitwise
+// quantized::linear's result, for decode-sized inputs (quantized activations) and prompts, with
+// int8 and int4 members mixed.
+TEST(QuantizedLinear, GroupEqualsSeparateLinears) {
+  NoGradGuard no_grad;
+  manual_seed(5);
+  const std::vector<quantized::QuantizedWeight> weights = {
+      quantized::quantize(randn({40, 96}) * 0.05, quantized::Format::kInt4),
+      quantized::quantize(randn({8, 96}) * 0.05, quantized::Format::kInt8),
+      quantized::quantize(randn({33, 96}) * 0.05, quantized::Format::kInt4)};
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{1, 1, 96}, {3, 96}, {8, 96}, {2, 6, 96}})
+    for (ScalarType dtype : {kFloat32, kBFloat16}) {
+      const Tensor input = randn(sizes).to(dtype);
+      const std::vector<Tensor> grouped = quantized::linear_group(input, weights);
+      ASSERT_EQ(grouped.size(), weights.size());
+      for (size_t i = 0; i < weights.size(); ++i) {
+        const Tensor expected = quantized::linear(input, weights[i]);
+        EXPECT_EQ(grouped[i].sizes(), expected.sizes());
+        EXPECT_TRUE(equal(grouped[i], expected)) << "member " << i << " input " << IntArrayRef(input.sizes());
+      }
+    }
+  testutil::expect_error([&] { quantized::linear_group(zeros({1, 64}), weights); },
+                         {"quantized::linear_group", "does not match the weight's in_features 96"});
+}
+
 TEST(QuantizedLinear, BadWeightsAndInputsThrow) {
   NoGradGuard no_grad;
   const Tensor scales = zeros({4, 2}, kFloat16);

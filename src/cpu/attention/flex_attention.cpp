@@ -283,6 +283,19 @@ const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_
   return buffer;
 }
 
+// C (cols x n) += alpha * tileᵀ · B for a T tile (rows x cols, ld_s): the tile read where it
+// lies where the table can, else through its transposed operand copy in `buffer`.
+template <typename T>
+void transposed_tile_product(const Layout<T>& g, const T* tile, int64_t rows, int64_t cols, void* buffer,
+                             const void* b_panels, T* c, int64_t ldc, int64_t n, T alpha) {
+  if (g.mm.gemm_transposed_tile) {
+    g.mm.gemm_transposed_tile(tile, g.ld_s, b_panels, c, ldc, cols, n, rows, alpha, true);
+    return;
+  }
+  g.mm.operand_rows(tile, g.ld_s, rows, cols, true, buffer, g.ld_t);
+  g.mm.gemm(buffer, g.ld_t, b_panels, c, ldc, cols, n, rows, alpha, true);
+}
+
 // A forward task's buffers: the query rows, the score tile, the probabilities as an operand
 // (unused where operands are T), the output accumulator and the running row max and sum.
 template <typename T>
@@ -595,7 +608,7 @@ void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPac
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   parallel_for(0, kv_batch * p.heads_kv * g.kv_blocks, 1, [&](int64_t lo, int64_t hi) {
-    void* transposed = scratch<char>(kTransposed, g.bytes(g.bkv * g.ld_t));
+    void* transposed = scratch<char>(kTransposed, g.mm.gemm_transposed_tile ? 0 : g.bytes(g.bkv * g.ld_t));
     T* dk_acc = scratch<T>(kAccA, g.bkv * g.ld_e);
     T* dv_acc = scratch<T>(kAccB, g.bkv * g.ld_ev);
     TileGrad<T> tg{p, g, lse, delta, scratch<T>(kScores, g.bq * g.ld_s), scratch<T>(kGrad, g.bq * g.ld_s),
@@ -615,11 +628,10 @@ void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPac
             if (rows <= 0) return;
             tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
                    key_t, value_t, nullptr);
-            g.mm.operand_rows(tg.scores, g.ld_s, rows, cols, true, transposed, g.ld_t);
-            g.mm.gemm(transposed, g.ld_t, packs.dout_panels.block(b, h, qb), dv_acc, g.ld_ev, cols, Ev, rows, T(1), true);
-            g.mm.operand_rows(tg.grad, g.ld_s, rows, cols, true, transposed, g.ld_t);
-            g.mm.gemm(transposed, g.ld_t, packs.q_panels.block(b, h, qb), dk_acc, g.ld_e, cols, E, rows,
-                      static_cast<T>(p.scale), true);
+            transposed_tile_product(g, tg.scores, rows, cols, transposed, packs.dout_panels.block(b, h, qb), dv_acc,
+                                    g.ld_ev, Ev, T(1));
+            transposed_tile_product(g, tg.grad, rows, cols, transposed, packs.q_panels.block(b, h, qb), dk_acc, g.ld_e,
+                                    E, static_cast<T>(p.scale));
           });
       const int64_t row0 = (bk * p.heads_kv + hk) * p.kv_len + kv0;
       K.store_rows(dk_acc, g.ld_e, cols, E, nullptr, p.dtype, static_cast<char*>(dk) + row0 * E * static_cast<int64_t>(g.item), E, 1);

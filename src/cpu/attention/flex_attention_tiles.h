@@ -23,7 +23,8 @@ namespace ember::cpu::attention {
 // tables take operands of T (and bfloat16 and float16 inputs widened to float32); the bfloat16
 // table, on CPUs with VDPBF16PS, takes bfloat16 operands whose panels interleave pairs of k
 // values (k_group 2), the layout the instruction reads. The float32 tiles P and dS become
-// bfloat16 operands once per tile (operand_rows), as flash kernels on GPUs round them. AMX-BF16
+// bfloat16 operands once per tile (operand_rows), as flash kernels on GPUs round them; tables
+// of T operands take the tiles as they are, Pᵀ and dSᵀ too (gemm_transposed_tile). AMX-BF16
 // tiles read the same layouts (A by rows of k pairs, B in pairs of k values, 16 columns per
 // tile): a table whose gemm runs TDPBF16PS over 32-wide panels plugs in beside the AVX512-BF16
 // one, chosen where the kernels pick a table for a dtype (products_for in flex_attention.cpp).
@@ -37,6 +38,11 @@ struct ProductKernels {
   // C row-major (ldc >= n rounded up to panel_width; the padded columns are written too).
   void (*gemm)(const void* a, int64_t lda, const void* b_panels, T* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
                T alpha, bool accumulate);
+  // gemm with A = tileᵀ: A[i][p] = a[p * lda + i] for a T tile [k][m], read where it lies, so the
+  // backward's Pᵀ·dO and dSᵀ·Q need no transposed copy. Null where tiles are not operands: the
+  // tile then goes through operand_rows(transpose) and gemm.
+  void (*gemm_transposed_tile)(const T* a, int64_t lda, const void* b_panels, T* c, int64_t ldc, int64_t m,
+                               int64_t n, int64_t k, T alpha, bool accumulate);
   // A operand: dst[r][c] = src[r * row_stride + c * col_stride] for r < rows, c < cols; ld is
   // a multiple of k_group and the columns up to it are zero.
   void (*pack_rows)(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t rows,

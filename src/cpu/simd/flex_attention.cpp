@@ -62,19 +62,24 @@ static inline void store_scaled(const vf* c0, const vf* c1, float* c, int64_t ld
   }
 }
 
+// A[i][p] = a[i * row_stride + p * k_stride]: a row-major A (k_stride 1), or A = aᵀ for a tile
+// read where it lies (row_stride 1). One kernel for both, strides at run time: a copy per
+// layout would double the micro-kernels in ember-rt, which runs only the forward.
+
 // C[M rows][kPanel] = alpha * A[M][k] * panel[k][kPanel] (+ C), accumulators in registers.
 template <int M>
-static inline void micro_kernel(const float* a, int64_t lda, const float* panel, float* c, int64_t ldc, int64_t k,
-                                float alpha, bool accumulate) {
+static inline void micro_kernel(const float* a, int64_t row_stride, int64_t k_stride, const float* panel, float* c,
+                                int64_t ldc, int64_t k, float alpha, bool accumulate) {
   vf c0[M], c1[M];
 #pragma GCC unroll 16
   for (int i = 0; i < M; ++i) c0[i] = c1[i] = vset(0.0f);
   for (int64_t p = 0; p < k; ++p) {
     const vf b0 = vload(panel + p * kPanel);
     const vf b1 = vload(panel + p * kPanel + kNativeWidth);
+    const float* a_p = a + p * k_stride;
 #pragma GCC unroll 16
     for (int i = 0; i < M; ++i) {
-      const vf ai = vset(a[i * lda + p]);
+      const vf ai = vset(a_p[i * row_stride]);
       c0[i] = vfma(ai, b0, c0[i]);
       c1[i] = vfma(ai, b1, c1[i]);
     }
@@ -84,25 +89,36 @@ static inline void micro_kernel(const float* a, int64_t lda, const float* panel,
 
 // The last m < kRows rows of a panel.
 template <int M>
-static inline void micro_tail(int64_t m, const float* a, int64_t lda, const float* panel, float* c, int64_t ldc,
-                              int64_t k, float alpha, bool accumulate) {
+static inline void micro_tail(int64_t m, const float* a, int64_t row_stride, int64_t k_stride, const float* panel,
+                              float* c, int64_t ldc, int64_t k, float alpha, bool accumulate) {
   if constexpr (M > 0) {
-    if (m == M) micro_kernel<M>(a, lda, panel, c, ldc, k, alpha, accumulate);
-    else micro_tail<M - 1>(m, a, lda, panel, c, ldc, k, alpha, accumulate);
+    if (m == M) micro_kernel<M>(a, row_stride, k_stride, panel, c, ldc, k, alpha, accumulate);
+    else micro_tail<M - 1>(m, a, row_stride, k_stride, panel, c, ldc, k, alpha, accumulate);
   }
 }
 
-void gemm_f32(const void* a_operand, int64_t lda, const void* b_operand, float* c, int64_t ldc, int64_t m, int64_t n,
-              int64_t k, float alpha, bool accumulate) {
-  const float* a = static_cast<const float*>(a_operand);
-  const float* b_panels = static_cast<const float*>(b_operand);
+static void gemm_f32_strided(const float* a, int64_t row_stride, int64_t k_stride, const float* b_panels, float* c,
+                             int64_t ldc, int64_t m, int64_t n, int64_t k, float alpha, bool accumulate) {
   for (int64_t j = 0; j < n; j += kPanel) {
     const float* panel = b_panels + j * k;
     int64_t i = 0;
     for (; i + kRows <= m; i += kRows)
-      micro_kernel<kRows>(a + i * lda, lda, panel, c + i * ldc + j, ldc, k, alpha, accumulate);
-    if (i < m) micro_tail<kRows - 1>(m - i, a + i * lda, lda, panel, c + i * ldc + j, ldc, k, alpha, accumulate);
+      micro_kernel<kRows>(a + i * row_stride, row_stride, k_stride, panel, c + i * ldc + j, ldc, k, alpha, accumulate);
+    if (i < m)
+      micro_tail<kRows - 1>(m - i, a + i * row_stride, row_stride, k_stride, panel, c + i * ldc + j, ldc, k, alpha,
+                            accumulate);
   }
+}
+
+void gemm_f32(const void* a, int64_t lda, const void* b_panels, float* c, int64_t ldc, int64_t m, int64_t n, int64_t k,
+              float alpha, bool accumulate) {
+  gemm_f32_strided(static_cast<const float*>(a), lda, 1, static_cast<const float*>(b_panels), c, ldc, m, n, k, alpha,
+                   accumulate);
+}
+
+void gemm_transposed_tile_f32(const float* a, int64_t lda, const void* b_panels, float* c, int64_t ldc, int64_t m,
+                              int64_t n, int64_t k, float alpha, bool accumulate) {
+  gemm_f32_strided(a, 1, lda, static_cast<const float*>(b_panels), c, ldc, m, n, k, alpha, accumulate);
 }
 
 // ---- float32 softmax pieces -----------------------------------------------------------------
@@ -184,21 +200,31 @@ void probabilities_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, co
 
 constexpr int kPanel64 = 8;
 
-void gemm_f64(const void* a_operand, int64_t lda, const void* b_operand, double* c, int64_t ldc, int64_t m, int64_t n,
-              int64_t k, double alpha, bool accumulate) {
-  const double* a = static_cast<const double*>(a_operand);
-  const double* b_panels = static_cast<const double*>(b_operand);
+// A[i][p] = a[i * row_stride + p * k_stride], as gemm_f32_strided.
+static void gemm_f64_strided(const double* a, int64_t row_stride, int64_t k_stride, const double* b_panels, double* c,
+                             int64_t ldc, int64_t m, int64_t n, int64_t k, double alpha, bool accumulate) {
   for (int64_t j = 0; j < n; j += kPanel64) {
     const double* panel = b_panels + j * k;
     for (int64_t i = 0; i < m; ++i) {
       double sums[kPanel64] = {};
       for (int64_t p = 0; p < k; ++p) {
-        const double ai = a[i * lda + p];
+        const double ai = a[i * row_stride + p * k_stride];
         for (int q = 0; q < kPanel64; ++q) sums[q] += ai * panel[p * kPanel64 + q];
       }
       for (int q = 0; q < kPanel64; ++q) c[i * ldc + j + q] = alpha * sums[q] + (accumulate ? c[i * ldc + j + q] : 0.0);
     }
   }
+}
+
+void gemm_f64(const void* a, int64_t lda, const void* b_panels, double* c, int64_t ldc, int64_t m, int64_t n,
+              int64_t k, double alpha, bool accumulate) {
+  gemm_f64_strided(static_cast<const double*>(a), lda, 1, static_cast<const double*>(b_panels), c, ldc, m, n, k, alpha,
+                   accumulate);
+}
+
+void gemm_transposed_tile_f64(const double* a, int64_t lda, const void* b_panels, double* c, int64_t ldc, int64_t m,
+                              int64_t n, int64_t k, double alpha, bool accumulate) {
+  gemm_f64_strided(a, 1, lda, static_cast<const double*>(b_panels), c, ldc, m, n, k, alpha, accumulate);
 }
 
 void softmax_step_f64(double* scores, int64_t ld, int64_t rows, int64_t cols, double* row_max, double* row_sum,
@@ -345,10 +371,14 @@ const TileKernels<float> kFloatKernels = {widen_rows<float>, softmax_step_f32, p
                                           store_rows<float>};
 const TileKernels<double> kDoubleKernels = {widen_rows<double>, softmax_step_f64, probabilities_f64,
                                             score_grad<double>, store_rows<double>};
-const ProductKernels<float> kFloatProducts = {kPanel,          1, sizeof(float), true, gemm_f32, pack_rows<float, 1>,
-                                              pack_panels<float, kPanel, 1>, operand_rows<float, float, 1>};
-const ProductKernels<double> kDoubleProducts = {kPanel64, 1, sizeof(double), true, gemm_f64, pack_rows<double, 1>,
-                                                pack_panels<double, kPanel64, 1>, operand_rows<double, double, 1>};
+const ProductKernels<float> kFloatProducts = {
+    .panel_width = kPanel, .k_group = 1, .operand_bytes = sizeof(float), .tiles_are_operands = true, .gemm = gemm_f32,
+    .gemm_transposed_tile = gemm_transposed_tile_f32, .pack_rows = pack_rows<float, 1>,
+    .pack_panels = pack_panels<float, kPanel, 1>, .operand_rows = operand_rows<float, float, 1>};
+const ProductKernels<double> kDoubleProducts = {
+    .panel_width = kPanel64, .k_group = 1, .operand_bytes = sizeof(double), .tiles_are_operands = true,
+    .gemm = gemm_f64, .gemm_transposed_tile = gemm_transposed_tile_f64, .pack_rows = pack_rows<double, 1>,
+    .pack_panels = pack_panels<double, kPanel64, 1>, .operand_rows = operand_rows<double, double, 1>};
 
 #if defined(__AVX512F__)
 // ---- bfloat16 products on VDPBF16PS (AVX512-BF16) ------------------------------------------
@@ -444,8 +474,10 @@ EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64
   }
 }
 
-const ProductKernels<float> kBf16Products = {kPanel, 2, sizeof(uint16_t), false, gemm_bf16, pack_rows<uint16_t, 2>,
-                                             pack_panels<uint16_t, kPanel, 2>, operand_rows_bf16};
+const ProductKernels<float> kBf16Products = {
+    .panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t), .tiles_are_operands = false,
+    .gemm = gemm_bf16, .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
+    .pack_panels = pack_panels<uint16_t, kPanel, 2>, .operand_rows = operand_rows_bf16};
 #endif
 }  // namespace
 

@@ -272,6 +272,24 @@ static inline float hsum(vf v) {
   return s;
 }
 
+// The lanes' sum as a tree (halves added until one lane is left): a third of hsum's
+// instructions, for kernels that reduce once per output element, as a decoding step's
+// products do for every weight row (their sum order is then the tree's, at each level).
+static inline float hsum_tree(vf v) {
+#if defined(__AVX512F__)
+  const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+#elif defined(__AVX2__)
+  const __m256 half = v;
+#endif
+#if defined(__AVX512F__) || defined(__AVX2__)
+  __m128 quarter = _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+#else
+  __m128 quarter = v;
+#endif
+  quarter = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
+  return _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)));
+}
+
 static inline float hmax(vf v) {
   float lanes[kNativeWidth];
   vstore(lanes, v);

@@ -174,7 +174,7 @@ void few_rows_nt(int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
       vf total = acc[i][0];
       EMBER_UNROLLED
       for (int s = 1; s < kSums; ++s) total = vadd(total, acc[i][s]);
-      float sum = hsum(total);
+      float sum = hsum_tree(total);
       for (int64_t q = p; q < k; ++q) sum = scalar_fma(a[i * lda + q], Format::to_float(row[q]), sum);
       c[i * ldc + j] = alpha * sum;
     }

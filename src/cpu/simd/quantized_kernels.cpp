@@ -179,6 +179,7 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
     for (; b < blocks; b += 16) {
       const int64_t group = blocks - b < 16 ? blocks - b : 16;
       const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
+      prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
       const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, row_scales + b));
       vf scales[Rows];
       EMBER_UNROLLED
@@ -206,13 +207,14 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
       }
     }
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum(acc[i]);
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
 #elif defined(__AVX2__)
     vf acc[Rows];
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
     for (; b < blocks; ++b) {
       prefetch_stream_ahead(row + b * Weights::kBlockBytes);
+      if (b % 16 == 0) prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
       const float wb = scale_to_float(row_scales[b]);
       const SignedBlock weights(Weights::one(row + b * Weights::kBlockBytes));
       EMBER_UNROLLED
@@ -222,7 +224,7 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
       }
     }
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum(acc[i]);
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
 #else
     // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
     // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
