@@ -1,11 +1,13 @@
 // The umbrella header: everything a user of ember needs.
 #pragma once
+#include "ember/array_ref.h"
 #include "ember/autograd.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/functions.h"
 #include "ember/graph.h"
+#include "ember/irange.h"
 #include "ember/memory.h"
 #include "ember/parallel.h"
 #include "ember/profiler.h"
@@ -14,6 +16,7 @@
 #include "ember/scalar.h"
 #include "ember/tensor.h"
 #include "ember/tensor_options.h"
+#include "ember/warning.h"
 #include "ember/nn.h"
 #include "ember/optim.h"
 #include "ember/distributed.h"

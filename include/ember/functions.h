@@ -88,6 +88,11 @@ std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = fals
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim = false);
+// As Tensor::all and Tensor::any: whether every (some) element is non-zero.
+Tensor all(const Tensor& x);
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor any(const Tensor& x);
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
@@ -110,6 +115,7 @@ Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // x.reshape(shape), as the free torch::reshape.
 Tensor reshape(const Tensor& x, IntArrayRef shape);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);

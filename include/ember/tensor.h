@@ -39,8 +39,9 @@ class Tensor {
   bool defined() const { return impl_ != nullptr; }
   int64_t dim() const;
   int64_t ndimension() const { return dim(); }
-  const std::vector<int64_t>& sizes() const;
-  const std::vector<int64_t>& strides() const;
+  // Views of the tensor's own metadata, valid while its shape is unchanged (as libtorch's).
+  IntArrayRef sizes() const;
+  IntArrayRef strides() const;
   int64_t size(int64_t dim) const;
   int64_t stride(int64_t dim) const;
   int64_t numel() const;
@@ -111,6 +112,8 @@ class Tensor {
   // ---- autograd ------------------------------------------------------------------
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true) const;
+  // libtorch's spelling of requires_grad_ that returns the tensor itself.
+  const Tensor& set_requires_grad(bool requires_grad) const { return requires_grad_(requires_grad); }
   const Tensor& grad() const;
   Tensor& mutable_grad();
   void set_grad(const Tensor& grad);
@@ -254,10 +257,21 @@ class Tensor {
   Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
   Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
-  Tensor var(bool unbiased = true) const;
+  // var(), var(unbiased), std() and std(unbiased) reduce over every element. `unbiased` is a
+  // template parameter without a default so that a braced list never binds to it: x.var({1})
+  // reduces over dim 1, as in libtorch, while a number still converts to bool as it does there
+  // (x.var(0) is the biased variance of every element).
+  Tensor var() const { return var(IntArrayRef{}); }
+  template <typename Unbiased, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
+  Tensor var(Unbiased unbiased) const { return var(IntArrayRef{}, static_cast<bool>(unbiased)); }
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
-  Tensor std(bool unbiased = true) const;
+  Tensor std() const { return std(IntArrayRef{}); }
+  template <typename Unbiased, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
+  Tensor std(Unbiased unbiased) const { return std(IntArrayRef{}, static_cast<bool>(unbiased)); }
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
+  // As ember::allclose and ember::equal.
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
   Tensor norm(const Scalar& p = 2) const;
   Tensor norm(const Scalar& p, IntArrayRef dim, bool keepdim = false) const;
   Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;

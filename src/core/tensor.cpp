@@ -97,8 +97,8 @@ const std::shared_ptr<autograd::Node> kNoNode;
 }  // namespace
 
 int64_t Tensor::dim() const { check_defined(*this, "dim"); return static_cast<int64_t>(impl_->sizes.size()); }
-const std::vector<int64_t>& Tensor::sizes() const { check_defined(*this, "sizes"); return impl_->sizes; }
-const std::vector<int64_t>& Tensor::strides() const { check_defined(*this, "strides"); return impl_->strides; }
+IntArrayRef Tensor::sizes() const { check_defined(*this, "sizes"); return impl_->sizes; }
+IntArrayRef Tensor::strides() const { check_defined(*this, "strides"); return impl_->strides; }
 int64_t Tensor::size(int64_t d) const {
   EMBER_CHECK(dim() > 0, "size", "dimension specified as ", d, " but tensor has no dimensions");
   return impl_->sizes[core::wrap_dim(d, dim(), "size")];
@@ -212,7 +212,7 @@ Tensor& Tensor::mutable_grad() {
 void Tensor::set_grad(const Tensor& grad) {
   check_defined(*this, "set_grad");
   EMBER_CHECK(!grad.defined() || grad.sizes() == sizes(), "set_grad", "gradient shape ",
-              grad.defined() ? grad.sizes() : std::vector<int64_t>{}, " does not match tensor shape ", sizes());
+              grad.defined() ? grad.sizes() : IntArrayRef(), " does not match tensor shape ", sizes());
   impl_->autograd_meta().grad = grad;
 }
 

@@ -100,7 +100,7 @@ uint32_t Tracer::value_of(const Tensor& t, const std::string& reader) {
   if (t.is_same(root->second.tensor)) return root->second.value;
   EMBER_CHECK(t.scalar_type() == base.dtype, "export", "op '", reader, "' (", place(),
               ") reads a tensor that reinterprets the memory of another as ", dtype_name(t.scalar_type()));
-  auto key = std::make_tuple(root->second.value, t.sizes(), t.strides(), offset);
+  auto key = std::make_tuple(root->second.value, t.sizes().vec(), t.strides().vec(), offset);
   auto view = views_.find(key);
   if (view != views_.end()) return view->second;
   const uint32_t id = add_value({.kind = TracedValue::Kind::View,

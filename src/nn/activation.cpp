@@ -44,7 +44,7 @@ Tensor prelu(const Tensor& input, const Tensor& weight) {
   const char* op = "prelu";
   check_floating(input, op);
   EMBER_CHECK(weight.defined() && weight.dim() <= 1, op, "weight must be a 0-dim or 1-D tensor, got shape ",
-              weight.defined() ? weight.sizes() : std::vector<int64_t>{});
+              weight.defined() ? weight.sizes() : IntArrayRef());
   const int64_t parameters = weight.numel();
   Tensor slope = weight;
   if (parameters != 1) {

@@ -22,7 +22,7 @@ void check_channel_vector(const Tensor& t, int64_t channels, const char* what) {
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
                   const BatchNormFuncOptions& options) {
   EMBER_CHECK(input.defined() && input.dim() >= 2, "batch_norm", "expected an input [N, C, *], got ",
-              input.defined() ? input.sizes() : std::vector<int64_t>{});
+              input.defined() ? input.sizes() : IntArrayRef());
   EMBER_CHECK(input.is_floating_point(), "batch_norm", "expected a floating-point input, got ",
               dtype_name(input.scalar_type()));
   const int64_t channels = input.size(1);

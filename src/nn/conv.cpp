@@ -47,7 +47,7 @@ template <size_t D>
 Tensor conv(const Tensor& input, const Tensor& weight, const ConvFuncOptions<D>& options, ConvFn fn, const char* op) {
   EMBER_CHECK(weight.defined() && weight.dim() == static_cast<int64_t>(D) + 2, op, "expected a ", D + 2,
               "-d weight [out_channels, in_channels / groups, *kernel], got ",
-              weight.defined() ? weight.sizes() : std::vector<int64_t>{});
+              weight.defined() ? weight.sizes() : IntArrayRef());
   const std::vector<int64_t> kernel(weight.sizes().begin() + 2, weight.sizes().end());
   const auto pads = detail::pad_amounts<D>(options.padding(), kernel, options.dilation(), options.stride(), op);
   // An even kernel under kSame pads one more after: that extra zero goes in by F::pad.

@@ -28,7 +28,7 @@ std::vector<int64_t> trailing_dims(const Tensor& input, const std::vector<int64_
 
 void check_affine(const Tensor& param, const std::vector<int64_t>& normalized_shape, const char* what, const char* op) {
   EMBER_CHECK(!param.defined() || param.sizes() == normalized_shape, op, what, " of shape ",
-              param.defined() ? param.sizes() : std::vector<int64_t>{}, " must have normalized_shape ",
+              param.defined() ? param.sizes() : IntArrayRef(), " must have normalized_shape ",
               normalized_shape);
 }
 

@@ -15,7 +15,7 @@ void check_channel_vector(const Tensor& t, int64_t channels, const char* what, c
 
 void check_normalized_input(const Tensor& input, const char* op) {
   EMBER_CHECK(input.defined() && input.dim() >= 2, op, "expected an input [N, C, *], got ",
-              input.defined() ? input.sizes() : std::vector<int64_t>{});
+              input.defined() ? input.sizes() : IntArrayRef());
   EMBER_CHECK(input.is_floating_point(), op, "expected a floating-point input, got ", dtype_name(input.scalar_type()));
 }
 

@@ -105,7 +105,7 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query_in, 
     EMBER_CHECK(options.in_proj_weight().defined() && options.in_proj_weight().dim() == 2 &&
                     options.in_proj_weight().size(0) == 3 * embed_dim,
                 kOp, "in_proj_weight must be [3 * embed_dim, embed_dim] = [", 3 * embed_dim, ", ", embed_dim, "], got ",
-                options.in_proj_weight().defined() ? options.in_proj_weight().sizes() : std::vector<int64_t>{});
+                options.in_proj_weight().defined() ? options.in_proj_weight().sizes() : IntArrayRef());
     EMBER_CHECK(key.size(2) == embed_dim && value.size(2) == embed_dim, kOp,
                 "with a packed in_proj_weight key and value need embed_dim (", embed_dim, ") features, got key ",
                 key.sizes(), " and value ", value.sizes(), " (use separate projection weights for kdim/vdim)");

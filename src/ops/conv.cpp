@@ -214,7 +214,7 @@ Tensor conv_of_rank(int64_t rank, const char* op, const Tensor& input, const Ten
                     IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   EMBER_CHECK(weight.defined() && weight.dim() == rank + 2, op, "expected a ", rank + 2,
               "-d weight [out_channels, in_channels / groups, *kernel], got ",
-              weight.defined() ? weight.sizes() : std::vector<int64_t>{});
+              weight.defined() ? weight.sizes() : IntArrayRef());
   EMBER_RECORD_OP(op, input, weight, bias);
   Tensor out = convolution_impl(input, weight, bias, stride, padding, dilation, groups, op);
   if (ember_trace_op_.active()) {

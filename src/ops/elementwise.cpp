@@ -368,7 +368,7 @@ Tensor clamp_tensor(const Tensor& x, const std::optional<Tensor>& min, const std
   if (autograd::should_record({x, lo, hi})) {
     SavedTensor sx(x), slo(lo), shi(hi);
     std::vector<std::vector<int64_t>> input_sizes;
-    for (const Tensor& t : inputs) input_sizes.push_back(t.defined() ? t.sizes() : std::vector<int64_t>{});
+    for (const Tensor& t : inputs) input_sizes.push_back(t.defined() ? t.sizes() : IntArrayRef());
     autograd::record("ClampBackward", inputs, {out},
                      [sx, slo, shi, input_sizes](std::vector<Tensor>& g, const std::vector<bool>& needs) {
                        std::vector<Tensor> r = clamp_tensor_backward(g[0], sx.get(), slo.get(), shi.get());
@@ -570,5 +570,10 @@ bool equal(const Tensor& a, const Tensor& b) {
   NoGradGuard guard;
   return (a == b).all().item<bool>();
 }
+
+bool Tensor::allclose(const Tensor& other, double rtol, double atol, bool equal_nan) const {
+  return ember::allclose(*this, other, rtol, atol, equal_nan);
+}
+bool Tensor::equal(const Tensor& other) const { return ember::equal(*this, other); }
 
 }  // namespace ember

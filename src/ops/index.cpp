@@ -192,7 +192,7 @@ void record_read_backward(const char* name, const Tensor& self, const Tensor& ou
   if (!autograd::should_record({self})) return;
   SavedTensor saved_index(index);
   autograd::record(name, {self}, {out},
-                   [self_sizes = self.sizes(), dtype = self.scalar_type(), dim, saved_index, add_at](
+                   [self_sizes = self.sizes().vec(), dtype = self.scalar_type(), dim, saved_index, add_at](
                        std::vector<Tensor>& g, const std::vector<bool>&) {
                      return std::vector<Tensor>{add_at(zeros(self_sizes, dtype), dim, saved_index.get(), g[0])};
                    });

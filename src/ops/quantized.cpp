@@ -47,7 +47,7 @@ QuantizedWeight quantize(const Tensor& weight, Format format) {
   const char* op = op_name.c_str();
   EMBER_CHECK(weight.defined() && weight.dim() == 2 && is_floating_point(weight.scalar_type()), op,
               "expected a 2-D floating weight [out_features, in_features], got ",
-              weight.defined() ? weight.sizes() : std::vector<int64_t>{});
+              weight.defined() ? weight.sizes() : IntArrayRef());
   const int64_t out = weight.size(0), in = weight.size(1);
   EMBER_CHECK(in % kBlockSize == 0 && in > 0, op, "in_features (", in, ") must be a positive multiple of ",
               kBlockSize);

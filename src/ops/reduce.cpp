@@ -321,6 +321,10 @@ Tensor Tensor::any() const { return logical_reduce(ReduceOp::Any, *this, {}, fal
 Tensor Tensor::any(int64_t dim, bool keepdim) const { return logical_reduce(ReduceOp::Any, *this, dim, keepdim, "any"); }
 Tensor Tensor::all() const { return logical_reduce(ReduceOp::All, *this, {}, false, "all"); }
 Tensor Tensor::all(int64_t dim, bool keepdim) const { return logical_reduce(ReduceOp::All, *this, dim, keepdim, "all"); }
+Tensor all(const Tensor& x) { return x.all(); }
+Tensor all(const Tensor& x, int64_t dim, bool keepdim) { return x.all(dim, keepdim); }
+Tensor any(const Tensor& x) { return x.any(); }
+Tensor any(const Tensor& x, int64_t dim, bool keepdim) { return x.any(dim, keepdim); }
 
 Tensor sum(const Tensor& x, IntArrayRef dim, bool keepdim, std::optional<ScalarType> dtype) {
   return sum_impl(x, dim, keepdim, dtype);

@@ -169,9 +169,7 @@ Tensor logsumexp_impl(const Tensor& x, IntArrayRef dims, bool keepdim) {
 
 }  // namespace
 
-Tensor Tensor::var(bool unbiased) const { return var_impl(*this, {}, unbiased, false); }
 Tensor Tensor::var(IntArrayRef dim, bool unbiased, bool keepdim) const { return var_impl(*this, dim, unbiased, keepdim); }
-Tensor Tensor::std(bool unbiased) const { return std_impl(*this, {}, unbiased, false); }
 Tensor Tensor::std(IntArrayRef dim, bool unbiased, bool keepdim) const { return std_impl(*this, dim, unbiased, keepdim); }
 Tensor Tensor::norm(const Scalar& p) const { return norm_impl(*this, p, {}, false); }
 Tensor Tensor::norm(const Scalar& p, IntArrayRef dim, bool keepdim) const { return norm_impl(*this, p, dim, keepdim); }

@@ -21,7 +21,7 @@ Tensor rotate(const Tensor& x, const autograd::SavedTensor& cos, const autograd:
   const Tensor data = x.stride(-1) == 1 ? x.detach() : x.detach().contiguous();
   Tensor out = core::make_tensor(x.sizes(), dtype);
   core::launch("rotary_embedding", [&] {
-    return [dtype, in = data.data_ptr(), sizes = data.sizes(), strides = data.strides(), c = cos.get().data_ptr(),
+    return [dtype, in = data.data_ptr(), sizes = data.sizes().vec(), strides = data.strides().vec(), c = cos.get().data_ptr(),
             s = sin.get().data_ptr(), o = out.data_ptr(), inverse] {
       cpu::RotaryLayout layout;
       layout.lead_sizes = sizes.data();

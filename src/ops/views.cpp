@@ -96,6 +96,7 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
 }
 
 Tensor reshape(const Tensor& x, IntArrayRef shape) { return x.reshape(shape); }
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) { return x.flatten(start_dim, end_dim); }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
   if (dim() == 0) return reshape({1});
@@ -163,8 +164,8 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
-  auto sz = sizes();
-  auto st = strides();
+  std::vector<int64_t> sz = sizes();
+  std::vector<int64_t> st = strides();
   sz[d] = (end - start + step - 1) / step;
   st[d] *= step;
   const int64_t offset = storage_offset() + start * stride(d);
@@ -197,8 +198,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   EMBER_CHECK(index >= -n && index < n, "select", "index ", index, " out of range for tensor of size ", sizes(),
               " at dimension ", d);
   if (index < 0) index += n;
-  auto sz = sizes();
-  auto st = strides();
+  std::vector<int64_t> sz = sizes();
+  std::vector<int64_t> st = strides();
   sz.erase(sz.begin() + d);
   st.erase(st.begin() + d);
   std::vector<int64_t> in_sizes = sizes();
@@ -228,8 +229,8 @@ Tensor Tensor::squeeze(int64_t d) const {
   if (size(d) != 1)
     return make_view_of(*this, sizes(), strides(), storage_offset(), "squeeze", "SqueezeBackward",
                         reshape_back(sizes()));
-  auto sz = sizes();
-  auto st = strides();
+  std::vector<int64_t> sz = sizes();
+  std::vector<int64_t> st = strides();
   sz.erase(sz.begin() + d);
   st.erase(st.begin() + d);
   return make_view_of(*this, sz, st, storage_offset(), "squeeze", "SqueezeBackward", reshape_back(sizes()));
@@ -237,8 +238,8 @@ Tensor Tensor::squeeze(int64_t d) const {
 
 Tensor Tensor::unsqueeze(int64_t d) const {
   d = wrap_dim(d, dim() + 1, "unsqueeze");
-  auto sz = sizes();
-  auto st = strides();
+  std::vector<int64_t> sz = sizes();
+  std::vector<int64_t> st = strides();
   int64_t new_stride = d < dim() ? size(d) * stride(d) : 1;
   sz.insert(sz.begin() + d, 1);
   st.insert(st.begin() + d, new_stride);

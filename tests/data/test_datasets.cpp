@@ -177,12 +177,21 @@ TEST(Transforms, NormalizeFollowsItsFormula) {
   for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(element(out.data, i), (4.0 + i - 0.5) / 2.0);
   EXPECT_EQ(element(out.target, 0), 1);
 
-  // One mean and stddev per entry of the last dim.
-  transforms::Normalize<> per_column(std::vector<double>{1.0, -3.0}, std::vector<double>{4.0, 0.25});
-  Tensor x = tensor({0.0, 1.0, 2.0, 3.0}, kFloat64).view({2, 2});
-  Tensor y = per_column(x);
-  const double expected[] = {(0 - 1.0) / 4, (1 + 3.0) / 0.25, (2 - 1.0) / 4, (3 + 3.0) / 0.25};
+  // One mean and stddev per channel (dim 0) of a [C, H, W] image, as libtorch's [C, 1, 1].
+  transforms::Normalize<> per_channel(std::vector<double>{1.0, -3.0}, std::vector<double>{4.0, 0.25});
+  Tensor x = tensor({0.0, 1.0, 2.0, 3.0}, kFloat64).view({2, 1, 2});
+  Tensor y = per_channel(x);
+  EXPECT_EQ(y.sizes(), (std::vector<int64_t>{2, 1, 2}));
+  const double expected[] = {(0 - 1.0) / 4, (1 - 1.0) / 4, (2 + 3.0) / 0.25, (3 + 3.0) / 0.25};
   for (int i = 0; i < 4; ++i) EXPECT_DOUBLE_EQ(element(y, i), expected[i]);
+  // Three values on a 2-d [H, W] sample broadcast to [3, H, W]; one value to [1, H, W].
+  transforms::Normalize<> rgb({0.5, 0.25, 0.0}, {0.5, 0.5, 1.0});
+  Tensor gray = tensor({1.0, 2.0, 3.0, 4.0, 5.0, 6.0}, kFloat32).view({2, 3});
+  Tensor spread = rgb(gray);
+  EXPECT_EQ(spread.sizes(), (std::vector<int64_t>{3, 2, 3}));
+  EXPECT_DOUBLE_EQ(element(spread[1], 5), (6.0 - 0.25) / 0.5);
+  EXPECT_DOUBLE_EQ(element(spread[2], 0), 1.0);
+  EXPECT_EQ(normalize(gray).sizes(), (std::vector<int64_t>{1, 2, 3}));
   // float32 images stay float32, as with libtorch's float32 mean and stddev.
   EXPECT_EQ(normalize(ones({2}, kFloat32)).scalar_type(), kFloat32);
   EXPECT_TRUE(testutil::throws_error([] { transforms::Normalize<>(0.0, 0.0); }, {"[Normalize]", "stddev must be non-zero"}));

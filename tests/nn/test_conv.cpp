@@ -364,7 +364,7 @@ TEST(Conv2d, InvalidArgumentsNameTheArgument) {
                            {"[Conv2d]", "padding='same'", "stride [1, 2]"}));
   EXPECT_TRUE(throws_error([&] { nn::Conv2d(nn::Conv2dOptions(4, 6, 3).padding(-1)); },
                            {"[Conv2d]", "negative padding", "[-1, -1]"}));
-  EXPECT_TRUE(throws_error([&] { nn::Conv2dOptions(4, 6, {3, 3, 3}); }, {"[ExpandingArray]", "expected 2 values, got 3"}));
+  EXPECT_TRUE(throws_error([&] { nn::Conv2dOptions(4, 6, {3, 3, 3}); }, {"[ExpandingArray]", "Expected 2 values, but instead got 3"}));
 }
 
 TEST(Conv2d, BitwiseIdenticalForAnyThreadCount) {

@@ -147,6 +147,19 @@ TEST(Einsum, Gradcheck) {
   }
 }
 
+TEST(Einsum, BatchedProductBackwardInFloat64) {
+  // out[b, i, k] = sum_j a[b, i, j] c[b, j, k]; d sum(out) / d a[b, i, j] = sum_k c[b, j, k] and
+  // d sum(out) / d c[b, j, k] = sum_i a[b, i, j].
+  Tensor a = tensor({1.0, 2.0, 3.0, 4.0}, kFloat64).view({1, 2, 2}).requires_grad_(true);
+  Tensor c = tensor({5.0, 6.0}, kFloat64).view({1, 2, 1}).requires_grad_(true);
+  Tensor out = einsum("bij,bjk->bik", {a, c});
+  EXPECT_EQ(values(out), (std::vector<double>{17, 39}));
+  out.sum().backward();
+  EXPECT_EQ(a.grad().scalar_type(), kFloat64);
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{5, 6, 5, 6}));
+  EXPECT_EQ(values(c.grad()), (std::vector<double>{4, 6}));
+}
+
 TEST(Einsum, ExpandedAndSlicedOperands) {
   // Stride-0 and stepped views go through the same reshape/bmm path as contiguous ones.
   const Tensor a = make(uniform_values(3, -1, 1, 31), {3, 1}, kFloat64).expand({3, 4});

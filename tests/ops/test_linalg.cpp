@@ -269,7 +269,7 @@ TEST(Linalg, MatmulShapeCasesMatchReference) {
 }
 
 TEST(Linalg, MatmulResultShapesFollowPyTorch) {
-  auto shape_of = [](const Sizes& a, const Sizes& b) { return matmul(zeros(a), zeros(b)).sizes(); };
+  auto shape_of = [](const Sizes& a, const Sizes& b) { return matmul(zeros(a), zeros(b)).sizes().vec(); };
   EXPECT_EQ(shape_of({3}, {3}), Sizes{});
   EXPECT_EQ(shape_of({2, 3}, {3}), (Sizes{2}));
   EXPECT_EQ(shape_of({3}, {3, 4}), (Sizes{4}));

@@ -23,6 +23,7 @@ class IValue {
   IValue(std::string value) : value_(std::move(value)) {}         // NOLINT
   IValue(const char* value) : value_(std::string(value)) {}       // NOLINT
   IValue(std::vector<int64_t> value) : value_(std::move(value)) {}  // NOLINT
+  IValue(IntArrayRef value) : value_(value.vec()) {}                // NOLINT: x.sizes(), as libtorch
   IValue(std::vector<double> value) : value_(std::move(value)) {}   // NOLINT
 
   bool isNone() const { return std::holds_alternative<std::monostate>(value_); }

@@ -3,11 +3,10 @@
 // transform applied to its batches, made by dataset.map(transform)) and TensorDataset.
 //
 // Differences from libtorch: no stateful (chunk) datasets, so no StreamDataset or
-// ChunkDataset; ArrayRef<size_t> is std::span<const size_t>.
+// ChunkDataset.
 #pragma once
 #include <cstddef>
 #include <optional>
-#include <span>
 #include <utility>
 #include <vector>
 
@@ -16,9 +15,6 @@
 #include "ember/tensor.h"
 
 namespace ember {
-// A view of contiguous values, as c10::ArrayRef (here only what datasets take: indices).
-template <typename T>
-using ArrayRef = std::span<const T>;
 // torch::optional, which datasets' size() returns, is std::optional.
 using std::nullopt;
 using std::optional;

@@ -130,23 +130,26 @@ class TensorLambda : public TensorTransform<Target> {
   FunctionType function_;
 };
 
-// (input - mean) / stddev, with mean and stddev as float32 tensors of the given values, as
-// libtorch's torch::tensor makes them (one value broadcasts over the input; several
-// broadcast over its last dim). Differs from libtorch: a zero stddev is an ember::Error.
+// (input - mean) / stddev, with mean and stddev float32 tensors of shape [n, 1, 1] made of the
+// n given values, as libtorch's: n values normalize the n channels of a [n, H, W] image, and a
+// 2-d [H, W] sample broadcasts to [n, H, W]. Differs from libtorch: a zero stddev is an
+// ember::Error.
 template <typename Target = Tensor>
 struct Normalize : public TensorTransform<Target> {
   Normalize(ArrayRef<double> mean, ArrayRef<double> stddev)
-      : mean(ember::tensor(std::vector<double>(mean.begin(), mean.end()))),
-        stddev(ember::tensor(std::vector<double>(stddev.begin(), stddev.end()))) {
-    for (const double s : stddev)
-      EMBER_CHECK(s != 0, "Normalize", "stddev must be non-zero, got ",
-                  std::vector<double>(stddev.begin(), stddev.end()));
+      : mean(channel_values(mean)), stddev(channel_values(stddev)) {
+    for (const double s : stddev) EMBER_CHECK(s != 0, "Normalize", "stddev must be non-zero, got ", stddev.vec());
   }
-  Normalize(double mean, double stddev) : Normalize(ArrayRef<double>(&mean, 1), ArrayRef<double>(&stddev, 1)) {}
+  Normalize(double mean, double stddev) : Normalize(ArrayRef<double>(mean), ArrayRef<double>(stddev)) {}
 
   Tensor operator()(Tensor input) override { return input.sub(mean).div(stddev); }
 
   Tensor mean, stddev;
+
+ private:
+  static Tensor channel_values(ArrayRef<double> values) {
+    return ember::tensor(values.vec(), kFloat32).view({-1, 1, 1});
+  }
 };
 
 }  // namespace ember::data::transforms

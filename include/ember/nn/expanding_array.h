@@ -17,7 +17,7 @@ class ExpandingArray {
   ExpandingArray(T single) { values_.fill(single); }  // NOLINT
   ExpandingArray(std::initializer_list<T> list) : ExpandingArray(std::vector<T>(list)) {}  // NOLINT
   ExpandingArray(const std::vector<T>& values) {  // NOLINT
-    EMBER_CHECK(values.size() == D, "ExpandingArray", "expected ", D, " values, got ", values.size());
+    EMBER_CHECK(values.size() == D, "ExpandingArray", "Expected ", D, " values, but instead got ", values.size());
     for (size_t i = 0; i < D; ++i) values_[i] = values[i];
   }
   ExpandingArray(const std::array<T, D>& values) : values_(values) {}  // NOLINT

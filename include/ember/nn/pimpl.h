@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -141,6 +142,12 @@ class ModuleHolder : detail::ModuleHolderIndicator {
   bool is_empty() const noexcept { return impl_ == nullptr; }
   explicit operator bool() const noexcept { return !is_empty(); }
 
+  // list[0], dict["key"]: the module's own operator[].
+  template <typename Arg>
+  decltype(auto) operator[](Arg&& arg) {
+    return (*get())[std::forward<Arg>(arg)];
+  }
+
   // fc(x): forward with the module's forward hooks around it (PyTorch's Module.__call__).
   template <typename... Args>
   decltype(auto) operator()(Args&&... args) {
@@ -174,6 +181,12 @@ class ModuleHolder : detail::ModuleHolderIndicator {
 
   std::shared_ptr<Contained> impl_;
 };
+
+// Prints the held module as operator<< prints a Module.
+template <typename Contained>
+std::ostream& operator<<(std::ostream& stream, const ModuleHolder<Contained>& module) {
+  return stream << *module;
+}
 
 }  // namespace ember::nn
 

@@ -75,7 +75,7 @@ void KVCache::assign(const Tensor& input_pos, const Tensor& k, const Tensor& v) 
   EMBER_CHECK(input_pos.defined() && input_pos.dim() == 1 && input_pos.scalar_type() == kInt64 &&
                   input_pos.size(0) == k.size(2) && k.size(2) == v.size(2),
               "KVCache::assign", "input_pos must be int64 [n] with n the positions of k and v, got shape ",
-              input_pos.defined() ? input_pos.sizes() : std::vector<int64_t>{}, " for k ", k.sizes(), " and v ", v.sizes());
+              input_pos.defined() ? input_pos.sizes() : IntArrayRef(), " for k ", k.sizes(), " and v ", v.sizes());
   NoGradGuard no_grad;
   Tensor rows = input_pos.view({1, 1, -1, 1});
   keys_.scatter_(2, rows.expand(k.sizes()), k.detach());

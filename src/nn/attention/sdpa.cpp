@@ -112,8 +112,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   EMBER_CHECK(dropout_p >= 0 && dropout_p < 1, kOp, "dropout_p must be in [0, 1); got ", dropout_p);
   EMBER_CHECK(!(is_causal && attn_mask.defined()), kOp, "pass either attn_mask or is_causal, not both");
   EMBER_CHECK(query.defined() && query.dim() == 4 && key.defined() && key.dim() == 4, kOp,
-              "expects 4-D query and key; got ", query.defined() ? query.sizes() : std::vector<int64_t>{}, " and ",
-              key.defined() ? key.sizes() : std::vector<int64_t>{});
+              "expects 4-D query and key; got ", query.defined() ? query.sizes() : IntArrayRef(), " and ",
+              key.defined() ? key.sizes() : IntArrayRef());
   const int64_t B = query.size(0), H = query.size(1), L = query.size(2), S = key.size(2);
   FlexAttentionOptions options;
   options.scale = scale;

@@ -55,7 +55,7 @@ Tensor BatchNormNdImpl<D>::forward(const Tensor& input) {
   // BatchNorm1d takes [N, C] or [N, C, L]; the others [N, C, *D spatial].
   EMBER_CHECK(rank == static_cast<int64_t>(D) + 2 || (D == 1 && rank == 2), name, "expected ",
               D == 1 ? "a 2-d or 3-d" : D == 2 ? "a 4-d" : "a 5-d", " input, got ",
-              input.defined() ? input.sizes() : std::vector<int64_t>{});
+              input.defined() ? input.sizes() : IntArrayRef());
   EMBER_CHECK(input.size(1) == options.num_features(), name, "expected ", options.num_features(),
               " channels (num_features), got input ", input.sizes());
   // PyTorch's factor: momentum, or the cumulative average 1 / batches seen when it is unset.

@@ -22,7 +22,7 @@ Tensor SequentialImpl::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> SequentialImpl::ptr(size_t index) const {
-  EMBER_CHECK(index < modules_.size(), "Sequential", "index ", index, " is out of range for ", modules_.size(),
+  EMBER_CHECK(index < modules_.size(), "Sequential", "Index out of range: index ", index, " for ", modules_.size(),
               " modules");
   return modules_[index].ptr();
 }
@@ -32,8 +32,18 @@ void ModuleListImpl::push_back(std::shared_ptr<Module> module) {
   modules_.push_back(std::move(module));
 }
 
+void ModuleListImpl::insert(size_t index, std::shared_ptr<Module> module) {
+  EMBER_CHECK(index <= modules_.size(), "ModuleList", "Index out of range: cannot insert at ", index, " in ",
+              modules_.size(), " modules");
+  EMBER_CHECK(module != nullptr, "ModuleList", "cannot insert an empty module (nullptr)");
+  if (index == modules_.size()) return push_back(std::move(module));
+  modules_.insert(modules_.begin() + static_cast<std::ptrdiff_t>(index), std::move(module));
+  for (size_t i = index; i + 1 < modules_.size(); ++i) replace_module(std::to_string(i), modules_[i]);
+  register_module(std::to_string(modules_.size() - 1), modules_.back());
+}
+
 std::shared_ptr<Module> ModuleListImpl::ptr(size_t index) const {
-  EMBER_CHECK(index < modules_.size(), "ModuleList", "index ", index, " is out of range for ", modules_.size(),
+  EMBER_CHECK(index < modules_.size(), "ModuleList", "Index out of range: index ", index, " for ", modules_.size(),
               " modules");
   return modules_[index];
 }
@@ -60,7 +70,7 @@ void ModuleDictImpl::clear() { children_.clear(); }
 
 std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const {
   const auto* module = children_.find(key);
-  EMBER_CHECK(module != nullptr, "ModuleDict", "no module named '", key, "'; keys are ", children_.keys());
+  EMBER_CHECK(module != nullptr, "ModuleDict", "Key '", key, "' is not defined; keys are ", children_.keys());
   return *module;
 }
 

@@ -133,7 +133,7 @@ Tensor ConvTransposeNdImpl<D>::forward(const Tensor& input, const std::optional<
     IntArrayRef requested = *output_size;
     const int64_t spatial = static_cast<int64_t>(D);
     EMBER_CHECK(input.defined() && input.dim() >= spatial + 1, name, "expected an input [N, C, *spatial] or ",
-                "[C, *spatial], got ", input.defined() ? input.sizes() : std::vector<int64_t>{});
+                "[C, *spatial], got ", input.defined() ? input.sizes() : IntArrayRef());
     if (static_cast<int64_t>(requested.size()) == spatial + 2)
       requested = IntArrayRef(requested.data() + 2, static_cast<size_t>(spatial));
     EMBER_CHECK(static_cast<int64_t>(requested.size()) == spatial, name, "output_size must have ", spatial, " or ",

@@ -21,7 +21,7 @@ Tensor InstanceNormNdImpl<D>::forward(const Tensor& input) {
   const char* name = kInstanceNormNames[D];
   const int64_t rank = input.defined() ? input.dim() : -1;
   EMBER_CHECK(rank == static_cast<int64_t>(D) + 1 || rank == static_cast<int64_t>(D) + 2, name, "expected a ", D + 1,
-              "-d (unbatched) or ", D + 2, "-d input, got ", input.defined() ? input.sizes() : std::vector<int64_t>{});
+              "-d (unbatched) or ", D + 2, "-d input, got ", input.defined() ? input.sizes() : IntArrayRef());
   const bool unbatched = rank == static_cast<int64_t>(D) + 1;
   const Tensor batched = unbatched ? input.unsqueeze(0) : input;
   EMBER_CHECK(!options.affine() || batched.size(1) == options.num_features(), name, "expected ", options.num_features(),

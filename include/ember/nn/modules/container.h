@@ -1,4 +1,5 @@
 // Containers: Sequential (chained forward), ModuleList (indexed), ModuleDict (keyed).
+// Differs from libtorch: no clone(), and modules print without libtorch's "torch::nn::" prefix.
 // Children are named "0", "1", ... (or by key), so state_dict keys read "layers.0.weight".
 #pragma once
 #include <functional>
@@ -38,6 +39,22 @@ std::shared_ptr<module_type_t<T>> to_module_ptr(T&& module) {
     return module.ptr();
   } else {
     return module;
+  }
+}
+
+// A module object itself (ModuleList(M(1)) in libtorch takes a copy of it).
+template <typename T>
+inline constexpr bool is_module_value_v = std::is_base_of_v<Module, std::decay_t<T>>;
+template <typename T>
+inline constexpr bool is_module_or_value_v = is_module_like_v<T> || is_module_value_v<T>;
+
+// A shared_ptr to the module a holder or shared_ptr holds, or to a copy of a module object.
+template <typename T>
+std::shared_ptr<Module> to_shared_module(T&& module) {
+  if constexpr (is_module_value_v<T>) {
+    return std::make_shared<std::decay_t<T>>(std::forward<T>(module));
+  } else {
+    return to_module_ptr(std::forward<T>(module));
   }
 }
 }  // namespace detail
@@ -131,17 +148,30 @@ class Sequential : public ModuleHolder<SequentialImpl> {
 class ModuleListImpl : public Module {
  public:
   ModuleListImpl() = default;
+  // Holders, shared_ptrs or module objects (each copied once into a shared_ptr).
   template <typename... Modules, typename = std::enable_if_t<(sizeof...(Modules) > 0) &&
-                                                             (detail::is_module_like_v<Modules> && ...)>>
+                                                             (detail::is_module_or_value_v<Modules> && ...)>>
   explicit ModuleListImpl(Modules&&... modules) {
-    (push_back(detail::to_module_ptr(std::forward<Modules>(modules))), ...);
+    (push_back(std::forward<Modules>(modules)), ...);
   }
 
   // Appends under the name "<index>".
   void push_back(std::shared_ptr<Module> module);
-  template <typename M, typename = std::enable_if_t<detail::is_module_holder<M>::value>>
-  void push_back(M&& holder) {
-    push_back(std::shared_ptr<Module>(holder.ptr()));
+  template <typename M, typename = std::enable_if_t<detail::is_module_or_value_v<M>>>
+  void push_back(M&& module) {
+    push_back(detail::to_shared_module(std::forward<M>(module)));
+  }
+  // Appends every module of a ModuleList or of a container of modules.
+  template <typename Container>
+  void extend(const Container& modules) {
+    for (const auto& module : modules) push_back(module);
+  }
+  // Inserts before position `index` (index == size() appends); the later modules are renamed
+  // to their new positions.
+  void insert(size_t index, std::shared_ptr<Module> module);
+  template <typename M, typename = std::enable_if_t<detail::is_module_or_value_v<M>>>
+  void insert(size_t index, M&& module) {
+    insert(index, detail::to_shared_module(std::forward<M>(module)));
   }
 
   size_t size() const noexcept { return modules_.size(); }
@@ -171,6 +201,7 @@ class ModuleDictImpl : public Module {
  public:
   ModuleDictImpl() = default;
   explicit ModuleDictImpl(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
+  explicit ModuleDictImpl(const OrderedDict<std::string, std::shared_ptr<Module>>& modules) { update(modules); }
 
   // Adds `key`, or replaces the module already under it (keeping its position).
   void insert(const std::string& key, std::shared_ptr<Module> module);
@@ -178,15 +209,30 @@ class ModuleDictImpl : public Module {
   void insert(const std::string& key, M&& holder) {
     insert(key, std::shared_ptr<Module>(holder.ptr()));
   }
+  // Inserts (or replaces, in place) every entry of a container of (key, module) pairs, an
+  // OrderedDict or another ModuleDict.
+  template <typename Container>
+  void update(const Container& modules) {
+    for (const auto& entry : modules) {
+      if constexpr (requires { entry.first; }) {
+        insert(entry.first, entry.second);
+      } else {
+        insert(entry.key(), entry.value());
+      }
+    }
+  }
   std::shared_ptr<Module> pop(const std::string& key);
   void clear();
 
   bool contains(const std::string& key) const { return children_.contains(key); }
   size_t size() const noexcept { return children_.size(); }
   bool is_empty() const noexcept { return children_.is_empty(); }
+  bool empty() const noexcept { return children_.is_empty(); }
   std::vector<std::string> keys() const { return children_.keys(); }
   std::vector<std::shared_ptr<Module>> values() const { return children_.values(); }
   const std::vector<OrderedDict<std::string, std::shared_ptr<Module>>::Item>& items() const { return children_.items(); }
+  OrderedDict<std::string, std::shared_ptr<Module>>::const_iterator begin() const { return children_.begin(); }
+  OrderedDict<std::string, std::shared_ptr<Module>>::const_iterator end() const { return children_.end(); }
   std::shared_ptr<Module> operator[](const std::string& key) const;
   template <typename T>
   std::shared_ptr<T> ptr(const std::string& key) const {

@@ -34,6 +34,11 @@ struct InstanceNormOptions {
   EMBER_ARG(bool, track_running_stats) = false;
 };
 
+// One options type for every rank, as libtorch's.
+using InstanceNorm1dOptions = InstanceNormOptions;
+using InstanceNorm2dOptions = InstanceNormOptions;
+using InstanceNorm3dOptions = InstanceNormOptions;
+
 struct InstanceNormFuncOptions {
   EMBER_ARG(Tensor, running_mean) = {};
   EMBER_ARG(Tensor, running_var) = {};

@@ -185,6 +185,11 @@ struct BatchNormOptions {
   EMBER_ARG(bool, track_running_stats) = true;
 };
 
+// One options type for every rank, as libtorch's.
+using BatchNorm1dOptions = BatchNormOptions;
+using BatchNorm2dOptions = BatchNormOptions;
+using BatchNorm3dOptions = BatchNormOptions;
+
 struct BatchNormFuncOptions {
   EMBER_ARG(Tensor, weight) = {};
   EMBER_ARG(Tensor, bias) = {};
