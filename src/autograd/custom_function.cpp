@@ -2,13 +2,11 @@
 // user's backward returns (torch/csrc/autograd/custom_function.cpp).
 #include "ember/autograd/custom_function.h"
 
-#include <cxxabi.h>
-
-#include <cstdlib>
 #include <unordered_map>
 
 #include "autograd/function.h"
 #include "ember/autograd/anomaly_mode.h"
+#include "ember/detail/demangle.h"
 
 namespace ember {
 
@@ -20,21 +18,15 @@ const char* IValue::tagKind() const {
 
 namespace autograd {
 
+namespace detail {
+
+std::string demangle(const char* name) { return ::ember::detail::demangle(name); }
+
+}  // namespace detail
+
 struct AutogradContext::SavedVariables {
   std::vector<SavedTensor> tensors;
 };
-
-namespace detail {
-
-std::string demangle(const char* name) {
-  int status = 0;
-  char* readable = abi::__cxa_demangle(name, nullptr, nullptr, &status);
-  std::string out = status == 0 && readable ? readable : name;
-  std::free(readable);
-  return out;
-}
-
-}  // namespace detail
 
 namespace {
 

@@ -1,14 +1,13 @@
 // Module: registration, traversal in PyTorch's order, modes, dtype conversion, state dicts.
 #include "ember/nn/module.h"
 
-#include <cxxabi.h>
 
-#include <cstdlib>
 #include <sstream>
 #include <typeinfo>
 
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
+#include "ember/detail/demangle.h"
 #include "ember/functions.h"
 
 namespace ember::nn {
@@ -20,10 +19,7 @@ std::string join_name(const std::string& prefix, const std::string& name) {
 
 // The demangled class name without namespaces and a trailing "Impl" ("LinearImpl" -> "Linear").
 std::string class_name(const Module& module) {
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(typeid(module).name(), nullptr, nullptr, &status);
-  std::string name = status == 0 && demangled ? demangled : typeid(module).name();
-  std::free(demangled);
+  std::string name = ::ember::detail::demangle(typeid(module).name());
   const size_t colon = name.rfind("::");
   if (colon != std::string::npos) name = name.substr(colon + 2);
   if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);

@@ -1,7 +1,11 @@
 // ParameterList, ParameterDict, ModuleList and ModuleDict as libtorch's (construction, insertion,
-// extension, update, names), OrderedDict's braced lists and checks, the per-rank option aliases.
+// extension, update, names), AnyValue, AnyModule over forwards of any signature, Sequential
+// chaining such modules, OrderedDict's braced lists and checks, the per-rank option aliases.
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <typeinfo>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -69,6 +73,151 @@ TEST(ParameterDict, InsertsUpdatesAndRemovesByKey) {
   dict->clear();
   EXPECT_TRUE(dict->empty());
   EXPECT_EQ(dict->size(), 0u);
+}
+
+// forward(int, double = 0.25) -> "<int>:<double>", with its default declared for AnyModule.
+struct Describe : nn::Module {
+  std::string forward(int count, const double scale = 0.25) { return std::to_string(count) + ":" + std::to_string(scale); }
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, nn::AnyValue(0.25)})
+};
+
+struct AddOne : nn::Module {
+  int forward(int x) { return x + 1; }
+};
+
+struct AddValue : nn::Module {
+  explicit AddValue(int value_) : value(value_) {}
+  int forward(int x) { return x + value; }
+  int value;
+};
+
+// Takes its argument by non-const reference and writes through it.
+struct Doubler : nn::Module {
+  int forward(int& x) {
+    x *= 2;
+    return x;
+  }
+};
+
+TEST(AnyValue, KeepsTheDecayedTypeAndChecksItOnTheWayOut) {
+  nn::AnyValue number(5);
+  ASSERT_NE(number.try_get<int>(), nullptr);
+  EXPECT_NE(number.try_get<const int>(), nullptr);  // typeid ignores cv-qualifiers
+  EXPECT_EQ(number.get<int>(), 5);
+  EXPECT_EQ(number.try_get<long>(), nullptr);
+  EXPECT_EQ(number.try_get<double>(), nullptr);
+  EXPECT_EQ(number.type_info(), typeid(int));
+  EXPECT_TRUE(throws_error([&] { number.get<float>(); }, {"[AnyValue]", "cast Value to float", "actual type is int"}));
+
+  nn::AnyValue literal("abc");  // held as a const char*
+  EXPECT_EQ(literal.type_info(), typeid(const char*));
+  EXPECT_EQ(std::string(literal.get<const char*>()), "abc");
+  const std::string text = "xyz";
+  nn::AnyValue copied(text);  // const std::string& is held as a std::string
+  EXPECT_EQ(copied.get<std::string>(), "xyz");
+
+  nn::AnyValue copy = copied;  // copies hold their own value
+  *copy.try_get<std::string>() = "changed";
+  EXPECT_EQ(copied.get<std::string>(), "xyz");
+  nn::AnyValue moved(std::move(copy));  // not wrapped again: still a std::string
+  EXPECT_EQ(moved.get<std::string>(), "changed");
+}
+
+TEST(AnyModule, CallsForwardsOfAnySignatureAndChecksTheArguments) {
+  nn::AnyModule add(AddOne{});
+  EXPECT_EQ(add.forward<int>(41), 42);
+  EXPECT_EQ(add.any_forward(1).get<int>(), 2);
+  EXPECT_EQ(add.type_info(), typeid(AddOne));
+  EXPECT_TRUE(throws_error([&] { add.forward<int>(1.0); },
+                           {"[AnyModule]", "Expected argument #0 to be of type int", "received value of type double"}));
+  EXPECT_TRUE(throws_error([&] { add.forward<int>(); }, {"[AnyModule]", "AddOne's forward() method expects 1 argument",
+                                                         "received 0", "EMBER_FORWARD_HAS_DEFAULT_ARGS"}));
+  EXPECT_TRUE(throws_error([&] { add.forward<int>(1, 2); }, {"expects 1 argument, but received 2"}));
+  // forward(x) without a type wants a Tensor back.
+  EXPECT_TRUE(throws_error([&] { add.forward(1); }, {"cast Value to ember::Tensor", "actual type is int"}));
+
+  // Defaults fill the arguments left out; more than the forward takes is an error.
+  nn::AnyModule describe(Describe{});
+  EXPECT_EQ(describe.forward<std::string>(3), "3:0.250000");
+  EXPECT_EQ(describe.forward<std::string>(3, 2.0), "3:2.000000");
+  EXPECT_TRUE(throws_error([&] { describe.forward<std::string>(); },
+                           {"expects at least 1 argument(s) and at most 2 argument(s), but received 0"}));
+  EXPECT_TRUE(throws_error([&] { describe.forward<std::string>(1, 2.0, 3); }, {"received 3"}));
+
+  // A non-const reference parameter sees the AnyValue's own int, not a copy of the caller's.
+  nn::AnyModule doubler(Doubler{});
+  int x = 5;
+  EXPECT_EQ(doubler.forward<int>(x), 10);
+  EXPECT_EQ(x, 5);
+}
+
+TEST(AnyModule, GivesTheModuleBackOnlyAsItsOwnClass) {
+  nn::AnyModule any(std::make_shared<AddValue>(7));
+  EXPECT_EQ(any.get<AddValue>().value, 7);
+  EXPECT_EQ(any.forward<int>(1), 8);
+  EXPECT_EQ(any.ptr<AddValue>()->value, 7);
+  EXPECT_EQ(any.ptr().get(), any.ptr<AddValue>().get());
+  EXPECT_TRUE(throws_error([&] { any.get<AddOne>(); }, {"[AnyModule]", "Attempted to cast module of type", "AddValue",
+                                                         "to type", "AddOne"}));
+  EXPECT_TRUE(throws_error([&] { any.ptr<nn::Module>(); }, {"Attempted to cast module"}));
+
+  nn::AnyModule linear{nn::Linear(2, 3)};
+  nn::Linear holder = linear.get<nn::Linear>();  // a new holder of the same module
+  EXPECT_EQ(holder.get(), &linear.get<nn::LinearImpl>());
+  nn::AnyModule copy = linear;  // copies share the module
+  EXPECT_EQ(copy.ptr().get(), linear.ptr().get());
+
+  nn::AnyModule empty;
+  EXPECT_TRUE(empty.is_empty());
+  EXPECT_TRUE(throws_error([&] { empty.get<AddValue>(); }, {"Cannot call get() on an empty AnyModule"}));
+  EXPECT_TRUE(throws_error([&] { empty.ptr(); }, {"Cannot call ptr() on an empty AnyModule"}));
+  EXPECT_TRUE(throws_error([&] { empty.type_info(); }, {"Cannot call type_info() on an empty AnyModule"}));
+  EXPECT_TRUE(throws_error([&] { empty.forward(ones({1})); }, {"Cannot call forward() on an empty AnyModule"}));
+  empty = std::make_shared<AddOne>();
+  EXPECT_EQ(empty.forward<int>(1), 2);
+}
+
+TEST(Sequential, ChainsForwardsOfAnySignature) {
+  // 1 -> 2 -> 3 -> "3:0.250000" (Describe's second argument from its default).
+  nn::Sequential chain(AddOne{}, std::make_shared<AddOne>(), Describe{});
+  EXPECT_EQ(chain->forward<std::string>(1), "3:0.250000");
+  EXPECT_TRUE(throws_error([&] { chain->forward<int>(1); },
+                           {"[Sequential]", "The type of the return value is std::", "you asked for type int"}));
+  nn::Sequential empty;
+  EXPECT_TRUE(throws_error([&] { empty->forward(ones({1})); }, {"Cannot call forward() on an empty Sequential"}));
+
+  // A Sequential inside a Sequential is called as a Tensor -> Tensor module.
+  nn::Sequential outer(nn::Functional([](Tensor t) { return t * 3; }),
+                       nn::Sequential(nn::Functional([](Tensor t) { return t + 1; })));
+  EXPECT_EQ(values(outer->forward(testutil::make({1.0, 2.0}, {2}, kFloat64))), (std::vector<double>{4.0, 7.0}));
+
+  // Modules whose forwards have default arguments take one input; LSTM returns its tuple.
+  nn::Sequential recurrent(nn::LSTM(2, 3));
+  auto [output, state] = recurrent->forward<std::tuple<Tensor, std::tuple<Tensor, Tensor>>>(ones({4, 1, 2}));
+  EXPECT_EQ(output.sizes().vec(), (std::vector<int64_t>{4, 1, 3}));
+  EXPECT_EQ(std::get<1>(state).sizes().vec(), (std::vector<int64_t>{1, 1, 3}));
+}
+
+TEST(Sequential, NamesPushesExtendsAndIndexes) {
+  nn::Sequential named(nn::modules_ordered_dict({{"first", AddOne{}}, {"second", std::make_shared<AddOne>()}}));
+  named->push_back("third", nn::Linear(1, 1));
+  named->push_back(Describe{});
+  EXPECT_EQ(named->named_children().keys(), (std::vector<std::string>{"first", "second", "third", "3"}));
+  EXPECT_EQ(named->size(), 4u);
+  EXPECT_NE(named->ptr<AddOne>(1), nullptr);
+  EXPECT_EQ(named[2].get(), named->ptr<nn::LinearImpl>(2).get());
+  EXPECT_TRUE(throws_error([&] { named->ptr<AddOne>(2); }, {"Attempted to cast module"}));
+  EXPECT_TRUE(throws_error([&] { named->at<AddOne>(4); }, {"[Sequential]", "Index out of range"}));
+
+  nn::Sequential more(AddOne{});
+  more->extend(*named);  // shares the modules, under new positional names
+  more->extend(std::vector<std::shared_ptr<AddOne>>{std::make_shared<AddOne>()});
+  EXPECT_EQ(more->size(), 6u);
+  EXPECT_EQ(more->ptr(1).get(), named->ptr(0).get());
+  EXPECT_EQ(more->named_children().keys(), (std::vector<std::string>{"0", "1", "2", "3", "4", "5"}));
+  size_t count = 0;
+  for (const nn::AnyModule& module : *more) count += module.is_empty() ? 0 : 1;
+  EXPECT_EQ(count, 6u);
 }
 
 TEST(ModuleList, TakesModulesByValueInsertsAndExtends) {

@@ -3,28 +3,34 @@
 
 namespace ember::nn {
 
+SequentialImpl::SequentialImpl(OrderedDict<std::string, AnyModule>&& ordered_dict) {
+  modules_.reserve(ordered_dict.size());
+  for (auto& item : ordered_dict) push_back(item.key(), std::move(item.value()));
+}
+
 SequentialImpl::SequentialImpl(std::initializer_list<NamedAnyModule> named_modules) {
-  for (const auto& named : named_modules) push_back(named.name, named.module);
+  modules_.reserve(named_modules.size());
+  for (const auto& named : named_modules) push_back(named.name(), named.module());
 }
 
-void SequentialImpl::push_back(AnyModule module) { push_back(std::to_string(modules_.size()), std::move(module)); }
-
-void SequentialImpl::push_back(std::string name, AnyModule module) {
-  EMBER_CHECK(!module.is_empty(), "Sequential", "cannot add an empty module as '", name, "'");
-  register_module(std::move(name), module.ptr());
-  modules_.push_back(std::move(module));
+void SequentialImpl::push_back(std::string name, AnyModule any_module) {
+  EMBER_CHECK(!any_module.is_empty(), "Sequential", "cannot add an empty module as '", name, "'");
+  register_module(std::move(name), any_module.ptr());
+  modules_.push_back(std::move(any_module));
 }
 
-Tensor SequentialImpl::forward(const Tensor& input) {
-  Tensor x = input;
-  for (const auto& module : modules_) x = module.forward(x);
-  return x;
-}
-
-std::shared_ptr<Module> SequentialImpl::ptr(size_t index) const {
+const AnyModule& SequentialImpl::module_at(size_t index) const {
   EMBER_CHECK(index < modules_.size(), "Sequential", "Index out of range: index ", index, " for ", modules_.size(),
               " modules");
-  return modules_[index].ptr();
+  return modules_[index];
+}
+
+std::shared_ptr<Module> SequentialImpl::ptr(size_t index) const { return module_at(index).ptr(); }
+
+OrderedDict<std::string, AnyModule> modules_ordered_dict(std::initializer_list<NamedAnyModule> named_modules) {
+  OrderedDict<std::string, AnyModule> dict;
+  for (const auto& named : named_modules) dict.insert(named.name(), named.module());
+  return dict;
 }
 
 void ModuleListImpl::push_back(std::shared_ptr<Module> module) {

@@ -1,4 +1,4 @@
-// Containers: Sequential (chained forward), ModuleList (indexed), ModuleDict (keyed).
+// Containers: Sequential (chained forward of modules of any signature), ModuleList (indexed), ModuleDict (keyed).
 // Differs from libtorch: no clone(), and modules print without libtorch's "torch::nn::" prefix.
 // Children are named "0", "1", ... (or by key), so state_dict keys read "layers.0.weight".
 #pragma once
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules/any.h"
 
 namespace ember::nn {
 
@@ -59,81 +60,93 @@ std::shared_ptr<Module> to_shared_module(T&& module) {
 }
 }  // namespace detail
 
-// A module whose forward maps one tensor to one tensor, with its type erased (the subset of
-// libtorch's AnyModule that Sequential needs).
-class AnyModule {
- public:
-  AnyModule() = default;
-  template <typename M, typename = std::enable_if_t<detail::is_module_like_v<M>>>
-  AnyModule(M&& module) {  // NOLINT: Sequential(Linear(2, 3), ReLU())
-    using Type = detail::module_type_t<M>;
-    static_assert(std::is_convertible_v<decltype(std::declval<Type&>().forward(std::declval<const Tensor&>())), Tensor>,
-                  "Sequential and AnyModule need a module whose forward(Tensor) returns a Tensor");
-    std::shared_ptr<Type> typed = detail::to_module_ptr(std::forward<M>(module));
-    EMBER_CHECK(typed != nullptr, "AnyModule", "cannot hold an empty module (nullptr)");
-    Type* raw = typed.get();  // kept alive by module_
-    module_ = typed;
-    forward_ = [raw](const Tensor& input) -> Tensor {
-      return detail::call_with_forward_hooks(*raw, [](Type& m, const Tensor& x) { return m.forward(x); }, input);
-    };
-  }
+class SequentialImpl;
 
-  Tensor forward(const Tensor& input) const {
-    EMBER_CHECK(module_ != nullptr, "AnyModule", "forward called on an empty AnyModule");
-    return forward_(input);
-  }
-  const std::shared_ptr<Module>& ptr() const { return module_; }
-  bool is_empty() const noexcept { return module_ == nullptr; }
+namespace detail {
+// What Sequential's constructor and push_back take: a module object, a shared_ptr to one, a
+// holder or an AnyModule.
+template <typename T>
+inline constexpr bool is_sequential_element_v =
+    is_module_or_value_v<T> || std::is_same_v<std::remove_cvref_t<T>, AnyModule>;
+}  // namespace detail
 
- private:
-  std::shared_ptr<Module> module_;
-  std::function<Tensor(const Tensor&)> forward_;
-};
-
-// A (name, module) pair for Sequential({{"fc", Linear(2, 3)}, {"act", ReLU()}}).
-struct NamedAnyModule {
-  template <typename M, typename = std::enable_if_t<detail::is_module_like_v<M>>>
-  NamedAnyModule(std::string name_, M&& module_) : name(std::move(name_)), module(std::forward<M>(module_)) {}
-  std::string name;
-  AnyModule module;
-};
-
+// Modules called one after another, each on what the one before returned (libtorch's
+// Sequential). The modules' forwards may have any signature: Sequential(A{}, B{}) with
+// `int A::forward(int)` and `std::string B::forward(int)` makes forward<std::string>(1) valid.
+// forward(x) without a type returns a Tensor.
 class SequentialImpl : public Module {
  public:
+  using Iterator = std::vector<AnyModule>::iterator;
+  using ConstIterator = std::vector<AnyModule>::const_iterator;
+
   SequentialImpl() = default;
-  template <typename... Modules, typename = std::enable_if_t<(sizeof...(Modules) > 0) &&
-                                                             (detail::is_module_like_v<Modules> && ...)>>
+  template <typename... Modules,
+            typename = std::enable_if_t<(sizeof...(Modules) > 0) && (detail::is_sequential_element_v<Modules> && ...) &&
+                                        !(sizeof...(Modules) == 1 &&
+                                          (std::is_base_of_v<SequentialImpl, std::remove_cvref_t<Modules>> && ...))>>
   explicit SequentialImpl(Modules&&... modules) {
-    (push_back(AnyModule(std::forward<Modules>(modules))), ...);
+    modules_.reserve(sizeof...(Modules));
+    (push_back(std::forward<Modules>(modules)), ...);
   }
+  // The modules under their names, in order (from modules_ordered_dict).
+  explicit SequentialImpl(OrderedDict<std::string, AnyModule>&& ordered_dict);
   explicit SequentialImpl(std::initializer_list<NamedAnyModule> named_modules);
 
-  // Appends under the name "<index>" or `name`.
-  void push_back(AnyModule module);
-  void push_back(std::string name, AnyModule module);
+  // Calls each module's forward on the previous one's result, the first on `inputs`; returns
+  // the last result as a ReturnType (throws when it is another type).
+  template <typename ReturnType = Tensor, typename... InputTypes>
+  ReturnType forward(InputTypes&&... inputs) {
+    EMBER_CHECK(!is_empty(), "Sequential", "Cannot call forward() on an empty Sequential");
+    auto module = modules_.begin();
+    AnyValue value = module->any_forward(std::forward<InputTypes>(inputs)...);
+    for (++module; module != modules_.end(); ++module) value = module->any_forward(std::move(value));
+    if (auto* result = value.try_get<ReturnType>()) return std::move(*result);
+    EMBER_FAIL("Sequential", "The type of the return value is ", ::ember::detail::demangle(value.type_info().name()),
+               ", but you asked for type ", ::ember::detail::demangle(typeid(ReturnType).name()));
+  }
 
-  // Feeds input through every module in order.
-  Tensor forward(const Tensor& input);
+  // Appends under the name "<index>" or `name`.
+  void push_back(AnyModule any_module) { push_back(std::to_string(modules_.size()), std::move(any_module)); }
+  void push_back(std::string name, AnyModule any_module);
+  template <typename M, typename = std::enable_if_t<detail::is_module_or_value_v<M>>>
+  void push_back(M&& module) {
+    push_back(std::to_string(modules_.size()), std::forward<M>(module));
+  }
+  template <typename M, typename = std::enable_if_t<detail::is_module_or_value_v<M>>>
+  void push_back(std::string name, M&& module) {
+    if constexpr (detail::is_module_holder<M>::value) {
+      push_back(std::move(name), AnyModule(module.ptr()));
+    } else {
+      push_back(std::move(name), AnyModule(std::forward<M>(module)));
+    }
+  }
+  // Appends every module of another Sequential or of a container of modules.
+  template <typename Container>
+  void extend(const Container& container) {
+    for (const auto& module : container) push_back(module);
+  }
 
   size_t size() const noexcept { return modules_.size(); }
   bool is_empty() const noexcept { return modules_.empty(); }
   std::shared_ptr<Module> operator[](size_t index) const { return ptr(index); }
   std::shared_ptr<Module> ptr(size_t index) const;
+  // The module at `index` as its own class (the class it was added as).
   template <typename T>
   std::shared_ptr<T> ptr(size_t index) const {
-    auto typed = std::dynamic_pointer_cast<T>(ptr(index));
-    EMBER_CHECK(typed != nullptr, "Sequential", "module ", index, " is a ", ptr(index)->name(),
-                ", not the requested type");
-    return typed;
+    return module_at(index).ptr<T>();
   }
   template <typename T>
   T& at(size_t index) const {
-    return *ptr<T>(index);
+    return module_at(index).get<T>();
   }
-  std::vector<AnyModule>::const_iterator begin() const { return modules_.begin(); }
-  std::vector<AnyModule>::const_iterator end() const { return modules_.end(); }
+  Iterator begin() { return modules_.begin(); }
+  ConstIterator begin() const { return modules_.begin(); }
+  Iterator end() { return modules_.end(); }
+  ConstIterator end() const { return modules_.end(); }
 
  private:
+  const AnyModule& module_at(size_t index) const;
+
   std::vector<AnyModule> modules_;
 };
 
@@ -141,9 +154,14 @@ class Sequential : public ModuleHolder<SequentialImpl> {
  public:
   using ModuleHolder<SequentialImpl>::ModuleHolder;
   using Impl = SequentialImpl;
+  Sequential() = default;
   Sequential(std::initializer_list<NamedAnyModule> named_modules)  // NOLINT
       : ModuleHolder(std::make_shared<SequentialImpl>(named_modules)) {}
 };
+
+// An OrderedDict of named modules for Sequential's constructor:
+//   Sequential(modules_ordered_dict({{"fc", Linear(2, 3)}, {"act", ReLU()}}))
+OrderedDict<std::string, AnyModule> modules_ordered_dict(std::initializer_list<NamedAnyModule> named_modules);
 
 class ModuleListImpl : public Module {
  public:

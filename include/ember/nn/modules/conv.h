@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules/any_value.h"
 #include "ember/nn/options.h"
 
 namespace ember::nn {
@@ -63,6 +64,7 @@ class ConvTransposeNdImpl : public Module {
   // [min, min + stride - 1] with min = (in - 1) * stride - 2 * padding + dilation *
   // (kernel - 1) + 1 (PyTorch's Python formula; libtorch's C++ one leaves out the dilation).
   Tensor forward(const Tensor& input, const std::optional<IntArrayRef>& output_size = std::nullopt);
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(std::optional<IntArrayRef>())})
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 

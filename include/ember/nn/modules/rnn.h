@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules/any_value.h"
 #include "ember/nn/options.h"
 
 namespace ember::nn {
@@ -60,6 +61,7 @@ class LSTMImpl : public detail::RNNImplBase {
   // Returns (output, (h_n, c_n)); hx = (h_0, c_0) defaults to zeros.
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input,
                                                          std::optional<std::tuple<Tensor, Tensor>> hx = std::nullopt);
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(std::optional<std::tuple<Tensor, Tensor>>())})
 };
 EMBER_MODULE(LSTM);
 
@@ -70,6 +72,7 @@ class GRUImpl : public detail::RNNImplBase {
 
   // Returns (output, h_n); hx (h_0) defaults to zeros.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, Tensor hx = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())})
 };
 EMBER_MODULE(GRU);
 
@@ -97,6 +100,7 @@ class LSTMCellImpl : public RNNCellImplBase {
 
   // Returns (h', c'); hx = (h, c) defaults to zeros.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, std::optional<std::tuple<Tensor, Tensor>> hx = std::nullopt);
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(std::optional<std::tuple<Tensor, Tensor>>())})
 };
 EMBER_MODULE(LSTMCell);
 
@@ -107,6 +111,7 @@ class GRUCellImpl : public RNNCellImplBase {
 
   // Returns h'; hx defaults to zeros.
   Tensor forward(const Tensor& input, Tensor hx = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())})
 };
 EMBER_MODULE(GRUCell);
 

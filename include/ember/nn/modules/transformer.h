@@ -7,6 +7,7 @@
 
 #include "ember/nn/module.h"
 #include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/any_value.h"
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/modules/normalization.h"
@@ -28,6 +29,8 @@ class MultiheadAttentionImpl : public Module {
   std::tuple<Tensor, Tensor> forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const Tensor& key_padding_mask = {}, bool need_weights = true,
                                      const Tensor& attn_mask = {}, bool average_attn_weights = true);
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({3, AnyValue(Tensor())}, {4, AnyValue(true)}, {5, AnyValue(Tensor())},
+                                 {6, AnyValue(true)})
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 
@@ -49,6 +52,7 @@ class TransformerEncoderLayerImpl : public Module {
   explicit TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options);
 
   Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())}, {2, AnyValue(Tensor())})
 
   TransformerEncoderLayerOptions options;
   MultiheadAttention self_attn = nullptr;
@@ -68,6 +72,8 @@ class TransformerDecoderLayerImpl : public Module {
 
   Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
                  const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({2, AnyValue(Tensor())}, {3, AnyValue(Tensor())}, {4, AnyValue(Tensor())},
+                                 {5, AnyValue(Tensor())})
 
   TransformerDecoderLayerOptions options;
   MultiheadAttention self_attn = nullptr, multihead_attn = nullptr;
@@ -102,6 +108,7 @@ class TransformerEncoderImpl : public Module {
   explicit TransformerEncoderImpl(TransformerEncoderOptions options);
 
   Tensor forward(const Tensor& src, const Tensor& src_mask = {}, const Tensor& src_key_padding_mask = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())}, {2, AnyValue(Tensor())})
 
   TransformerEncoderOptions options;
   ModuleList layers = nullptr;
@@ -117,6 +124,8 @@ class TransformerDecoderImpl : public Module {
 
   Tensor forward(const Tensor& tgt, const Tensor& memory, const Tensor& tgt_mask = {}, const Tensor& memory_mask = {},
                  const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({2, AnyValue(Tensor())}, {3, AnyValue(Tensor())}, {4, AnyValue(Tensor())},
+                                 {5, AnyValue(Tensor())})
 
   TransformerDecoderOptions options;
   ModuleList layers = nullptr;
@@ -153,6 +162,8 @@ class TransformerImpl : public Module {
   Tensor forward(const Tensor& src, const Tensor& tgt, const Tensor& src_mask = {}, const Tensor& tgt_mask = {},
                  const Tensor& memory_mask = {}, const Tensor& src_key_padding_mask = {},
                  const Tensor& tgt_key_padding_mask = {}, const Tensor& memory_key_padding_mask = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({2, AnyValue(Tensor())}, {3, AnyValue(Tensor())}, {4, AnyValue(Tensor())},
+                                 {5, AnyValue(Tensor())}, {6, AnyValue(Tensor())}, {7, AnyValue(Tensor())})
   // [sz, sz] float mask: 0 on and below the diagonal, -inf above (a position sees itself and
   // earlier ones).
   static Tensor generate_square_subsequent_mask(int64_t sz);
