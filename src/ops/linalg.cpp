@@ -185,6 +185,7 @@ std::vector<Tensor> detail::linear_group(const Tensor& x, const std::vector<Tens
   if (weights.size() < 2 || core::any_thread_traces() || (dtype != kBFloat16 && dtype != kFloat16) || x.dim() < 1)
     return separate();
   const int64_t in = x.size(-1);
+  if (in == 0) return separate();  // [..., 0] has no row count to infer
   std::vector<Tensor> inputs{x};
   for (const Tensor& w : weights) {
     if (!w.defined() || w.dim() != 2 || w.scalar_type() != dtype || w.size(1) != in || w.stride(1) != 1 ||

@@ -390,6 +390,14 @@ TEST(Linalg, LinearGroupRecordsGradientsAsLinearDoes) {
   EXPECT_TRUE(equal(w0.grad(), w02.grad()));
 }
 
+TEST(Linalg, LinearGroupOfEmptyFeaturesGivesZeros) {
+  NoGradGuard no_grad;
+  const std::vector<Tensor> out = detail::linear_group(ones({2, 3, 0}, kBFloat16), {ones({4, 0}, kBFloat16), ones({5, 0}, kBFloat16)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].sizes(), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_TRUE(equal(out[0], zeros({2, 3, 4}, kBFloat16)));
+}
+
 TEST(Linalg, LinearGroupErrorsAreLinears) {
   const Tensor x = ones({2, 6}, kBFloat16);
   EXPECT_THROW(detail::linear_group(x, {ones({3, 6}, kBFloat16), ones({3, 5}, kBFloat16)}), Error);
