@@ -114,6 +114,23 @@ void gemm_run(GemmBackend backend, const GemmArgs& args) {
 
 namespace {
 
+#ifndef EMBER_RT_CPU
+// Fills a recording product's event: backend, FLOPs of m x columns x k, and its shapes as
+// `shapes()` spells them where the profile records shapes.
+template <typename Shapes>
+void describe_product(profiler::RecordFunction& record, GemmBackend backend, ScalarType dtype, int64_t m,
+                      int64_t columns, int64_t k, const Shapes& shapes) {
+  if (!record.active()) return;
+  profiler::Event& e = *record.event();
+  e.backend = gemm_backend_name(backend);
+  e.flops = 2.0 * static_cast<double>(m) * static_cast<double>(columns) * static_cast<double>(k);
+  if (record.record_shapes()) {
+    e.input_shapes = shapes();
+    e.input_dtypes = dtype_name(dtype);
+  }
+}
+#endif
+
 // One product on the profiler's timeline: its backend, shape ("[m, k] x [k, n]") and FLOPs.
 // The event covers the choice too: a product's first run may autotune.
 void run_recorded(const GemmArgs& args) {
@@ -124,16 +141,10 @@ void run_recorded(const GemmArgs& args) {
 #else
   profiler::RecordFunction record("gemm", profiler::Category::Gemm);
   const GemmBackend backend = choose_gemm_backend(args);
-  if (record.active()) {
-    profiler::Event& e = *record.event();
-    e.backend = gemm_backend_name(backend);
-    e.flops = 2.0 * static_cast<double>(args.m) * static_cast<double>(args.n) * static_cast<double>(args.k);
-    if (record.record_shapes()) {
-      e.input_shapes = "[" + std::to_string(args.m) + ", " + std::to_string(args.k) + "] x [" + std::to_string(args.k) +
-                       ", " + std::to_string(args.n) + "]";
-      e.input_dtypes = dtype_name(args.dtype);
-    }
-  }
+  describe_product(record, backend, args.dtype, args.m, args.n, args.k, [&] {
+    return "[" + std::to_string(args.m) + ", " + std::to_string(args.k) + "] x [" + std::to_string(args.k) + ", " +
+           std::to_string(args.n) + "]";
+  });
   gemm_run(backend, args);
 #endif
 }
@@ -214,18 +225,12 @@ void gemm_group_nt(ScalarType dtype, int64_t m, int64_t k, const void* a, int64_
   if (members.size() > 1 && k > 0 && ember_gemm_group_can_run(shared) &&
       choose_gemm_backend(shared) == GemmBackend::Ember) {
     profiler::RecordFunction record("gemm", profiler::Category::Gemm);
-    if (record.active()) {
-      int64_t columns = 0;
-      for (const GemmGroupMember& member : members) columns += member.n;
-      profiler::Event& e = *record.event();
-      e.backend = gemm_backend_name(GemmBackend::Ember);
-      e.flops = 2.0 * static_cast<double>(m) * static_cast<double>(columns) * static_cast<double>(k);
-      if (record.record_shapes()) {
-        e.input_shapes = "[" + std::to_string(m) + ", " + std::to_string(k) + "] x " + std::to_string(members.size()) +
-                         " x [" + std::to_string(k) + ", n] (" + std::to_string(columns) + " columns)";
-        e.input_dtypes = dtype_name(dtype);
-      }
-    }
+    int64_t columns = 0;
+    for (const GemmGroupMember& member : members) columns += member.n;
+    describe_product(record, GemmBackend::Ember, dtype, m, columns, k, [&] {
+      return "[" + std::to_string(m) + ", " + std::to_string(k) + "] x " + std::to_string(members.size()) + " x [" +
+             std::to_string(k) + ", n] (" + std::to_string(columns) + " columns)";
+    });
     return ember_gemm_group_run(shared, members);
   }
 #endif
