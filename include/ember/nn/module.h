@@ -112,9 +112,9 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void pretty_print(std::ostream& stream) const;
 
  protected:
-  OrderedDict<std::string, Tensor> parameters_{"parameter"};
-  OrderedDict<std::string, Tensor> buffers_{"buffer"};
-  OrderedDict<std::string, std::shared_ptr<Module>> children_{"submodule"};
+  OrderedDict<std::string, Tensor> parameters_{"Parameter"};
+  OrderedDict<std::string, Tensor> buffers_{"Buffer"};
+  OrderedDict<std::string, std::shared_ptr<Module>> children_{"Submodule"};
 
  private:
   void check_new_name(const std::string& name, const char* op) const;

@@ -107,7 +107,7 @@ class OrderedDict {
   void erase(const Key& key) { pop(key); }
   Value pop(const Key& key) {
     auto it = index_.find(key);
-    EMBER_CHECK(it != index_.end(), "OrderedDict", key_description_, " '", key, "' doesn't exist");
+    EMBER_CHECK(it != index_.end(), "OrderedDict", "Key '", key, "' doesn't exist");
     const size_t position = it->second;
     Value value = std::move(items_[position].value());
     items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(position));

@@ -52,7 +52,7 @@ template <has_single_forward ModuleType>
 struct forward_parameters_of<ModuleType> : forward_parameters<decltype(&ModuleType::forward)> {};
 
 template <typename ModuleType>
-concept has_forward_default_arguments = requires { ModuleType::_forward_default_arguments(); };
+concept has_forward_default_arguments = requires { ForwardDefaultArguments::of<ModuleType>(); };
 
 template <typename T>
 inline constexpr bool is_module_object_v = std::is_base_of_v<Module, std::remove_cvref_t<T>>;
@@ -79,21 +79,23 @@ class AnyModuleHolder<ModuleType, std::tuple<Parameters...>> final : public AnyM
   AnyValue forward(std::vector<AnyValue>&& arguments) const override {
     constexpr size_t expected = sizeof...(Parameters);
     if constexpr (has_forward_default_arguments<ModuleType>) {
-      auto defaults = ModuleType::_forward_default_arguments();
+      auto defaults = ForwardDefaultArguments::of<ModuleType>();
       const size_t required = defaults.empty() ? expected : defaults.front().first;
       EMBER_CHECK(arguments.size() >= required && arguments.size() <= expected, "AnyModule",
                   ::ember::detail::demangle(type_info.name()), "'s forward() method expects at least ", required,
-                  " argument(s) and at most ", expected, " argument(s), but received ", arguments.size());
+                  " argument(s) and at most ", expected, " argument(s), but received ", arguments.size(), ".");
       for (auto& [index, value] : defaults) {
         if (index >= arguments.size()) arguments.push_back(std::move(value));
       }
     } else {
-      EMBER_CHECK(arguments.size() == expected, "AnyModule", ::ember::detail::demangle(type_info.name()),
-                  "'s forward() method expects ", expected, expected == 1 ? " argument" : " arguments",
-                  ", but received ", arguments.size(),
-                  arguments.size() < expected ? " (a forward with default arguments declares them with "
-                                                "EMBER_FORWARD_HAS_DEFAULT_ARGS)"
-                                              : "");
+      const std::string name = ::ember::detail::demangle(type_info.name());
+      EMBER_CHECK(arguments.size() == expected, "AnyModule", name, "'s forward() method expects ", expected,
+                  " argument(s), but received ", arguments.size(), ".",
+                  arguments.size() < expected
+                      ? " If " + name +
+                            "'s forward() method has default arguments, please make sure the forward() method is "
+                            "declared with a corresponding `EMBER_FORWARD_HAS_DEFAULT_ARGS` macro."
+                      : std::string());
     }
     return invoke(arguments, std::index_sequence_for<Parameters...>{});
   }

@@ -81,12 +81,23 @@ class AnyValue {
   friend class AnyModule;
 
   [[noreturn]] void throw_wrong_type(const std::type_info& requested) const {
-    EMBER_FAIL("AnyValue", "Attempted to cast Value to ", ::ember::detail::demangle(requested.name()),
+    EMBER_FAIL("AnyValue", "Attempted to cast AnyValue to ", ::ember::detail::demangle(requested.name()),
                ", but its actual type is ", ::ember::detail::demangle(type_info().name()));
   }
 
   std::unique_ptr<Placeholder> content_;
 };
+
+namespace detail {
+// Reads the default arguments a module declares with EMBER_FORWARD_HAS_DEFAULT_ARGS: the macro
+// makes it a friend, so the declaration may sit under `protected:` as libtorch's may.
+struct ForwardDefaultArguments {
+  template <typename ModuleType>
+  static auto of() -> decltype(ModuleType::_forward_default_arguments()) {
+    return ModuleType::_forward_default_arguments();
+  }
+};
+}  // namespace detail
 
 }  // namespace ember::nn
 
@@ -96,6 +107,7 @@ class AnyValue {
 //   Tensor forward(const Tensor& input, Tensor hx = {});
 //   EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())})
 #define EMBER_FORWARD_HAS_DEFAULT_ARGS(...)                                                          \
+  friend struct ::ember::nn::detail::ForwardDefaultArguments;                                        \
   static std::vector<std::pair<unsigned int, ::ember::nn::AnyValue>> _forward_default_arguments() { \
     return {__VA_ARGS__};                                                                            \
   }

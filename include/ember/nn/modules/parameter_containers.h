@@ -89,26 +89,26 @@ class ParameterDictImpl : public Module {
   using ConstIterator = OrderedDict<std::string, Tensor>::ConstIterator;
 
   ParameterDictImpl() = default;
-  explicit ParameterDictImpl(const OrderedDict<std::string, Tensor>& tensors) { update(tensors); }
+  explicit ParameterDictImpl(const OrderedDict<std::string, Tensor>& tensors) {
+    for (const auto& item : tensors) insert(item.key(), item.value());
+  }
 
   // Adds `key`; a key already present is an error, as in libtorch.
   Tensor& insert(std::string key, const Tensor& tensor) {
     return register_parameter(std::move(key), tensor, tensor.requires_grad());
   }
-  // Sets every (key, tensor) of an OrderedDict or another ParameterDict: keys present are
-  // replaced in place, new ones appended.
+  // Replaces the tensor of every key of an OrderedDict or another ParameterDict; a key this
+  // dict does not hold is an error, as in libtorch (insert adds keys).
   template <typename Container>
   void update(const Container& tensors) {
-    for (const auto& item : tensors) {
-      if (Tensor* existing = parameters_.find(item.key())) {
-        *existing = item.value();
-      } else {
-        insert(item.key(), item.value());
-      }
-    }
+    for (const auto& item : tensors) parameters_[item.key()] = item.value();
   }
-  // Removes `key`; pop(key) also returns its tensor.
-  Tensor pop(const std::string& key) { return parameters_.pop(key); }
+  // Removes `key` and returns its tensor; a key not held is an error naming it.
+  Tensor pop(const std::string& key) {
+    Tensor tensor = parameters_[key];
+    parameters_.erase(key);
+    return tensor;
+  }
   void erase(const std::string& key) { parameters_.erase(key); }
   void clear() { parameters_.clear(); }
 
