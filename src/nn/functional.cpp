@@ -104,7 +104,6 @@ Tensor dropout(const Tensor& input, const DropoutFuncOptions& options) {
   return ember::dropout(input, options.p(), options.training());
 }
 
-Tensor relu(const Tensor& input) { return ember::relu(input); }
 Tensor gelu(const Tensor& input, const GELUFuncOptions& options) { return ember::gelu(input, options.approximate()); }
 Tensor silu(const Tensor& input) { return ember::silu(input); }
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options) {
@@ -115,3 +114,18 @@ Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options) {
 }
 
 }  // namespace ember::nn::functional
+
+namespace ember {
+
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps, bool /*cudnn_enable*/) {
+  return nn::functional::layer_norm(
+      input, nn::LayerNormFuncOptions(normalized_shape.vec()).weight(weight).bias(bias).eps(eps));
+}
+
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps,
+                  bool /*cudnn_enabled*/) {
+  return nn::functional::group_norm(input, nn::GroupNormFuncOptions(num_groups).weight(weight).bias(bias).eps(eps));
+}
+
+}  // namespace ember
