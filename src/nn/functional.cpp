@@ -115,3 +115,18 @@ Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options) {
 }
 
 }  // namespace ember::nn::functional
+
+namespace ember {
+
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
+                  double eps, bool /*cudnn_enable*/) {
+  return nn::functional::layer_norm(
+      input, nn::LayerNormFuncOptions(normalized_shape.vec()).weight(weight).bias(bias).eps(eps));
+}
+
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps,
+                  bool /*cudnn_enabled*/) {
+  return nn::functional::group_norm(input, nn::GroupNormFuncOptions(num_groups).weight(weight).bias(bias).eps(eps));
+}
+
+}  // namespace ember
