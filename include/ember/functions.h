@@ -63,6 +63,9 @@ Tensor pow(const Tensor& a, const Scalar& b);
 Tensor pow(const Scalar& a, const Tensor& b);
 Tensor max(const Tensor& a, const Tensor& b);
 Tensor min(const Tensor& a, const Tensor& b);
+// The largest / smallest element, as x.max() / x.min().
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
 Tensor square(const Tensor& x);
 Tensor remainder(const Scalar& a, const Tensor& b);
 // approximate: "none" (exact, erf) or "tanh".

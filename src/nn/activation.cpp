@@ -11,17 +11,18 @@ namespace ember::nn::detail {
 
 Tensor log1p_exp(const Tensor& x) { return (-x.abs()).exp().log1p() + x.maximum(zeros({}, x.scalar_type())); }
 
-}  // namespace ember::nn::detail
-
-namespace ember::nn::functional {
-namespace {
-
-// The result, or (inplace) the result written into input.
 Tensor maybe_inplace(const Tensor& input, const Tensor& result, bool inplace) {
   if (!inplace) return result;
   input.copy_(result);
   return input;
 }
+
+}  // namespace ember::nn::detail
+
+namespace ember::nn::functional {
+namespace {
+
+using detail::maybe_inplace;
 
 void check_floating(const Tensor& input, const char* op) {
   EMBER_CHECK(input.is_floating_point(), op, "expected a floating-point input, got ", dtype_name(input.scalar_type()));
@@ -35,9 +36,7 @@ Tensor leaky_relu(const Tensor& input, const LeakyReLUFuncOptions& options) {
 }
 
 Tensor elu(const Tensor& input, const ELUFuncOptions& options) {
-  check_floating(input, "elu");
-  Tensor negative_part = input.clamp_max(0).expm1() * options.alpha();
-  return maybe_inplace(input, where(input > 0, input, negative_part), options.inplace());
+  return maybe_inplace(input, ember::elu(input, options.alpha()), options.inplace());
 }
 
 Tensor prelu(const Tensor& input, const Tensor& weight) {
@@ -188,3 +187,14 @@ Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& opti
 }
 
 }  // namespace ember::nn::functional
+
+namespace ember {
+
+Tensor elu(const Tensor& input, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+  EMBER_CHECK(input.is_floating_point(), "elu", "expected a floating-point input, got ", dtype_name(input.scalar_type()));
+  const double a = alpha.to<double>(), s = scale.to<double>(), in = input_scale.to<double>();
+  Tensor negative_part = (input.clamp_max(0) * in).expm1() * (s * a);
+  return where(input > 0, input * s, negative_part);
+}
+
+}  // namespace ember

@@ -449,6 +449,8 @@ Tensor pow(const Scalar& a, const Tensor& b) {
 }
 Tensor max(const Tensor& a, const Tensor& b) { return a.maximum(b); }
 Tensor min(const Tensor& a, const Tensor& b) { return a.minimum(b); }
+Tensor max(const Tensor& x) { return x.max(); }
+Tensor min(const Tensor& x) { return x.min(); }
 Tensor square(const Tensor& x) { return x.square(); }
 Tensor remainder(const Scalar& a, const Tensor& b) {
   return ops::scalar_to_tensor(a, ops::result_type(b, a)).remainder(b);

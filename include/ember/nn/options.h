@@ -37,6 +37,14 @@ struct EmbeddingOptions {
   EMBER_ARG(int64_t, embedding_dim);
   // This row stays zero and gets no gradient; negative values count from the end.
   EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+  // The weight itself (shape [num_embeddings, embedding_dim]) instead of a random one.
+  EMBER_ARG(Tensor, _weight) = {};
+};
+
+// Embedding::from_pretrained: freeze keeps the given weight from requiring grad.
+struct EmbeddingFromPretrainedOptions {
+  EMBER_ARG(bool, freeze) = true;
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
 };
 
 struct EmbeddingFuncOptions {
@@ -75,16 +83,18 @@ struct RMSNormFuncOptions {
   EMBER_ARG(std::optional<double>, eps) = std::nullopt;
 };
 
+// inplace: the module writes its result into its input and returns the input.
 struct DropoutOptions {
   DropoutOptions(double p = 0.5) : p_(p) {}  // NOLINT
   EMBER_ARG(double, p);
+  EMBER_ARG(bool, inplace) = false;
 };
 
 struct DropoutFuncOptions {
   EMBER_ARG(double, p) = 0.5;
   EMBER_ARG(bool, training) = true;
 };
-// Dropout1d/2d/3d take Dropout's options, as in libtorch (no `inplace` here).
+// Dropout1d/2d/3d take Dropout's options, as in libtorch.
 using Dropout1dOptions = DropoutOptions;
 using Dropout2dOptions = DropoutOptions;
 using Dropout3dOptions = DropoutOptions;
@@ -105,6 +115,12 @@ struct UnflattenOptions {
 };
 
 // ---- activations ---------------------------------------------------------------------------
+
+// inplace: the result is written into the input, which is returned.
+struct ReLUOptions {
+  ReLUOptions(bool inplace = false) : inplace_(inplace) {}  // NOLINT
+  EMBER_ARG(bool, inplace);
+};
 
 struct GELUOptions {
   // "none" (exact, with erf) or "tanh".

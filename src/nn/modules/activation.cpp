@@ -3,6 +3,7 @@
 
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
+#include "nn/activation.h"
 
 namespace ember::nn {
 
@@ -11,11 +12,17 @@ DropoutImpl::DropoutImpl(const DropoutOptions& options_) : options(options_) {
               options.p());
 }
 Tensor DropoutImpl::forward(const Tensor& input) {
-  return functional::dropout(input, DropoutFuncOptions().p(options.p()).training(is_training()));
+  return detail::maybe_inplace(input, functional::dropout(input, DropoutFuncOptions().p(options.p()).training(is_training())),
+                              options.inplace());
 }
-void DropoutImpl::pretty_print(std::ostream& stream) const { stream << "Dropout(p=" << options.p() << ")"; }
+void DropoutImpl::pretty_print(std::ostream& stream) const {
+  stream << "Dropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
+}
 
-Tensor ReLUImpl::forward(const Tensor& input) { return ember::relu(input); }
+Tensor ReLUImpl::forward(const Tensor& input) { return detail::maybe_inplace(input, ember::relu(input), options.inplace()); }
+void ReLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "ReLU(" << (options.inplace() ? "inplace=true" : "") << ")";
+}
 
 GELUImpl::GELUImpl(const GELUOptions& options_) : options(options_) {
   EMBER_CHECK(options.approximate() == "none" || options.approximate() == "tanh", "GELU",
@@ -63,7 +70,8 @@ void SoftplusImpl::pretty_print(std::ostream& stream) const {
   stream << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
 }
 
-HardtanhImpl::HardtanhImpl(const HardtanhOptions& options_) : options(options_) {
+HardtanhImpl::HardtanhImpl(const HardtanhOptions& options_) : options(options_) { reset(); }
+void HardtanhImpl::reset() {
   EMBER_CHECK(options.max_val() > options.min_val(), "Hardtanh", "max_val (", options.max_val(),
               ") must be greater than min_val (", options.min_val(), ")");
 }

@@ -2,6 +2,7 @@
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/modules/activation.h"
+#include "nn/activation.h"
 
 namespace ember::nn {
 namespace {
@@ -22,14 +23,17 @@ FeatureDropoutImpl<SpatialDims>::FeatureDropoutImpl(const DropoutOptions& option
 template <int64_t SpatialDims>
 Tensor FeatureDropoutImpl<SpatialDims>::forward(const Tensor& input) {
   const DropoutFuncOptions f = DropoutFuncOptions().p(options.p()).training(is_training());
-  if constexpr (SpatialDims == 1) return functional::dropout1d(input, f);
-  else if constexpr (SpatialDims == 2) return functional::dropout2d(input, f);
-  else return functional::dropout3d(input, f);
+  Tensor out;
+  if constexpr (SpatialDims == 1) out = functional::dropout1d(input, f);
+  else if constexpr (SpatialDims == 2) out = functional::dropout2d(input, f);
+  else out = functional::dropout3d(input, f);
+  return detail::maybe_inplace(input, out, options.inplace());
 }
 
 template <int64_t SpatialDims>
 void FeatureDropoutImpl<SpatialDims>::pretty_print(std::ostream& stream) const {
-  stream << module_name<SpatialDims>() << "(p=" << options.p() << ")";
+  stream << module_name<SpatialDims>() << "(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false")
+         << ")";
 }
 
 template class FeatureDropoutImpl<1>;

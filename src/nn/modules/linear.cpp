@@ -43,8 +43,25 @@ EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options
                 -rows, ", ", rows, ")");
     if (*padding < 0) options.padding_idx(*padding + rows);
   }
+  if (options._weight().defined()) {
+    EMBER_CHECK((options._weight().sizes() == std::vector<int64_t>{rows, options.embedding_dim()}), "Embedding",
+                "_weight of shape ", options._weight().sizes(), " must be [num_embeddings, embedding_dim] = [", rows,
+                ", ", options.embedding_dim(), "]");
+    weight = register_parameter("weight", options._weight());
+    return;
+  }
   weight = register_parameter("weight", empty({rows, options.embedding_dim()}));
   reset_parameters();
+}
+
+Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options) {
+  EMBER_CHECK(embeddings.dim() == 2, "Embedding::from_pretrained", "embeddings must be 2-D, got shape ",
+              embeddings.sizes());
+  Embedding embedding(EmbeddingOptions(embeddings.size(0), embeddings.size(1))
+                          ._weight(embeddings)
+                          .padding_idx(options.padding_idx()));
+  embedding->weight.requires_grad_(!options.freeze());
+  return embedding;
 }
 
 void EmbeddingImpl::reset_parameters() {

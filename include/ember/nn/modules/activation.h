@@ -36,7 +36,10 @@ EMBER_MODULE(Dropout3d);
 
 class ReLUImpl : public Module {
  public:
+  explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  ReLUOptions options;
 };
 EMBER_MODULE(ReLU);
 
@@ -100,9 +103,19 @@ EMBER_ACTIVATION_MODULE(LeakyReLU, LeakyReLUOptions);
 EMBER_ACTIVATION_MODULE(ELU, ELUOptions);
 EMBER_ACTIVATION_MODULE(ReLU6, ReLU6Options);
 EMBER_ACTIVATION_MODULE(Softplus, SoftplusOptions);
-EMBER_ACTIVATION_MODULE(Hardtanh, HardtanhOptions);
 EMBER_ACTIVATION_MODULE(GLU, GLUOptions);
 #undef EMBER_ACTIVATION_MODULE
+
+// Clamps to [min_val, max_val]; reset() checks the options again after they were changed.
+class HardtanhImpl : public Module {
+ public:
+  explicit HardtanhImpl(const HardtanhOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void reset();
+  void pretty_print(std::ostream& stream) const override;
+  HardtanhOptions options;
+};
+EMBER_MODULE(Hardtanh);
 
 // x > 0 ? x : weight * x with a learnt weight [num_parameters] (registered as "weight",
 // filled with options.init()).

@@ -39,7 +39,13 @@ class EmbeddingImpl : public Module {
   EmbeddingOptions options;
   Tensor weight;
 };
-EMBER_MODULE(Embedding);
+// The holder, with libtorch's from_pretrained: an Embedding over the 2-D `embeddings`.
+class Embedding : public ModuleHolder<EmbeddingImpl> {
+ public:
+  using ModuleHolder<EmbeddingImpl>::ModuleHolder;
+  using Impl = EmbeddingImpl;
+  static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options = {});
+};
 
 // Returns its input (libtorch's takes no constructor arguments, unlike Python's).
 class IdentityImpl : public Module {

@@ -12,6 +12,7 @@ template <size_t D>
 class MaxPoolNdImpl : public Module {
  public:
   explicit MaxPoolNdImpl(const MaxPoolOptions<D>& options) : options(options) {}
+  explicit MaxPoolNdImpl(ExpandingArray<D> kernel_size) : MaxPoolNdImpl(MaxPoolOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input);
   // The output and the flat position of each maximum within its input plane.
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
@@ -23,6 +24,7 @@ template <size_t D>
 class AvgPoolNdImpl : public Module {
  public:
   explicit AvgPoolNdImpl(const AvgPoolOptions<D>& options) : options(options) {}
+  explicit AvgPoolNdImpl(ExpandingArray<D> kernel_size) : AvgPoolNdImpl(AvgPoolOptions<D>(kernel_size)) {}
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
   AvgPoolOptions<D> options;
@@ -32,6 +34,7 @@ template <size_t D>
 class AdaptiveAvgPoolNdImpl : public Module {
  public:
   explicit AdaptiveAvgPoolNdImpl(const AdaptivePoolOptions<D>& options) : options(options) {}
+  explicit AdaptiveAvgPoolNdImpl(ExpandingArray<D> output_size) : AdaptiveAvgPoolNdImpl(AdaptivePoolOptions<D>(output_size)) {}
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
   AdaptivePoolOptions<D> options;
@@ -41,6 +44,7 @@ template <size_t D>
 class AdaptiveMaxPoolNdImpl : public Module {
  public:
   explicit AdaptiveMaxPoolNdImpl(const AdaptivePoolOptions<D>& options) : options(options) {}
+  explicit AdaptiveMaxPoolNdImpl(ExpandingArray<D> output_size) : AdaptiveMaxPoolNdImpl(AdaptivePoolOptions<D>(output_size)) {}
   Tensor forward(const Tensor& input);
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
