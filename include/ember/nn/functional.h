@@ -282,12 +282,6 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef input_lengths, IntArrayRef target_lengths,
                 int64_t blank = 0, int64_t reduction = 1, bool zero_infinity = false);
 
-// at::layer_norm and at::group_norm (F::layer_norm / F::group_norm with positional arguments;
-// the cudnn flags are ignored).
-Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5, bool cudnn_enable = true);
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
-                  double eps = 1e-5, bool cudnn_enabled = true);
 // at::elu: scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
 Tensor elu(const Tensor& input, const Scalar& alpha = 1, const Scalar& scale = 1, const Scalar& input_scale = 1);
 
