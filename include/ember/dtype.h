@@ -87,7 +87,24 @@ inline const char* dtype_name(ScalarType t) {
   return "unknown";
 }
 
-inline std::ostream& operator<<(std::ostream& out, ScalarType t) { return out << dtype_name(t); }
+// libtorch's names of the dtypes (c10::toString): "Float", "Double", "Long", "Int", "Char",
+// "Byte", "Bool", "Half", "BFloat16"; ScalarTypes print this way, as libtorch's do.
+inline const char* toString(ScalarType t) {
+  switch (t) {
+    case kBool: return "Bool";
+    case kUInt8: return "Byte";
+    case kInt8: return "Char";
+    case kInt32: return "Int";
+    case kInt64: return "Long";
+    case kFloat16: return "Half";
+    case kBFloat16: return "BFloat16";
+    case kFloat32: return "Float";
+    case kFloat64: return "Double";
+  }
+  return "UNKNOWN_SCALAR";
+}
+
+inline std::ostream& operator<<(std::ostream& out, ScalarType t) { return out << toString(t); }
 
 inline bool is_floating_point(ScalarType t) {
   return t == kFloat16 || t == kBFloat16 || t == kFloat32 || t == kFloat64;
@@ -110,5 +127,54 @@ template <> struct CppTypeToScalarType<Half> { static constexpr ScalarType value
 template <> struct CppTypeToScalarType<BFloat16> { static constexpr ScalarType value = kBFloat16; };
 template <> struct CppTypeToScalarType<float> { static constexpr ScalarType value = kFloat32; };
 template <> struct CppTypeToScalarType<double> { static constexpr ScalarType value = kFloat64; };
+
+// A dtype as libtorch's caffe2::TypeMeta names it (what libtorch's get_default_dtype returns):
+// TypeMeta::Make<double>() is float64; it compares equal to its ScalarType and prints the C++
+// type's name ("float", "double", "long int", as libtorch's).
+class TypeMeta {
+ public:
+  constexpr TypeMeta() = default;  // float32
+  constexpr explicit TypeMeta(ScalarType t) : type_(t) {}
+  template <typename T>
+  static constexpr TypeMeta Make() { return TypeMeta(CppTypeToScalarType<T>::value); }
+  static constexpr TypeMeta fromScalarType(ScalarType t) { return TypeMeta(t); }
+  constexpr ScalarType toScalarType() const { return type_; }
+  size_t itemsize() const { return element_size(type_); }
+  const char* name() const {
+    switch (type_) {
+      case kBool: return "bool";
+      case kUInt8: return "unsigned char";
+      case kInt8: return "signed char";
+      case kInt32: return "int";
+      case kInt64: return "long int";
+      case kFloat16: return "c10::Half";
+      case kBFloat16: return "c10::BFloat16";
+      case kFloat32: return "float";
+      case kFloat64: return "double";
+    }
+    return "unknown";
+  }
+  friend constexpr bool operator==(TypeMeta a, TypeMeta b) { return a.type_ == b.type_; }
+  friend constexpr bool operator!=(TypeMeta a, TypeMeta b) { return a.type_ != b.type_; }
+  friend constexpr bool operator==(TypeMeta a, ScalarType b) { return a.type_ == b; }
+  friend constexpr bool operator!=(TypeMeta a, ScalarType b) { return a.type_ != b; }
+  friend constexpr bool operator==(ScalarType a, TypeMeta b) { return a == b.type_; }
+  friend constexpr bool operator!=(ScalarType a, TypeMeta b) { return a != b.type_; }
+  friend std::ostream& operator<<(std::ostream& out, TypeMeta t) { return out << t.name(); }
+
+ private:
+  ScalarType type_ = ScalarType::Float32;
+};
+
+inline constexpr ScalarType typeMetaToScalarType(TypeMeta t) { return t.toScalarType(); }
+inline constexpr TypeMeta scalarTypeToTypeMeta(ScalarType t) { return TypeMeta(t); }
+
+// The dtype that factories and torch::tensor give floating values when no dtype is named, and
+// that TensorOptions().dtype() reports (libtorch's default dtype): float32 until
+// set_default_dtype changes it, for the whole process. Any of the nine dtypes may be set, as in
+// libtorch's C++ API (ones(5) is then of that dtype).
+void set_default_dtype(TypeMeta dtype);
+TypeMeta get_default_dtype();
+ScalarType get_default_dtype_as_scalartype();
 
 }  // namespace ember

@@ -14,6 +14,8 @@
 #include "ember/quantized.h"
 #include "ember/random.h"
 #include "ember/scalar.h"
+#include "ember/special.h"
+#include "ember/storage.h"
 #include "ember/tensor.h"
 #include "ember/tensor_options.h"
 #include "ember/warning.h"

@@ -39,9 +39,10 @@ Tensor randint_like(const Tensor& t, int64_t low, int64_t high, std::optional<Te
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options = {});
 // A tensor from values, as torch::tensor: a value gives a 0-dim tensor, a braced list a 1-dim
 // one, nested lists more (tensor({{1, 2}, {3, 4}}) is [2, 2]). Without a dtype in `options`,
-// floating values make float32, integers int64 and bools bool; elements of different types
-// or ragged lists are errors naming the position (ember/detail/tensor_data_container.h).
-// A std::vector counts as one list level.
+// float and double values make the default dtype (get_default_dtype(), float32 unless set),
+// int and int64 values int64, others their own type; elements of different C++ types or
+// ragged lists are errors (ember/detail/tensor_data_container.h). An ArrayRef or std::vector
+// counts as one list level.
 Tensor tensor(detail::TensorDataContainer values, const TensorOptions& options = {});
 // Borrowed memory: the tensor does not own `data`; `deleter` (if any) runs when the last
 // view of it dies. Copy with .clone() to own it.
@@ -67,6 +68,10 @@ Tensor min(const Tensor& a, const Tensor& b);
 Tensor max(const Tensor& x);
 Tensor min(const Tensor& x);
 Tensor square(const Tensor& x);
+// log|Gamma(x)| (+inf at the poles 0, -1, -2, ...), differentiable; integer inputs give the
+// default floating dtype. Evaluated in float64 (Lanczos' approximation, with the reflection
+// formula below 0.5) and rounded to the result dtype.
+Tensor lgamma(const Tensor& x);
 Tensor remainder(const Scalar& a, const Tensor& b);
 // approximate: "none" (exact, erf) or "tanh".
 Tensor gelu(const Tensor& x, const std::string& approximate = "none");
@@ -92,6 +97,20 @@ std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = fals
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim = false);
+// As Tensor::var and Tensor::std (an int is a dim, a bool `unbiased`); the _mean forms return
+// (var or std, mean).
+Tensor var(const Tensor& x, bool unbiased = true);
+Tensor var(const Tensor& x, int dim);
+Tensor var(const Tensor& x, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& x, bool unbiased = true);
+Tensor std(const Tensor& x, int dim);
+Tensor std(const Tensor& x, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, bool unbiased = true);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, int dim);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, bool unbiased = true);
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, int dim);
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, IntArrayRef dim, bool unbiased = true, bool keepdim = false);
 // As Tensor::all and Tensor::any: whether every (some) element is non-zero.
 Tensor all(const Tensor& x);
 Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
@@ -132,6 +151,11 @@ Tensor tril(const Tensor& x, int64_t diagonal = 0);
 // self.index_put(indices, values, accumulate): libtorch's list form (see Tensor::index_put_).
 Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
                  bool accumulate = false);
+// self.index(indices) and self.index_put_(indices, values, accumulate), as at::index and
+// at::index_put_.
+Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices);
+Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                   bool accumulate = false);
 Tensor nonzero(const Tensor& x);
 Tensor masked_select(const Tensor& x, const Tensor& mask);
 Tensor masked_scatter(const Tensor& x, const Tensor& mask, const Tensor& source);

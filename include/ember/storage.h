@@ -9,6 +9,21 @@
 
 namespace ember {
 
+// The data pointer of a storage with its deleter's context, as libtorch's at::DataPtr (read
+// only): get() is the memory, get_context() what the deleter receives (nullptr for memory
+// borrowed without a deleter).
+class DataPtr {
+ public:
+  DataPtr(void* data, void* context) : data_(data), context_(context) {}
+  void* get() const { return data_; }
+  void* get_context() const { return context_; }
+  explicit operator bool() const { return data_ != nullptr; }
+
+ private:
+  void* data_;
+  void* context_;
+};
+
 class Storage {
  public:
   enum class Kind { Owned, Borrowed, Mapped };
@@ -23,6 +38,7 @@ class Storage {
 
   bool defined() const { return impl_ != nullptr; }
   void* data() const;
+  DataPtr data_ptr() const;
   size_t nbytes() const;
   Kind kind() const;
   bool read_only() const;

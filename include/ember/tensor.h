@@ -34,6 +34,15 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  // Assigning to a named tensor rebinds it; assigning to a temporary (x[0] = 1, x.index({0}) =
+  // y) writes into the elements it views, as libtorch's.
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  Tensor& operator=(const Tensor& values) && { return copy_(values); }
+  Tensor& operator=(Tensor&& values) && { return copy_(values); }
+  Tensor& operator=(const Scalar& value) && { return fill_(value); }
 
   // ---- metadata ------------------------------------------------------------------
   bool defined() const { return impl_ != nullptr; }
@@ -50,6 +59,7 @@ class Tensor {
   ScalarType dtype() const { return scalar_type(); }
   TensorOptions options() const { return TensorOptions(scalar_type()).device(device()); }
   Device device() const { return Device(kCPU); }
+  Layout layout() const { return kStrided; }
   bool is_cpu() const { return true; }
   bool is_cuda() const { return false; }
   size_t element_size() const;
@@ -124,6 +134,11 @@ class Tensor {
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   Tensor detach() const;
+  // The same data as a tensor outside autograd (libtorch's Variable::data()): shares the
+  // storage, does not require grad.
+  Tensor data() const { return detach(); }
+  // Which output of its grad_fn this tensor is (0 for leaves).
+  uint32_t output_nr() const;
   Tensor& detach_() const;
   uint64_t _version() const;
   // Runs hook(*this) each time backward has accumulated this leaf's .grad (PyTorch's
@@ -268,15 +283,17 @@ class Tensor {
   Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
   // var(), var(unbiased), std() and std(unbiased) reduce over every element. `unbiased` is a
   // template parameter without a default so that a braced list never binds to it: x.var({1})
-  // reduces over dim 1, as in libtorch, while a number still converts to bool as it does there
-  // (x.var(0) is the biased variance of every element).
+  // reduces over dim 1, as in libtorch; x.var(0) (an int) reduces over dim 0, as libtorch's
+  // own int overloads do (gh-40287), while a bool or another number converts to `unbiased`.
   Tensor var() const { return var(IntArrayRef{}); }
   template <typename Unbiased, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
   Tensor var(Unbiased unbiased) const { return var(IntArrayRef{}, static_cast<bool>(unbiased)); }
+  Tensor var(int dim) const { return var(IntArrayRef{dim}); }
   Tensor var(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   Tensor std() const { return std(IntArrayRef{}); }
   template <typename Unbiased, std::enable_if_t<std::is_arithmetic_v<Unbiased>, int> = 0>
   Tensor std(Unbiased unbiased) const { return std(IntArrayRef{}, static_cast<bool>(unbiased)); }
+  Tensor std(int dim) const { return std(IntArrayRef{dim}); }
   Tensor std(IntArrayRef dim, bool unbiased = true, bool keepdim = false) const;
   // As ember::allclose and ember::equal.
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;

@@ -2,6 +2,9 @@
 // x.index({Slice(1, None), None, Ellipsis, 0, mask, idx}) for Python's x[1:, None, ..., 0, mask, idx].
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <ostream>
+#include <vector>
 #include <optional>
 #include <string_view>
 
@@ -14,20 +17,31 @@ constexpr std::nullopt_t None = std::nullopt;
 struct EllipsisIndexType {};
 constexpr EllipsisIndexType Ellipsis{};
 
-// start:stop:step; an unset bound means the whole range, as Python's.
+// The bounds an unset Slice start or stop stands for (libtorch's).
+constexpr int64_t INDEX_MAX = std::numeric_limits<int64_t>::max();
+constexpr int64_t INDEX_MIN = std::numeric_limits<int64_t>::min();
+
+// start:stop:step, as Python's; an unset start is 0 (INDEX_MAX for a negative step), an unset
+// stop INDEX_MAX (INDEX_MIN for a negative step), an unset step 1. Prints as "1:2:3".
 class Slice {
  public:
   Slice(std::optional<int64_t> start = std::nullopt, std::optional<int64_t> stop = std::nullopt,
         std::optional<int64_t> step = std::nullopt)
-      : start_(start), stop_(stop), step_(step.value_or(1)) {}
-  std::optional<int64_t> start() const { return start_; }
-  std::optional<int64_t> stop() const { return stop_; }
+      : step_(step.value_or(1)) {
+    EMBER_CHECK(step_ != 0, "Slice", "slice step cannot be zero");
+    if (step_ == INDEX_MIN) step_ = -INDEX_MAX;
+    start_ = start.value_or(step_ < 0 ? INDEX_MAX : 0);
+    stop_ = stop.value_or(step_ < 0 ? INDEX_MIN : INDEX_MAX);
+  }
+  int64_t start() const { return start_; }
+  int64_t stop() const { return stop_; }
   int64_t step() const { return step_; }
 
  private:
-  std::optional<int64_t> start_, stop_;
-  int64_t step_;
+  int64_t start_, stop_, step_;
 };
+
+std::ostream& operator<<(std::ostream& out, const Slice& slice);
 
 enum class TensorIndexType { None, Ellipsis, Integer, Boolean, Slice, Tensor };
 
@@ -63,5 +77,9 @@ class TensorIndex {
   Slice slice_;
   Tensor tensor_;
 };
+
+// None, ..., 0, true, 1:3:1, or the tensor; a list prints as "(None, ..., 0)".
+std::ostream& operator<<(std::ostream& out, const TensorIndex& index);
+std::ostream& operator<<(std::ostream& out, const std::vector<TensorIndex>& indices);
 
 }  // namespace ember::indexing

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ember/error.h"
+#include "ember/tensor_options.h"
 
 namespace ember {
 namespace {
@@ -82,6 +83,18 @@ std::ostream& operator<<(std::ostream& out, const Device& device) { return out <
 void check_device_available(const Device& device, const char* op) {
   EMBER_CHECK(device.is_cpu(), op, "device ", device.str(),
               " is not available: ember runs on the CPU only (cuda::is_available() is false)");
+}
+
+std::ostream& operator<<(std::ostream& out, const TensorOptions& options) {
+  const auto print = [&](const char* label, const auto& value, bool named) {
+    out << label << std::boolalpha << value << (named ? "" : " (default)");
+  };
+  print("TensorOptions(dtype=", TypeMeta(options.dtype()), options.has_dtype());
+  print(", device=", options.device(), options.has_device());
+  print(", layout=", options.layout(), options.has_layout());
+  print(", requires_grad=", options.requires_grad(), options.has_requires_grad());
+  print(", pinned_memory=", false, false);
+  return out << ", memory_format=(nullopt))";
 }
 
 }  // namespace ember

@@ -1,6 +1,16 @@
 #include "ember/dtype.h"
 
+#include <atomic>
+
 namespace ember {
+
+namespace {
+std::atomic<ScalarType> default_dtype{kFloat32};
+}  // namespace
+
+void set_default_dtype(TypeMeta dtype) { default_dtype.store(dtype.toScalarType(), std::memory_order_relaxed); }
+TypeMeta get_default_dtype() { return TypeMeta(get_default_dtype_as_scalartype()); }
+ScalarType get_default_dtype_as_scalartype() { return default_dtype.load(std::memory_order_relaxed); }
 
 ScalarType promote_types(ScalarType a, ScalarType b) {
   if (a == b) return a;

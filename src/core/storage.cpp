@@ -61,6 +61,16 @@ void* Storage::data() const {
   if (core::Capture* capture = core::active_capture()) core::note_storage_access(*capture, *this, impl_->data);
   return impl_->data;
 }
+DataPtr Storage::data_ptr() const {
+  void* d = data();
+  if (!impl_) return {nullptr, nullptr};
+  switch (impl_->kind) {
+    case Kind::Owned: return {d, d};
+    case Kind::Borrowed: return {d, impl_->deleter ? static_cast<void*>(&impl_->deleter) : nullptr};
+    case Kind::Mapped: return {d, const_cast<void*>(impl_->keep_alive.get())};
+  }
+  return {d, nullptr};
+}
 size_t Storage::nbytes() const { return impl_ ? impl_->nbytes : 0; }
 Storage::Kind Storage::kind() const { return impl_ ? impl_->kind : Kind::Owned; }
 bool Storage::read_only() const { return impl_ && impl_->kind == Kind::Mapped; }

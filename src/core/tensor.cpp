@@ -27,9 +27,10 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
 }
 
 bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  // An empty tensor is contiguous whatever its strides, as in libtorch.
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] == 0) return true;
     if (sizes[i] != 1 && strides[i] != expected) return false;
     expected *= sizes[i];
   }
@@ -220,6 +221,11 @@ void Tensor::set_grad(const Tensor& grad) {
 bool Tensor::is_leaf() const {
   check_defined(*this, "is_leaf");
   return !impl_->autograd || !impl_->autograd->grad_fn;
+}
+
+uint32_t Tensor::output_nr() const {
+  check_defined(*this, "output_nr");
+  return impl_->autograd ? impl_->autograd->output_nr : 0;
 }
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {

@@ -37,6 +37,8 @@ Tensor Tensor::to(ScalarType dtype, bool, bool copy) const {
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
   check_device_available(options.device(), "to");
+  EMBER_CHECK(!options.requires_grad(), "to",
+              "a TensorOptions with requires_grad(true) is not taken here (as in libtorch): call requires_grad_()");
   return to(options.has_dtype() ? options.dtype() : scalar_type(), non_blocking, copy);
 }
 

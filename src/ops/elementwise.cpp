@@ -31,7 +31,7 @@ void check_integer_divisor(BinaryOp op, const Tensor& divisor, ScalarType dtype)
 
 // The dtype `op` computes in for inputs promoting to `common` (the op table's dtype rule).
 ScalarType compute_dtype(BinaryOp op, ScalarType common) {
-  if (row_of(op).dtype == OpDtype::Floating && !is_floating_point(common)) return kFloat32;
+  if (row_of(op).dtype == OpDtype::Floating && !is_floating_point(common)) return ops::default_floating_dtype();
   return common;
 }
 
@@ -160,7 +160,7 @@ Tensor& binary_inplace(BinaryOp op, const Tensor& self, const Scalar& other, con
 
 ScalarType unary_dtype(UnaryOp op, ScalarType in) {
   if (is_floating_point(in) || row_of(op).dtype != OpDtype::Floating) return in;
-  return kFloat32;  // exp(int tensor) is float, as in PyTorch
+  return ops::default_floating_dtype();  // exp(int tensor) is float, as in PyTorch
 }
 
 Tensor unary_kernel_call(UnaryOp op, const Tensor& x, const cpu::ElementwiseParams& params) {

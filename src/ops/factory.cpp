@@ -27,27 +27,12 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
   return o.has_dtype() ? o : o.dtype(t.scalar_type());
 }
 
-// `values` (row-major, of shape `sizes`) are stored as `storage` (their C++ type), then
-// converted to the options' dtype.
-template <typename T>
-Tensor from_values(const std::vector<T>& values, IntArrayRef sizes, const TensorOptions& options, ScalarType storage) {
-  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
-  check_device_available(options.device(), "tensor");
-  Tensor t = core::make_tensor(sizes.vec(), storage);
-  core::launch("tensor", [&] {
-    return [copied = values, out = static_cast<T*>(t.data_ptr())] {
-      std::copy(copied.begin(), copied.end(), out);
-    };
-  });
-  return finish(t.to(options.dtype()), options);
-}
-
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "empty");
-  return finish(core::make_tensor(sizes, dtype_or(options, kFloat32, "empty")), options);
+  return finish(core::make_tensor(sizes, dtype_or(options, get_default_dtype_as_scalartype(), "empty")), options);
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
@@ -62,7 +47,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
     if (sizes[i] == 0) empty_tensor = true;
     extent += (sizes[i] - 1) * strides[i];
   }
-  ScalarType dtype = dtype_or(options, kFloat32, "empty_strided");
+  ScalarType dtype = dtype_or(options, get_default_dtype_as_scalartype(), "empty_strided");
   Tensor base = core::make_tensor({empty_tensor ? 0 : extent}, dtype);
   return finish(core::make_view(base.storage(), sizes.vec(), strides.vec(), 0, dtype), options);
 }
@@ -70,7 +55,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "full");
-  ScalarType natural = value.isFloatingPoint() ? kFloat32 : value.isBoolean() ? kBool : kInt64;
+  ScalarType natural = value.isFloatingPoint() ? get_default_dtype_as_scalartype() : value.isBoolean() ? kBool : kInt64;
   Tensor t = core::make_tensor(sizes, dtype_or(options, natural, "full"));
   ops::copy_into(t, ops::scalar_to_tensor(value, t.scalar_type()));
   return finish(t, options);
@@ -79,18 +64,17 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "zeros");
-  Tensor t = core::make_tensor(sizes, dtype_or(options, kFloat32, "zeros"));
+  Tensor t = core::make_tensor(sizes, dtype_or(options, get_default_dtype_as_scalartype(), "zeros"));
   core::launch("zeros", [&] { return [p = t.data_ptr(), n = t.nbytes()] { std::memset(p, 0, n); }; });
   return finish(t, options);
 }
 
 Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
   core::check_sizes(sizes, "ones");
-  return full(sizes, 1, options.has_dtype() ? options : options.dtype(kFloat32));
+  return full(sizes, 1, options.has_dtype() ? options : options.dtype(get_default_dtype_as_scalartype()));
 }
 
 Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0, end, 1, options); }
-
 Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& options) {
   return arange(start, end, 1, options);
 }
@@ -98,7 +82,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& optio
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   const bool floating = start.isFloatingPoint() || end.isFloatingPoint() || step.isFloatingPoint();
-  ScalarType dtype = dtype_or(options, floating ? kFloat32 : kInt64, "arange");
+  ScalarType dtype = dtype_or(options, floating ? get_default_dtype_as_scalartype() : kInt64, "arange");
   const double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
   EMBER_CHECK(st != 0, "arange", "step must be nonzero");
   EMBER_CHECK(std::isfinite(s) && std::isfinite(e), "arange", "unsupported range: ", s, " -> ", e);
@@ -136,7 +120,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
       for (int64_t i = 0; i < steps; ++i) p[i] = i < half || steps == 1 ? s + step * i : e - step * (steps - 1 - i);
     };
   });
-  return finish(values.to(dtype_or(options, kFloat32, "linspace")), options);
+  return finish(values.to(dtype_or(options, get_default_dtype_as_scalartype(), "linspace")), options);
 }
 
 Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
@@ -144,7 +128,7 @@ Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options);
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   EMBER_CHECK(n >= 0 && m >= 0, "eye", "n and m must be non-negative, got ", n, " and ", m);
-  Tensor t = zeros({n, m}, options.dtype(dtype_or(options, kFloat32, "eye")).requires_grad(false));
+  Tensor t = zeros({n, m}, options.dtype(dtype_or(options, get_default_dtype_as_scalartype(), "eye")).requires_grad(false));
   if (std::min(n, m) > 0) t.diagonal().fill_(1);
   return finish(t, options);
 }
@@ -166,130 +150,89 @@ Tensor randint_like(const Tensor& t, int64_t low, int64_t high, std::optional<Te
 
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
-  return finish(ops::scalar_to_tensor(value, dtype_or(options, kFloat32, "scalar_tensor")), options);
+  return finish(ops::scalar_to_tensor(value, dtype_or(options, get_default_dtype_as_scalartype(), "scalar_tensor")), options);
 }
-
-namespace {
-
-std::string position_name(const std::vector<int64_t>& position) {
-  if (position.empty()) return "the value";
-  std::string out = "element ";
-  for (int64_t i : position) {
-    out += '[';
-    out += std::to_string(i);
-    out += ']';
-  }
-  return out;
-}
-
-// The values of a nested list in row-major order, its sizes taken along the first elements
-// and every other list checked against them.
-struct NestedValues {
-  std::vector<int64_t> sizes;
-  std::vector<Scalar> values;
-  std::vector<ScalarType> source_types;
-
-  explicit NestedValues(const detail::TensorDataContainer& data) {
-    for (const auto* node = &data; !node->is_scalar(); node = &node->elements().front()) {
-      sizes.push_back(node->is_tensor() ? node->tensor().numel() : static_cast<int64_t>(node->elements().size()));
-      if (node->is_tensor() || node->elements().empty()) break;
-    }
-    std::vector<int64_t> position;
-    visit(data, position);
-  }
-
-  void visit(const detail::TensorDataContainer& node, std::vector<int64_t>& position) {
-    const size_t depth = position.size();
-    if (node.is_scalar()) {
-      EMBER_CHECK(depth == sizes.size(), "tensor", "ragged nested list: ", position_name(position),
-                  " is a value where a list of ", sizes[depth], " elements was expected (as in element [0]...)");
-      add(node.scalar(), node.source_type());
-      return;
-    }
-    const int64_t count = node.is_tensor() ? node.tensor().numel() : static_cast<int64_t>(node.elements().size());
-    EMBER_CHECK(depth < sizes.size(), "tensor", "ragged nested list: ", position_name(position), " is a list of ",
-                count, " elements where a value was expected (as in element [0]...)");
-    EMBER_CHECK(count == sizes[depth], "tensor", "ragged nested list: ", position_name(position), " has ", count,
-                " elements, expected ", sizes[depth], " (as in element [0]...)");
-    if (node.is_tensor()) {
-      EMBER_CHECK(depth + 1 == sizes.size(), "tensor", "ragged nested list: ", position_name(position),
-                  " is a vector of values where lists were expected (as in element [0]...)");
-      const Tensor& t = node.tensor();
-      const bool floating = t.is_floating_point();
-      const Tensor wide = t.to(floating ? kFloat64 : kInt64);
-      for (int64_t i = 0; i < count; ++i) {
-        add(floating ? Scalar(wide.data_ptr<double>()[i]) : Scalar(wide.data_ptr<int64_t>()[i]), node.source_type());
-      }
-      return;
-    }
-    for (int64_t i = 0; i < count; ++i) {
-      position.push_back(i);
-      visit(node.elements()[i], position);
-      position.pop_back();
-    }
-  }
-
-  void add(const Scalar& value, ScalarType source_type) {
-    values.push_back(value);
-    if (std::find(source_types.begin(), source_types.end(), source_type) == source_types.end())
-      source_types.push_back(source_type);
-  }
-};
-
-// torch::tensor's defaults: C++ int and int64 give int64, float and double the default
-// float32, other element types their own. Differs from libtorch, which refuses mixed element
-// types: they take the widest category, as Python's torch.tensor([1, 2.5]).
-ScalarType default_dtype(const std::vector<ScalarType>& source_types) {
-  if (source_types.empty()) return kFloat32;
-  if (source_types.size() == 1) {
-    const ScalarType t = source_types[0];
-    return t == kInt32 || t == kInt64 ? kInt64 : t == kFloat32 || t == kFloat64 ? kFloat32 : t;
-  }
-  bool floating = false, integral = false;
-  for (ScalarType t : source_types) {
-    floating = floating || is_floating_point(t);
-    integral = integral || is_integral(t, /*include_bool=*/false);
-  }
-  return floating ? kFloat32 : integral ? kInt64 : kBool;
-}
-
-}  // namespace
 
 namespace detail {
 
-namespace {
-template <typename T>
-Tensor vector_tensor(const std::vector<T>& values) {
-  const ScalarType dtype = CppTypeToScalarType<T>::value;
-  return from_values(values, {static_cast<int64_t>(values.size())}, dtype, dtype);
+ScalarType tensor_default_dtype(ScalarType source) {
+  if (source == kInt32 || source == kInt64) return kInt64;
+  if (source == kFloat32 || source == kFloat64) return get_default_dtype_as_scalartype();
+  return source;
 }
+
+Tensor tensor_from_values(const void* values, int64_t count, ScalarType dtype) {
+  core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
+  Tensor t = core::make_tensor({count}, dtype);
+  const auto* bytes = static_cast<const char*>(values);
+  core::launch("tensor", [&] {
+    return [copied = std::vector<char>(bytes, bytes + count * element_size(dtype)), out = t.data_ptr()] {
+      std::copy(copied.begin(), copied.end(), static_cast<char*>(out));
+    };
+  });
+  return t;
+}
+
+namespace {
+
+// Writes the scalars of a nested list in row-major order, each converted to T.
+template <typename T>
+void flatten_values(const TensorDataContainer& data, std::vector<T>& out) {
+  if (data.is_scalar()) {
+    out.push_back(data.scalar().to<T>());
+  } else if (data.is_tensor()) {
+    const Tensor wide = data.tensor().to(CppTypeToScalarType<T>::value);
+    const T* p = wide.data_ptr<T>();
+    out.insert(out.end(), p, p + wide.numel());
+  } else {
+    for (const TensorDataContainer& element : data.init_list()) flatten_values(element, out);
+  }
+}
+
+// One value as its C++ type streams (float values at float precision, bools as 0 and 1).
+void print_value(std::ostream& out, const Scalar& value, ScalarType type) {
+  if (type == kFloat64) out << value.toDouble();
+  else if (is_floating_point(type)) out << static_cast<float>(value.toDouble());
+  else if (type == kBool) out << static_cast<int>(value.toBool());
+  else out << value.toLong();
+}
+
 }  // namespace
 
-TensorDataContainer::TensorDataContainer(const std::vector<double>& values) : TensorDataContainer(vector_tensor(values)) {}
-TensorDataContainer::TensorDataContainer(const std::vector<float>& values) : TensorDataContainer(vector_tensor(values)) {}
-TensorDataContainer::TensorDataContainer(const std::vector<int64_t>& values) : TensorDataContainer(vector_tensor(values)) {}
-TensorDataContainer::TensorDataContainer(const std::vector<int32_t>& values) : TensorDataContainer(vector_tensor(values)) {}
+void TensorDataContainer::pretty_print_recursive(std::ostream& out) const {
+  if (is_scalar()) return print_value(out, scalar_, scalar_type_);
+  out << '{';
+  if (is_init_list()) {
+    for (size_t i = 0; i < init_list_.size(); ++i) out << (i ? ", " : "") << init_list_[i];
+  } else {
+    for (int64_t i = 0; i < tensor_.numel(); ++i) {
+      out << (i ? ", " : "");
+      print_value(out, tensor_[i].item(), scalar_type_);
+    }
+  }
+  out << '}';
+}
 
 }  // namespace detail
 
 Tensor tensor(detail::TensorDataContainer data, const TensorOptions& o) {
-  if (data.is_tensor()) {  // a vector: one conversion, no per-value walk
-    check_device_available(o.device(), "tensor");
-    const ScalarType dtype = o.has_dtype() ? o.dtype() : default_dtype({data.source_type()});
-    return finish(data.tensor().to(dtype), o);
+  check_device_available(o.device(), "tensor");
+  const ScalarType dtype = o.has_dtype() ? o.dtype() : detail::tensor_default_dtype(data.scalar_type());
+  if (data.is_tensor()) return finish(data.tensor().to(dtype, false, /*copy=*/true), o);
+  if (data.is_scalar()) return finish(ops::scalar_to_tensor(data.scalar(), dtype), o);
+  // Floating values, or a floating result, go through float64; integers through int64, which
+  // keeps int64 values beyond 2^53 exact.
+  Tensor values;
+  if (is_floating_point(dtype) || is_floating_point(data.scalar_type())) {
+    std::vector<double> flat;
+    detail::flatten_values(data, flat);
+    values = detail::tensor_from_values(flat.data(), static_cast<int64_t>(flat.size()), kFloat64);
+  } else {
+    std::vector<int64_t> flat;
+    detail::flatten_values(data, flat);
+    values = detail::tensor_from_values(flat.data(), static_cast<int64_t>(flat.size()), kInt64);
   }
-  const NestedValues nested(data);
-  const ScalarType dtype = o.has_dtype() ? o.dtype() : default_dtype(nested.source_types);
-  const TensorOptions options = TensorOptions(o).dtype(dtype);
-  const size_t n = nested.values.size();
-  if (is_floating_point(dtype)) {
-    std::vector<double> values(n);
-    for (size_t i = 0; i < n; ++i) values[i] = nested.values[i].toDouble();
-    return from_values(values, nested.sizes, options, kFloat64);
-  }
-  std::vector<int64_t> values(n);
-  for (size_t i = 0; i < n; ++i) values[i] = nested.values[i].toLong();
-  return from_values(values, nested.sizes, options, kInt64);
+  return finish(values.view(data.sizes()).to(dtype, false, /*copy=*/true), o);
 }
 
 Tensor from_blob(void* data, IntArrayRef sizes, const TensorOptions& options) {
@@ -301,7 +244,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
   EMBER_CHECK(sizes.size() == strides.size(), "from_blob", "sizes ", sizes, " and strides ", strides,
               " differ in length");
   core::check_sizes(sizes, "from_blob");
-  ScalarType dtype = dtype_or(options, kFloat32, "from_blob");
+  ScalarType dtype = dtype_or(options, get_default_dtype_as_scalartype(), "from_blob");
   int64_t extent = 1;
   for (size_t i = 0; i < sizes.size(); ++i) {
     EMBER_CHECK(strides[i] >= 0, "from_blob", "negative stride ", strides[i]);
@@ -317,7 +260,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, const Tenso
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   core::check_sizes(sizes, "from_blob");
-  ScalarType dtype = dtype_or(options, kFloat32, "from_blob");
+  ScalarType dtype = dtype_or(options, get_default_dtype_as_scalartype(), "from_blob");
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
   Storage storage = Storage::borrow(data, static_cast<size_t>(numel) * element_size(dtype), std::move(deleter));

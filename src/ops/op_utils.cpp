@@ -50,7 +50,7 @@ ScalarType result_type(const Tensor& a, const Tensor& b) {
 }
 
 ScalarType result_type(const Tensor& a, const Scalar& b) {
-  ScalarType wrapped = b.isFloatingPoint() ? kFloat32 : b.isBoolean() ? kBool : kInt64;
+  ScalarType wrapped = b.isFloatingPoint() ? default_floating_dtype() : b.isBoolean() ? kBool : kInt64;
   std::optional<ScalarType> dims, zeros;
   if (a.dim() == 0) zeros = a.scalar_type();
   else dims = a.scalar_type();

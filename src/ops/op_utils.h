@@ -17,6 +17,13 @@ std::vector<int64_t> broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* 
 // PyTorch's result_type: dimensioned tensors decide unless a zero-dim tensor or a scalar
 // is of a higher category (bool < integer < floating). A Scalar counts at its category's
 // default dtype (int64, float32).
+// The dtype integer inputs of a floating op, and floating Python numbers mixed with integer
+// tensors, compute in: the default dtype (float32 unless set_default_dtype changed it to another
+// floating dtype), as libtorch's.
+inline ScalarType default_floating_dtype() {
+  const ScalarType d = get_default_dtype_as_scalartype();
+  return is_floating_point(d) ? d : kFloat32;
+}
 ScalarType result_type(const Tensor& a, const Tensor& b);
 ScalarType result_type(const Tensor& a, const Scalar& b);
 bool can_cast(ScalarType from, ScalarType to);

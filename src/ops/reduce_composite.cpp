@@ -176,4 +176,21 @@ Tensor Tensor::norm(const Scalar& p, IntArrayRef dim, bool keepdim) const { retu
 Tensor Tensor::logsumexp(IntArrayRef dim, bool keepdim) const { return logsumexp_impl(*this, dim, keepdim); }
 Tensor logsumexp(const Tensor& x, IntArrayRef dim, bool keepdim) { return logsumexp_impl(x, dim, keepdim); }
 
+Tensor var(const Tensor& x, bool unbiased) { return var_impl(x, {}, unbiased, false); }
+Tensor var(const Tensor& x, int dim) { return var_impl(x, IntArrayRef{dim}, true, false); }
+Tensor var(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim) { return var_impl(x, dim, unbiased, keepdim); }
+Tensor std(const Tensor& x, bool unbiased) { return std_impl(x, {}, unbiased, false); }
+Tensor std(const Tensor& x, int dim) { return std_impl(x, IntArrayRef{dim}, true, false); }
+Tensor std(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim) { return std_impl(x, dim, unbiased, keepdim); }
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, bool unbiased) { return var_mean(x, {}, unbiased, false); }
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, int dim) { return var_mean(x, IntArrayRef{dim}); }
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim) {
+  return {var_impl(x, dim, unbiased, keepdim), x.mean(dim, keepdim)};
+}
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, bool unbiased) { return std_mean(x, {}, unbiased, false); }
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, int dim) { return std_mean(x, IntArrayRef{dim}); }
+std::tuple<Tensor, Tensor> std_mean(const Tensor& x, IntArrayRef dim, bool unbiased, bool keepdim) {
+  return {std_impl(x, dim, unbiased, keepdim), x.mean(dim, keepdim)};
+}
+
 }  // namespace ember

@@ -6,13 +6,36 @@
 #include <cstring>
 #include <numeric>
 
+#include "ember/warning.h"
 #include "ops/op_utils.h"
 
 namespace ember {
 
 void indexing::TensorIndex::check_ellipsis(const char* text) {
-  EMBER_CHECK(text != nullptr && std::strcmp(text, "...") == 0, "index", "expected \"...\" to represent an ellipsis, got \"",
-              text == nullptr ? "" : text, "\"");
+  EMBER_CHECK(text != nullptr && std::strcmp(text, "...") == 0, "index",
+              "Expected \"...\" to represent an ellipsis index, but got \"", text == nullptr ? "" : text, "\"");
+}
+
+std::ostream& indexing::operator<<(std::ostream& out, const Slice& slice) {
+  return out << slice.start() << ':' << slice.stop() << ':' << slice.step();
+}
+
+std::ostream& indexing::operator<<(std::ostream& out, const TensorIndex& index) {
+  switch (index.type()) {
+    case TensorIndexType::None: return out << "None";
+    case TensorIndexType::Ellipsis: return out << "...";
+    case TensorIndexType::Integer: return out << index.integer();
+    case TensorIndexType::Boolean: return out << std::boolalpha << index.boolean();
+    case TensorIndexType::Slice: return out << index.slice();
+    case TensorIndexType::Tensor: return out << index.tensor();
+  }
+  return out;
+}
+
+std::ostream& indexing::operator<<(std::ostream& out, const std::vector<TensorIndex>& indices) {
+  out << '(';
+  for (size_t i = 0; i < indices.size(); ++i) out << (i ? ", " : "") << indices[i];
+  return out << ')';
 }
 
 namespace {
@@ -35,52 +58,76 @@ int64_t consumed_dims(const TensorIndex& index) {
   return 0;
 }
 
-// Python's x[True] / x[False]: a new dim of size 1 or 0 at `dim`.
-Tensor boolean_dim(const Tensor& view, int64_t dim, bool keep) {
-  Tensor out = view.unsqueeze(dim);
-  return keep ? out : out.slice(dim, 0, 0);
+// Python's x[True] / x[False] (and a 0-dim bool or uint8 tensor): a new dim of size 1 at
+// `dim`, indexed by the index tensor [0] or [] (an advanced index, so the result is a copy), as
+// libtorch's.
+void boolean_dim(IndexPlan& plan, int64_t dim, bool keep) {
+  plan.view = plan.view.unsqueeze(dim);
+  plan.dims.push_back(dim);
+  plan.indices.push_back(zeros({keep ? 1 : 0}, kInt64));
 }
 
 IndexPlan apply_basic(const Tensor& self, const std::vector<TensorIndex>& indices, const char* op) {
   EMBER_CHECK(self.defined(), op, "called with an undefined tensor");
+  EMBER_CHECK(!indices.empty(), op, "Passing an empty index list to Tensor::", op, "() is not valid syntax");
   int64_t consumed = 0, ellipses = 0;
   for (const auto& index : indices) {
     consumed += consumed_dims(index);
     ellipses += index.is_ellipsis() ? 1 : 0;
   }
   EMBER_CHECK(ellipses <= 1, op, "an index can only have a single ellipsis ('...'), got ", ellipses);
+  EMBER_CHECK(self.dim() > 0 || std::none_of(indices.begin(), indices.end(), [](const TensorIndex& i) { return i.is_integer(); }),
+              op, "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert "
+              "a 0-dim tensor to a number");
   EMBER_CHECK(consumed <= self.dim(), op, "too many indices for tensor of dimension ", self.dim(), " (got ", consumed,
               ")");
   IndexPlan plan{self, {}, {}};
-  int64_t dim = 0;  // the next dim of plan.view to index
+  int64_t dim = 0;       // the next dim of plan.view to index
+  int64_t self_dim = 0;  // the dim of self it is (for messages)
   for (size_t position = 0; position < indices.size(); ++position) {
     const TensorIndex& index = indices[position];
     Tensor& view = plan.view;
     switch (index.type()) {
       case indexing::TensorIndexType::None: view = view.unsqueeze(dim++); break;
-      case indexing::TensorIndexType::Ellipsis: dim += self.dim() - consumed; break;
-      case indexing::TensorIndexType::Boolean: view = boolean_dim(view, dim++, index.boolean()); break;
+      case indexing::TensorIndexType::Ellipsis:
+        dim += self.dim() - consumed;
+        self_dim += self.dim() - consumed;
+        break;
+      case indexing::TensorIndexType::Boolean: boolean_dim(plan, dim++, index.boolean()); break;
       case indexing::TensorIndexType::Integer: {
         const int64_t size = view.size(dim), i = index.integer();
-        EMBER_CHECK(i >= -size && i < size, op, "index ", i, " is out of bounds for dimension ", dim, " with size ",
+        EMBER_CHECK(i >= -size && i < size, op, "index ", i, " is out of bounds for dimension ", self_dim, " with size ",
                     size);
         view = view.select(dim, i);
+        ++self_dim;
         break;
       }
       case indexing::TensorIndexType::Slice: {
         const indexing::Slice& s = index.slice();
         EMBER_CHECK(s.step() > 0, op, "slice step must be positive, got ", s.step());
         view = view.slice(dim++, s.start(), s.stop(), s.step());
+        ++self_dim;
         break;
       }
       case indexing::TensorIndexType::Tensor: {
         const Tensor& t = index.tensor();
         EMBER_CHECK(t.defined(), op, "index ", position, " is an undefined tensor");
         if (is_mask(t) && t.dim() == 0) {
-          view = boolean_dim(view, dim++, t.item<bool>());
+          boolean_dim(plan, dim++, t.item<bool>());
+          break;
+        }
+        if (t.dim() == 0 && is_integral(t.scalar_type())) {  // as an integer: a view
+          const int64_t size = view.size(dim), i = t.item<int64_t>();
+          EMBER_CHECK(i >= -size && i < size, op, "index ", i, " is out of bounds for dimension ", self_dim,
+                      " with size ", size);
+          view = view.select(dim, i);
+          ++self_dim;
           break;
         }
         if (is_mask(t)) {
+          if (t.scalar_type() == kUInt8) {
+            EMBER_WARN("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.");
+          }
           for (int64_t j = 0; j < t.dim(); ++j) {
             EMBER_CHECK(t.size(j) == view.size(dim + j), op, "the shape of the mask ", t.sizes(), " at index ", j,
                         " does not match the shape of the indexed tensor ", view.sizes(), " at index ", dim + j);
@@ -91,12 +138,14 @@ IndexPlan apply_basic(const Tensor& self, const std::vector<TensorIndex>& indice
             plan.indices.push_back(positions.select(1, j));
           }
           dim += t.dim();
+          self_dim += t.dim();
           break;
         }
         EMBER_CHECK(t.scalar_type() == kInt64 || t.scalar_type() == kInt32 || t.scalar_type() == kInt8, op,
                     "tensors used as indices must be long, int, byte or bool tensors, got ", dtype_name(t.scalar_type()));
         plan.dims.push_back(dim++);
         plan.indices.push_back(t.to(kInt64));
+        ++self_dim;
         break;
       }
     }
@@ -121,8 +170,8 @@ Tensor gather_advanced(const IndexPlan& plan, const char* op) {
       if (idx.numel() > 0) {
         const int64_t lowest = idx.min().item<int64_t>(), highest = idx.max().item<int64_t>();
         const int64_t bad = lowest < -size ? lowest : highest;
-        EMBER_CHECK(lowest >= -size && highest < size, op, "index ", bad, " is out of bounds for dimension ", dim,
-                    " with size ", size);
+        EMBER_CHECK(lowest >= -size && highest < size, op, "index ", bad,
+                    " is out of bounds for dimension with size ", size, " (dimension ", dim, " of the indexed view)");
       }
       idx = idx + (idx < 0).to(kInt64) * size;
       flat_index = flat_index + idx * stride;
@@ -154,7 +203,10 @@ Tensor gather_advanced(const IndexPlan& plan, const char* op) {
 
 Tensor index_impl(const Tensor& self, const std::vector<TensorIndex>& indices, const char* op) {
   IndexPlan plan = apply_basic(self, indices, op);
-  return plan.dims.empty() ? plan.view : gather_advanced(plan, op);
+  if (!plan.dims.empty()) return gather_advanced(plan, op);
+  // x[...] is a new view of x, never x itself (as libtorch's alias).
+  if (plan.view.is_same(self)) return self.as_strided(self.sizes(), self.strides(), self.storage_offset());
+  return plan.view;
 }
 
 // With accumulate, scatter_add sums repeated positions in index order (Note [Deterministic
@@ -163,6 +215,10 @@ Tensor& index_put_impl(const Tensor& self, const std::vector<TensorIndex>& indic
                        bool accumulate = false) {
   const char* op = "index_put_";
   EMBER_CHECK(rhs.defined(), op, "called with an undefined value tensor");
+  // Leading size-1 dims of the value are dropped before broadcasting, as NumPy and libtorch.
+  const std::vector<int64_t> value_sizes = rhs.sizes();
+  const auto leading_ones = std::find_if(value_sizes.begin(), value_sizes.end(), [](int64_t s) { return s != 1; });
+  const Tensor value = leading_ones == value_sizes.begin() ? rhs : rhs.reshape(std::vector<int64_t>(leading_ones, value_sizes.end()));
   // The flat (row-major) position in self of each indexed element, found by indexing positions.
   Tensor positions;
   {
@@ -170,16 +226,22 @@ Tensor& index_put_impl(const Tensor& self, const std::vector<TensorIndex>& indic
     positions = index_impl(arange(self.numel(), kInt64).view(self.sizes()), indices, op);
   }
   const std::vector<int64_t> shape = positions.sizes();
-  EMBER_CHECK(ops::broadcast_shapes(shape, rhs.sizes(), op) == shape, op, "shape mismatch: value tensor of shape ",
-              rhs.sizes(), " cannot be broadcast to indexing result of shape ", shape);
+  const std::vector<int64_t> fitted = value.sizes();
+  bool fits = fitted.size() <= shape.size();
+  for (size_t i = 1; fits && i <= fitted.size(); ++i) {
+    const int64_t from = fitted[fitted.size() - i];
+    fits = from == 1 || from == shape[shape.size() - i];
+  }
+  EMBER_CHECK(fits, op, "shape mismatch: value tensor of shape ", fitted,
+              " cannot be broadcast to indexing result of shape ", shape);
   const Tensor flat_positions = positions.reshape({-1});
   auto put = [&](const Tensor& a) {
-    const Tensor values = rhs.to(a.scalar_type()).expand(shape).reshape({-1});
+    const Tensor values = value.to(a.scalar_type()).expand(shape).reshape({-1});
     const Tensor flat = a.reshape({-1});
     return (accumulate ? flat.scatter_add(0, flat_positions, values) : flat.scatter(0, flat_positions, values))
         .view(a.sizes());
   };
-  return ops::inplace(self, op, {rhs}, put, [&] { ops::copy_into(self, put(self)); });
+  return ops::inplace(self, op, {value}, put, [&] { ops::copy_into(self, put(self)); });
 }
 
 // libtorch's List<optional<Tensor>> form as Python indices: a tensor per dim, nullopt as `:`.
@@ -211,6 +273,11 @@ Tensor Tensor::index_put(const std::vector<std::optional<Tensor>>& indices, cons
 Tensor index_put(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
                  bool accumulate) {
   return self.index_put(indices, values, accumulate);
+}
+Tensor index(const Tensor& self, const std::vector<std::optional<Tensor>>& indices) { return self.index(indices); }
+Tensor& index_put_(const Tensor& self, const std::vector<std::optional<Tensor>>& indices, const Tensor& values,
+                   bool accumulate) {
+  return self.index_put_(indices, values, accumulate);
 }
 
 Tensor Tensor::index(std::initializer_list<TensorIndex> indices) const {

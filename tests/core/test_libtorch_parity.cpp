@@ -32,11 +32,32 @@ TEST(LibtorchParity, VarAndStdTakeABracedListAsDims) {
   EXPECT_EQ(values_of(x.var({0})), (std::vector<double>{4.5, 8.0, 12.5}));
   EXPECT_EQ(x.var({1}, /*unbiased=*/false, /*keepdim=*/true).sizes(), (std::vector<int64_t>{2, 1}));
   EXPECT_DOUBLE_EQ(x.var({1}, false)[1].item<double>(), 8.0 / 3);
-  // Without a list: every element; a number converts to `unbiased` as in libtorch.
+  // Without a list: every element; a bool is `unbiased`, an int a dim (libtorch's int overloads).
   EXPECT_DOUBLE_EQ(x.var().item<double>(), 34.0 / 5);
   EXPECT_DOUBLE_EQ(x.var(false).item<double>(), 34.0 / 6);
-  EXPECT_DOUBLE_EQ(x.var(0).item<double>(), 34.0 / 6);
+  EXPECT_EQ(values_of(x.var(0)), (std::vector<double>{4.5, 8.0, 12.5}));
+  EXPECT_EQ(values_of(x.std(1)), (std::vector<double>{1.0, 2.0}));
   EXPECT_DOUBLE_EQ(x.std(true).item<double>(), std::sqrt(34.0 / 5));
+}
+
+TEST(LibtorchParity, FreeVarAndStdAndTheirMeans) {
+  Tensor x = two_rows();
+  EXPECT_EQ(values_of(ember::var(x, 0)), (std::vector<double>{4.5, 8.0, 12.5}));
+  EXPECT_EQ(values_of(ember::var(x, {1}, /*unbiased=*/false)), (std::vector<double>{2.0 / 3, 8.0 / 3}));
+  EXPECT_DOUBLE_EQ(ember::var(x).item<double>(), 34.0 / 5);
+  EXPECT_DOUBLE_EQ(ember::var(x, false).item<double>(), 34.0 / 6);
+  EXPECT_EQ(values_of(ember::std(x, 1)), (std::vector<double>{1.0, 2.0}));
+  EXPECT_DOUBLE_EQ(ember::std(x, false).item<double>(), std::sqrt(34.0 / 6));
+  auto [v, m] = ember::var_mean(x, 0);
+  EXPECT_EQ(values_of(v), (std::vector<double>{4.5, 8.0, 12.5}));
+  EXPECT_EQ(values_of(m), (std::vector<double>{2.5, 4.0, 5.5}));
+  auto [s, row_means] = ember::std_mean(x, {1}, /*unbiased=*/true, /*keepdim=*/true);
+  EXPECT_EQ(s.sizes(), (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(values_of(s), (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(values_of(row_means), (std::vector<double>{2.0, 6.0}));
+  auto [all_var, all_mean] = ember::var_mean(x);
+  EXPECT_DOUBLE_EQ(all_var.item<double>(), 34.0 / 5);
+  EXPECT_DOUBLE_EQ(all_mean.item<double>(), 4.0);
 }
 
 TEST(LibtorchParity, SizesIsAnIntArrayRef) {
@@ -160,6 +181,70 @@ TEST(LibtorchParity, Warnings) {
   EXPECT_EQ(occurrences(captured.str(), "Warning: warned once: 1 ("), 1);
   EXPECT_EQ(occurrences(captured.str(), "Warning: warned 7 ("), 3);
   EXPECT_NE(captured.str().find("test_libtorch_parity.cpp:"), std::string::npos);
+}
+
+TEST(LibtorchParity, TensorOptionsDefaultsLayoutAndPrinting) {
+  const ember::TensorOptions options;
+  EXPECT_EQ(options.dtype(), ember::kFloat);
+  EXPECT_FALSE(options.has_dtype());
+  EXPECT_TRUE(options.layout() == ember::kStrided);
+  EXPECT_TRUE(ember::empty({2}).layout() == ember::kStrided);
+  std::ostringstream printed;
+  printed << options;
+  EXPECT_EQ(printed.str(),
+            "TensorOptions(dtype=float (default), device=cpu (default), layout=Strided (default), "
+            "requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))");
+  std::ostringstream named;
+  named << ember::dtype(ember::kFloat64).requires_grad(true);
+  EXPECT_NE(named.str().find("dtype=double, "), std::string::npos);
+  EXPECT_NE(named.str().find("requires_grad=true, "), std::string::npos);
+  // ScalarTypes print libtorch's names; TypeMeta the C++ type's.
+  std::ostringstream names;
+  names << ember::kFloat << ' ' << ember::kDouble << ' ' << ember::kLong << ' ' << ember::kInt << ' ' << ember::kByte
+        << ' ' << ember::kChar << ' ' << ember::kBool << ' ' << ember::kHalf << ' ' << ember::TypeMeta::Make<int64_t>();
+  EXPECT_EQ(names.str(), "Float Double Long Int Byte Char Bool Half long int");
+}
+
+TEST(LibtorchParity, AssigningToATemporaryWritesIntoIt) {
+  Tensor x = ember::zeros({2, 2}, ember::kInt64);
+  x[0][1] = 5;
+  x[1] = ember::tensor({7, 8});
+  Tensor y = x;  // a named tensor rebinds
+  y = ember::ones({1});
+  EXPECT_EQ(values_of(x), (std::vector<double>{0, 5, 7, 8}));
+  EXPECT_EQ(y.numel(), 1);
+}
+
+TEST(LibtorchParity, TensorAutogradAccessors) {
+  Tensor x = ember::tensor({5.0}, ember::TensorOptions().requires_grad(true));
+  Tensor y = x * x;
+  EXPECT_EQ(x.output_nr(), 0u);
+  EXPECT_EQ(y.output_nr(), 0u);
+  // unbind's outputs are one node's outputs 0, 1, 2.
+  auto rows = ember::ones({3, 2}, ember::TensorOptions().requires_grad(true)).unbind(0);
+  EXPECT_EQ(rows[2].output_nr(), 2u);
+  Tensor data = y.data();
+  EXPECT_FALSE(data.requires_grad());
+  EXPECT_EQ(data.data_ptr(), y.data_ptr());
+  // to() takes no requires_grad(true) (libtorch's check); requires_grad(false) is accepted.
+  EXPECT_THROW(x.to(ember::TensorOptions().requires_grad(true)), ember::Error);
+  EXPECT_NO_THROW(x.to(ember::TensorOptions().requires_grad(false)));
+}
+
+TEST(LibtorchParity, EmptyTensorsAreContiguous) {
+  Tensor z = ember::randn({2, 3, 4, 5}).select(3, 1).slice(1, 1, 1);
+  EXPECT_EQ(z.sizes(), (std::vector<int64_t>{2, 0, 4}));
+  EXPECT_EQ(z.strides(), (std::vector<int64_t>{60, 20, 5}));
+  EXPECT_TRUE(z.is_contiguous());
+}
+
+TEST(LibtorchParity, FromBlobDataPtrContext) {
+  std::vector<double> v = {1.0, 2.0};
+  Tensor borrowed = ember::from_blob(v.data(), {2}, ember::kFloat64);
+  EXPECT_EQ(borrowed.storage().data_ptr().get(), v.data());
+  EXPECT_EQ(borrowed.storage().data_ptr().get_context(), nullptr);
+  Tensor owned = ember::ones({2});
+  EXPECT_NE(owned.storage().data_ptr().get_context(), nullptr);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -140,5 +141,26 @@ inline int count_substr_occurrences(const std::string& str, const std::string& s
   for (size_t at = str.find(substr); at != std::string::npos; at = str.find(substr, at + substr.size())) ++count;
   return count;
 }
+
+}  // namespace ember::test
+
+// ---- helpers for tensor.cpp, tensor_options.cpp (test/cpp/api/support.h) ----------------------
+namespace ember::test {
+
+// Sets the default dtype while alive and restores the previous one after; one guard at a time
+// across threads (a mutex held for the guard's life).
+struct AutoDefaultDtypeMode {
+  static inline std::mutex default_dtype_mutex;
+
+  explicit AutoDefaultDtypeMode(ScalarType default_dtype) : prev_default_dtype(get_default_dtype_as_scalartype()) {
+    default_dtype_mutex.lock();
+    set_default_dtype(scalarTypeToTypeMeta(default_dtype));
+  }
+  ~AutoDefaultDtypeMode() {
+    default_dtype_mutex.unlock();
+    set_default_dtype(scalarTypeToTypeMeta(prev_default_dtype));
+  }
+  ScalarType prev_default_dtype;
+};
 
 }  // namespace ember::test

@@ -114,11 +114,6 @@ TEST(NestedTensor, ShapesDtypesAndValues) {
   const Tensor big = tensor({(int64_t{1} << 62) + 1});
   EXPECT_EQ(big.index({0}).item<int64_t>(), (int64_t{1} << 62) + 1);
 
-  // Mixed integers and floats take the floating default, as Python's torch.tensor.
-  const Tensor mixed = tensor({{1, 2.5}, {3, 4}});
-  EXPECT_EQ(mixed.scalar_type(), kFloat32);
-  EXPECT_TRUE(all_equal(mixed, {1, 2.5, 3, 4}));
-
   const Tensor empty_rows = tensor({{}, {}});
   EXPECT_EQ(empty_rows.sizes(), (Sizes{2, 0}));
   EXPECT_EQ(empty_rows.scalar_type(), kFloat32);
@@ -143,14 +138,69 @@ TEST(NestedTensor, OneLevelAndScalarsKeepTheirMeaning) {
   EXPECT_EQ(tensor(std::vector<double>{1, 2}).scalar_type(), kFloat32);
 }
 
-TEST(NestedTensor, RaggedListsNameThePosition) {
-  EXPECT_TRUE(throws_error([] { tensor({{1, 2}, {3}}); }, {"[tensor]", "ragged", "element [1] has 1 elements",
-                                                          "expected 2"}));
-  EXPECT_TRUE(throws_error([] { tensor({{1, 2}, 3}); }, {"[tensor]", "element [1] is a value", "list of 2"}));
-  EXPECT_TRUE(throws_error([] { tensor({1, {2, 3}}); }, {"[tensor]", "element [1] is a list of 2 elements",
-                                                        "value was expected"}));
-  EXPECT_TRUE(throws_error([] { tensor({{{1}, {2}}, {{3}, {4, 5}}}); }, {"[tensor]", "element [1][1] has 2 elements",
-                                                                        "expected 1"}));
+TEST(NestedTensor, RaggedListsAndMixedTypesAreErrors) {
+  // libtorch's checks and messages: every list's elements have one shape and one C++ type.
+  EXPECT_TRUE(throws_error([] { tensor({{1, 2}, {3}}); },
+                           {"[tensor]", "Expected all sub-lists to have sizes: 2 (e.g. {1, 2}), but got sub-list {3} "
+                                        "with sizes: 1"}));
+  EXPECT_TRUE(throws_error([] { tensor({{1, 2}, 3}); }, {"[tensor]", "sizes: 2 (e.g. {1, 2})", "sub-list 3"}));
+  EXPECT_TRUE(throws_error([] { tensor({1, {2, 3}}); }, {"[tensor]", "(e.g. 1)", "sub-list {2, 3} with sizes: 2"}));
+  EXPECT_TRUE(throws_error([] { tensor({{{1}, {2}}, {{3}, {4, 5}}}); },
+                           {"[tensor]", "sizes: 1 (e.g. {3}), but got sub-list {4, 5} with sizes: 2"}));
+  EXPECT_TRUE(throws_error([] { tensor({{1, 2.5}, {3, 4}}); },
+                           {"[tensor]", "Expected all elements of the tensor to have the same scalar type: Int, but got "
+                                        "element of scalar type: Double"}));
+  EXPECT_TRUE(throws_error([] { tensor({{true}, {2}}); }, {"same scalar type: Bool", "scalar type: Int"}));
+}
+
+TEST(NestedTensor, DefaultDtypeAndSources) {
+  // Floating values take the default dtype; int and int64 values int64; others their own.
+  const TypeMeta before = get_default_dtype();
+  EXPECT_EQ(before, kFloat32);
+  set_default_dtype(TypeMeta::Make<double>());
+  EXPECT_EQ(get_default_dtype_as_scalartype(), kFloat64);
+  EXPECT_EQ(tensor({1.5f, 2.5f}).scalar_type(), kFloat64);
+  EXPECT_EQ(tensor(2.5).scalar_type(), kFloat64);
+  EXPECT_EQ(tensor(std::vector<float>{1, 2}).scalar_type(), kFloat64);
+  EXPECT_EQ(tensor({{}, {}}).scalar_type(), kFloat64);
+  EXPECT_EQ(tensor({1, 2}).scalar_type(), kInt64);
+  EXPECT_EQ(TensorOptions().dtype(), kFloat64);
+  EXPECT_EQ(ones({2}).scalar_type(), kFloat64);
+  EXPECT_EQ(arange(0., 3).scalar_type(), kFloat64);
+  EXPECT_EQ(arange(0, 3).scalar_type(), kInt64);
+  EXPECT_EQ((arange(0, 3) * 0.5).scalar_type(), kFloat64);
+  set_default_dtype(before);
+  EXPECT_EQ(ones({2}).scalar_type(), kFloat32);
+
+  // ArrayRef and std::vector sources of every C++ element type, as one list level.
+  const std::vector<int> ints = {1, 2, 3};
+  EXPECT_EQ(tensor(ArrayRef<int>(ints)).scalar_type(), kInt64);
+  EXPECT_TRUE(all_equal(tensor(ArrayRef<int>(ints)), {1, 2, 3}));
+  EXPECT_EQ(tensor(std::vector<bool>{true, false, true}).scalar_type(), kBool);
+  EXPECT_TRUE(all_equal(tensor(std::vector<bool>{true, false, true}), {1, 0, 1}));
+  EXPECT_EQ(tensor(std::vector<uint8_t>{7, 255}).scalar_type(), kUInt8);
+  EXPECT_TRUE(all_equal(tensor(std::vector<uint8_t>{7, 255}), {7, 255}));
+  const std::vector<double> halves = {0.5, 1.5};
+  EXPECT_TRUE(all_equal(tensor(ArrayRef<double>(halves), kFloat64), {0.5, 1.5}));
+  EXPECT_EQ(tensor(std::vector<int>()).sizes(), (Sizes{0}));
+  // Values convert to a named dtype as C++ casts do.
+  EXPECT_TRUE(all_equal(tensor({1.9, -2.9}, kInt32), {1, -2}));
+  EXPECT_TRUE(all_equal(tensor({0.5, 0.0}, kBool), {1, 0}));
+}
+
+TEST(NestedTensor, ContainerAccessorsAndPrinting) {
+  const detail::TensorDataContainer nested({{1, 2}, {3, 4}});
+  EXPECT_TRUE(nested.is_init_list());
+  EXPECT_EQ(nested.sizes(), (Sizes{2, 2}));
+  EXPECT_EQ(nested.scalar_type(), kInt32);
+  EXPECT_EQ(str(nested), "{{1, 2}, {3, 4}}");
+  EXPECT_EQ(str(detail::TensorDataContainer(1.1)), "1.1");
+  EXPECT_EQ(str(detail::TensorDataContainer({{{}}})), "{{{}}}");
+  EXPECT_EQ(str(detail::TensorDataContainer(std::vector<double>{1.1, 2.2})), "{1.1, 2.2}");
+  EXPECT_TRUE(throws_error([] { detail::TensorDataContainer(1.1).init_list(); },
+                           {"Can only call `init_list()` on a TensorDataContainer that has `is_init_list() == true`"}));
+  EXPECT_TRUE(throws_error([&] { nested.scalar(); }, {"Can only call `scalar()`"}));
+  EXPECT_TRUE(throws_error([&] { nested.tensor(); }, {"Can only call `tensor()`"}));
 }
 
 // ---- index_put_ (list form) --------------------------------------------------------------------

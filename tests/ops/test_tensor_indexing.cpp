@@ -3,6 +3,9 @@
 // separated), bool masks, broadcasting of index tensors, gradcheck, and every error.
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "core/testing.h"
@@ -113,7 +116,10 @@ TEST(TensorIndex, ErrorsNameTheIndexAndSize) {
   EXPECT_TRUE(throws_error([&] { x.index({ones({2})}); }, {"[index]", "float32"}));
   EXPECT_TRUE(throws_error([&] { x.index({ones({4, 4}, kBool)}); }, {"[index]", "mask", "[4, 4]", "[4, 5, 6]"}));
   EXPECT_TRUE(throws_error([&] { x.index({Ellipsis, Ellipsis}); }, {"[index]", "single ellipsis"}));
-  EXPECT_TRUE(throws_error([&] { x.index({Slice(None, None, 0)}); }, {"[index]", "step", "0"}));
+  EXPECT_TRUE(throws_error([&] { x.index({Slice(None, None, 0)}); }, {"[Slice]", "step cannot be zero"}));
+  EXPECT_TRUE(throws_error([&] { x.index({}); }, {"[index]", "Passing an empty index list to Tensor::index()"}));
+  EXPECT_TRUE(throws_error([&] { x.index_put_(std::vector<indexing::TensorIndex>{}, 1); },
+                           {"[index_put_]", "empty index list to Tensor::index_put_()"}));
   EXPECT_TRUE(throws_error([&] { x.index({tensor({0, 1}), tensor({0, 1, 2})}); }, {"[index]", "[2]", "[3]"}));
   EXPECT_TRUE(throws_error([&] { x.index({".."}); }, {"[index]", ".."}));
 }
@@ -165,6 +171,73 @@ TEST(TensorIndexPut, Gradients) {
         return y;
       },
       {a, b}));
+}
+
+TEST(TensorIndex, BoolsAreIndexTensorsOnANewDim) {
+  // x[True] and x[False] (and 0-dim bool or uint8 tensors) add a dim indexed by [0] or []:
+  // copies, and adjacent ones broadcast together, as libtorch's.
+  Tensor x = source();
+  Tensor kept = x.index({true});
+  EXPECT_EQ(kept.sizes(), (std::vector<int64_t>{1, 4, 5, 6}));
+  EXPECT_NE(kept.data_ptr(), x.data_ptr());
+  EXPECT_TRUE(all_equal(kept, values(x.contiguous())));
+  EXPECT_EQ(x.index({true, true}).sizes(), (std::vector<int64_t>{1, 4, 5, 6}));
+  EXPECT_EQ(x.index({false, true, "..."}).sizes(), (std::vector<int64_t>{0, 4, 5, 6}));
+  EXPECT_EQ(x.index({tensor(1, kUInt8)}).sizes(), (std::vector<int64_t>{1, 4, 5, 6}));
+  EXPECT_EQ(x.index({tensor(false)}).sizes(), (std::vector<int64_t>{0, 4, 5, 6}));
+  // A 0-dim integer tensor is an integer: a view.
+  Tensor row = x.index({tensor(2)});
+  EXPECT_EQ(row.sizes(), (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(row.data_ptr(), x.index({2}).data_ptr());
+  // x[...] is a new view of x.
+  Tensor all = x.index({"..."});
+  EXPECT_FALSE(all.is_same(x));
+  EXPECT_EQ(all.data_ptr(), x.data_ptr());
+  EXPECT_EQ(all.strides(), x.strides());
+}
+
+TEST(TensorIndex, Uint8MasksWarnEachUse) {
+  Tensor v = tensor({10, 20, 30});
+  std::ostringstream captured;
+  std::streambuf* previous = std::cerr.rdbuf(captured.rdbuf());
+  Tensor picked = v.index({tensor({1, 0, 1}, kUInt8)});
+  v.index_put_({tensor({0, 1, 0}, kUInt8)}, 5);
+  std::cerr.rdbuf(previous);
+  EXPECT_TRUE(all_equal(picked, {10, 30}));
+  EXPECT_TRUE(all_equal(v, {10, 5, 30}));
+  const std::string text = captured.str();
+  const std::string warning = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.";
+  const size_t first = text.find(warning);
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_NE(text.find(warning, first + 1), std::string::npos);
+}
+
+TEST(TensorIndex, SlicesAndIndicesPrint) {
+  EXPECT_EQ(Slice().start(), 0);
+  EXPECT_EQ(Slice().stop(), indexing::INDEX_MAX);
+  EXPECT_EQ(Slice(None, None, -1).start(), indexing::INDEX_MAX);
+  EXPECT_EQ(Slice(None, None, -1).stop(), indexing::INDEX_MIN);
+  EXPECT_EQ(str(Slice(1, 2, 3)), "1:2:3");
+  EXPECT_EQ(str(std::vector<indexing::TensorIndex>{None, "...", 0, true, Slice(None, 3)}), "(None, ..., 0, true, 0:3:1)");
+  // A stop past the end clamps, as Python's.
+  EXPECT_EQ(source().index({Slice(1, None)}).sizes(), (std::vector<int64_t>{3, 5, 6}));
+}
+
+TEST(TensorIndexPut, ValueLeadingOnesAreDropped) {
+  // NumPy's rule: a value of shape [1, 1, 2] fits an indexed result of shape [2].
+  Tensor x = zeros({3, 2}, kFloat64);
+  x.index_put_({1}, tensor({{{4.0, 5.0}}}, kFloat64));
+  x.index_put_({tensor({0, 2})}, tensor({{{1.0, 2.0}}}, kFloat64));
+  EXPECT_TRUE(all_equal(x, {1, 2, 4, 5, 1, 2}));
+  Tensor s = scalar_tensor(3.0, kFloat64);
+  s.index_put_({true}, full({1, 1}, -1.0, kFloat64));
+  EXPECT_EQ(s.item<double>(), -1);
+  s.index_put_({false}, 5);
+  EXPECT_EQ(s.item<double>(), -1);
+  // The free at:: forms of the list-of-optional-tensors indices.
+  Tensor m = zeros({4, 2}, kFloat64);
+  index_put_(m, {tensor({1, 3})}, ones({1, 2}, kFloat64));
+  EXPECT_TRUE(all_equal(index(m, {tensor({3, 0})}), {1, 1, 0, 0}));
 }
 
 }  // namespace
