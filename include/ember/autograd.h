@@ -13,6 +13,12 @@ namespace ember {
 bool is_grad_enabled();
 void set_grad_enabled(bool enabled);
 
+// libtorch's at::GradMode: the thread's grad mode.
+struct GradMode {
+  static bool is_enabled() { return is_grad_enabled(); }
+  static void set_enabled(bool enabled) { set_grad_enabled(enabled); }
+};
+
 // Disables graph recording in its scope (torch::NoGradGuard).
 class NoGradGuard {
  public:
@@ -56,6 +62,24 @@ class InferenceMode {
 };
 
 namespace autograd {
+
+// torch::autograd spells the grad-mode guards too.
+using ::ember::AutoGradMode;
+using ::ember::GradMode;
+using ::ember::InferenceMode;
+using ::ember::NoGradGuard;
+
+// How a view was made (libtorch's CreationMeta): in grad mode (DEFAULT), as an output of a
+// custom Function, as one of several views one op returns, in no-grad mode or in inference
+// mode. A view made other than by DEFAULT cannot be modified in place while autograd records
+// (its history could not be rebased): the error names the reason.
+enum class CreationMeta : uint8_t { DEFAULT, IN_CUSTOM_FUNCTION, MULTI_OUTPUT_NODE, NO_GRAD_MODE, INFERENCE_MODE };
+
+namespace impl {
+// The CreationMeta of `view` (libtorch: impl::get_view_autograd_meta(view)->get_creation_meta());
+// throws if `view` is not a view (Tensor::is_view()).
+CreationMeta creation_meta(const Tensor& view);
+}  // namespace impl
 
 struct Node;
 
@@ -105,6 +129,18 @@ struct Node {
   bool should_compute_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].is_valid(); }
 };
 
+// A node that passes its inputs through as clones and sends undefined gradients back
+// (libtorch's UndefinedGrad, basic_ops.h): UndefinedGrad().apply({x})[0] is x's value whose
+// backward gives x no gradient, to exercise how nodes take missing gradients.
+struct UndefinedGrad : public Node {
+  std::string name() const override { return "UndefinedGrad"; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& inputs) override;
+};
+
+// A tensor sharing `data`'s values with no history, requiring grad if asked (libtorch's
+// make_variable; data.variable_data() then requires_grad_).
+Tensor make_variable(const Tensor& data, bool requires_grad = false);
+
 // Computes and returns the gradients of `outputs` with respect to `inputs` without
 // touching any .grad (torch.autograd.grad).
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
@@ -112,8 +148,11 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
                          bool create_graph = false, bool allow_unused = false);
 
 // Accumulates gradients of `tensors` into the .grad of the leaves (torch.autograd.backward).
+// With `inputs`, only into theirs (a non-leaf input's .grad gets the gradient arriving at it,
+// as in libtorch 2.x); the nodes that lead to none of them do not run.
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors = {},
-              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false);
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+              const std::vector<Tensor>& inputs = {});
 
 // Runs `callback` when the backward pass now running (backward or grad) has processed its
 // whole graph, after the last gradient was accumulated (PyTorch's

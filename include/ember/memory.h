@@ -1,8 +1,12 @@
 // Memory statistics of ember's one allocator (all tensor memory comes from it).
 #pragma once
 #include <cstdint>
+#include <memory>
 
 namespace ember {
+
+// libtorch's torch::make_unique (from before C++14 was required) is std::make_unique.
+using std::make_unique;
 
 struct MemoryStats {
   int64_t allocated_bytes = 0;       // live bytes now

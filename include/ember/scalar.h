@@ -23,6 +23,8 @@ class Scalar {
   bool isBoolean() const { return kind_ == Kind::Bool; }
   double toDouble() const { return kind_ == Kind::Double ? d_ : static_cast<double>(i_); }
   int64_t toLong() const { return kind_ == Kind::Double ? static_cast<int64_t>(d_) : i_; }
+  float toFloat() const { return static_cast<float>(toDouble()); }
+  int toInt() const { return static_cast<int>(toLong()); }
   bool toBool() const { return kind_ == Kind::Double ? d_ != 0 : i_ != 0; }
   template <typename T> T to() const {
     if constexpr (std::is_same_v<T, bool>) return toBool();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ember/detail/op_table.h"
+#include "ember/dispatch_key.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
 #include "ember/hooks.h"
@@ -131,8 +132,10 @@ class Tensor {
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   void retain_grad();
   bool retains_grad() const;
+  // With `inputs`, accumulates only into their .grad (autograd::backward); an empty list is
+  // an error.
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false) const;
+                bool create_graph = false, std::optional<std::vector<Tensor>> inputs = std::nullopt) const;
   Tensor detach() const;
   // The same data as a tensor outside autograd (libtorch's Variable::data()): shares the
   // storage, does not require grad.
@@ -167,6 +170,17 @@ class Tensor {
   void remove_hook(unsigned pos) const;
   // Whether this tensor was created in InferenceMode (or is a view of such a tensor).
   bool is_inference() const;
+  // Whether this tensor is a view that autograd tracks (made by a view op from a tensor that
+  // is not an inference tensor; detach() makes none), and the tensor it views.
+  bool is_view() const;
+  Tensor _base() const;
+  // The dispatch keys a libtorch tensor of this kind carries (ember/dispatch_key.h).
+  DispatchKeySet key_set() const;
+  // A new tensor over the same data with no autograd history (libtorch's two forms). Differs
+  // from libtorch: ember keeps the version counter on the storage, so tensor_data() shares
+  // it as variable_data() does (libtorch's tensor_data() gets its own).
+  Tensor tensor_data() const;
+  Tensor variable_data() const;
   // Points this tensor at new_data's storage, geometry and dtype while it keeps its identity
   // and autograd state: every handle to it sees the change (libtorch's set_data).
   void set_data(const Tensor& new_data) const;

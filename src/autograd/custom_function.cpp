@@ -32,12 +32,10 @@ namespace {
 
 // A tensor sharing `t`'s storage and geometry with no autograd history (PyTorch returns an
 // input given back unchanged as x.view_as(x), so that it can take a history of its own).
-Tensor alias_of(const Tensor& t) {
+Tensor alias_of(const Tensor& t, CreationMeta creation_meta) {
   const TensorImpl* impl = t.unsafeGetTensorImpl();
   Tensor out = core::make_view(impl->storage, impl->sizes, impl->strides, impl->offset, impl->dtype);
-  TensorImpl* out_impl = out.unsafeGetTensorImpl();
-  out_impl->view_base = impl->view_base ? impl->view_base : t.impl();
-  out_impl->is_inference = impl->is_inference;
+  mark_view_of(out, t, creation_meta);
   return out;
 }
 
@@ -125,7 +123,7 @@ void CustomFunctionNode::finish(const std::shared_ptr<CustomFunctionNode>& self,
     const auto output_nr = static_cast<uint32_t>(i);
     if (!is_differentiable) {
       if (!var.requires_grad()) {
-        if (is_input && !is_modified) var = alias_of(var);
+        if (is_input && !is_modified) var = alias_of(var, CreationMeta::NO_GRAD_MODE);
       } else {
         var = is_input ? var.detach() : var.detach_();
       }
@@ -135,7 +133,11 @@ void CustomFunctionNode::finish(const std::shared_ptr<CustomFunctionNode>& self,
       var.mutable_grad() = Tensor();
       set_history(var, self, output_nr);
     } else {
-      if (is_input) var = alias_of(var);
+      if (is_input) var = alias_of(var, CreationMeta::IN_CUSTOM_FUNCTION);
+      // A view made by forward cannot be modified in place: its history is this Function.
+      if (var.unsafeGetTensorImpl()->is_tracked_view()) {
+        var.unsafeGetTensorImpl()->creation_meta = CreationMeta::IN_CUSTOM_FUNCTION;
+      }
       set_history(var, self, output_nr);
     }
   }

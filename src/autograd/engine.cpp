@@ -20,11 +20,6 @@ struct NodeTask {
   bool operator<(const NodeTask& other) const { return node->sequence_nr < other.node->sequence_nr; }
 };
 
-struct Captured {
-  Node* node;
-  uint32_t input_nr;
-};
-
 // The callbacks of the innermost backward pass running on this thread (a hook may run a
 // backward of its own).
 thread_local std::vector<std::function<void()>>* t_final_callbacks = nullptr;
@@ -78,13 +73,51 @@ Tensor accumulate(const Tensor& a, const Tensor& b) {
   return a + b;
 }
 
-// Runs backward from `roots` with `root_grads`. If `capture` is non-empty (autograd::grad),
-// the gradients arriving at those edges are returned and no AccumulateGrad runs.
+// What a backward pass computes when it is not a plain backward into every leaf.
+struct Targets {
+  // autograd::grad: the gradients arriving at these edges are returned; no AccumulateGrad runs.
+  std::vector<Edge> capture;
+  // backward(inputs): the AccumulateGrad nodes of the leaf inputs, which run...
+  std::vector<Node*> accumulate;
+  // ...and the non-leaf inputs, whose .grad gets the gradient arriving at their edge.
+  std::vector<std::pair<Edge, Tensor>> non_leaf;
+  bool any() const { return !capture.empty() || !accumulate.empty() || !non_leaf.empty(); }
+};
+
+// The reachable nodes from which a path of at least one edge leads to one of `targets`
+// (libtorch's exec_info): with targets, only these nodes run.
+std::unordered_set<Node*> nodes_leading_to(const std::vector<Node*>& starts,
+                                           std::unordered_map<Node*, int> dependencies,
+                                           const std::unordered_set<Node*>& targets) {
+  std::vector<Node*> order;  // topological: every node before the nodes its edges point at
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> ready;
+  for (Node* n : starts)
+    if (dependencies[n] == 0 && seen.insert(n).second) ready.push_back(n);
+  while (!ready.empty()) {
+    Node* n = ready.back();
+    ready.pop_back();
+    order.push_back(n);
+    for (const Edge& e : n->next_edges)
+      if (e.is_valid() && --dependencies[e.function.get()] == 0) ready.push_back(e.function.get());
+  }
+  std::unordered_set<Node*> leading;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    for (const Edge& e : (*it)->next_edges) {
+      if (e.is_valid() && (targets.count(e.function.get()) || leading.count(e.function.get()))) {
+        leading.insert(*it);
+        break;
+      }
+    }
+  }
+  return leading;
+}
+
+// Runs backward from `roots` with `root_grads`; returns the gradients at targets.capture.
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
-                                 bool keep_graph, bool create_graph, const std::vector<Edge>& capture) {
+                                 bool keep_graph, bool create_graph, const Targets& targets) {
   AutoGradMode grad_mode(create_graph);
   FinalCallbacksScope final_callbacks;
-  const bool grad_only = !capture.empty();
 
   // Seed the input buffers of the root nodes.
   std::unordered_map<Node*, std::vector<Tensor>> buffers;
@@ -119,8 +152,21 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   }
 
   std::map<std::pair<Node*, uint32_t>, size_t> capture_index;
-  for (size_t i = 0; i < capture.size(); ++i) capture_index[{capture[i].function.get(), capture[i].input_nr}] = i;
-  std::vector<Tensor> captured(capture.size());
+  for (size_t i = 0; i < targets.capture.size(); ++i)
+    capture_index[{targets.capture[i].function.get(), targets.capture[i].input_nr}] = i;
+  std::vector<Tensor> captured(targets.capture.size());
+
+  // With targets, only the nodes on a path to one of them run (and the leaf inputs'
+  // AccumulateGrad nodes), so that a pass for some inputs runs no unrelated backward.
+  std::unordered_set<Node*> to_run;
+  if (targets.any()) {
+    std::unordered_set<Node*> target_nodes;
+    for (const Edge& e : targets.capture) target_nodes.insert(e.function.get());
+    for (Node* n : targets.accumulate) target_nodes.insert(n);
+    for (const auto& [e, t] : targets.non_leaf) target_nodes.insert(e.function.get());
+    to_run = nodes_leading_to(starts, dependencies, target_nodes);
+    to_run.insert(targets.accumulate.begin(), targets.accumulate.end());
+  }
 
   std::priority_queue<NodeTask> ready;
   std::unordered_set<Node*> queued;
@@ -141,16 +187,21 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
         meta.grad = meta.grad.defined() ? meta.grad + grads[output_nr] : grads[output_nr].clone();
       }
     }
-    if (grad_only) {
+    for (const auto& [edge, tensor] : targets.non_leaf) {
+      const Tensor& g = edge.function.get() == node ? grads[edge.input_nr] : Tensor();
+      if (!g.defined()) continue;
+      Tensor& grad = tensor.unsafeGetTensorImpl()->autograd_meta().grad;
+      grad = grad.defined() ? grad + g : (create_graph ? g : g.detach().clone());
+    }
+    if (!targets.capture.empty()) {
       for (uint32_t k = 0; k < grads.size(); ++k) {
         auto it = capture_index.find({node, k});
         if (it != capture_index.end()) captured[it->second] = grads[k];
       }
     }
 
-    bool is_accumulator = node->name() == "AccumulateGrad";
     std::vector<Tensor> outputs;
-    if (!(grad_only && is_accumulator)) {
+    if (!targets.any() || to_run.count(node)) {
       bool any = false;
       for (auto& g : grads) any = any || g.defined();
       if (any) {
@@ -212,27 +263,53 @@ void queue_callback(std::function<void()> callback) {
 }
 
 void backward(const std::vector<Tensor>& tensors, const std::vector<Tensor>& grad_tensors,
-              std::optional<bool> retain_graph, bool create_graph) {
+              std::optional<bool> retain_graph, bool create_graph, const std::vector<Tensor>& inputs) {
   auto grads = default_root_grads(tensors, grad_tensors, "backward");
-  run_backward(tensors, grads, retain_graph.value_or(create_graph), create_graph, {});
+  Targets targets;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Edge e = gradient_edge(inputs[i]);
+    EMBER_CHECK(e.is_valid(), "backward", "input ", i, " does not require grad");
+    if (inputs[i].is_leaf()) {
+      targets.accumulate.push_back(e.function.get());
+    } else {
+      targets.non_leaf.emplace_back(e, inputs[i]);
+    }
+  }
+  run_backward(tensors, grads, retain_graph.value_or(create_graph), create_graph, targets);
 }
 
 std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
                          const std::vector<Tensor>& grad_outputs, std::optional<bool> retain_graph, bool create_graph,
                          bool allow_unused) {
   auto grads = default_root_grads(outputs, grad_outputs, "autograd::grad");
-  std::vector<Edge> capture;
+  Targets targets;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Edge e = gradient_edge(inputs[i]);
     EMBER_CHECK(e.is_valid(), "autograd::grad", "input ", i, " does not require grad");
-    capture.push_back(e);
+    targets.capture.push_back(e);
   }
-  auto result = run_backward(outputs, grads, retain_graph.value_or(create_graph), create_graph, capture);
+  auto result = run_backward(outputs, grads, retain_graph.value_or(create_graph), create_graph, targets);
   for (size_t i = 0; i < result.size(); ++i) {
     EMBER_CHECK(result[i].defined() || allow_unused, "autograd::grad", "input ", i,
-                " was not used in the graph; pass allow_unused=true");
+                " was not used in the graph. Set allow_unused=True if this is the desired behavior");
   }
   return result;
+}
+
+std::vector<Tensor> UndefinedGrad::apply(std::vector<Tensor>&& inputs) {
+  // The outputs are new tensors whose backward node returns no gradient for any input.
+  std::vector<Tensor> outputs;
+  outputs.reserve(inputs.size());
+  for (const Tensor& t : inputs) outputs.push_back(t.defined() ? t.clone().detach() : Tensor());
+  record("UndefinedGradBackward", inputs, outputs,
+         [](std::vector<Tensor>& grads, const std::vector<bool>&) { return std::vector<Tensor>(grads.size()); });
+  return outputs;
+}
+
+Tensor make_variable(const Tensor& data, bool requires_grad) {
+  Tensor out = data.variable_data();
+  if (requires_grad) out.requires_grad_(true);
+  return out;
 }
 
 }  // namespace ember::autograd

@@ -27,12 +27,26 @@ InferenceMode::~InferenceMode() {
 
 bool InferenceMode::is_enabled() { return t_inference_mode; }
 
+namespace impl {
+namespace {
+DispatchKeySet tls_included() {
+  return t_inference_mode ? DispatchKeySet() : DispatchKeySet(DispatchKey::ADInplaceOrView);
+}
+DispatchKeySet tls_excluded() { return t_inference_mode ? autograd_dispatch_keyset : DispatchKeySet(); }
+}  // namespace
+
+bool tls_is_dispatch_key_included(DispatchKey key) { return tls_included().has(key); }
+bool tls_is_dispatch_key_excluded(DispatchKey key) { return tls_excluded().has(key); }
+bool tls_is_dispatch_keyset_included(DispatchKeySet keys) { return tls_included().isSupersetOf(keys); }
+bool tls_is_dispatch_keyset_excluded(DispatchKeySet keys) { return tls_excluded().isSupersetOf(keys); }
+}  // namespace impl
+
 namespace autograd {
 
 SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   EMBER_CHECK(!t.is_inference(), "autograd",
-              "inference tensors cannot be saved for backward (shape ", t.sizes(),
+              "Inference tensors cannot be saved for backward (shape ", t.sizes(),
               "); clone() the tensor outside InferenceMode to get a normal tensor and use that in autograd");
   tensor_ = is_output ? t.detach() : t;
   version_ = t._version();
@@ -41,7 +55,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output) {
 Tensor SavedTensor::get() const {
   if (tensor_.defined() && tensor_._version() != version_) {
     EMBER_FAIL("autograd",
-               "one of the tensors needed for gradient computation has been modified by an in-place operation: "
+               "one of the variables needed for gradient computation has been modified by an inplace operation: "
                "saved at version ",
                version_, ", now at version ", tensor_._version(), " (shape ", tensor_.sizes(), ")");
   }
@@ -62,19 +76,47 @@ uint64_t next_sequence_nr() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-bool should_record(const std::vector<Tensor>& inputs) {
+namespace {
+template <typename Range>
+bool should_record_range(const Range& inputs) {
   if (!is_grad_enabled()) return false;
-  for (const auto& t : inputs)
-    if (t.defined() && t.requires_grad()) return true;
-  return false;
+  bool requires_grad = false, has_normal = false;
+  for (const auto& t : inputs) {
+    if (!t.defined()) continue;
+    requires_grad = requires_grad || t.requires_grad();
+    has_normal = has_normal || !t.is_inference();
+  }
+  return requires_grad && has_normal;
+}
+}  // namespace
+
+bool should_record(const std::vector<Tensor>& inputs) { return should_record_range(inputs); }
+bool should_record(std::initializer_list<Tensor> inputs) { return should_record_range(inputs); }
+
+CreationMeta creation_meta_for_current_mode() {
+  if (InferenceMode::is_enabled()) return CreationMeta::INFERENCE_MODE;
+  return is_grad_enabled() ? CreationMeta::DEFAULT : CreationMeta::NO_GRAD_MODE;
 }
 
-bool should_record(std::initializer_list<Tensor> inputs) {
-  if (!is_grad_enabled()) return false;
-  for (const auto& t : inputs)
-    if (t.defined() && t.requires_grad()) return true;
-  return false;
+void mark_view_of(const Tensor& view, const Tensor& base, CreationMeta creation_meta) {
+  TensorImpl* out = view.unsafeGetTensorImpl();
+  const TensorImpl* in = base.unsafeGetTensorImpl();
+  out->view_base = in->view_base ? in->view_base : base.impl();
+  out->is_inference = in->is_inference;  // a view is of its base's kind
+  // libtorch's propagate_creation_meta: a view of a view keeps the first non-DEFAULT reason,
+  // and INFERENCE_MODE over any later one.
+  const CreationMeta previous = in->is_tracked_view() ? in->creation_meta : CreationMeta::DEFAULT;
+  if (creation_meta == CreationMeta::DEFAULT || previous == CreationMeta::INFERENCE_MODE) creation_meta = previous;
+  out->creation_meta = creation_meta;
+  out->view_version = in->storage.version();
 }
+
+namespace impl {
+CreationMeta creation_meta(const Tensor& view) {
+  EMBER_CHECK(view.defined() && view.is_view(), "creation_meta", "the tensor is not a view");
+  return view.unsafeGetTensorImpl()->creation_meta;
+}
+}  // namespace impl
 
 namespace {
 
@@ -113,6 +155,9 @@ Edge gradient_edge(const Tensor& t) {
   TensorImpl* impl = t.unsafeGetTensorImpl();
   AutogradMeta& meta = impl->autograd_meta();
   if (meta.grad_fn) return {meta.grad_fn, meta.output_nr};
+  // A view made without recording requires grad through its base but accumulates nothing
+  // (libtorch's grad_accumulator() of a leaf whose own flag is off).
+  if (!meta.requires_grad) return {};
   auto acc = meta.grad_accumulator.lock();
   if (!acc) {
     acc = std::make_shared<AccumulateGrad>(t.impl());
@@ -152,11 +197,52 @@ void record(const char* name, const std::vector<Tensor>& inputs, const std::vect
   }
 }
 
+namespace {
+
+// libtorch's handle_view_on_rebase: why a view made other than by DEFAULT cannot take a new
+// history. `indirect`: its base (or another view of it) was modified, not the view itself.
+std::string view_rebase_message(CreationMeta creation_meta, bool indirect) {
+  std::string modified = indirect ? "its base or another view of its base has been modified inplace"
+                                  : "is being modified inplace";
+  switch (creation_meta) {
+    case CreationMeta::NO_GRAD_MODE:
+      return "A view was created in no_grad mode and " + modified +
+             " with grad mode enabled. Given that this use case is ambiguous and error-prone, it is forbidden. "
+             "You can clarify your code by moving both the view and the inplace either both inside the no_grad "
+             "block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+             "tracked).";
+    case CreationMeta::INFERENCE_MODE:
+      return "A view was created in inference mode and " + modified +
+             " in normal mode. Given that this use case is ambiguous and error-prone, it is forbidden; clone() the "
+             "view outside inference mode first.";
+    case CreationMeta::IN_CUSTOM_FUNCTION:
+      return "A view was created inside a custom Function (or because an input was returned as-is) and " + modified +
+             ": the autograd logic to handle view+inplace would override the custom backward of the Function, "
+             "leading to incorrect gradients. This behavior is forbidden; clone() the output of the custom Function.";
+    case CreationMeta::MULTI_OUTPUT_NODE:
+      return "A view is the output of a function that returns multiple views and " + modified +
+             ". Such functions do not allow the output views to be modified inplace; replace the inplace operation "
+             "by an out-of-place one.";
+    case CreationMeta::DEFAULT: break;
+  }
+  return {};
+}
+
+}  // namespace
+
+void check_view_not_rebased(const Tensor& view) {
+  const TensorImpl* impl = view.unsafeGetTensorImpl();
+  if (!impl->is_tracked_view() || impl->creation_meta == CreationMeta::DEFAULT) return;
+  if (impl->storage.version() == impl->view_version) return;
+  if (!Tensor(impl->view_base).requires_grad()) return;
+  EMBER_FAIL("grad_fn", view_rebase_message(impl->creation_meta, /*indirect=*/true));
+}
+
 void check_inplace(const Tensor& t, const char* op, const std::vector<Tensor>& others) {
   core::check_writable(t, op);
   EMBER_CHECK(!t.is_inference() || InferenceMode::is_enabled(), op,
-              "in-place update to an inference tensor (shape ", t.sizes(),
-              ") outside InferenceMode is not allowed; clone() it to get a normal tensor first");
+              "Inplace update to inference tensor outside InferenceMode is not allowed (shape ", t.sizes(),
+              "); clone() it to get a normal tensor first");
   // An expanded tensor would have one element updated once per alias (x.expand(...).add_(1)).
   for (int64_t d = 0; d < t.dim(); ++d) {
     EMBER_CHECK(t.size(d) <= 1 || t.stride(d) != 0, op,
@@ -164,13 +250,21 @@ void check_inplace(const Tensor& t, const char* op, const std::vector<Tensor>& o
                 ", strides ", t.strides(), ") refers to a single memory location; clone() it first");
   }
   if (!is_grad_enabled()) return;
-  if (t.requires_grad() && t.is_leaf()) {
-    EMBER_FAIL(op, "a leaf tensor that requires grad (shape ", t.sizes(),
-               ") is used in an in-place operation; wrap it in NoGradGuard or clone() it");
-  }
+  const bool others_require_grad = should_record(others);
+  if (!t.requires_grad() && !others_require_grad) return;
   const TensorImpl* impl = t.unsafeGetTensorImpl();
-  bool base_requires_grad = impl->view_base && impl->view_base->autograd && impl->view_base->autograd->requires_grad;
-  if (impl->view_base && (base_requires_grad || should_record(others))) {
+  if (impl->is_tracked_view()) {
+    EMBER_CHECK(impl->creation_meta == CreationMeta::DEFAULT, op,
+                view_rebase_message(impl->creation_meta, /*indirect=*/false));
+    EMBER_CHECK(!t.requires_grad() || !Tensor(impl->view_base).is_leaf(), op,
+                "a view of a leaf Variable that requires grad is being used in an in-place operation (view shape ",
+                t.sizes(), "); wrap it in NoGradGuard or clone() it");
+  }
+  if (t.requires_grad() && t.is_leaf()) {
+    EMBER_FAIL(op, "a leaf Variable that requires grad is being used in an in-place operation (shape ", t.sizes(),
+               "); wrap it in NoGradGuard or clone() it");
+  }
+  if (impl->is_tracked_view()) {
     EMBER_FAIL(op, "in-place operation on a view of a tensor that requires grad (view shape ", t.sizes(),
                ") is not supported; compute the result out of place (cat, where, index_add) instead");
   }

@@ -38,7 +38,16 @@ class FunctionNode : public Node {
   BackwardFunction fn_;
 };
 
-// True when grad mode is on and some input requires grad.
+// Makes `view` (sharing `base`'s storage) a view of `base` for autograd: its base is
+// `base`'s base, it is an inference tensor when `base` is, and its CreationMeta is
+// `creation_meta` unless `base` is a view made other than by DEFAULT (that kind carries over).
+void mark_view_of(const Tensor& view, const Tensor& base, CreationMeta creation_meta);
+// The CreationMeta of a view made now: INFERENCE_MODE, NO_GRAD_MODE or DEFAULT.
+CreationMeta creation_meta_for_current_mode();
+
+// True when grad mode is on, some input requires grad and some input is not an inference
+// tensor (an op on inference tensors alone records nothing, as libtorch's dispatch skips
+// autograd for tensors without its key).
 bool should_record(const std::vector<Tensor>& inputs);
 bool should_record(std::initializer_list<Tensor> inputs);
 
@@ -57,6 +66,10 @@ void set_history(const Tensor& t, const std::shared_ptr<Node>& node, uint32_t ou
 // (several elements share memory), or autograd cannot follow the change (a leaf requiring
 // grad, or a view whose base would need the gradient).
 void check_inplace(const Tensor& t, const char* op, const std::vector<Tensor>& others = {});
+
+// Throws if `view` is a view made other than by DEFAULT whose base requires grad and was
+// modified in place since (libtorch's indirect handle_view_on_rebase, run by grad_fn()).
+void check_view_not_rebased(const Tensor& view);
 
 // Reduces a broadcast gradient back to `sizes` by summing the expanded dims.
 Tensor sum_to(const Tensor& grad, IntArrayRef sizes);

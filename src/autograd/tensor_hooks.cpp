@@ -25,7 +25,7 @@ unsigned Tensor::_register_hook(std::function<Tensor(const Tensor&)> hook) const
 void Tensor::remove_hook(unsigned pos) const {
   EMBER_CHECK(defined(), "remove_hook", "called on an undefined tensor");
   const auto& hooks = impl_->autograd ? impl_->autograd->hooks : nullptr;
-  EMBER_CHECK(hooks && pos < hooks->size() && (*hooks)[pos], "remove_hook", "invalid index, no hook at position ",
+  EMBER_CHECK(hooks && pos < hooks->size() && (*hooks)[pos], "remove_hook", "Invalid index, no hook at position ",
               pos);
   (*hooks)[pos] = nullptr;
 }

@@ -185,7 +185,10 @@ EMBER_INSTANTIATE(double)
 
 bool Tensor::requires_grad() const {
   check_defined(*this, "requires_grad");
-  return impl_->autograd && impl_->autograd->requires_grad;
+  if (impl_->autograd && (impl_->autograd->requires_grad || impl_->autograd->grad_fn)) return true;
+  // A view requires grad when its base does, also one made in no-grad or inference mode
+  // (libtorch's DifferentiableViewMeta::requires_grad).
+  return impl_->is_tracked_view() && impl_->view_base->autograd && impl_->view_base->autograd->requires_grad;
 }
 
 Tensor& Tensor::requires_grad_(bool requires_grad) const {
@@ -195,8 +198,8 @@ Tensor& Tensor::requires_grad_(bool requires_grad) const {
   EMBER_CHECK(!requires_grad || is_floating_point(), "requires_grad_",
               "only tensors of floating point dtype can require gradients, got ", dtype_name(scalar_type()));
   EMBER_CHECK(!requires_grad || !impl_->is_inference || InferenceMode::is_enabled(), "requires_grad_",
-              "setting requires_grad=True on an inference tensor (shape ", sizes(),
-              ") outside InferenceMode is not allowed; clone() it first");
+              "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed. Shape ",
+              sizes(), "; clone() it first");
   impl_->autograd_meta().requires_grad = requires_grad;
   return const_cast<Tensor&>(*this);  // a handle: const like libtorch, data mutable
 }
@@ -230,6 +233,7 @@ uint32_t Tensor::output_nr() const {
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   check_defined(*this, "grad_fn");
+  autograd::check_view_not_rebased(*this);
   return impl_->autograd ? impl_->autograd->grad_fn : kNoNode;
 }
 
@@ -243,6 +247,31 @@ void Tensor::retain_grad() {
 }
 
 bool Tensor::is_inference() const { return impl_ && impl_->is_inference; }
+
+bool Tensor::is_view() const {
+  check_defined(*this, "is_view");
+  return impl_->is_tracked_view();
+}
+
+Tensor Tensor::_base() const {
+  check_defined(*this, "_base");
+  return is_view() ? Tensor(impl_->view_base) : Tensor();
+}
+
+DispatchKeySet Tensor::key_set() const {
+  check_defined(*this, "key_set");
+  if (impl_->is_inference) return DispatchKeySet(DispatchKey::CPU);
+  return {DispatchKey::CPU, DispatchKey::ADInplaceOrView, DispatchKey::AutogradCPU};
+}
+
+Tensor Tensor::variable_data() const {
+  check_defined(*this, "variable_data");
+  Tensor out = core::make_view(impl_->storage, impl_->sizes, impl_->strides, impl_->offset, impl_->dtype);
+  out.impl_->is_inference = impl_->is_inference;
+  return out;
+}
+
+Tensor Tensor::tensor_data() const { return variable_data(); }
 
 bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
 
@@ -291,16 +320,16 @@ const Tensor& Tensor::resize_(IntArrayRef sizes) const {
   return *this;
 }
 
-void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                      std::optional<std::vector<Tensor>> inputs) const {
+  EMBER_CHECK(!inputs || !inputs->empty(), "backward", "'inputs' argument to backward() cannot be empty");
   autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{}, retain_graph,
-                     create_graph);
+                     create_graph, inputs ? *inputs : std::vector<Tensor>{});
 }
 
 Tensor Tensor::detach() const {
   check_defined(*this, "detach");
-  Tensor out = core::make_view(impl_->storage, impl_->sizes, impl_->strides, impl_->offset, impl_->dtype);
-  out.impl_->is_inference = impl_->is_inference;
-  return out;
+  return variable_data();
 }
 
 Tensor& Tensor::detach_() const {

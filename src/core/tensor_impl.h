@@ -33,12 +33,18 @@ struct TensorImpl {
   bool is_inference = false;
   // Set for tensors made by a view op: the tensor whose storage this one views.
   std::shared_ptr<TensorImpl> view_base;
+  // For views: how the view was made, and the storage version then (a later in-place change
+  // of the base shows as a newer version; autograd::mark_view_of sets both).
+  autograd::CreationMeta creation_meta = autograd::CreationMeta::DEFAULT;
+  uint64_t view_version = 0;
   std::unique_ptr<AutogradMeta> autograd;
 
   AutogradMeta& autograd_meta() {
     if (!autograd) autograd = std::make_unique<AutogradMeta>();
     return *autograd;
   }
+  // A view autograd tracks (Tensor::is_view): views of inference tensors are not.
+  bool is_tracked_view() const { return view_base != nullptr && !is_inference; }
   char* data() const {
     return static_cast<char*>(storage.data()) + offset * static_cast<int64_t>(element_size(dtype));
   }

@@ -15,9 +15,7 @@ Tensor make_view_of(const Tensor& self, std::vector<int64_t> sizes, std::vector<
                     const char* op, const char* name, autograd::BackwardFunction backward) {
   EMBER_RECORD_OP(op, self);
   Tensor out = core::make_view(self.storage(), std::move(sizes), std::move(strides), offset, self.scalar_type());
-  TensorImpl* impl = self.unsafeGetTensorImpl();
-  out.unsafeGetTensorImpl()->view_base = impl->view_base ? impl->view_base : self.impl();
-  out.unsafeGetTensorImpl()->is_inference = impl->is_inference;  // a view is of its base's kind
+  autograd::mark_view_of(out, self, autograd::creation_meta_for_current_mode());
   autograd::record(name, {self}, {out}, std::move(backward));
   return out;
 }

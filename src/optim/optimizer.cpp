@@ -7,6 +7,7 @@
 #include "ember/autograd.h"
 #include "ember/functions.h"
 #include "ember/graph.h"
+#include "ember/warning.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -32,6 +33,47 @@ const OptimizerOptions& OptimizerParamGroup::options() const {
   return *options_;
 }
 
+std::unique_ptr<OptimizerOptions> OptimizerOptions::clone() const {
+  EMBER_FAIL("OptimizerOptions", "clone() is not implemented; derive the options from "
+             "OptimizerCloneableOptions<YourOptions> instead of OptimizerOptions to inherit it");
+}
+double OptimizerOptions::get_lr() const {
+  EMBER_FAIL("OptimizerOptions", "get_lr() is not overridden in this subclass of OptimizerOptions");
+}
+void OptimizerOptions::set_lr(double) {
+  EMBER_FAIL("OptimizerOptions", "set_lr() is not overridden in this subclass of OptimizerOptions");
+}
+std::map<std::string, double> OptimizerOptions::hyperparameters() const {
+  EMBER_FAIL("OptimizerOptions", "hyperparameters() (needed by state_dict) is not overridden in this subclass of "
+             "OptimizerOptions");
+}
+void OptimizerOptions::set_hyperparameters(const std::map<std::string, double>&) {
+  EMBER_FAIL("OptimizerOptions", "set_hyperparameters() (needed by load_state_dict) is not overridden in this "
+             "subclass of OptimizerOptions");
+}
+
+std::unique_ptr<OptimizerParamState> Optimizer::make_param_state() const {
+  EMBER_FAIL("Optimizer", "this optimizer does not define make_param_state(), so it has no state to load");
+}
+
+void Optimizer::validate(const OptimizerOptions&) const {}
+
+void Optimizer::add_parameters(const std::vector<Tensor>& parameters) {
+  EMBER_WARN("Optimizer::add_parameters() will be removed in PyTorch 1.6; use add_param_group()");
+  EMBER_CHECK(!param_groups_.empty(), "add_parameters", "the optimizer has no parameter group to add to");
+  std::unordered_set<const void*> existing;
+  for (const auto& group : param_groups_) {
+    for (const Tensor& p : group.params()) existing.insert(p.unsafeGetTensorImpl());
+  }
+  for (const Tensor& p : parameters) {
+    EMBER_CHECK(p.defined() && p.is_leaf(), "add_parameters", "can only add defined leaf tensors");
+    EMBER_CHECK(existing.insert(p.unsafeGetTensorImpl()).second, "add_parameters",
+                "some parameters appear in more than one parameter group (a parameter of shape ", p.sizes(), ")");
+  }
+  auto& params = param_groups_[0].params();
+  params.insert(params.end(), parameters.begin(), parameters.end());
+}
+
 Optimizer::Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults)
     : defaults_(std::move(defaults)) {
   for (const auto& group : param_groups) append_group(group);
@@ -51,8 +93,9 @@ void Optimizer::append_group(const OptimizerParamGroup& param_group) {
     EMBER_CHECK(p.defined(), "Optimizer", "parameter group ", param_groups_.size(), " holds an undefined tensor");
     EMBER_CHECK(p.is_leaf(), "Optimizer", "can't optimize a non-leaf tensor (shape ", p.sizes(), ") in group ",
                 param_groups_.size());
-    EMBER_CHECK(existing.insert(p.unsafeGetTensorImpl()).second, "Optimizer", "a parameter of shape ", p.sizes(),
-                " appears in more than one parameter group (or twice in group ", param_groups_.size(), ")");
+    EMBER_CHECK(existing.insert(p.unsafeGetTensorImpl()).second, "Optimizer",
+                "some parameters appear in more than one parameter group (a parameter of shape ", p.sizes(),
+                ", again in group ", param_groups_.size(), ")");
   }
   param_groups_.emplace_back(param_group.params(),
                              param_group.has_options() ? param_group.options().clone() : defaults_->clone());

@@ -173,7 +173,7 @@ TEST(InferenceModeTest, InferenceTensorsInAutogradOutsideInferenceMode) {
     features = make({3.0, 4.0}, {2}, kFloat64);
   }
   // mul saves its inputs for backward: an inference tensor cannot be saved (PyTorch's rule).
-  EXPECT_TRUE(throws_error([&] { (void)(weights * features); }, {"inference tensors cannot be saved for backward"}));
+  EXPECT_TRUE(throws_error([&] { (void)(weights * features); }, {"Inference tensors cannot be saved for backward"}));
   // add, sub and cat save nothing: allowed, and the gradient flows to the normal tensor.
   (weights + features - features).sum().backward();
   EXPECT_TRUE(all_close(weights.grad(), {1, 1}));
@@ -212,7 +212,7 @@ TEST(InferenceModeTest, ACustomFunctionCannotSaveAnInferenceTensor) {
     EXPECT_FALSE(SavesInputs::apply(weights, features).requires_grad());
   }
   EXPECT_TRUE(throws_error([&] { SavesInputs::apply(weights, features); },
-                           {"inference tensors cannot be saved for backward"}));
+                           {"Inference tensors cannot be saved for backward"}));
 }
 
 // ---- anomaly detection -----------------------------------------------------------------------------

@@ -142,6 +142,14 @@ inline int count_substr_occurrences(const std::string& str, const std::string& s
   return count;
 }
 
+// ---- autograd helpers (test/cpp/api/support.h) ----
+
+// `x` is a view made as `creation_meta` says (in grad mode, no-grad mode, inference mode, ...).
+inline void assert_tensor_creation_meta(const Tensor& x, autograd::CreationMeta creation_meta) {
+  ASSERT_TRUE(x.is_view());
+  ASSERT_EQ(autograd::impl::creation_meta(x), creation_meta);
+}
+
 }  // namespace ember::test
 
 // ---- helpers for tensor.cpp, tensor_options.cpp (test/cpp/api/support.h) ----------------------

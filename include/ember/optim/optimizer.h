@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -28,17 +29,35 @@ struct OptimizerStateDict {
   std::map<std::string, double> scalars;
 };
 
+// The options of an optimizer (lr, ...). A user's own options derive from
+// OptimizerCloneableOptions<Self>, which supplies clone(); the rest throw until overridden,
+// as in libtorch (get_lr/set_lr for schedulers, hyperparameters for state dicts).
 class OptimizerOptions {
  public:
   virtual ~OptimizerOptions() = default;
-  virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
-  virtual double get_lr() const = 0;
-  virtual void set_lr(double lr) = 0;
+  virtual std::unique_ptr<OptimizerOptions> clone() const;
+  virtual double get_lr() const;
+  virtual void set_lr(double lr);
   // The hyperparameters by name, bools as 0/1 (for state dicts).
-  virtual std::map<std::string, double> hyperparameters() const = 0;
+  virtual std::map<std::string, double> hyperparameters() const;
   // Sets every hyperparameter from `values`; throws naming a missing one.
-  virtual void set_hyperparameters(const std::map<std::string, double>& values) = 0;
+  virtual void set_hyperparameters(const std::map<std::string, double>& values);
 };
+
+template <typename Derived>
+class OptimizerCloneableOptions : public OptimizerOptions {
+ public:
+  std::unique_ptr<OptimizerOptions> clone() const override {
+    return std::make_unique<Derived>(static_cast<const Derived&>(*this));
+  }
+};
+
+// Options of the same type are equal when all their hyperparameters are (libtorch's
+// per-type operator==).
+template <typename Options, std::enable_if_t<std::is_base_of_v<OptimizerOptions, Options>, int> = 0>
+bool operator==(const Options& a, const Options& b) {
+  return a.hyperparameters() == b.hyperparameters();
+}
 
 class OptimizerParamState {
  public:
@@ -87,6 +106,9 @@ class Optimizer {
   // Drops (set_to_none, the default as in libtorch 2.x) or zeroes every parameter's gradient.
   void zero_grad(bool set_to_none = true);
 
+  // Appends `parameters` to the first group (libtorch's add_parameters, which warns that it
+  // will be removed; add_param_group is its replacement).
+  void add_parameters(const std::vector<Tensor>& parameters);
   // All parameters, in group order.
   std::vector<Tensor> parameters() const;
   size_t size() const;
@@ -104,10 +126,11 @@ class Optimizer {
 
  protected:
   Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_ptr<OptimizerOptions> defaults);
-  // An empty state of this optimizer's kind, to be filled by load().
-  virtual std::unique_ptr<OptimizerParamState> make_param_state() const = 0;
-  // Throws if the options are invalid (negative lr, ...).
-  virtual void validate(const OptimizerOptions& options) const = 0;
+  // An empty state of this optimizer's kind, to be filled by load(); throws unless overridden
+  // (an optimizer without per-parameter state has none to load).
+  virtual std::unique_ptr<OptimizerParamState> make_param_state() const;
+  // Throws if the options are invalid (negative lr, ...); accepts any unless overridden.
+  virtual void validate(const OptimizerOptions& options) const;
   // Validates the defaults and every group; derived constructors call it (virtual calls do
   // not reach them from the base constructor).
   void validate_all() const;
