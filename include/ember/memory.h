@@ -1,6 +1,7 @@
 // Memory statistics of ember's one allocator (all tensor memory comes from it).
 #pragma once
 #include <cstdint>
+#include <memory>
 
 namespace ember {
 
@@ -14,5 +15,8 @@ MemoryStats memory_stats();
 void reset_peak_memory_stats();
 // Returns cached free blocks to the system (see Note [Large block cache] in allocator.cpp).
 void empty_cache();
+
+// torch::make_unique, which libtorch programs still call: std::make_unique.
+using std::make_unique;
 
 }  // namespace ember
