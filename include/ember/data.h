@@ -1,5 +1,6 @@
 // ember::data, as torch::data: datasets, transforms, samplers and the data loader.
 #pragma once
+#include "ember/data/chunk.h"
 #include "ember/data/dataloader.h"
 #include "ember/data/datasets.h"
 #include "ember/data/example.h"

@@ -25,4 +25,5 @@
 #include "ember/nn/options.h"
 #include "ember/nn/ordered_dict.h"
 #include "ember/nn/pimpl.h"
+#include "ember/nn/static.h"
 #include "ember/nn/utils.h"

@@ -14,9 +14,12 @@
 // Where libtorch's archives take them, ember takes a path, a std::ostream / std::istream, a
 // writer function (save) or a buffer `const char* data, size_t size` (load), and a load's
 // optional Device (the CPU only: another device is an error, as everywhere in ember).
+// Objects that write themselves into a serialize::OutputArchive (samplers, stateful datasets:
+// anything with `archive << value` and `archive >> value`) save and load through the same
+// calls, as an archive file (ember/io/archive.h).
 // Differences from libtorch: the bytes are safetensors, not a TorchScript zip archive (a file
-// from torch::save does not load, nor the reverse); no read_func/size_func loads; loaded
-// tensors are copies (never views of the file).
+// from torch::save does not load, nor the reverse); loaded tensors are copies (never views of
+// the file).
 #pragma once
 #include <cstddef>
 #include <functional>
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "ember/device.h"
+#include "ember/io/archive.h"
 #include "ember/nn/module.h"
 #include "ember/nn/pimpl.h"
 #include "ember/optim/optimizer.h"
@@ -63,13 +67,17 @@ class SaveTarget {
   Writer writer_;
 };
 
-// Where ember::load reads: a path, a stream (to its end) or a buffer (copied).
+// Where ember::load reads: a path, a stream (from its beginning where it can seek, as
+// libtorch, else from where it is; to its end) or a buffer (copied).
 class LoadSource {
  public:
   LoadSource(std::string path) : path_(std::move(path)) {}  // NOLINT: implicit, as libtorch's overloads
   LoadSource(const char* path) : path_(path) {}              // NOLINT
   LoadSource(std::istream& in) : in_(&in) {}                 // NOLINT
   LoadSource(const char* data, size_t size) : data_(data), size_(size) {}
+  // libtorch's read_func / size_func pair: the whole file is read (and kept) at once.
+  LoadSource(const std::function<size_t(uint64_t pos, void* buf, size_t nbytes)>& read_func,
+             const std::function<size_t(void)>& size_func);
 
   // The path, "stream" or "buffer", for errors.
   std::string name() const;
@@ -80,6 +88,7 @@ class LoadSource {
   std::istream* in_ = nullptr;
   const char* data_ = nullptr;
   size_t size_ = 0;
+  std::shared_ptr<const std::string> owned_;  // the bytes a read_func gave
 };
 
 void save(const nn::Module& module, const SaveTarget& to);
@@ -98,6 +107,44 @@ void load(nn::Module& module, const char* data, size_t size, std::optional<Devic
 void load(optim::Optimizer& optimizer, const char* data, size_t size, std::optional<Device> device = std::nullopt);
 void load(Tensor& tensor, const char* data, size_t size, std::optional<Device> device = std::nullopt);
 void load(std::vector<Tensor>& tensors, const char* data, size_t size, std::optional<Device> device = std::nullopt);
+
+// libtorch's load(value, read_func, size_func, device).
+template <typename Value, typename ReadFunc, typename SizeFunc,
+          typename = std::enable_if_t<std::is_invocable_r_v<size_t, ReadFunc&, uint64_t, void*, size_t> &&
+                                      std::is_invocable_r_v<size_t, SizeFunc&>>>
+void load(Value& value, ReadFunc&& read_func, SizeFunc&& size_func, std::optional<Device> device = std::nullopt) {
+  load(value, LoadSource(std::function<size_t(uint64_t, void*, size_t)>(std::forward<ReadFunc>(read_func)),
+                         std::function<size_t(void)>(std::forward<SizeFunc>(size_func))),
+       device);
+}
+
+namespace detail {
+template <typename T, typename = void>
+struct saves_to_archive : std::false_type {};
+template <typename T>
+struct saves_to_archive<T, std::void_t<decltype(std::declval<serialize::OutputArchive&>() << std::declval<const T&>())>>
+    : std::true_type {};
+template <typename T, typename = void>
+struct loads_from_archive : std::false_type {};
+template <typename T>
+struct loads_from_archive<T, std::void_t<decltype(std::declval<serialize::InputArchive&>() >> std::declval<T&>())>>
+    : std::true_type {};
+}  // namespace detail
+
+// A value that writes itself into an archive (`archive << value`), saved as an archive file.
+template <typename Value, typename = std::enable_if_t<detail::saves_to_archive<Value>::value>>
+void save(const Value& value, const SaveTarget& to) {
+  serialize::OutputArchive archive;
+  archive << value;
+  archive.save_to_target(to);
+}
+// A value that reads itself from an archive (`archive >> value`).
+template <typename Value, typename = std::enable_if_t<detail::loads_from_archive<Value>::value>>
+void load(Value& value, const LoadSource& from, std::optional<Device> device = std::nullopt) {
+  serialize::InputArchive archive;
+  archive.load_from_source(from, device);
+  archive >> value;
+}
 
 // Module holders (nn::Linear) and shared pointers to modules, as libtorch takes them.
 template <typename M, typename... Where>

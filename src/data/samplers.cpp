@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "ember/error.h"
 #include "ember/functions.h"
 #include "ember/random.h"
 
@@ -23,6 +24,19 @@ std::optional<std::vector<size_t>> take(const std::vector<size_t>& indices, size
   return batch;
 }
 
+// The int64 scalar tensor at `key`, as a size_t.
+size_t read_count(serialize::InputArchive& archive, const std::string& key) {
+  Tensor value;
+  archive.read(key, value, /*is_buffer=*/true);
+  const int64_t count = value.item<int64_t>();
+  EMBER_CHECK(count >= 0, "Sampler::load", "'", key, "' must not be negative, got ", count);
+  return static_cast<size_t>(count);
+}
+
+void write_count(serialize::OutputArchive& archive, const std::string& key, size_t count) {
+  archive.write(key, ember::tensor(static_cast<int64_t>(count)), /*is_buffer=*/true);
+}
+
 }  // namespace
 
 SequentialSampler::SequentialSampler(size_t size) : size_(size) {}
@@ -33,12 +47,16 @@ void SequentialSampler::reset(std::optional<size_t> new_size) {
 }
 
 std::optional<std::vector<size_t>> SequentialSampler::next(size_t batch_size) {
-  if (index_ == size_) return std::nullopt;
+  if (index_ >= size_) return std::nullopt;  // a loaded index may lie past a smaller size
   std::vector<size_t> batch(std::min(batch_size, size_ - index_));
   std::iota(batch.begin(), batch.end(), index_);
   index_ += batch.size();
   return batch;
 }
+
+void SequentialSampler::save(serialize::OutputArchive& archive) const { write_count(archive, "index", index_); }
+
+void SequentialSampler::load(serialize::InputArchive& archive) { index_ = read_count(archive, "index"); }
 
 RandomSampler::RandomSampler(int64_t size, ScalarType index_dtype) : indices_(randperm(size, index_dtype)) {}
 
@@ -57,6 +75,21 @@ std::optional<std::vector<size_t>> RandomSampler::next(size_t batch_size) {
   std::vector<size_t> batch(data, data + count);
   index_ += count;
   return batch;
+}
+
+void RandomSampler::save(serialize::OutputArchive& archive) const {
+  write_count(archive, "index", static_cast<size_t>(index_));
+  archive.write("indices", indices_, /*is_buffer=*/true);
+}
+
+void RandomSampler::load(serialize::InputArchive& archive) {
+  Tensor indices;
+  archive.read("indices", indices, /*is_buffer=*/true);
+  const size_t index = read_count(archive, "index");
+  EMBER_CHECK(indices.dim() == 1 && index <= static_cast<size_t>(indices.numel()), "RandomSampler::load",
+              "expected a 1-d 'indices' with at least 'index' (", index, ") entries, got shape ", indices.sizes().vec());
+  indices_ = indices.to(indices_.scalar_type());
+  index_ = static_cast<int64_t>(index);
 }
 
 DistributedRandomSampler::DistributedRandomSampler(size_t size, size_t num_replicas, size_t rank,
@@ -90,6 +123,21 @@ std::optional<std::vector<size_t>> DistributedRandomSampler::next(size_t batch_s
   return take(all_indices_, sample_index_, end_index_, batch_size);
 }
 
+void DistributedRandomSampler::save(serialize::OutputArchive& archive) const {
+  write_count(archive, "epoch_", epoch_);
+  write_count(archive, "sample_index_", sample_index_);
+}
+
+void DistributedRandomSampler::load(serialize::InputArchive& archive) {
+  const size_t sample_index = read_count(archive, "sample_index_");
+  epoch_ = read_count(archive, "epoch_");
+  reset(size_);
+  EMBER_CHECK(sample_index >= begin_index_ && sample_index <= end_index_, "DistributedRandomSampler::load",
+              "'sample_index_' ", sample_index, " is outside this replica's range [", begin_index_, ", ", end_index_,
+              "]");
+  sample_index_ = sample_index;
+}
+
 DistributedSequentialSampler::DistributedSequentialSampler(size_t size, size_t num_replicas, size_t rank,
                                                            bool allow_duplicates)
     : DistributedSampler(size, num_replicas, rank, allow_duplicates) {
@@ -115,6 +163,41 @@ std::optional<std::vector<size_t>> DistributedSequentialSampler::next(size_t bat
   for (size_t& index : batch) index %= size_;  // the padding positions wrap to the start
   sample_index_ = stop;
   return batch;
+}
+
+void DistributedSequentialSampler::save(serialize::OutputArchive& archive) const {
+  write_count(archive, "sample_index_", sample_index_);
+}
+
+void DistributedSequentialSampler::load(serialize::InputArchive& archive) {
+  const size_t sample_index = read_count(archive, "sample_index_");
+  EMBER_CHECK(sample_index >= begin_index_ && sample_index <= end_index_, "DistributedSequentialSampler::load",
+              "'sample_index_' ", sample_index, " is outside this replica's range [", begin_index_, ", ", end_index_,
+              "]");
+  sample_index_ = sample_index;
+}
+
+void StreamSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) epoch_size_ = *new_size;
+  examples_retrieved_so_far_ = 0;
+}
+
+std::optional<BatchSize> StreamSampler::next(size_t batch_size) {
+  if (examples_retrieved_so_far_ == epoch_size_) return std::nullopt;
+  const size_t count = std::min(batch_size, epoch_size_ - examples_retrieved_so_far_);
+  examples_retrieved_so_far_ += count;
+  return BatchSize(count);
+}
+
+void StreamSampler::save(serialize::OutputArchive& archive) const {
+  write_count(archive, "examples_retrieved_so_far", examples_retrieved_so_far_);
+}
+
+void StreamSampler::load(serialize::InputArchive& archive) {
+  const size_t retrieved = read_count(archive, "examples_retrieved_so_far");
+  EMBER_CHECK(retrieved <= epoch_size_, "StreamSampler::load", "'examples_retrieved_so_far' ", retrieved,
+              " is past the epoch size ", epoch_size_);
+  examples_retrieved_so_far_ = retrieved;
 }
 
 }  // namespace ember::data::samplers

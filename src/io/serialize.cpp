@@ -2,6 +2,7 @@
 // file holds in its metadata.
 #include "ember/serialize.h"
 
+#include <istream>
 #include <ostream>
 #include <streambuf>
 #include <string>
@@ -85,9 +86,30 @@ std::string LoadSource::name() const {
   return in_ ? "stream" : "buffer";
 }
 
+LoadSource::LoadSource(const std::function<size_t(uint64_t, void*, size_t)>& read_func,
+                       const std::function<size_t(void)>& size_func) {
+  EMBER_CHECK(read_func && size_func, "ember::load", "the read function or the size function is empty");
+  auto bytes = std::make_shared<std::string>(size_func(), '\0');
+  size_t position = 0;
+  while (position < bytes->size()) {
+    const size_t got = read_func(position, bytes->data() + position, bytes->size() - position);
+    EMBER_CHECK(got > 0, "ember::load", "the read function returned no bytes at position ", position, " of ",
+                bytes->size());
+    position += got;
+  }
+  data_ = bytes->data();
+  size_ = bytes->size();
+  owned_ = std::move(bytes);
+}
+
 io::LoadedTensors LoadSource::read() const {
   if (path_) return io::load_safetensors(*path_);
-  if (in_) return io::load_safetensors(*in_, name());
+  if (in_) {
+    // As libtorch, a seekable stream is read from its beginning, so one stream loads twice.
+    in_->clear();
+    if (in_->tellg() != std::streampos(-1)) in_->seekg(0);
+    return io::load_safetensors(*in_, name());
+  }
   return io::load_safetensors(data_, size_, name());
 }
 
@@ -97,8 +119,33 @@ void save(const nn::Module& module, const SaveTarget& to) {
   save_kind(to, "module", tensors);
 }
 
+namespace {
+
+// libtorch's error for the first of the module's keys the file lacks: the first submodule on
+// its path with no entry in the file, else the tensor itself.
+void check_no_missing_key(const nn::Module& module, const io::LoadedTensors& loaded, const LoadSource& from) {
+  auto file_has_prefix = [&](const std::string& prefix) {
+    for (const auto& [name, tensor] : loaded.tensors)
+      if (name.compare(0, prefix.size(), prefix) == 0) return true;
+    return false;
+  };
+  for (const auto& item : module.state_dict()) {
+    const std::string& key = item.key();
+    bool found = false;
+    for (const auto& [name, tensor] : loaded.tensors) found = found || name == key;
+    if (found) continue;
+    for (size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
+      EMBER_CHECK(file_has_prefix(key.substr(0, dot + 1)), "ember::load", "'", from.name(),
+                  "': No such serialized submodule: '", key.substr(0, dot), "'");
+    EMBER_FAIL("ember::load", "'", from.name(), "': No such serialized tensor '", key, "'");
+  }
+}
+
+}  // namespace
+
 void load(nn::Module& module, const LoadSource& from, std::optional<Device> device) {
   const io::LoadedTensors loaded = load_kind(from, "module", device);
+  check_no_missing_key(module, loaded, from);
   OrderedDict<std::string, Tensor> dict("state_dict key");
   for (const auto& [name, tensor] : loaded.tensors) dict.insert(name, tensor);
   try {

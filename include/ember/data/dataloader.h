@@ -6,11 +6,16 @@
 //       std::move(dataset), data::DataLoaderOptions(64).workers(2));
 //   for (auto& batch : *loader) { ... batch.data ... batch.target ... }
 //
-// Differences from libtorch: no stateful datasets (StatefulDataLoader); batch_size 0 is an
-// ember::Error; an exception in a worker is rethrown on the caller as a WorkerException,
-// which is an ember::Error naming the original message.
+// A stateful dataset (datasets::StatefulDataset, ChunkDataset) gets a StatefulDataLoader: no
+// sampler, every request is the batch size, and the epoch ends when the dataset returns
+// nullopt.
+//
+// Differences from libtorch: batch_size 0 is an ember::Error; an exception in a worker is
+// rethrown on the caller as a WorkerException, which is an ember::Error.
 #pragma once
 #include <chrono>
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -28,6 +33,7 @@
 #include <vector>
 
 #include "ember/arg.h"
+#include "ember/data/datasets.h"
 #include "ember/data/samplers.h"
 #include "ember/error.h"
 
@@ -72,11 +78,12 @@ struct FullDataLoaderOptions {
   bool drop_last;
 };
 
-// An exception thrown by a dataset in a worker thread, rethrown on the loader's thread.
+// An exception thrown by a dataset in a worker thread, rethrown on the loader's thread. Its
+// message is libtorch's: "Caught exception in DataLoader worker thread. Original message: ...".
 class WorkerException : public Error {
  public:
   explicit WorkerException(std::exception_ptr original)
-      : Error("[DataLoader] exception in a worker thread: " + message_of(original)),
+      : Error("Caught exception in DataLoader worker thread. Original message: " + message_of(original)),
         original_exception(std::move(original)) {}
 
   std::exception_ptr original_exception;
@@ -95,77 +102,134 @@ class WorkerException : public Error {
 
 namespace detail {
 
-// Jobs go to the workers and results come back through two queues; `in_flight` counts the
-// jobs whose result has not been taken yet.
+// A thread-safe FIFO queue: pop() waits for an element (at most `timeout`, then an
+// ember::Error "Timeout in DataLoader queue ...").
+template <typename T>
+class Queue {
+ public:
+  void push(T value) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(std::move(value));
+    }
+    cv_.notify_one();
+  }
+
+  T pop(std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto ready = [this] { return !queue_.empty(); };
+    if (timeout) {
+      EMBER_CHECK(cv_.wait_for(lock, *timeout, ready), "DataLoader",
+                  "Timeout in DataLoader queue while waiting for next batch (timeout was ", timeout->count(), " ms)");
+    } else {
+      cv_.wait(lock, ready);
+    }
+    T value = std::move(queue_.front());
+    queue_.pop_front();
+    return value;
+  }
+
+  // Empties the queue and returns how many elements it held.
+  size_t clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const size_t size = queue_.size();
+    queue_.clear();
+    return size;
+  }
+
+ private:
+  std::deque<T> queue_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
+
+// Jobs go to the workers and results come back through two queues; `in_flight_jobs` counts
+// the jobs whose result has not been taken yet.
 template <typename Job, typename Result>
 class DataShuttle {
  public:
   void push_job(Job job) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.push_back(std::move(job));
-      ++in_flight_;
+    new_jobs_.push(std::move(job));
+    ++in_flight_jobs_;
+  }
+  void push_result(Result result) { results_.push(std::move(result)); }
+  Job pop_job() { return new_jobs_.pop(); }
+
+  // The next result, or nullopt when no job is in flight.
+  std::optional<Result> pop_result(std::optional<std::chrono::milliseconds> timeout = std::nullopt) {
+    if (in_flight_jobs_ > 0) {
+      auto result = results_.pop(timeout);
+      --in_flight_jobs_;
+      return result;
     }
-    job_ready_.notify_one();
-  }
-  void push_quit(Job job) {  // not counted: no result comes back
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.push_back(std::move(job));
-    }
-    job_ready_.notify_one();
-  }
-  Job pop_job() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    job_ready_.wait(lock, [&] { return !jobs_.empty(); });
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
-    return job;
-  }
-  void push_result(Result result) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      results_.push_back(std::move(result));
-    }
-    result_ready_.notify_one();
-  }
-  // The next finished result, or nullopt when no job is in flight.
-  std::optional<Result> pop_result(std::optional<std::chrono::milliseconds> timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (in_flight_ == 0) return std::nullopt;
-    auto ready = [&] { return !results_.empty(); };
-    if (timeout) {
-      EMBER_CHECK(result_ready_.wait_for(lock, *timeout, ready), "DataLoader",
-                  "timed out waiting for the next batch (timeout was ", timeout->count(), " ms)");
-    } else {
-      result_ready_.wait(lock, ready);
-    }
-    Result result = std::move(results_.front());
-    results_.pop_front();
-    --in_flight_;
-    return result;
-  }
-  // Drops queued jobs and waits out (and drops) the results of the ones being worked on.
-  void drain() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    in_flight_ -= jobs_.size();
-    jobs_.clear();
-    result_ready_.wait(lock, [&] { return results_.size() == in_flight_; });
-    results_.clear();
-    in_flight_ = 0;
-  }
-  size_t in_flight_jobs() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return in_flight_;
+    return std::nullopt;
   }
 
+  // Drops the jobs not yet taken and waits out (and drops) the results of the others.
+  void drain() {
+    in_flight_jobs_ -= new_jobs_.clear();
+    while (in_flight_jobs_ > 0) pop_result();
+  }
+
+  size_t in_flight_jobs() const noexcept { return in_flight_jobs_; }
+
  private:
-  mutable std::mutex mutex_;
-  std::condition_variable job_ready_, result_ready_;
-  std::deque<Job> jobs_;
-  std::deque<Result> results_;
-  size_t in_flight_ = 0;
+  Queue<Job> new_jobs_;
+  Queue<Result> results_;
+  std::atomic<size_t> in_flight_jobs_{0};
 };
+
+namespace sequencers {
+
+// Hands out the results of the workers: as they come (NoSequencer) or in the order of their
+// sequence numbers (OrderedSequencer).
+template <typename Result>
+struct Sequencer {
+  using ResultProducer = std::function<std::optional<Result>()>;
+  virtual ~Sequencer() = default;
+  virtual std::optional<Result> next(ResultProducer next_result) = 0;
+};
+
+template <typename Result>
+struct NoSequencer final : public Sequencer<Result> {
+  using typename Sequencer<Result>::ResultProducer;
+  std::optional<Result> next(ResultProducer next_result) override { return next_result(); }
+};
+
+// Results that come early wait in a ring buffer of max_jobs slots (the most that can be in
+// flight) until their turn.
+template <typename Result>
+struct OrderedSequencer : public Sequencer<Result> {
+  using typename Sequencer<Result>::ResultProducer;
+
+  explicit OrderedSequencer(size_t max_jobs) : buffer_(max_jobs) {}
+
+  std::optional<Result> next(ResultProducer next_result) override {
+    if (auto& waiting = buffer(next_sequence_number_)) {
+      std::optional<Result> result = std::move(waiting);
+      waiting.reset();
+      ++next_sequence_number_;
+      return result;
+    }
+    while (true) {
+      std::optional<Result> result = next_result();
+      if (!result) break;
+      if (result->sequence_number == next_sequence_number_) {
+        ++next_sequence_number_;
+        return result;
+      }
+      buffer(result->sequence_number) = std::move(result);
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Result>& buffer(size_t sequence_number) { return buffer_.at(sequence_number % buffer_.size()); }
+
+  size_t next_sequence_number_ = 0;
+  std::vector<std::optional<Result>> buffer_;
+};
+
+}  // namespace sequencers
 
 // An iterator over a loader's batches: a ValidIterator yields batches until the loader is
 // exhausted, then compares equal to the SentinelIterator (end()).
@@ -183,15 +247,15 @@ class IteratorImpl {
     return !batch_.has_value();
   }
   void next() {
-    EMBER_CHECK(!is_sentinel(), "DataLoader", "incrementing the past-the-end iterator is not allowed");
+    EMBER_CHECK(!is_sentinel(), "DataLoader", "Incrementing the DataLoader's past-the-end iterator is not allowed");
     lazy_initialize();
-    EMBER_CHECK(batch_.has_value(), "DataLoader", "attempted to increment the iterator past the end");
+    EMBER_CHECK(batch_.has_value(), "DataLoader", "Attempted to increment iterator past the end");
     batch_ = next_batch_();
   }
   Batch& get() {
-    EMBER_CHECK(!is_sentinel(), "DataLoader", "dereferencing the past-the-end iterator is not allowed");
+    EMBER_CHECK(!is_sentinel(), "DataLoader", "Dereferencing the DataLoader's past-the-end iterator is not allowed");
     lazy_initialize();
-    EMBER_CHECK(batch_.has_value(), "DataLoader", "attempted to dereference the iterator past the end");
+    EMBER_CHECK(batch_.has_value(), "DataLoader", "Attempted to dereference iterator that was past the end");
     return *batch_;
   }
 
@@ -242,72 +306,64 @@ class Iterator {
   std::shared_ptr<detail::IteratorImpl<Batch>> impl_;
 };
 
-// The loader of a dataset with random access (BatchDataset) and a sampler.
-template <typename Dataset, typename Sampler>
-class StatelessDataLoader {
+// What the stateless and the stateful loaders share: the workers, the jobs in flight, the
+// order results are handed out in, the iterators.
+template <typename Dataset, typename Batch, typename BatchRequest>
+class DataLoaderBase {
  public:
-  using BatchType = typename Dataset::BatchType;
-  using BatchRequestType = typename Sampler::BatchRequestType;
+  using BatchType = Batch;
+  using BatchRequestType = BatchRequest;
 
-  StatelessDataLoader(Dataset dataset, Sampler sampler, DataLoaderOptions options)
-      : options_(std::move(options)), sampler_(std::move(sampler)) {
-    if (options_.workers == 0) {
-      main_thread_dataset_ = std::make_unique<Dataset>(std::move(dataset));
-      return;
-    }
-    // Each worker reads through its own copy of the dataset, as in libtorch.
-    for (size_t w = 0; w < options_.workers; ++w)
-      workers_.emplace_back([this, dataset]() mutable { worker_thread(dataset); });
-  }
+  DataLoaderBase(DataLoaderOptions options, std::unique_ptr<Dataset> main_thread_dataset = nullptr)
+      : options_(std::move(options)), main_thread_dataset_(std::move(main_thread_dataset)) {}
 
-  StatelessDataLoader(const StatelessDataLoader&) = delete;
-  StatelessDataLoader& operator=(const StatelessDataLoader&) = delete;
-  ~StatelessDataLoader() { join(); }
+  DataLoaderBase(const DataLoaderBase&) = delete;
+  DataLoaderBase& operator=(const DataLoaderBase&) = delete;
+  virtual ~DataLoaderBase() { join(); }
 
-  // Starts an epoch (resets the sampler, prefetches) and returns its first position.
-  Iterator<BatchType> begin() {
+  // Starts an epoch (resets the sampler or the dataset, prefetches) and returns its first
+  // position.
+  Iterator<Batch> begin() {
     EMBER_CHECK(shuttle_.in_flight_jobs() == 0, "DataLoader",
-                "attempted to get a new iterator while another iterator is not yet exhausted");
+                "Attempted to get a new DataLoader iterator while another iterator is not yet exhausted");
     reset();
-    return Iterator<BatchType>(std::make_shared<detail::IteratorImpl<BatchType>>([this] { return next(); }));
+    return Iterator<Batch>(std::make_shared<detail::IteratorImpl<Batch>>([this] { return next(); }));
   }
-  Iterator<BatchType> end() { return Iterator<BatchType>(std::make_shared<detail::IteratorImpl<BatchType>>()); }
+  Iterator<Batch> end() { return Iterator<Batch>(std::make_shared<detail::IteratorImpl<Batch>>()); }
 
   // Stops the workers (after the batches they are on). Called by the destructor.
   void join() {
     if (joined_) return;
     shuttle_.drain();
-    for (size_t w = 0; w < workers_.size(); ++w) shuttle_.push_quit(Job{});
+    for (size_t w = 0; w < workers_.size(); ++w) shuttle_.push_job(Job{});
     for (auto& worker : workers_) worker.join();
     joined_ = true;
   }
 
   const FullDataLoaderOptions& options() const noexcept { return options_; }
 
- private:
+ protected:
   struct Job {
-    std::optional<BatchRequestType> request;  // nullopt: the worker quits
+    std::optional<BatchRequest> request;  // nullopt: the worker quits
     size_t sequence_number = 0;
   };
   struct Result {
-    std::optional<BatchType> batch;
+    std::optional<Batch> batch;  // nullopt: a stateful dataset's epoch is over
     std::exception_ptr exception;
     size_t sequence_number = 0;
   };
 
-  void reset() {
-    shuttle_.drain();
-    sampler_.reset(std::nullopt);
-    sequence_number_ = 0;
-    next_to_hand_out_ = 0;
-    early_results_.clear();
-    prefetch(options_.max_jobs);
-  }
+  // The next request, or nullopt when the epoch has no more.
+  virtual std::optional<BatchRequest> get_batch_request() = 0;
 
-  std::optional<BatchRequestType> get_batch_request() {
-    auto indices = sampler_.next(options_.batch_size);
-    if (!indices || (indices->size() < options_.batch_size && options_.drop_last)) return std::nullopt;
-    return indices;
+  virtual void reset() {
+    shuttle_.drain();
+    sequence_number_ = 0;
+    if (options_.enforce_ordering)
+      sequencer_ = std::make_unique<detail::sequencers::OrderedSequencer<Result>>(std::max<size_t>(options_.max_jobs, 1));
+    else
+      sequencer_ = std::make_unique<detail::sequencers::NoSequencer<Result>>();
+    prefetch(options_.max_jobs);
   }
 
   void prefetch(size_t requested_jobs) {
@@ -319,64 +375,120 @@ class StatelessDataLoader {
     }
   }
 
-  // The next result in sampler order (enforce_ordering) or in finishing order.
-  std::optional<Result> pop_result() {
-    if (!options_.enforce_ordering) return shuttle_.pop_result(options_.timeout);
-    while (true) {
-      auto early = early_results_.find(next_to_hand_out_);
-      if (early != early_results_.end()) {
-        Result result = std::move(early->second);
-        early_results_.erase(early);
-        ++next_to_hand_out_;
-        return result;
+  std::optional<Batch> next() {
+    if (options_.workers > 0) {
+      while (std::optional<Result> result =
+                 sequencer_->next([this] { return shuttle_.pop_result(options_.timeout); })) {
+        if (result->exception) throw WorkerException(result->exception);
+        if (result->batch) {
+          prefetch(1);
+          return std::move(result->batch);
+        }
       }
-      std::optional<Result> result = shuttle_.pop_result(options_.timeout);
-      if (!result) return std::nullopt;
-      if (result->sequence_number == next_to_hand_out_) {
-        ++next_to_hand_out_;
-        return result;
-      }
-      early_results_.emplace(result->sequence_number, std::move(*result));
+      return std::nullopt;
     }
+    auto request = get_batch_request();
+    if (!request) return std::nullopt;
+    return main_thread_dataset_->get_batch(std::move(*request));
   }
 
-  std::optional<BatchType> next() {
-    if (options_.workers == 0) {
-      auto request = get_batch_request();
-      if (!request) return std::nullopt;
-      return main_thread_dataset_->get_batch(std::move(*request));
-    }
-    std::optional<Result> result = pop_result();
-    if (!result) return std::nullopt;
-    if (result->exception) throw WorkerException(result->exception);
-    prefetch(1);
-    return std::move(result->batch);
-  }
-
-  void worker_thread(Dataset& dataset) {
-    while (true) {
-      Job job = shuttle_.pop_job();
-      if (!job.request) break;
-      Result result;
-      result.sequence_number = job.sequence_number;
-      try {
-        result.batch = dataset.get_batch(std::move(*job.request));
-      } catch (...) {
-        result.exception = std::current_exception();
+  // Starts a worker that reads through `dataset` (which must outlive it).
+  template <typename WorkerDataset>
+  void start_worker(WorkerDataset dataset_for_worker) {
+    workers_.emplace_back([this, dataset = std::move(dataset_for_worker)]() mutable {
+      while (true) {
+        Job job = shuttle_.pop_job();
+        if (!job.request) break;
+        Result result;
+        result.sequence_number = job.sequence_number;
+        try {
+          result.batch = deref(dataset).get_batch(std::move(*job.request));
+        } catch (...) {
+          result.exception = std::current_exception();
+        }
+        shuttle_.push_result(std::move(result));
       }
-      shuttle_.push_result(std::move(result));
-    }
+    });
   }
 
   const FullDataLoaderOptions options_;
-  Sampler sampler_;
   std::unique_ptr<Dataset> main_thread_dataset_;
+
+ private:
+  template <typename D>
+  static D& deref(D& dataset) {
+    return dataset;
+  }
+  template <typename D>
+  static D& deref(D* dataset) {
+    return *dataset;
+  }
+
   std::vector<std::thread> workers_;
   detail::DataShuttle<Job, Result> shuttle_;
+  std::unique_ptr<detail::sequencers::Sequencer<Result>> sequencer_;
   size_t sequence_number_ = 0;
-  size_t next_to_hand_out_ = 0;
-  std::map<size_t, Result> early_results_;
   bool joined_ = false;
+};
+
+// The loader of a dataset with random access (BatchDataset) and a sampler; each worker reads
+// through its own copy of the dataset, as in libtorch.
+template <typename Dataset, typename Sampler>
+class StatelessDataLoader
+    : public DataLoaderBase<Dataset, typename Dataset::BatchType, typename Sampler::BatchRequestType> {
+  using Base = DataLoaderBase<Dataset, typename Dataset::BatchType, typename Sampler::BatchRequestType>;
+
+ public:
+  using typename Base::BatchRequestType;
+  using typename Base::BatchType;
+
+  StatelessDataLoader(Dataset dataset, Sampler sampler, DataLoaderOptions options)
+      : Base(std::move(options)), sampler_(std::move(sampler)) {
+    for (size_t w = 0; w < this->options_.workers; ++w) this->start_worker(dataset);
+    if (this->options_.workers == 0) this->main_thread_dataset_ = std::make_unique<Dataset>(std::move(dataset));
+  }
+  ~StatelessDataLoader() override { this->join(); }
+
+ private:
+  void reset() override {
+    sampler_.reset(std::nullopt);
+    Base::reset();
+  }
+
+  std::optional<BatchRequestType> get_batch_request() override {
+    auto indices = sampler_.next(this->options_.batch_size);
+    if (!indices || (indices->size() < this->options_.batch_size && this->options_.drop_last)) return std::nullopt;
+    return indices;
+  }
+
+  Sampler sampler_;
+};
+
+// The loader of a stateful dataset: every request is the batch size, the dataset says when
+// the epoch is over (nullopt), and the workers all read through the one dataset.
+template <typename Dataset>
+class StatefulDataLoader
+    : public DataLoaderBase<Dataset, typename Dataset::BatchType::value_type, typename Dataset::BatchRequestType> {
+  using Base =
+      DataLoaderBase<Dataset, typename Dataset::BatchType::value_type, typename Dataset::BatchRequestType>;
+
+ public:
+  using typename Base::BatchRequestType;
+  using typename Base::BatchType;
+
+  StatefulDataLoader(Dataset dataset, DataLoaderOptions options)
+      : Base(std::move(options), std::make_unique<Dataset>(std::move(dataset))) {
+    for (size_t w = 0; w < this->options_.workers; ++w) this->start_worker(this->main_thread_dataset_.get());
+  }
+  ~StatefulDataLoader() override { this->join(); }
+
+ private:
+  void reset() override {
+    this->main_thread_dataset_->reset();
+    Base::reset();
+  }
+
+  std::optional<BatchRequestType> get_batch_request() override { return this->options_.batch_size; }
 };
 
 template <typename Dataset, typename Sampler>
@@ -388,12 +500,20 @@ std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset 
 
 // A loader whose sampler (RandomSampler unless named) is built from the dataset's size.
 template <typename Sampler = samplers::RandomSampler, typename Dataset,
-          typename = std::enable_if_t<std::is_constructible_v<Sampler, size_t>>>
+          typename = std::enable_if_t<std::is_constructible_v<Sampler, size_t> && !Dataset::is_stateful>>
 std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset dataset,
                                                                         DataLoaderOptions options = DataLoaderOptions()) {
   const std::optional<size_t> size = dataset.size();
-  EMBER_CHECK(size.has_value(), "make_data_loader", "expected a sized dataset to construct the sampler");
+  EMBER_CHECK(size.has_value(), "make_data_loader",
+              "Expected the dataset to be sized in order to construct the Sampler");
   return make_data_loader(std::move(dataset), Sampler(*size), std::move(options));
+}
+
+// The loader of a stateful dataset (StatefulDataset, ChunkDataset).
+template <typename Dataset, typename = std::enable_if_t<Dataset::is_stateful>, typename = void>
+std::unique_ptr<StatefulDataLoader<Dataset>> make_data_loader(Dataset dataset,
+                                                              DataLoaderOptions options = DataLoaderOptions()) {
+  return std::make_unique<StatefulDataLoader<Dataset>>(std::move(dataset), std::move(options));
 }
 
 }  // namespace ember::data

@@ -1,8 +1,10 @@
 // Samplers, as torch::data::samplers: each yields batches of indices into a dataset, one
 // epoch at a time (reset() starts the next).
 //
-// Differences from libtorch: no save/load through serialize archives (index() reports the
-// position); DistributedRandomSampler shuffles with ember's Philox stream seeded by the
+// Each saves its position (and RandomSampler its permutation) into a serialize archive, so
+// ember::save(sampler, path) / ember::load(sampler, path) resume an epoch.
+//
+// Differences from libtorch: DistributedRandomSampler shuffles with ember's Philox stream seeded by the
 // epoch (Fisher-Yates, random_bits(epoch, i)) where libtorch uses std::mt19937(epoch) and
 // std::shuffle, so its orders differ from libtorch's but are the same on every platform.
 // Bad arguments (num_replicas 0, rank >= num_replicas) are an ember::Error.
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "ember/dtype.h"
+#include "ember/io/archive.h"
 #include "ember/tensor.h"
 
 namespace ember::data::samplers {
@@ -27,6 +30,32 @@ class Sampler {
   virtual void reset(std::optional<size_t> new_size) = 0;
   // The next batch of at most batch_size indices, or nullopt when the epoch is over.
   virtual std::optional<BatchRequest> next(size_t batch_size) = 0;
+  // Writes (reads) the sampler's state: where it is in the epoch.
+  virtual void save(serialize::OutputArchive& archive) const = 0;
+  virtual void load(serialize::InputArchive& archive) = 0;
+};
+
+template <typename BatchRequest>
+serialize::OutputArchive& operator<<(serialize::OutputArchive& archive, const Sampler<BatchRequest>& sampler) {
+  sampler.save(archive);
+  return archive;
+}
+template <typename BatchRequest>
+serialize::InputArchive& operator>>(serialize::InputArchive& archive, Sampler<BatchRequest>& sampler) {
+  sampler.load(archive);
+  return archive;
+}
+
+// The base of a batch request type other than a vector of indices: the loader asks its size()
+// (drop_last compares it with the batch size).
+struct CustomBatchRequest {
+  CustomBatchRequest() = default;
+  CustomBatchRequest(const CustomBatchRequest&) = default;
+  CustomBatchRequest(CustomBatchRequest&&) noexcept = default;
+  virtual ~CustomBatchRequest() = default;
+
+  // The number of elements the request asks for.
+  virtual size_t size() const = 0;
 };
 
 // 0, 1, ..., size - 1.
@@ -35,6 +64,8 @@ class SequentialSampler : public Sampler<> {
   explicit SequentialSampler(size_t size);
   void reset(std::optional<size_t> new_size = std::nullopt) override;
   std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
   size_t index() const noexcept { return index_; }
 
  private:
@@ -49,6 +80,8 @@ class RandomSampler : public Sampler<> {
   explicit RandomSampler(int64_t size, ScalarType index_dtype = kInt64);
   void reset(std::optional<size_t> new_size = std::nullopt) override;
   std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
   size_t index() const noexcept { return static_cast<size_t>(index_); }
 
  private:
@@ -103,6 +136,9 @@ class DistributedRandomSampler : public DistributedSampler<> {
   DistributedRandomSampler(size_t size, size_t num_replicas = 1, size_t rank = 0, bool allow_duplicates = true);
   void reset(std::optional<size_t> new_size = std::nullopt) override;
   std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  // The epoch and the position: loading shuffles for that epoch again.
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
 
  private:
   void populate_indices();
@@ -116,9 +152,34 @@ class DistributedSequentialSampler : public DistributedSampler<> {
   DistributedSequentialSampler(size_t size, size_t num_replicas = 1, size_t rank = 0, bool allow_duplicates = true);
   void reset(std::optional<size_t> new_size = std::nullopt) override;
   std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
 
  private:
   void populate_indices();
+};
+
+// The batch request of a stream: how many examples to produce; converts to its size_t.
+struct BatchSize : public CustomBatchRequest {
+  explicit BatchSize(size_t size) : size_(size) {}
+  size_t size() const noexcept override { return size_; }
+  operator size_t() const noexcept { return size_; }  // NOLINT: implicit, as in libtorch
+  size_t size_;
+};
+
+// The sampler of a stream dataset (StreamDataset): batch sizes until epoch_size examples have
+// been asked for, the last one smaller when batch_size does not divide epoch_size.
+class StreamSampler : public Sampler<BatchSize> {
+ public:
+  explicit StreamSampler(size_t epoch_size) : epoch_size_(epoch_size) {}
+  void reset(std::optional<size_t> new_size = std::nullopt) override;
+  std::optional<BatchSize> next(size_t batch_size) override;
+  void save(serialize::OutputArchive& archive) const override;
+  void load(serialize::InputArchive& archive) override;
+
+ private:
+  size_t examples_retrieved_so_far_ = 0;
+  size_t epoch_size_;
 };
 
 }  // namespace ember::data::samplers

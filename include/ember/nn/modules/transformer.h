@@ -88,6 +88,9 @@ EMBER_MODULE(TransformerDecoderLayer);
 struct TransformerEncoderOptions {
   TransformerEncoderOptions(TransformerEncoderLayer encoder_layer, int64_t num_layers)
       : encoder_layer_(std::move(encoder_layer)), num_layers_(num_layers) {}
+  // A new layer built from its options.
+  TransformerEncoderOptions(const TransformerEncoderLayerOptions& encoder_layer_options, int64_t num_layers)
+      : encoder_layer_(TransformerEncoderLayer(encoder_layer_options)), num_layers_(num_layers) {}
   EMBER_ARG(TransformerEncoderLayer, encoder_layer);
   EMBER_ARG(int64_t, num_layers);
   EMBER_ARG(AnyModule, norm) = {};
@@ -96,6 +99,9 @@ struct TransformerEncoderOptions {
 struct TransformerDecoderOptions {
   TransformerDecoderOptions(TransformerDecoderLayer decoder_layer, int64_t num_layers)
       : decoder_layer_(std::move(decoder_layer)), num_layers_(num_layers) {}
+  // A new layer built from its options.
+  TransformerDecoderOptions(const TransformerDecoderLayerOptions& decoder_layer_options, int64_t num_layers)
+      : decoder_layer_(TransformerDecoderLayer(decoder_layer_options)), num_layers_(num_layers) {}
   EMBER_ARG(TransformerDecoderLayer, decoder_layer);
   EMBER_ARG(int64_t, num_layers);
   EMBER_ARG(AnyModule, norm) = {};
