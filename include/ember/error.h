@@ -23,11 +23,17 @@ void append_one(std::ostringstream& out, const T& value) {
   out << value;
 }
 
+// A vector prints as [a, b, c] unless its element type's namespace says how (as
+// indexing::TensorIndex lists print "(a, b)").
 template <typename T>
 void append_one(std::ostringstream& out, const std::vector<T>& values) {
-  out << '[';
-  for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  out << ']';
+  if constexpr (requires(std::ostream& stream) { operator<<(stream, values); }) {
+    operator<<(out, values);
+  } else {
+    out << '[';
+    for (size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
+    out << ']';
+  }
 }
 
 template <typename T, typename... Rest>

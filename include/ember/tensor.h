@@ -342,7 +342,7 @@ class Tensor {
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
   // Python's x[...] (ember/tensor_indexing.h): Slice, None, Ellipsis, integers, bools, bool
   // masks and integer index tensors, with PyTorch's advanced-indexing rules. Without tensor
-  // indices the result is a view; with them, a copy.
+  // indices or bools the result is a view; with them (advanced indices), a copy.
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
   // x[...] = rhs (broadcast to the indexed shape, cast to self's dtype).

@@ -100,14 +100,14 @@ inline std::vector<double> map_slices(const Tensor& x, int64_t dim, const std::f
 }
 
 // Inputs of a given logical shape in different memory layouts, filled in row-major order.
-enum class Layout { Contiguous, Permuted, Strided };
-const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Permuted, Layout::Strided};
+enum class InputLayout { Contiguous, Permuted, Strided };
+const std::vector<InputLayout> kLayouts = {InputLayout::Contiguous, InputLayout::Permuted, InputLayout::Strided};
 
-inline const char* layout_name(Layout layout) {
+inline const char* layout_name(InputLayout layout) {
   switch (layout) {
-    case Layout::Contiguous: return "contiguous";
-    case Layout::Permuted: return "permuted";
-    case Layout::Strided: return "strided";
+    case InputLayout::Contiguous: return "contiguous";
+    case InputLayout::Permuted: return "permuted";
+    case InputLayout::Strided: return "strided";
   }
   return "?";
 }
@@ -115,12 +115,12 @@ inline const char* layout_name(Layout layout) {
 // Permuted: storage in reversed dim order (a transpose for 2-D). Strided: every other
 // element of a wider last dim.
 inline Tensor make_layout(const std::vector<double>& v, const std::vector<int64_t>& sizes, ScalarType dtype,
-                          Layout layout) {
+                          InputLayout layout) {
   Tensor t;
   const int64_t nd = static_cast<int64_t>(sizes.size());
-  if (layout == Layout::Contiguous || nd == 0) {
+  if (layout == InputLayout::Contiguous || nd == 0) {
     t = empty(sizes, dtype);
-  } else if (layout == Layout::Permuted) {
+  } else if (layout == InputLayout::Permuted) {
     std::vector<int64_t> reversed(sizes.rbegin(), sizes.rend()), order;
     for (int64_t d = nd - 1; d >= 0; --d) order.push_back(d);
     t = empty(reversed, dtype).permute(order);

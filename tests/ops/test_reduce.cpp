@@ -30,7 +30,7 @@ const std::vector<DimCase> kDimCases = {
     {{2, 300}, {1}},     {{4}, {0}},
 };
 
-std::string describe(const DimCase& c, Layout layout, bool keepdim, ScalarType dtype) {
+std::string describe(const DimCase& c, InputLayout layout, bool keepdim, ScalarType dtype) {
   std::ostringstream out;
   out << dtype_name(dtype) << " shape " << IntArrayRef(c.sizes) << " dims " << IntArrayRef(c.dims) << " "
       << layout_name(layout) << " keepdim=" << keepdim;
@@ -43,7 +43,7 @@ using CaseFn = std::function<void(const Tensor& x, const std::vector<int64_t>& d
 // Calls check for every dim case, layout and keepdim, with values from `fill`.
 void for_each_case(ScalarType dtype, const std::function<std::vector<double>(int64_t n)>& fill, const CaseFn& check) {
   for (const DimCase& c : kDimCases)
-    for (Layout layout : kLayouts)
+    for (InputLayout layout : kLayouts)
       for (bool keepdim : {false, true}) {
         Tensor x = make_layout(fill(count_of(c.sizes)), c.sizes, dtype, layout);
         check(x, c.dims, keepdim, describe(c, layout, keepdim, dtype));
@@ -146,7 +146,7 @@ TEST(Reduce, ProdMatchesReference) {
   for (ScalarType dtype : kFloatTypes) {
     for (const DimCase& c : kDimCases) {
       if (c.dims.size() != 1) continue;  // prod takes one dim
-      for (Layout layout : kLayouts)
+      for (InputLayout layout : kLayouts)
         for (bool keepdim : {false, true}) {
           Tensor x = make_layout(uniform_values(count_of(c.sizes), 0.5, 1.5, 9), c.sizes, dtype, layout);
           expect_reduction(x.prod(c.dims[0], keepdim), x, c.dims, keepdim, ref_prod, dtype, tolerance(dtype),
@@ -256,7 +256,7 @@ TEST(Reduce, AnyAllMatchReference) {
     for (const auto& values_for : {std::function<std::vector<double>(int64_t)>(fill), std::function<std::vector<double>(int64_t)>(fill_ones)})
       for (const DimCase& c : kDimCases) {
         if (c.dims.size() != 1) continue;
-        for (Layout layout : kLayouts) {
+        for (InputLayout layout : kLayouts) {
           Tensor x = make_layout(values_for(count_of(c.sizes)), c.sizes, dtype, layout);
           const std::string what = describe(c, layout, false, dtype);
           expect_reduction(x.any(c.dims[0]), x, c.dims, false, any, kBool, {0, 0}, what);
@@ -312,7 +312,7 @@ TEST(Reduce, MaxMinAlongDimMatchReference) {
     auto fill = [dtype](int64_t n) { return dtype == kUInt8 ? integer_values(n, 0, 5, 19) : small_integers(n); };
     for (const DimCase& c : kDimCases) {
       if (c.dims.size() != 1) continue;
-      for (Layout layout : kLayouts)
+      for (InputLayout layout : kLayouts)
         for (bool keepdim : {false, true}) {
           Tensor x = make_layout(fill(count_of(c.sizes)), c.sizes, dtype, layout);
           const std::string what = describe(c, layout, keepdim, dtype);

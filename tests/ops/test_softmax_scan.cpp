@@ -31,7 +31,7 @@ const std::vector<DimCase> kDimCases = {
     {{6, 1}, 1},   {{1, 6}, 0},     {{2, 16}, 1},    {{3000}, 0},     {{1}, 0},
 };
 
-std::string describe(const DimCase& c, Layout layout, ScalarType dtype) {
+std::string describe(const DimCase& c, InputLayout layout, ScalarType dtype) {
   std::ostringstream out;
   out << dtype_name(dtype) << " shape " << IntArrayRef(c.sizes) << " dim " << c.dim << " " << layout_name(layout);
   return out.str();
@@ -41,7 +41,7 @@ std::string describe(const DimCase& c, Layout layout, ScalarType dtype) {
 void for_each_case(ScalarType dtype, const std::function<std::vector<double>(int64_t)>& fill,
                    const std::function<void(const Tensor&, int64_t, const std::string&)>& check) {
   for (const DimCase& c : kDimCases)
-    for (Layout layout : kLayouts)
+    for (InputLayout layout : kLayouts)
       check(make_layout(fill(count_of(c.sizes)), c.sizes, dtype, layout), c.dim, describe(c, layout, dtype));
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <ostream>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -41,8 +42,13 @@ class TensorDataContainer {
   TensorDataContainer(float value) : scalar_type_(kFloat32), scalar_(value) {}        // NOLINT
   TensorDataContainer(double value) : scalar_type_(kFloat64), scalar_(value) {}       // NOLINT
   TensorDataContainer(std::initializer_list<TensorDataContainer> init_list)          // NOLINT
-      : scalar_type_(init_list.begin()->scalar_type()), init_list_(init_list), kind_(Kind::InitList) {
+      : scalar_type_(get_default_dtype_as_scalartype()), init_list_(init_list), kind_(Kind::InitList) {
+    if (init_list_.empty()) {  // an explicitly empty initializer_list, as `{}`
+      sizes_ = {0};
+      return;
+    }
     const TensorDataContainer& first = init_list_.front();
+    scalar_type_ = first.scalar_type();
     for (const TensorDataContainer& element : init_list_) {
       EMBER_CHECK(element.sizes() == first.sizes(), "tensor", "Expected all sub-lists to have sizes: ",
                   join(first.sizes()), " (e.g. ", first, "), but got sub-list ", element,
@@ -106,7 +112,10 @@ class TensorDataContainer {
   // Sizes as libtorch's messages write them: "2 3".
   static std::string join(const std::vector<int64_t>& sizes) {
     std::string out;
-    for (size_t i = 0; i < sizes.size(); ++i) out += (i ? " " : "") + std::to_string(sizes[i]);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i > 0) out += ' ';
+      out += std::to_string(sizes[i]);
+    }
     return out;
   }
 
