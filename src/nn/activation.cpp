@@ -85,7 +85,7 @@ Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options) {
 
 Tensor mish(const Tensor& input) {
   check_floating(input, "mish");
-  return input * detail::log1p_exp(input).tanh();
+  return input * nn::detail::log1p_exp(input).tanh();
 }
 
 Tensor glu(const Tensor& input, const GLUFuncOptions& options) {
@@ -160,7 +160,7 @@ Tensor rrelu(const Tensor& input, const RReLUFuncOptions& options) {
 
 Tensor logsigmoid(const Tensor& input) {
   check_floating(input, "logsigmoid");
-  return -detail::log1p_exp(-input);
+  return -nn::detail::log1p_exp(-input);
 }
 
 Tensor softmin(const Tensor& input, const SoftminFuncOptions& options) {
