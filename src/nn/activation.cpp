@@ -64,10 +64,10 @@ Tensor prelu(const Tensor& input, const Tensor& weight) {
 Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& options) {
   const char* op = "hardtanh";
   check_floating(input, op);
-  EMBER_CHECK(options.max_val() > options.min_val(), op, "max_val (", options.max_val(),
-              ") must be greater than min_val (", options.min_val(), ")");
-  Tensor out = where(input <= options.min_val(), Scalar(options.min_val()),
-                     where(input >= options.max_val(), Scalar(options.max_val()), input));
+  // min(max(x, min_val), max_val), as libtorch (which accepts any bounds here; its module
+  // checks them): max_val wins when the bounds cross.
+  Tensor lower = where(input <= options.min_val(), Scalar(options.min_val()), input);
+  Tensor out = where(lower >= options.max_val(), Scalar(options.max_val()), lower);
   return maybe_inplace(input, out, options.inplace());
 }
 

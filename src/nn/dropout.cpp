@@ -44,11 +44,11 @@ Tensor dropout_impl(const Tensor& input, double p, bool training, bool inplace, 
   return maybe_inplace(input, input * (keep * a) + shift, inplace);
 }
 
-// libtorch's dropout2d/3d: an input of the batched rank is [N, C, *spatial]; any other rank
-// is taken as unbatched and given a batch dim of 1.
+// dropout1d/2d/3d: an input of one dim less than [N, C, *spatial] is unbatched [C, *spatial]
+// and gets a batch dim of 1; any other rank is read as [N, C, ...] (PyTorch's feature dropout).
 Tensor dropout_nd(const Tensor& input, const DropoutFuncOptions& options, int64_t batched_dim, const char* op) {
   check_probability(options.p(), op);
-  if (input.dim() == batched_dim) {
+  if (input.dim() != batched_dim - 1) {
     return dropout_impl(input, options.p(), options.training(), options.inplace(), true, false, op);
   }
   Tensor result =

@@ -38,10 +38,10 @@ Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
 // Zero whole channels: input [N, C, *spatial] times a mask [N, C, 1, ...] of 0 (probability
-// p) or 1 / (1 - p) in training; the identity otherwise. As libtorch's, dropout2d takes
-// [N, C, H, W] and dropout3d [N, C, D, H, W], and an input of any other rank is taken as
-// unbatched (given a batch dim of 1, so its dim 0 holds the channels). dropout1d, as PyTorch's
-// Python form, takes [N, C, L] or unbatched [C, L] only.
+// p) or 1 / (1 - p) in training; the identity otherwise. An input of one dim less than
+// [N, C, *spatial] is unbatched [C, *spatial]; dropout2d/3d read any other rank (at least 2)
+// as [N, C, ...], as PyTorch's Python forms and libtorch 1.x do (current libtorch C++ instead
+// adds a batch dim to every rank but the batched one). dropout1d takes [N, C, L] or [C, L] only.
 Tensor dropout1d(const Tensor& input, const Dropout1dFuncOptions& options = {});
 Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {});
 Tensor dropout3d(const Tensor& input, const Dropout3dFuncOptions& options = {});
@@ -179,7 +179,8 @@ Tensor prelu(const Tensor& input, const Tensor& weight);
 Tensor relu6(const Tensor& input, const ReLU6FuncOptions& options = {});
 // beta * x > threshold ? x : log(1 + exp(beta * x)) / beta.
 Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options = {});
-// min(max(x, min_val), max_val); the gradient is zero where x <= min_val or x >= max_val.
+// min(max(x, min_val), max_val) for any bounds (nn::Hardtanh checks min_val < max_val); the
+// gradient is zero where x <= min_val or x >= max_val.
 Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& options = {});
 // x * tanh(softplus(x)).
 Tensor mish(const Tensor& input);
