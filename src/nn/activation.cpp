@@ -63,10 +63,10 @@ Tensor prelu(const Tensor& input, const Tensor& weight) {
 Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& options) {
   const char* op = "hardtanh";
   check_floating(input, op);
-  EMBER_CHECK(options.max_val() > options.min_val(), op, "max_val (", options.max_val(),
-              ") must be greater than min_val (", options.min_val(), ")");
-  Tensor out = where(input <= options.min_val(), Scalar(options.min_val()),
-                     where(input >= options.max_val(), Scalar(options.max_val()), input));
+  // min(max(x, min_val), max_val), as libtorch (which accepts any bounds here; its module
+  // checks them): max_val wins when the bounds cross.
+  Tensor lower = where(input <= options.min_val(), Scalar(options.min_val()), input);
+  Tensor out = where(lower >= options.max_val(), Scalar(options.max_val()), lower);
   return maybe_inplace(input, out, options.inplace());
 }
 
@@ -84,7 +84,7 @@ Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options) {
 
 Tensor mish(const Tensor& input) {
   check_floating(input, "mish");
-  return input * detail::log1p_exp(input).tanh();
+  return input * nn::detail::log1p_exp(input).tanh();
 }
 
 Tensor glu(const Tensor& input, const GLUFuncOptions& options) {
@@ -159,7 +159,7 @@ Tensor rrelu(const Tensor& input, const RReLUFuncOptions& options) {
 
 Tensor logsigmoid(const Tensor& input) {
   check_floating(input, "logsigmoid");
-  return -detail::log1p_exp(-input);
+  return -nn::detail::log1p_exp(-input);
 }
 
 Tensor softmin(const Tensor& input, const SoftminFuncOptions& options) {

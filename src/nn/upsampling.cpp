@@ -119,14 +119,29 @@ int64_t mode_dims(Kind kind) {
   }
 }
 
+// libtorch's name of the mode's tag (kNearest, kBilinear, ...), which its messages print.
+const char* enum_name(Kind kind) {
+  switch (kind) {
+    case Kind::Nearest: return "kNearest";
+    case Kind::NearestExact: return "kNearestExact";
+    case Kind::Linear: return "kLinear";
+    case Kind::Bilinear: return "kBilinear";
+    case Kind::Bicubic: return "kBicubic";
+    case Kind::Trilinear: return "kTrilinear";
+    case Kind::Area: return "kArea";
+  }
+  return "unknown";
+}
+
 }  // namespace
 
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
   const char* op = "interpolate";
   const InterpolateMode mode = options.mode();
   const Kind kind = mode.kind();
-  EMBER_CHECK(input.dim() >= 3 && input.dim() <= 5, op, "expected an input [N, C, *] with 1 to 3 spatial dims, got ",
-              input.sizes());
+  EMBER_CHECK(input.dim() >= 3 && input.dim() <= 5, op, "Input Error: Only 3D, 4D and 5D input Tensors supported (got ",
+              input.dim(), "D) for the modes: nearest | linear | bilinear | bicubic | trilinear (got ",
+              enum_name(kind), "); input shape ", input.sizes());
   EMBER_CHECK(input.is_floating_point(), op, "expected a floating-point input, got ", dtype_name(input.scalar_type()));
   const int64_t spatial = input.dim() - 2;
   EMBER_CHECK(mode_dims(kind) == 0 || mode_dims(kind) == spatial, op, "got ", input.dim(), "-d input, but mode '",
@@ -135,9 +150,9 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
   EMBER_CHECK(!options.antialias(), op, "antialias=true is not implemented in ember");
   const bool linear = kind == Kind::Linear || kind == Kind::Bilinear || kind == Kind::Trilinear;
   EMBER_CHECK(linear || !options.align_corners().has_value(), op,
-              "align_corners can only be set with the interpolating modes linear, bilinear, bicubic and trilinear, "
-              "not with mode '",
-              mode.name(), "'");
+              "align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | "
+              "trilinear (got mode '",
+              mode.name(), "')");
   const auto& size = options.size();
   const auto& scale_factor = options.scale_factor();
   EMBER_CHECK(
@@ -147,8 +162,9 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options) {
     EMBER_CHECK(static_cast<int64_t>(size->size()) == spatial, op, "size ", IntArrayRef(*size),
                 " must have one value per spatial dim (", spatial, ") of input ", input.sizes());
   } else {
-    EMBER_CHECK(static_cast<int64_t>(scale_factor->size()) == spatial, op, "scale_factor must have one value per ",
-                "spatial dim (", spatial, "), got ", scale_factor->size(), " values for input ", input.sizes());
+    EMBER_CHECK(static_cast<int64_t>(scale_factor->size()) == spatial, op,
+                "scale_factor shape must match input shape. Input is ", spatial, "D, scale_factor size is ",
+                *scale_factor, " (", scale_factor->size(), " values for input ", input.sizes(), ")");
   }
   std::vector<int64_t> out_sizes;
   for (int64_t i = 0; i < spatial; ++i) {

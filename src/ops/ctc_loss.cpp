@@ -20,7 +20,7 @@ namespace {
 // Integer lengths [N] as int64 values.
 std::vector<int64_t> lengths_of(const Tensor& lengths, int64_t batch, const char* what) {
   EMBER_CHECK(is_integral(lengths.scalar_type()) && lengths.scalar_type() != kBool, "ctc_loss", what,
-              " must be an integer tensor, got ", dtype_name(lengths.scalar_type()));
+              " must be integral (an integer tensor), got ", dtype_name(lengths.scalar_type()));
   EMBER_CHECK(lengths.dim() == 1 && lengths.size(0) == batch, "ctc_loss", what, " must have one value per sequence (",
               batch, "), got shape ", lengths.sizes());
   Tensor values = lengths.to(kInt64).contiguous();
@@ -97,9 +97,9 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   } else {
     EMBER_CHECK(targets.dim() == 2 && targets.size(0) == N, op, "padded targets must be [N, S] with N = ", N,
                 ", got shape ", targets.sizes());
-    EMBER_CHECK(targets.size(1) >= max_target_length, op,
-                "padded targets [N, S] need S >= max(target_lengths) = ", max_target_length,
-                ", got S = ", targets.size(1));
+    EMBER_CHECK(targets.size(1) >= max_target_length, op, "Expected tensor to have size at least ",
+                max_target_length, " at dimension 1, but got size ", targets.size(1),
+                " for the padded targets [N, S] (S >= max(target_lengths))");
     for (int64_t b = 0; b < N; ++b) offsets[b] = b * targets.size(1);
   }
   const int64_t* label_data = flat_targets.data_ptr<int64_t>();

@@ -219,8 +219,13 @@ TEST(Activations, InplaceWritesIntoTheInput) {
 }
 
 TEST(Activations, ArgumentErrors) {
-  EXPECT_TRUE(throws_error([] { F::hardtanh(zeros({2}), F::HardtanhFuncOptions().min_val(1).max_val(1)); },
-                           {"hardtanh", "max_val (1)", "min_val (1)"}));
+  // The functional form takes any bounds, as libtorch's: min(max(x, min_val), max_val).
+  EXPECT_TRUE(all_close(F::hardtanh(testutil::make({-2, 0.5, 3}, {3}, kFloat64),
+                                    F::HardtanhFuncOptions().min_val(1).max_val(1)),
+                        {1, 1, 1}));
+  EXPECT_TRUE(all_close(F::hardtanh(testutil::make({-2, 0.5, 3}, {3}, kFloat64),
+                                    F::HardtanhFuncOptions().min_val(2).max_val(0)),
+                        {0, 0, 0}));
   EXPECT_TRUE(
       throws_error([] { nn::Hardtanh(nn::HardtanhOptions().min_val(2)); }, {"Hardtanh", "max_val", "min_val (2)"}));
   EXPECT_TRUE(throws_error([] { F::leaky_relu(zeros({2}, kInt64)); }, {"leaky_relu", "floating", "int64"}));

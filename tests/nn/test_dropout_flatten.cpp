@@ -73,6 +73,25 @@ TEST(Dropout3d, ZeroesWholeVolumesAtRateP) {
   EXPECT_TRUE(all_close(F::dropout3d(input, F::Dropout3dFuncOptions().p(1)), std::vector<double>(input.numel(), 0.0)));
 }
 
+TEST(DropoutNd, OtherRanksDropPerSampleAndChannel) {
+  // dropout2d of a 2-d input [N, C] drops single values, of a 5-d input [N, C, a, b, c] whole
+  // [a, b, c] blocks (PyTorch's feature dropout on [N, C, ...]).
+  manual_seed(21);
+  const Tensor matrix = uniform({200, 30}, 7, 0.5, 1.5);
+  expect_binomial_fraction(check_channel_mask(matrix, F::dropout2d(matrix, F::Dropout2dFuncOptions().p(0.4)), 1, 0.4),
+                           200 * 30, 0.4);
+  const Tensor volume = uniform({20, 30, 2, 2, 3}, 8, 0.5, 1.5);
+  expect_binomial_fraction(check_channel_mask(volume, F::dropout2d(volume, F::Dropout2dFuncOptions().p(0.3)), 12, 0.3),
+                           20 * 30, 0.3);
+  // inplace writes the masked values into the input.
+  Tensor x = uniform({40, 50}, 9, 0.5, 1.5);
+  const auto before = values(x);
+  Tensor y = F::dropout2d(x, F::Dropout2dFuncOptions().p(0.5).inplace(true));
+  EXPECT_EQ(y.data_ptr(), x.data_ptr());
+  const auto after = values(x);
+  for (size_t i = 0; i < after.size(); ++i) EXPECT_TRUE(after[i] == 0 || after[i] == 2 * before[i]) << i;
+}
+
 TEST(DropoutNd, SameSeedSameMask) {
   const Tensor input = uniform({4, 16, 6}, 5);
   manual_seed(3);
@@ -85,7 +104,7 @@ TEST(DropoutNd, Errors) {
   EXPECT_TRUE(throws_error([] { nn::Dropout1d(nn::Dropout1dOptions(-0.1)); }, {"[Dropout1d]", "-0.1"}));
   EXPECT_TRUE(throws_error([] { nn::Dropout3d(nn::Dropout3dOptions(1.5)); }, {"[Dropout3d]", "1.5"}));
   EXPECT_TRUE(throws_error([] { F::dropout1d(zeros({2, 3, 4, 5})); }, {"[dropout1d]", "4 dimensions", "[2, 3, 4, 5]"}));
-  EXPECT_TRUE(throws_error([] { F::dropout3d(zeros({2, 3})); }, {"[dropout3d]", "2 dimensions"}));
+  EXPECT_TRUE(throws_error([] { F::dropout3d(zeros({6})); }, {"[dropout3d]", "at least 2 dimensions", "[6]"}));
   EXPECT_TRUE(throws_error([] { F::dropout3d(zeros({2, 3, 4, 5}), F::Dropout3dFuncOptions().p(2)); },
                            {"[dropout3d]", "between 0 and 1", "2"}));
 }

@@ -51,6 +51,31 @@ struct EmbeddingFuncOptions {
   EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
 };
 
+// EmbeddingBag's reduction of each bag: ember::kSum, kMean or kMax.
+class EmbeddingBagMode {
+ public:
+  enum class Kind { Sum, Mean, Max };
+  EmbeddingBagMode(Reduction reduction);  // NOLINT: kSum or kMean
+  EmbeddingBagMode(enumtype::kMax) : kind_(Kind::Max) {}  // NOLINT
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// Differs from libtorch: no max_norm / norm_type / scale_grad_by_freq / sparse here.
+struct EmbeddingBagFuncOptions {
+  // Where each bag starts in a 1-D input; must be unset for a 2-D input (one bag per row).
+  EMBER_ARG(Tensor, offsets) = {};
+  EMBER_ARG(EmbeddingBagMode, mode) = Reduction::Mean;
+  // One weight per input index, multiplying its row (kSum only).
+  EMBER_ARG(Tensor, per_sample_weights) = {};
+  // offsets has one more value, the end of the last bag.
+  EMBER_ARG(bool, include_last_offset) = false;
+  // Indices equal to this are left out of their bag (negative values count from the end).
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+};
+
 struct LayerNormOptions {
   LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
   EMBER_ARG(std::vector<int64_t>, normalized_shape);
@@ -93,7 +118,17 @@ struct DropoutOptions {
 struct DropoutFuncOptions {
   EMBER_ARG(double, p) = 0.5;
   EMBER_ARG(bool, training) = true;
+  // Write the result into the input (in training; the input is returned as it is otherwise).
+  EMBER_ARG(bool, inplace) = false;
 };
+// Alpha dropout keeps a SELU network's zero mean and unit variance; note the default
+// training = false, as libtorch's.
+struct AlphaDropoutFuncOptions {
+  EMBER_ARG(double, p) = 0.5;
+  EMBER_ARG(bool, training) = false;
+  EMBER_ARG(bool, inplace) = false;
+};
+using FeatureAlphaDropoutFuncOptions = AlphaDropoutFuncOptions;
 // Dropout1d/2d/3d take Dropout's options, as in libtorch.
 using Dropout1dOptions = DropoutOptions;
 using Dropout2dOptions = DropoutOptions;
@@ -223,7 +258,10 @@ using nn::CrossEntropyFuncOptions;
 using nn::Dropout1dFuncOptions;
 using nn::Dropout2dFuncOptions;
 using nn::Dropout3dFuncOptions;
+using nn::AlphaDropoutFuncOptions;
 using nn::DropoutFuncOptions;
+using nn::FeatureAlphaDropoutFuncOptions;
+using nn::EmbeddingBagFuncOptions;
 using nn::EmbeddingFuncOptions;
 using nn::GELUFuncOptions;
 using nn::KLDivFuncOptions;
