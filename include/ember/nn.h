@@ -8,6 +8,7 @@
 #include "ember/nn/loss/linear_cross_entropy.h"
 #include "ember/nn/module.h"
 #include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/adaptive.h"
 #include "ember/nn/modules/batchnorm.h"
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/instancenorm.h"
