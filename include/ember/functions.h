@@ -18,7 +18,8 @@ Tensor zeros(IntArrayRef sizes, const TensorOptions& options = {});
 Tensor ones(IntArrayRef sizes, const TensorOptions& options = {});
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options = {});
 Tensor arange(const Scalar& end, const TensorOptions& options = {});
-Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, const TensorOptions& options = {});
+Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& options = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options = {});
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options = {});
 Tensor eye(int64_t n, const TensorOptions& options = {});
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options = {});
@@ -111,11 +112,16 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
-// weight [num_embeddings, dim], indices of any shape -> [*indices.shape, dim].
-Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1);
+// weight [num_embeddings, dim], indices of any shape -> [*indices.shape, dim]. With
+// scale_grad_by_freq, each row's gradient is divided by how often its index occurs in
+// `indices`. Differs from libtorch: sparse gradients do not exist (sparse=true throws).
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx = -1,
+                 bool scale_grad_by_freq = false, bool sparse = false);
 // Gradient of embedding for weight: sums grad rows by index (padding_idx rows stay zero).
 Tensor embedding_backward(const Tensor& grad, const Tensor& indices, int64_t num_weights, int64_t padding_idx = -1);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// x.transpose(dim0, dim1), as the free torch::transpose.
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 // x.reshape(shape), as the free torch::reshape.
 Tensor reshape(const Tensor& x, IntArrayRef shape);
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);

@@ -203,6 +203,15 @@ class Tensor {
   Tensor& normal_(double mean = 0, double std = 1) const;
   Tensor& uniform_(double from = 0, double to = 1) const;
   Tensor& bernoulli_(double p = 0.5) const;
+  // Integers drawn uniformly from [from, to) (to unset: up to the dtype's largest value,
+  // 2^mantissa for floating types), stored in the tensor's dtype, as libtorch's random_.
+  Tensor& random_(int64_t from, std::optional<int64_t> to) const;
+  Tensor& random_(int64_t to) const { return random_(0, to); }
+  Tensor& random_() const { return random_(0, std::nullopt); }
+  // Gives the tensor the shape `sizes`, contiguous, over its storage from its offset (grown
+  // when too small; the first elements keep their values, new ones are uninitialised), as
+  // libtorch's resize_. Refused on tensors that require grad.
+  const Tensor& resize_(IntArrayRef sizes) const;
 
   // ---- elementwise ----------------------------------------------------------------
   // The op table's rows (ember/detail/op_table.def, Note [Op table]), by their api column:

@@ -1,4 +1,5 @@
 // Tensor metadata, autograd accessors and construction helpers.
+#include <algorithm>
 #include <sstream>
 
 #include "autograd/function.h"
@@ -258,6 +259,30 @@ void Tensor::set_data(const Tensor& new_data) const {
   impl_->numel = source->numel;
   impl_->dtype = source->dtype;
   impl_->view_base = nullptr;
+}
+
+const Tensor& Tensor::resize_(IntArrayRef sizes) const {
+  const char* op = "resize_";
+  check_defined(*this, op);
+  EMBER_CHECK(!requires_grad(), op, "cannot resize a tensor that requires grad");
+  core::check_sizes(sizes, op);
+  std::vector<int64_t> new_sizes = sizes.vec();
+  const int64_t numel = core::compute_numel(new_sizes);
+  const size_t item = element_size();
+  const size_t needed = static_cast<size_t>(impl_->offset + numel) * item;
+  const Storage& storage = impl_->storage;
+  if (numel > 0 && needed > storage.nbytes()) {
+    core::check_writable(*this, op);
+    // Grow in place, for every view of the storage, keeping the bytes it had.
+    std::vector<char> kept(static_cast<const char*>(storage.data()),
+                           static_cast<const char*>(storage.data()) + storage.nbytes());
+    storage.reallocate(needed);
+    std::copy(kept.begin(), kept.end(), static_cast<char*>(storage.data()));
+  }
+  impl_->strides = core::contiguous_strides(new_sizes);
+  impl_->sizes = std::move(new_sizes);
+  impl_->numel = numel;
+  return *this;
 }
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {

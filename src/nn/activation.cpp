@@ -102,6 +102,90 @@ Tensor glu(const Tensor& input, const GLUFuncOptions& options) {
   return first * second.sigmoid();
 }
 
+Tensor relu(const Tensor& input, const ReLUFuncOptions& options) {
+  return maybe_inplace(input, ember::relu(input), options.inplace());
+}
+
+Tensor selu(const Tensor& input, const SELUFuncOptions& options) {
+  // The constants of Klambauer et al. (2017), as aten/src/ATen/native/Activation.cpp.
+  constexpr double alpha = 1.6732632423543772848170429916717;
+  constexpr double scale = 1.0507009873554804934193349852946;
+  check_floating(input, "selu");
+  Tensor out = where(input > 0, input, input.clamp_max(0).expm1() * alpha) * scale;
+  return maybe_inplace(input, out, options.inplace());
+}
+
+Tensor celu(const Tensor& input, const CELUFuncOptions& options) {
+  const char* op = "celu";
+  check_floating(input, op);
+  const double alpha = options.alpha();
+  EMBER_CHECK(alpha != 0, op, "ZeroDivisionError: alpha must be nonzero");
+  Tensor negative_part = (input.clamp_max(0) / alpha).expm1() * alpha;
+  return maybe_inplace(input, where(input > 0, input, negative_part), options.inplace());
+}
+
+Tensor hardshrink(const Tensor& input, const HardshrinkFuncOptions& options) {
+  check_floating(input, "hardshrink");
+  return where(input.abs() > options.lambda(), input, Scalar(0));
+}
+
+Tensor softshrink(const Tensor& input, const SoftshrinkFuncOptions& options) {
+  const char* op = "softshrink";
+  check_floating(input, op);
+  const double lambda = options.lambda();
+  EMBER_CHECK(lambda >= 0, op, "lambda must be greater or equal to 0, but found to be ", lambda);
+  return where(input > lambda, input - lambda, where(input < -lambda, input + lambda, Scalar(0)));
+}
+
+Tensor threshold(const Tensor& input, const ThresholdFuncOptions& options) {
+  Tensor out = where(input > options.threshold(), input, Scalar(options.value()));
+  return maybe_inplace(input, out, options.inplace());
+}
+
+Tensor rrelu(const Tensor& input, const RReLUFuncOptions& options) {
+  const char* op = "rrelu";
+  check_floating(input, op);
+  const double lower = options.lower(), upper = options.upper();
+  EMBER_CHECK(lower <= upper, op, "lower bound (", lower, ") must not exceed upper bound (", upper, ")");
+  Tensor slope;
+  if (options.training()) {
+    slope = empty(input.sizes(), input.scalar_type());
+    slope.uniform_(lower, upper);
+  } else {
+    slope = full({}, (lower + upper) / 2, input.scalar_type());
+  }
+  return maybe_inplace(input, where(input >= 0, input, input * slope), options.inplace());
+}
+
+Tensor logsigmoid(const Tensor& input) {
+  check_floating(input, "logsigmoid");
+  return -detail::log1p_exp(-input);
+}
+
+Tensor softmin(const Tensor& input, const SoftminFuncOptions& options) {
+  return ember::softmax(-input, options.dim(), options.dtype());
+}
+
+Tensor softsign(const Tensor& input) { return input / (input.abs() + 1); }
+
+Tensor tanhshrink(const Tensor& input) { return input - input.tanh(); }
+
+Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& options) {
+  const char* op = "gumbel_softmax";
+  check_floating(logits, op);
+  EMBER_CHECK(options.tau() > 0, op, "tau must be positive, got ", options.tau());
+  // Standard Gumbel noise -log(E) with E ~ Exponential(1) = -log(1 - U), U ~ Uniform[0, 1).
+  Tensor uniform = empty(logits.sizes(), logits.scalar_type());
+  uniform.uniform_(0, 1);
+  Tensor gumbels = -(-(1 - uniform).log()).log();
+  Tensor soft = ((logits + gumbels) / options.tau()).softmax(options.dim());
+  if (!options.hard()) return soft;
+  Tensor index = std::get<1>(soft.max(options.dim(), /*keepdim=*/true));
+  Tensor hard = zeros_like(soft).scatter(options.dim(), index, Scalar(1.0));
+  // The straight-through estimator: the one-hot forward, the soft sample's gradient.
+  return hard - soft.detach() + soft;
+}
+
 }  // namespace ember::nn::functional
 
 namespace ember {

@@ -104,7 +104,6 @@ Tensor dropout(const Tensor& input, const DropoutFuncOptions& options) {
   return ember::dropout(input, options.p(), options.training());
 }
 
-Tensor relu(const Tensor& input) { return ember::relu(input); }
 Tensor gelu(const Tensor& input, const GELUFuncOptions& options) { return ember::gelu(input, options.approximate()); }
 Tensor silu(const Tensor& input) { return ember::silu(input); }
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options) {

@@ -91,6 +91,10 @@ Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
 
 Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0, end, 1, options); }
 
+Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& options) {
+  return arange(start, end, 1, options);
+}
+
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
   core::TracePause constant;  // a factory's result is a constant to an export (Note [Export trace])
   const bool floating = start.isFloatingPoint() || end.isFloatingPoint() || step.isFloatingPoint();

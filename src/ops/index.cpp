@@ -312,8 +312,20 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& sourc
       });
 }
 
-Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx) {
+// For each position of `indices`, how many times its index occurs in all of `indices`, shaped
+// [*indices.shape, 1] to divide an embedding gradient (scale_grad_by_freq).
+static Tensor index_frequencies(const Tensor& indices, int64_t num_weights) {
+  Tensor flat = indices.reshape({-1}).to(kInt64);
+  Tensor counts = zeros({num_weights}, kFloat64).index_add(0, flat, ones({flat.numel()}, kFloat64));
+  std::vector<int64_t> shape = indices.sizes().vec();
+  shape.push_back(1);
+  return counts.index_select(0, flat).reshape(shape);
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_idx, bool scale_grad_by_freq,
+                 bool sparse) {
   const char* op = "embedding";
+  EMBER_CHECK(!sparse, op, "sparse gradients are not supported (ember has no sparse tensors)");
   EMBER_CHECK(weight.defined(), op, "weight is an undefined tensor");
   EMBER_RECORD_OP(op, weight, indices);
   EMBER_CHECK(weight.dim() == 2, op, "weight must be 2-D [num_embeddings, embedding_dim], got shape ", weight.sizes());
@@ -327,8 +339,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_id
   if (autograd::should_record({weight})) {
     SavedTensor saved_indices(indices);
     autograd::record("EmbeddingBackward", {weight}, {out},
-                     [saved_indices, num_weights, padding_idx](std::vector<Tensor>& g, const std::vector<bool>&) {
-                       return std::vector<Tensor>{embedding_backward(g[0], saved_indices.get(), num_weights, padding_idx)};
+                     [saved_indices, num_weights, padding_idx, scale_grad_by_freq](std::vector<Tensor>& g,
+                                                                                   const std::vector<bool>&) {
+                       Tensor grad = g[0];
+                       if (scale_grad_by_freq) grad = grad / index_frequencies(saved_indices.get(), num_weights).to(grad.scalar_type());
+                       return std::vector<Tensor>{embedding_backward(grad, saved_indices.get(), num_weights, padding_idx)};
                      });
   }
   ember_trace_op_.attr("padding_idx", padding_idx);

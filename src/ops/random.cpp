@@ -1,4 +1,5 @@
 // Random tensors from the default generator.
+#include <limits>
 #include <mutex>
 
 #include "cpu/random.h"
@@ -35,7 +36,7 @@ Tensor& generate_into(const Tensor& t, const char* op, F fill) {
   return const_cast<Tensor&>(t);  // tensors are handles: in-place methods are const, as in libtorch
 }
 
-Tensor& random_(const Tensor& t, const char* op, cpu::Distribution dist, double a, double b) {
+Tensor& fill_distribution(const Tensor& t, const char* op, cpu::Distribution dist, double a, double b) {
   return generate_into(t, op, [&](const Tensor& out) {
     core::launch(op, [&] {
       return [dtype = out.scalar_type(), p = out.data_ptr(), n = out.numel(), dist, a, b] {
@@ -62,17 +63,49 @@ void manual_seed(uint64_t seed) {
 
 Tensor& Tensor::uniform_(double from, double to) const {
   EMBER_CHECK(from <= to, "uniform_", "expects from <= to, but got from=", from, " > to=", to);
-  return random_(*this, "uniform_", cpu::Distribution::Uniform, from, to);
+  return fill_distribution(*this, "uniform_", cpu::Distribution::Uniform, from, to);
 }
 
 Tensor& Tensor::normal_(double mean, double std) const {
   EMBER_CHECK(std >= 0, "normal_", "expects std >= 0.0, but found std ", std);
-  return random_(*this, "normal_", cpu::Distribution::Normal, mean, std);
+  return fill_distribution(*this, "normal_", cpu::Distribution::Normal, mean, std);
 }
 
 Tensor& Tensor::bernoulli_(double p) const {
   EMBER_CHECK(p >= 0 && p <= 1, "bernoulli_", "expects 0 <= p <= 1, but got p=", p);
-  return random_(*this, "bernoulli_", cpu::Distribution::Bernoulli, p, 0);
+  return fill_distribution(*this, "bernoulli_", cpu::Distribution::Bernoulli, p, 0);
+}
+
+Tensor& Tensor::random_(int64_t from, std::optional<int64_t> to) const {
+  const char* op = "random_";
+  EMBER_CHECK(defined(), op, "called on an undefined tensor");
+  const ScalarType dtype = scalar_type();
+  int64_t high = 0;
+  if (to) {
+    high = *to;
+  } else {
+    // One past the largest value the dtype holds exactly (libtorch's default range).
+    switch (dtype) {
+      case kBool: high = 2; break;
+      case kUInt8: high = 256; break;
+      case kInt8: high = 128; break;
+      case kInt32: high = int64_t{1} << 31; break;
+      case kInt64: high = std::numeric_limits<int64_t>::max(); break;
+      case kFloat16: high = (int64_t{1} << 11) + 1; break;
+      case kBFloat16: high = (int64_t{1} << 8) + 1; break;
+      case kFloat32: high = (int64_t{1} << 24) + 1; break;
+      case kFloat64: high = (int64_t{1} << 53) + 1; break;
+    }
+  }
+  EMBER_CHECK(from < high, op, "expects 'from' to be less than 'to', but got from=", from, " >= to=", high);
+  return generate_into(*this, op, [&](const Tensor& out) {
+    core::launch(op, [&] {
+      return [dtype, p = out.data_ptr(), n = out.numel(), from, high] {
+        auto [seed, offset] = reserve(n);
+        cpu::fill_randint(dtype, p, n, seed, offset, from, high);
+      };
+    });
+  });
 }
 
 Tensor rand(IntArrayRef sizes, const TensorOptions& options) {

@@ -96,6 +96,7 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
 }
 
 Tensor reshape(const Tensor& x, IntArrayRef shape) { return x.reshape(shape); }
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) { return x.transpose(dim0, dim1); }
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) { return x.flatten(start_dim, end_dim); }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {

@@ -108,7 +108,7 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query, con
                                                         const MultiheadAttentionForwardFuncOptions& options);
 
 // ---- activations -----------------------------------------------------------------------------
-Tensor relu(const Tensor& input);
+Tensor relu(const Tensor& input, const ReLUFuncOptions& options = {});
 Tensor gelu(const Tensor& input, const GELUFuncOptions& options = {});
 Tensor silu(const Tensor& input);
 // silu(a) * b in one pass (the gate of a SwiGLU feed-forward); a and b have the same shape,
@@ -134,6 +134,40 @@ Tensor hardtanh(const Tensor& input, const HardtanhFuncOptions& options = {});
 Tensor mish(const Tensor& input);
 // a * sigmoid(b) where a and b are the two halves of input along options.dim() (even size).
 Tensor glu(const Tensor& input, const GLUFuncOptions& options = {});
+// scale * (x > 0 ? x : alpha * (exp(x) - 1)) with PyTorch's scale and alpha.
+Tensor selu(const Tensor& input, const SELUFuncOptions& options = {});
+// x > 0 ? x : alpha * (exp(x / alpha) - 1).
+Tensor celu(const Tensor& input, const CELUFuncOptions& options = {});
+// |x| > lambda ? x : 0.
+Tensor hardshrink(const Tensor& input, const HardshrinkFuncOptions& options = {});
+// x > lambda ? x - lambda : x < -lambda ? x + lambda : 0 (lambda >= 0).
+Tensor softshrink(const Tensor& input, const SoftshrinkFuncOptions& options = {});
+// x > threshold ? x : value.
+Tensor threshold(const Tensor& input, const ThresholdFuncOptions& options);
+// x >= 0 ? x : slope * x, slope drawn per element from U[lower, upper] in training, else
+// (lower + upper) / 2.
+Tensor rrelu(const Tensor& input, const RReLUFuncOptions& options = {});
+// log(sigmoid(x)) = -softplus(-x), stable for large |x|.
+Tensor logsigmoid(const Tensor& input);
+// softmax(-x) along options.dim().
+Tensor softmin(const Tensor& input, const SoftminFuncOptions& options);
+// x / (1 + |x|).
+Tensor softsign(const Tensor& input);
+// x - tanh(x).
+Tensor tanhshrink(const Tensor& input);
+// softmax((logits + g) / tau) along dim with g drawn from the standard Gumbel distribution;
+// hard: the one-hot of its argmax in the forward, the soft sample's gradient in the backward.
+Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& options = {});
+
+// ---- distances ------------------------------------------------------------------------------
+// <x1, x2> / (max(||x1||, eps) * max(||x2||, eps)) along options.dim() (inputs broadcast).
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& options = {});
+// ||x1 - x2 + eps||_p over the last dim.
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& options = {});
+// input [N, M] -> [N * (N - 1) / 2]: ||x_i - x_j||_p for every i < j, in row-major order.
+Tensor pdist(const Tensor& input, double p = 2.0);
+// input / max(||input||_p, eps) along options.dim().
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options = {});
 
 // ---- losses ---------------------------------------------------------------------------------
 // input: logits [N, C] or [C] or [N, C, d1, ...]. target: class indices (int64, [N] or
@@ -185,10 +219,38 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
 // log_softmax, as in PyTorch, so check it through one). First-order gradients only.
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, const CTCLossFuncOptions& options = {});
+// max(0, margin + d(a, p) - d(a, n)) with options.distance_function() (default
+// F::pairwise_distance); swap as triplet_margin_loss.
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const TripletMarginWithDistanceLossFuncOptions& options = {});
+// log(1 + exp(-target * input)).
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& options = {});
+// input, target [N, C]: per sample -mean_c w_c (t_c log sigmoid(x_c) + (1 - t_c) log sigmoid(-x_c)).
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
+                                   const MultilabelSoftMarginLossFuncOptions& options = {});
+// input where target != -1, plus max(0, margin - input) where target != 1.
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target,
+                            const HingeEmbeddingLossFuncOptions& options = {});
+// input [N, C] (or [C]), target class indices [N] (or 0-dim):
+// sum_{j != y} w_y * max(0, margin - x_y + x_j)^p / C.
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& options = {});
+// input [N, C] (or [C]), target of the same shape holding class indices up to the first -1:
+// sum over targets j and other classes k of max(0, 1 - (x_j - x_k)) / C.
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
+                              const MultilabelMarginLossFuncOptions& options = {});
+// exp(input) - target * input (log_input), else input - target * log(input + eps); full adds
+// Stirling's approximation of log(target!) where target > 1.
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& options = {});
 
 }  // namespace ember::nn::functional
 
 namespace ember {
+
+// The normalisations as libtorch's at:: functions (cudnn_enable is ignored: CPU only).
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5, bool cudnn_enable = true);
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5, bool cudnn_enabled = true);
 
 // The losses as libtorch's at:: functions: reduction an int64 (0 none, 1 mean, 2 sum, as
 // at::Reduction); the overloads taking ember::Reduction let ported code write

@@ -11,6 +11,7 @@
 #include "ember/arg.h"
 #include "ember/nn/enums.h"
 #include "ember/nn/options/activation.h"
+#include "ember/nn/options/distance.h"
 #include "ember/nn/options/loss.h"
 #include "ember/nn/options/normalization.h"
 #include "ember/nn/options/transformer.h"

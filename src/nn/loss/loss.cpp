@@ -272,9 +272,8 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
               positive.sizes(), " and ", negative.sizes());
   EMBER_CHECK(anchor.dim() >= 1, op, "inputs must have at least 1 dim (the features), got 0-dim tensors");
   EMBER_CHECK(options.p() > 0, op, "p must be positive, got ", options.p());
-  // PyTorch's pairwise_distance: ||x1 - x2 + eps||_p over the last dim.
   auto distance = [&](const Tensor& x1, const Tensor& x2) {
-    return (x1 - x2 + options.eps()).norm(options.p(), {x1.dim() - 1});
+    return pairwise_distance(x1, x2, PairwiseDistanceFuncOptions().p(options.p()).eps(options.eps()));
   };
   Tensor positive_distance = distance(anchor, positive);
   Tensor negative_distance = distance(anchor, negative);
@@ -298,6 +297,109 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
   Tensor zero = zeros_like(cosine);
   Tensor loss =
       where(target == 1, 1 - cosine, zero) + where(target == -1, (cosine - options.margin()).clamp_min(0), zero);
+  return reduce(loss, options.reduction(), op);
+}
+
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const TripletMarginWithDistanceLossFuncOptions& options) {
+  const char* op = "triplet_margin_with_distance_loss";
+  EMBER_CHECK(options.margin() > 0, op, "margin must be greater than 0, got ", options.margin());
+  auto distance = [&](const Tensor& x1, const Tensor& x2) {
+    return options.distance_function() ? (*options.distance_function())(x1, x2) : pairwise_distance(x1, x2);
+  };
+  Tensor positive_distance = distance(anchor, positive);
+  Tensor negative_distance = distance(anchor, negative);
+  if (options.swap()) negative_distance = negative_distance.minimum(distance(positive, negative));
+  return reduce((positive_distance - negative_distance + options.margin()).clamp_min(0), options.reduction(), op);
+}
+
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& options) {
+  return reduce(detail::log1p_exp(-target * input), options.reduction(), "soft_margin_loss");
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
+                                   const MultilabelSoftMarginLossFuncOptions& options) {
+  const char* op = "multilabel_soft_margin_loss";
+  EMBER_CHECK(input.dim() == 2 && target.sizes() == input.sizes(), op,
+              "expected input [N, C] and a target of the same shape, got ", input.sizes(), " and ", target.sizes());
+  // -(y * logsigmoid(x) + (1 - y) * logsigmoid(-x)), with logsigmoid(x) = -log1p_exp(-x).
+  Tensor loss = target * detail::log1p_exp(-input) + (1 - target) * detail::log1p_exp(input);
+  if (options.weight().defined()) loss = loss * options.weight();
+  loss = loss.sum({1}) / input.size(1);
+  return reduce(loss, options.reduction(), op);
+}
+
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& options) {
+  Tensor zero = zeros({}, input.scalar_type());
+  Tensor margin_part = where(target != 1, (options.margin() - input).clamp_min(0), zero);
+  Tensor self_part = where(target != -1, input, zero);
+  return reduce(margin_part + self_part, options.reduction(), "hinge_embedding_loss");
+}
+
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& options) {
+  const char* op = "multi_margin_loss";
+  EMBER_CHECK(options.p() == 1 || options.p() == 2, op, "only p == 1 and p == 2 supported, got ", options.p());
+  EMBER_CHECK((input.dim() == 2 && target.dim() == 1 && target.size(0) == input.size(0)) ||
+                  (input.dim() == 1 && target.dim() == 0),
+              op, "expected input [N, C] with target [N], or input [C] with a 0-dim target, got ", input.sizes(),
+              " and ", target.sizes());
+  EMBER_CHECK(is_integral(target.scalar_type()), op, "target must hold class indices (an integer tensor), got ",
+              dtype_name(target.scalar_type()));
+  const bool batched = input.dim() == 2;
+  Tensor x = batched ? input : input.unsqueeze(0);
+  Tensor y = (batched ? target : target.unsqueeze(0)).to(kInt64).unsqueeze(1);  // [N, 1]
+  const int64_t classes = x.size(1);
+  EMBER_CHECK(y.numel() == 0 || (y.min().item<int64_t>() >= 0 && y.max().item<int64_t>() < classes), op,
+              "target values must be class indices in [0, ", classes, ")");
+  Tensor margins = (options.margin() - x.gather(1, y) + x).clamp_min(0);
+  if (options.p() == 2) margins = margins * margins;
+  // The target's own class does not count.
+  margins = margins.scatter(1, y, Scalar(0));
+  if (options.weight().defined()) {
+    EMBER_CHECK(options.weight().dim() == 1 && options.weight().size(0) == classes, op, "weight of shape ",
+                options.weight().sizes(), " must be 1-D with one value per class (", classes, ")");
+    margins = margins * options.weight().index_select(0, y.squeeze(1)).unsqueeze(1);
+  }
+  Tensor loss = margins.sum({1}) / classes;
+  return reduce(batched ? loss : loss.squeeze(0), options.reduction(), op);
+}
+
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target,
+                              const MultilabelMarginLossFuncOptions& options) {
+  const char* op = "multilabel_margin_loss";
+  EMBER_CHECK(input.dim() <= 2 && target.sizes() == input.sizes(), op,
+              "expected input [N, C] or [C] and a target of the same shape, got ", input.sizes(), " and ",
+              target.sizes());
+  EMBER_CHECK(is_integral(target.scalar_type()), op, "target must hold class indices (an integer tensor), got ",
+              dtype_name(target.scalar_type()));
+  const bool batched = input.dim() == 2;
+  Tensor x = input.dim() == 0 ? input.reshape({1, 1}) : batched ? input : input.unsqueeze(0);
+  Tensor t = target.reshape(x.sizes()).to(kInt64);
+  const int64_t classes = x.size(1);
+  EMBER_CHECK(t.numel() == 0 || (t.min().item<int64_t>() >= -1 && t.max().item<int64_t>() < classes), op,
+              "target values must be class indices in [0, ", classes, ") or -1");
+  // The targets of a row are its entries before the first -1.
+  Tensor valid = (t != -1).to(kInt64).cumprod(1);
+  Tensor safe = where(valid.to(kBool), t, zeros({}, kInt64));
+  Tensor is_target = zeros(x.sizes(), kInt64).scatter_add(1, safe, valid) > 0;
+  Tensor target_scores = x.gather(1, safe);  // [N, C]: x at each target slot
+  // hinge[n, j, k] = max(0, 1 - (x[n, target j] - x[n, k])) over valid slots j and classes k
+  // that are not targets.
+  Tensor hinge = (1 - target_scores.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0);
+  Tensor keep = valid.to(x.scalar_type()).unsqueeze(2) * is_target.logical_not().to(x.scalar_type()).unsqueeze(1);
+  Tensor loss = (hinge * keep).sum({1, 2}) / classes;
+  return reduce(batched ? loss : loss.squeeze(0), options.reduction(), op);
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& options) {
+  const char* op = "poisson_nll_loss";
+  Tensor loss = options.log_input() ? input.exp() - target * input : input - target * (input + options.eps()).log();
+  if (options.full()) {
+    // Stirling's approximation of log(t!), only where t > 1.
+    Tensor safe = where(target > 1, target, ones({}, target.scalar_type()));
+    Tensor stirling = safe * safe.log() - safe + 0.5 * (2 * M_PI * safe).log();
+    loss = loss + where(target > 1, stirling, zeros({}, stirling.scalar_type()));
+  }
   return reduce(loss, options.reduction(), op);
 }
 
