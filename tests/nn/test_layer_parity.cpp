@@ -1,7 +1,8 @@
 // libtorch's layers and layer forms checked against values derived by hand: the padding
 // layers, pooling layers built from a size, the `inplace` option of ReLU and Dropout,
-// Hardtanh::reset, Embedding::from_pretrained, CrossMapLRN2d, AdaptiveLogSoftmaxWithLoss and
-// the at:: forms layer_norm, group_norm, elu, max(x), min(x).
+// Hardtanh::reset, Embedding::from_pretrained, CrossMapLRN2d, AdaptiveLogSoftmaxWithLoss, the
+// activation, loss and distance layers over their F:: forms, and the at:: forms layer_norm,
+// group_norm, elu, pairwise_distance, cosine_similarity, max(x), min(x).
 #include <cmath>
 
 #include "nn_testing.h"
@@ -90,7 +91,8 @@ TEST(LayerParity, EmbeddingFromPretrainedUsesTheGivenWeight) {
   trained(ember::tensor({0, 1, 1}, kInt64)).sum().backward();
   EXPECT_TRUE(all_close(trained->weight.grad(), {1, 1, 1, 0, 0, 0}));  // the padding row gets none
   EXPECT_TRUE(throws_error([] { nn::Embedding::from_pretrained(zeros({4})); }, {"from_pretrained", "2-D"}));
-  EXPECT_TRUE(throws_error([&] { nn::Embedding(nn::EmbeddingOptions(3, 3)._weight(weight)); }, {"Embedding", "_weight"}));
+  EXPECT_TRUE(
+      throws_error([&] { nn::Embedding(nn::EmbeddingOptions(3, 3)._weight(weight)); }, {"Embedding", "_weight"}));
 }
 
 TEST(LayerParity, AtenNormalisationForms) {
@@ -146,7 +148,8 @@ TEST(LayerParity, AdaptiveLogSoftmaxMatchesAHandComputedTwoLevelSoftmax) {
   for (auto [a, b] : {std::pair{0.5, -0.25}, std::pair{1.0, 1.0}}) {
     const double h0 = a, h1 = 2 * b, head_norm = std::log(std::exp(h0) + std::exp(h1));
     const double c0 = a + b, c1 = -b, cluster_norm = std::log(std::exp(c0) + std::exp(c1));
-    expected.insert(expected.end(), {h0 - head_norm, h1 - head_norm + c0 - cluster_norm, h1 - head_norm + c1 - cluster_norm});
+    expected.insert(expected.end(),
+                    {h0 - head_norm, h1 - head_norm + c0 - cluster_norm, h1 - head_norm + c1 - cluster_norm});
   }
   const Tensor log_prob = asm_layer->log_prob(x);
   EXPECT_TRUE(all_close(log_prob, expected));
@@ -157,9 +160,11 @@ TEST(LayerParity, AdaptiveLogSoftmaxMatchesAHandComputedTwoLevelSoftmax) {
   const double second = expected[3] > std::max(expected[4], expected[5]) ? 0 : expected[4] > expected[5] ? 1 : 2;
   EXPECT_TRUE(all_close(asm_layer->predict(x), {first, second}));
   EXPECT_TRUE(all_close(asm_layer(x[1], ember::tensor(1, kInt64)).output, {expected[4]}));
-  EXPECT_TRUE(throws_error([&] { asm_layer(x, ember::tensor({0, 3}, kInt64)); }, {"AdaptiveLogSoftmaxWithLoss", "[0, 2]"}));
-  EXPECT_TRUE(throws_error([] { nn::AdaptiveLogSoftmaxWithLoss(nn::AdaptiveLogSoftmaxWithLossOptions(4, 5, {3, 2})); }, {"cutoffs"}));
-  EXPECT_TRUE(throws_error([] { nn::AdaptiveLogSoftmaxWithLoss(nn::AdaptiveLogSoftmaxWithLossOptions(4, 5, {5})); }, {"cutoffs"}));
+  EXPECT_TRUE(
+      throws_error([&] { asm_layer(x, ember::tensor({0, 3}, kInt64)); }, {"AdaptiveLogSoftmaxWithLoss", "[0, 2]"}));
+  using Options = nn::AdaptiveLogSoftmaxWithLossOptions;
+  EXPECT_TRUE(throws_error([] { nn::AdaptiveLogSoftmaxWithLoss(Options(4, 5, {3, 2})); }, {"cutoffs"}));
+  EXPECT_TRUE(throws_error([] { nn::AdaptiveLogSoftmaxWithLoss(Options(4, 5, {5})); }, {"cutoffs"}));
 }
 
 TEST(LayerParity, AdaptiveLogSoftmaxNamesAndSizesItsClusters) {
@@ -172,6 +177,72 @@ TEST(LayerParity, AdaptiveLogSoftmaxNamesAndSizesItsClusters) {
   EXPECT_EQ(params["tail.2.1.weight"].sizes(), (std::vector<int64_t>{5, 2}));
   const Tensor probabilities = asm_layer->log_prob(uniform({5, 16}, 3, -1, 1, kFloat32)).exp().sum(1);
   EXPECT_TRUE(all_close(probabilities, {1, 1, 1, 1, 1}, {1e-5, 1e-5}));
+}
+
+TEST(LayerParity, ActivationLayersMatchTheirFormulas) {
+  const std::vector<double> xs{-2, -0.25, 0.25, 2};
+  const Tensor x = row(xs, {4});
+  auto map = [&](auto f) {
+    std::vector<double> out;
+    for (double v : xs) out.push_back(f(v));
+    return out;
+  };
+  const double scale = 1.0507009873554804934193349852946, alpha = 1.6732632423543772848170429916717;
+  EXPECT_TRUE(all_close(nn::SELU()(x), map([&](double v) { return scale * (v > 0 ? v : alpha * std::expm1(v)); })));
+  EXPECT_TRUE(all_close(nn::CELU(nn::CELUOptions().alpha(2))(x),
+                        map([](double v) { return v > 0 ? v : 2 * std::expm1(v / 2); })));
+  EXPECT_TRUE(all_close(nn::Hardshrink()(x), {-2, 0, 0, 2}));
+  EXPECT_TRUE(all_close(nn::Softshrink(nn::SoftshrinkOptions(0.2))(x), {-1.8, -0.05, 0.05, 1.8}));
+  EXPECT_TRUE(all_close(nn::LogSigmoid()(x), map([](double v) { return -std::log1p(std::exp(-v)); })));
+  EXPECT_TRUE(all_close(nn::Softsign()(x), map([](double v) { return v / (1 + std::abs(v)); })));
+  EXPECT_TRUE(all_close(nn::Tanhshrink()(x), map([](double v) { return v - std::tanh(v); })));
+  EXPECT_TRUE(all_close(nn::Softmin(0)(row({1, 2}, {2})),
+                        {1 / (1 + std::exp(-1.0)), std::exp(-1.0) / (1 + std::exp(-1.0))}));
+  const Tensor y = row(xs, {4});
+  nn::Threshold threshold(nn::ThresholdOptions(0.1, 20).inplace(true));
+  threshold(y);
+  EXPECT_TRUE(all_close(y, {20, 20, 0.25, 2}));
+  // RReLU: the mean slope in eval mode, a slope drawn from [lower, upper] in training.
+  nn::RReLU rrelu(nn::RReLUOptions().lower(0.1).upper(0.3));
+  rrelu->eval();
+  EXPECT_TRUE(all_close(rrelu(x), {-0.4, -0.05, 0.25, 2}));
+  rrelu->train();
+  const std::vector<double> drawn = values(rrelu(x));
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(drawn[i] >= 0.3 * xs[i] && drawn[i] <= 0.1 * xs[i]) << drawn[i];
+  EXPECT_EQ(drawn[3], 2);
+}
+
+TEST(LayerParity, LossLayersMatchHandValues) {
+  EXPECT_NEAR(nn::HingeEmbeddingLoss()(row({0.3, 2}, {2}), row({1, -1}, {2})).item<double>(), 0.15, 1e-12);
+  const double soft = (std::log1p(std::exp(-0.5)) + std::log1p(std::exp(-2.0))) / 2;
+  EXPECT_NEAR(nn::SoftMarginLoss()(row({0.5, -2}, {2}), row({1, -1}, {2})).item<double>(), soft, 1e-12);
+  // sum over j != 3 of max(0, 1 - x_3 + x_j) / C = (0.3 + 0.4 + 0.6) / 4, times weight[3] = 2.
+  const Tensor scores = row({0.1, 0.2, 0.4, 0.8}, {1, 4});
+  nn::MultiMarginLoss multi_margin(nn::MultiMarginLossOptions().weight(row({1, 1, 1, 2}, {4})));
+  EXPECT_NEAR(multi_margin(scores, ember::tensor({3}, kInt64)).item<double>(), 0.65, 1e-12);
+  EXPECT_TRUE(multi_margin->named_buffers().contains("weight"));
+  // Targets 3 and 0 (up to the first -1) against classes 1 and 2:
+  // (0.4 + 0.6 + 1.1 + 1.3) / 4 = 0.85.
+  EXPECT_NEAR(nn::MultiLabelMarginLoss()(scores, ember::tensor({3, 0, -1, 1}, kInt64).reshape({1, 4})).item<double>(),
+              0.85, 1e-12);
+  const double multilabel_soft = (std::log(2.0) + std::log1p(std::exp(1.0))) / 2;
+  EXPECT_NEAR(nn::MultiLabelSoftMarginLoss()(row({0, 1}, {1, 2}), row({1, 0}, {1, 2})).item<double>(),
+              multilabel_soft, 1e-12);
+  const double poisson = ((std::exp(0.5) - 1 * 0.5) + (std::exp(1.5) - 2 * 1.5)) / 2;
+  EXPECT_NEAR(nn::PoissonNLLLoss()(row({0.5, 1.5}, {2}), row({1, 2}, {2})).item<double>(), poisson, 1e-12);
+  // Pairwise distances add eps = 1e-6 to the difference.
+  const double eps = 1e-6, to_positive = std::hypot(-3 + eps, -4 + eps), to_negative = std::hypot(eps, -1 + eps);
+  EXPECT_NEAR(nn::TripletMarginWithDistanceLoss()(row({0, 0}, {1, 2}), row({3, 4}, {1, 2}), row({0, 1}, {1, 2}))
+                  .item<double>(),
+              to_positive - to_negative + 1, 1e-12);
+}
+
+TEST(LayerParity, DistanceLayers) {
+  EXPECT_TRUE(all_close(nn::CosineSimilarity()(row({1, 0}, {1, 2}), row({1, 1}, {1, 2})), {1 / std::sqrt(2.0)}));
+  nn::PairwiseDistance l1_distance(nn::PairwiseDistanceOptions().p(1));
+  EXPECT_TRUE(all_close(l1_distance(row({1, 2}, {1, 2}), row({4, 0}, {1, 2})), {5}));
+  EXPECT_TRUE(all_close(ember::pairwise_distance(row({1, 2}, {1, 2}), row({4, 0}, {1, 2}), 1), {5}));
+  EXPECT_TRUE(all_close(ember::cosine_similarity(row({1, 0}, {1, 2}), row({0, 1}, {1, 2})), {0}));
 }
 
 }  // namespace

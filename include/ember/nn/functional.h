@@ -251,6 +251,9 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
                   double eps = 1e-5, bool cudnn_enable = true);
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
                   double eps = 1e-5, bool cudnn_enabled = true);
+// The distances as libtorch's at:: functions (F::pairwise_distance / F::cosine_similarity).
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6, bool keepdim = false);
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 
 // The losses as libtorch's at:: functions: reduction an int64 (0 none, 1 mean, 2 sum, as
 // at::Reduction); the overloads taking ember::Reduction let ported code write
@@ -282,12 +285,6 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, IntArrayRef input_lengths, IntArrayRef target_lengths,
                 int64_t blank = 0, int64_t reduction = 1, bool zero_infinity = false);
 
-// at::layer_norm and at::group_norm (F::layer_norm / F::group_norm with positional arguments;
-// the cudnn flags are ignored).
-Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
-                  const Tensor& bias = {}, double eps = 1e-5, bool cudnn_enable = true);
-Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
-                  double eps = 1e-5, bool cudnn_enabled = true);
 // at::elu: scale * x where x > 0, else scale * alpha * (exp(input_scale * x) - 1).
 Tensor elu(const Tensor& input, const Scalar& alpha = 1, const Scalar& scale = 1, const Scalar& input_scale = 1);
 

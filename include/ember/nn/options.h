@@ -116,12 +116,6 @@ struct UnflattenOptions {
 
 // ---- activations ---------------------------------------------------------------------------
 
-// inplace: the result is written into the input, which is returned.
-struct ReLUOptions {
-  ReLUOptions(bool inplace = false) : inplace_(inplace) {}  // NOLINT
-  EMBER_ARG(bool, inplace);
-};
-
 struct GELUOptions {
   // "none" (exact, with erf) or "tanh".
   EMBER_ARG(std::string, approximate) = "none";
