@@ -14,6 +14,7 @@
 #include "ember/nn/modules/instancenorm.h"
 #include "ember/nn/modules/conv.h"
 #include "ember/nn/modules/distance.h"
+#include "ember/nn/modules/fold.h"
 #include "ember/nn/modules/functional.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/modules/loss.h"

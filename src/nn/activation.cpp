@@ -22,7 +22,7 @@ Tensor maybe_inplace(const Tensor& input, const Tensor& result, bool inplace) {
 namespace ember::nn::functional {
 namespace {
 
-using detail::maybe_inplace;
+using nn::detail::maybe_inplace;
 
 void check_floating(const Tensor& input, const char* op) {
   EMBER_CHECK(input.is_floating_point(), op, "expected a floating-point input, got ", dtype_name(input.scalar_type()));
@@ -84,7 +84,7 @@ Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options) {
 
 Tensor mish(const Tensor& input) {
   check_floating(input, "mish");
-  return input * detail::log1p_exp(input).tanh();
+  return input * nn::detail::log1p_exp(input).tanh();
 }
 
 Tensor glu(const Tensor& input, const GLUFuncOptions& options) {
@@ -159,7 +159,7 @@ Tensor rrelu(const Tensor& input, const RReLUFuncOptions& options) {
 
 Tensor logsigmoid(const Tensor& input) {
   check_floating(input, "logsigmoid");
-  return -detail::log1p_exp(-input);
+  return -nn::detail::log1p_exp(-input);
 }
 
 Tensor softmin(const Tensor& input, const SoftminFuncOptions& options) {

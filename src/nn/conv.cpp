@@ -49,11 +49,11 @@ Tensor conv(const Tensor& input, const Tensor& weight, const ConvFuncOptions<D>&
               "-d weight [out_channels, in_channels / groups, *kernel], got ",
               weight.defined() ? weight.sizes() : IntArrayRef());
   const std::vector<int64_t> kernel(weight.sizes().begin() + 2, weight.sizes().end());
-  const auto pads = detail::pad_amounts<D>(options.padding(), kernel, options.dilation(), options.stride(), op);
+  const auto pads = nn::detail::pad_amounts<D>(options.padding(), kernel, options.dilation(), options.stride(), op);
   // An even kernel under kSame pads one more after: that extra zero goes in by F::pad.
   Tensor x = input;
   if (!pads.symmetric()) {
-    detail::PadAmounts extra{std::vector<int64_t>(D, 0), std::vector<int64_t>(D, 0)};
+    nn::detail::PadAmounts extra{std::vector<int64_t>(D, 0), std::vector<int64_t>(D, 0)};
     for (size_t d = 0; d < D; ++d) extra.after[d] = pads.after[d] - pads.before[d];
     x = pad(input, PadFuncOptions(extra.pad_list()));
   }

@@ -100,10 +100,6 @@ Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 
 Tensor swiglu(const Tensor& a, const Tensor& b) { return ops::swiglu(a, b); }
 
-Tensor dropout(const Tensor& input, const DropoutFuncOptions& options) {
-  return ember::dropout(input, options.p(), options.training());
-}
-
 Tensor gelu(const Tensor& input, const GELUFuncOptions& options) { return ember::gelu(input, options.approximate()); }
 Tensor silu(const Tensor& input) { return ember::silu(input); }
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& options) {

@@ -1,5 +1,6 @@
-// F::group_norm and F::instance_norm, composed of ordinary ops (gradients of any order);
-// instance_norm is PyTorch's formulation on top of F::batch_norm.
+// F::group_norm, F::instance_norm and F::local_response_norm, composed of ordinary ops
+// (gradients of any order); instance_norm is PyTorch's formulation on top of F::batch_norm,
+// local_response_norm its average pooling of the squares across channels.
 #include "ember/autograd.h"
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
@@ -90,6 +91,28 @@ Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options
     running_var.copy_(instance_var.view({N, C}).mean({0}));
   }
   return out.reshape(input.sizes());
+}
+
+Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& options) {
+  const char* op = "local_response_norm";
+  EMBER_CHECK(input.dim() >= 3, op, "expected an input [N, C, *] of 3 or more dims, got shape ", input.sizes());
+  const int64_t size = options.size();
+  EMBER_CHECK(size > 0, op, "size must be positive, got ", size);
+  // Integer inputs divide into the default floating type, as true division does.
+  Tensor x = input.is_floating_point() ? input : input.to(kFloat32);
+  // Average of the squares over a window of `size` channels, zero-padded (size / 2 before,
+  // (size - 1) / 2 after), pooled as one more spatial dim.
+  Tensor squares = (x * x).unsqueeze(1);
+  Tensor average;
+  if (x.dim() == 3) {
+    squares = pad(squares, PadFuncOptions({0, 0, size / 2, (size - 1) / 2}));
+    average = ember::avg_pool2d(squares, {size, 1}, {1, 1}).squeeze(1);
+  } else {
+    squares = squares.reshape({x.size(0), 1, x.size(1), x.size(2), -1});
+    squares = pad(squares, PadFuncOptions({0, 0, 0, 0, size / 2, (size - 1) / 2}));
+    average = ember::avg_pool3d(squares, {size, 1, 1}, {1, 1, 1}).squeeze(1).reshape(x.sizes());
+  }
+  return x / (average * options.alpha() + options.k()).pow(options.beta());
 }
 
 }  // namespace ember::nn::functional

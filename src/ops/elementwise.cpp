@@ -109,8 +109,11 @@ void record_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
   const char* name = binary_name(op);
   EMBER_CHECK(a.defined() && b.defined(), name, "called with an undefined tensor");
-  EMBER_RECORD_OP(name, a, b);
   ScalarType dtype = compute_dtype(op, ops::result_type(a, b));
+  // On bools, mul is logical and and add logical or, as in libtorch.
+  if (dtype == kBool && op == BinaryOp::Mul) return a.logical_and(b);
+  if (dtype == kBool && op == BinaryOp::Add && alpha.toDouble() != 0) return a.logical_or(b);
+  EMBER_RECORD_OP(name, a, b);
   EMBER_CHECK(dtype != kBool || row_of(op).dtype == OpDtype::Integral, name,
               "not supported for bool tensors; use logical_and/logical_or");
   EMBER_CHECK(!alpha.isFloatingPoint() || is_floating_point(dtype), name, "alpha ", alpha.toDouble(),

@@ -47,6 +47,9 @@ struct kBicubic {};
 struct kTrilinear {};
 struct kArea {};
 struct kGELU {};
+struct kBorder {};
+struct kReflection {};
+struct kMax {};
 }  // namespace enumtype
 inline constexpr enumtype::kZeros kZeros{};
 inline constexpr enumtype::kConstant kConstant{};
@@ -65,5 +68,10 @@ inline constexpr enumtype::kTrilinear kTrilinear{};
 inline constexpr enumtype::kArea kArea{};
 // The transformer layers' GELU activation (their ReLU is the kReLU above).
 inline constexpr enumtype::kGELU kGELU{};
+// grid_sample's padding modes (kZeros above is the third).
+inline constexpr enumtype::kBorder kBorder{};
+inline constexpr enumtype::kReflection kReflection{};
+// EmbeddingBag's max mode (its sum and mean are the kSum and kMean reductions).
+inline constexpr enumtype::kMax kMax{};
 
 }  // namespace ember

@@ -13,6 +13,12 @@ namespace ember::nn::functional {
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = {});
 // input: integer indices of any shape, weight [num_embeddings, dim] -> [*input, dim].
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& options = {});
+// The sum, mean or max of each bag of embedding rows: input 1-D with options.offsets() (bag
+// starts) or 2-D [B, N] (one bag per row) -> [B, dim]; padding_idx rows are left out (empty
+// bags give zeros).
+Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& options = {});
+// y = x1^T W x2 + b: input1 [*, in1], input2 [*, in2], weight [out, in1, in2], bias [out].
+Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const Tensor& bias = {});
 // [*tensor, num_classes] int64 (num_classes -1: max + 1), as ember::one_hot.
 Tensor one_hot(const Tensor& tensor, int64_t num_classes = -1);
 // Normalises over the trailing dims named by normalized_shape: (x - mean) / sqrt(var + eps)
@@ -31,13 +37,23 @@ Tensor rms_norm(const Tensor& input, const RMSNormFuncOptions& options);
 // order.
 Tensor rotary_embedding(const Tensor& x, const Tensor& cos, const Tensor& sin);
 Tensor dropout(const Tensor& input, const DropoutFuncOptions& options = {});
-// Zero whole channels: input [N, C, *spatial] (or unbatched [C, *spatial]) times a mask
-// [N, C, 1, ...] of 0 (probability p) or 1 / (1 - p) in training; the identity otherwise.
-// dropout1d takes 1 spatial dim, dropout2d 2, dropout3d 3. Differs from libtorch, which
-// accepts other ranks: any other rank is an error naming the op.
+// Zero whole channels: input [N, C, *spatial] times a mask [N, C, 1, ...] of 0 (probability
+// p) or 1 / (1 - p) in training; the identity otherwise. As libtorch's, dropout2d takes
+// [N, C, H, W] and dropout3d [N, C, D, H, W], and an input of any other rank is taken as
+// unbatched (given a batch dim of 1, so its dim 0 holds the channels). dropout1d, as PyTorch's
+// Python form, takes [N, C, L] or unbatched [C, L] only.
 Tensor dropout1d(const Tensor& input, const Dropout1dFuncOptions& options = {});
 Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {});
 Tensor dropout3d(const Tensor& input, const Dropout3dFuncOptions& options = {});
+// Alpha dropout (training only): dropped values become SELU's negative saturation value
+// -1.7581, then out = a * x' + b with a, b such that a zero-mean, unit-variance input keeps
+// both; feature_alpha_dropout drops whole channels [N, C, 1, ...].
+Tensor alpha_dropout(const Tensor& input, const AlphaDropoutFuncOptions& options = {});
+Tensor feature_alpha_dropout(const Tensor& input, const FeatureAlphaDropoutFuncOptions& options = {});
+namespace detail {
+Tensor alpha_dropout(const Tensor& input, double p, bool training, bool inplace);
+Tensor feature_alpha_dropout(const Tensor& input, double p, bool training, bool inplace);
+}  // namespace detail
 
 // ---- vision (input [N, C, *spatial] or unbatched [C, *spatial]) --------------------------------
 // Convolutions as ember::conv1d/2d/3d, with padding kSame / kValid too; kSame with an even
@@ -94,11 +110,46 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = 
 // Normalises each group of num_groups consecutive channels of input [N, C, *] over its
 // channels and positions (biased variance), then * weight + bias [C]. Composed of ordinary ops.
 Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& options);
+// x / (k + alpha * mean of x^2 over `size` neighbouring channels)^beta (input [N, C, *];
+// integer inputs compute in float32).
+Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& options);
 // Normalises each (instance, channel) plane of input [N, C, *] over its positions, as
 // batch_norm on the input viewed as [1, N * C, *] (PyTorch's formulation): with
 // use_input_stats the running stats, if given, move by momentum towards the mean of the
 // instances' statistics (variance unbiased); otherwise they are used to normalise.
 Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& options = {});
+
+// (sum over each window of x^p)^(1/p), as avg_pool of x^p (libtorch's formula: negative window
+// averages give 0).
+Tensor lp_pool1d(const Tensor& input, const LPPool1dFuncOptions& options);
+Tensor lp_pool2d(const Tensor& input, const LPPool2dFuncOptions& options);
+// The inverse of max_pool with indices: each input value lands at its index in a zero output.
+Tensor max_unpool1d(const Tensor& input, const Tensor& indices, const MaxUnpool1dFuncOptions& options);
+Tensor max_unpool2d(const Tensor& input, const Tensor& indices, const MaxUnpool2dFuncOptions& options);
+Tensor max_unpool3d(const Tensor& input, const Tensor& indices, const MaxUnpool3dFuncOptions& options);
+// Max pooling over windows at PyTorch's pseudo-random starts (one sample in [0, 1) per
+// sample, channel and spatial dim, from options._random_samples() or drawn); the indices are
+// flat positions within each input plane.
+Tensor fractional_max_pool2d(const Tensor& input, const FractionalMaxPool2dFuncOptions& options);
+std::tuple<Tensor, Tensor> fractional_max_pool2d_with_indices(const Tensor& input,
+                                                              const FractionalMaxPool2dFuncOptions& options);
+Tensor fractional_max_pool3d(const Tensor& input, const FractionalMaxPool3dFuncOptions& options);
+std::tuple<Tensor, Tensor> fractional_max_pool3d_with_indices(const Tensor& input,
+                                                              const FractionalMaxPool3dFuncOptions& options);
+// [*, C * r^2, H, W] -> [*, C, H * r, W * r] and back.
+Tensor pixel_shuffle(const Tensor& input, const PixelShuffleFuncOptions& options);
+Tensor pixel_unshuffle(const Tensor& input, const PixelUnshuffleFuncOptions& options);
+// Sliding blocks: unfold [N, C, H, W] -> [N, C * kh * kw, L]; fold sums [N, C * kh * kw, L] back
+// into [N, C, output_size] (unbatched forms without N too).
+Tensor unfold(const Tensor& input, const UnfoldFuncOptions& options);
+Tensor fold(const Tensor& input, const FoldFuncOptions& options);
+// theta [N, 2, 3] (size [N, C, H, W]) or [N, 3, 4] (size [N, C, D, H, W]) -> the sampling grid
+// [N, H, W, 2] / [N, D, H, W, 3] of theta applied to the output's normalised pixel centres.
+Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners = false);
+// input [N, C, H, W] sampled at grid [N, H_out, W_out, 2] of (x, y) in [-1, 1] -> [N, C, H_out,
+// W_out], bilinear or nearest (round half to even), with zeros / border / reflection padding.
+// Differs from libtorch: 5-D inputs and bicubic are not supported.
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& options = {});
 
 // ---- attention ---------------------------------------------------------------------------------
 // PyTorch's multi_head_attention_forward: query [L, N, E] (or [L, E]), key [S, N, kdim], value
@@ -245,6 +296,15 @@ Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const Poisson
 }  // namespace ember::nn::functional
 
 namespace ember {
+
+// libtorch's at::embedding_bag: mode 0 sum, 1 mean, 2 max; padding_idx -1 for none. Returns
+// (output [B, dim], each index's bag [count], each bag's size [B], max_indices: [B, dim] rows
+// of the maxima in mode 2, zeros [B] otherwise). scale_grad_by_freq and sparse must be false.
+std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag(const Tensor& weight, const Tensor& indices,
+                                                         const Tensor& offsets, bool scale_grad_by_freq = false,
+                                                         int64_t mode = 0, bool sparse = false,
+                                                         const Tensor& per_sample_weights = {},
+                                                         bool include_last_offset = false, int64_t padding_idx = -1);
 
 // The normalisations as libtorch's at:: functions (cudnn_enable is ignored: CPU only).
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {}, const Tensor& bias = {},

@@ -51,6 +51,61 @@ struct EmbeddingFuncOptions {
   EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
 };
 
+// EmbeddingBag's reduction of each bag: ember::kSum, kMean or kMax.
+class EmbeddingBagMode {
+ public:
+  enum class Kind { Sum, Mean, Max };
+  EmbeddingBagMode(Reduction reduction);  // NOLINT: kSum or kMean
+  EmbeddingBagMode(enumtype::kMax) : kind_(Kind::Max) {}  // NOLINT
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// Differs from libtorch: no max_norm / norm_type / scale_grad_by_freq / sparse here.
+struct EmbeddingBagFuncOptions {
+  // Where each bag starts in a 1-D input; must be unset for a 2-D input (one bag per row).
+  EMBER_ARG(Tensor, offsets) = {};
+  EMBER_ARG(EmbeddingBagMode, mode) = Reduction::Mean;
+  // One weight per input index, multiplying its row (kSum only).
+  EMBER_ARG(Tensor, per_sample_weights) = {};
+  // offsets has one more value, the end of the last bag.
+  EMBER_ARG(bool, include_last_offset) = false;
+  // Indices equal to this are left out of their bag (negative values count from the end).
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+};
+
+// y = x1^T W x2 + b with weight [out_features, in1_features, in2_features].
+struct BilinearOptions {
+  BilinearOptions(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : in1_features_(in1_features), in2_features_(in2_features), out_features_(out_features) {}
+  EMBER_ARG(int64_t, in1_features);
+  EMBER_ARG(int64_t, in2_features);
+  EMBER_ARG(int64_t, out_features);
+  EMBER_ARG(bool, bias) = true;
+};
+
+// EmbeddingBag: sums, means or maxes of the embeddings of each bag (F::embedding_bag).
+struct EmbeddingBagOptions {
+  EmbeddingBagOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  EMBER_ARG(int64_t, num_embeddings);
+  EMBER_ARG(int64_t, embedding_dim);
+  EMBER_ARG(EmbeddingBagMode, mode) = Reduction::Mean;
+  EMBER_ARG(bool, include_last_offset) = false;
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+  // The weight itself (shape [num_embeddings, embedding_dim]) instead of a random one.
+  EMBER_ARG(Tensor, _weight) = {};
+};
+
+struct EmbeddingBagFromPretrainedOptions {
+  EMBER_ARG(bool, freeze) = true;
+  EMBER_ARG(EmbeddingBagMode, mode) = Reduction::Mean;
+  EMBER_ARG(bool, include_last_offset) = false;
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+};
+
 struct LayerNormOptions {
   LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
   EMBER_ARG(std::vector<int64_t>, normalized_shape);
@@ -93,8 +148,20 @@ struct DropoutOptions {
 struct DropoutFuncOptions {
   EMBER_ARG(double, p) = 0.5;
   EMBER_ARG(bool, training) = true;
+  // Write the result into the input (in training; the input is returned as it is otherwise).
+  EMBER_ARG(bool, inplace) = false;
 };
-// Dropout1d/2d/3d take Dropout's options, as in libtorch.
+// Alpha dropout keeps a SELU network's zero mean and unit variance; note the default
+// training = false, as libtorch's.
+struct AlphaDropoutFuncOptions {
+  EMBER_ARG(double, p) = 0.5;
+  EMBER_ARG(bool, training) = false;
+  EMBER_ARG(bool, inplace) = false;
+};
+using FeatureAlphaDropoutFuncOptions = AlphaDropoutFuncOptions;
+// Dropout1d/2d/3d, AlphaDropout and FeatureAlphaDropout take Dropout's options, as in libtorch.
+using AlphaDropoutOptions = DropoutOptions;
+using FeatureAlphaDropoutOptions = DropoutOptions;
 using Dropout1dOptions = DropoutOptions;
 using Dropout2dOptions = DropoutOptions;
 using Dropout3dOptions = DropoutOptions;
@@ -223,7 +290,10 @@ using nn::CrossEntropyFuncOptions;
 using nn::Dropout1dFuncOptions;
 using nn::Dropout2dFuncOptions;
 using nn::Dropout3dFuncOptions;
+using nn::AlphaDropoutFuncOptions;
 using nn::DropoutFuncOptions;
+using nn::FeatureAlphaDropoutFuncOptions;
+using nn::EmbeddingBagFuncOptions;
 using nn::EmbeddingFuncOptions;
 using nn::GELUFuncOptions;
 using nn::KLDivFuncOptions;

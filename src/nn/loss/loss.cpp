@@ -190,7 +190,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   EMBER_CHECK(input.sizes() == target.sizes(), op, "target size ", target.sizes(),
               " must be the same as input size ", input.sizes());
   Tensor log_weight = options.pos_weight().defined() ? (options.pos_weight() - 1) * target + 1 : Tensor();
-  Tensor softplus = detail::log1p_exp(-input);  // -log(sigmoid(x))
+  Tensor softplus = nn::detail::log1p_exp(-input);  // -log(sigmoid(x))
   Tensor loss = (1 - target) * input + (log_weight.defined() ? log_weight * softplus : softplus);
   if (options.weight().defined()) loss = loss * options.weight();
   return reduce(loss, options.reduction(), op);
@@ -305,7 +305,7 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
   const char* op = "triplet_margin_with_distance_loss";
   EMBER_CHECK(options.margin() > 0, op, "margin must be greater than 0, got ", options.margin());
   auto distance = [&](const Tensor& x1, const Tensor& x2) {
-    return options.distance_function() ? (*options.distance_function())(x1, x2) : pairwise_distance(x1, x2);
+    return options.distance_function() ? (*options.distance_function())(x1, x2) : functional::pairwise_distance(x1, x2);
   };
   Tensor positive_distance = distance(anchor, positive);
   Tensor negative_distance = distance(anchor, negative);
@@ -314,7 +314,7 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
 }
 
 Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& options) {
-  return reduce(detail::log1p_exp(-target * input), options.reduction(), "soft_margin_loss");
+  return reduce(nn::detail::log1p_exp(-target * input), options.reduction(), "soft_margin_loss");
 }
 
 Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
@@ -323,7 +323,7 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
   EMBER_CHECK(input.dim() == 2 && target.sizes() == input.sizes(), op,
               "expected input [N, C] and a target of the same shape, got ", input.sizes(), " and ", target.sizes());
   // -(y * logsigmoid(x) + (1 - y) * logsigmoid(-x)), with logsigmoid(x) = -log1p_exp(-x).
-  Tensor loss = target * detail::log1p_exp(-input) + (1 - target) * detail::log1p_exp(input);
+  Tensor loss = target * nn::detail::log1p_exp(-input) + (1 - target) * nn::detail::log1p_exp(input);
   if (options.weight().defined()) loss = loss * options.weight();
   loss = loss.sum({1}) / input.size(1);
   return reduce(loss, options.reduction(), op);

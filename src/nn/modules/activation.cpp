@@ -3,7 +3,6 @@
 
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
-#include "nn/activation.h"
 
 namespace ember::nn {
 
@@ -12,8 +11,8 @@ DropoutImpl::DropoutImpl(const DropoutOptions& options_) : options(options_) {
               options.p());
 }
 Tensor DropoutImpl::forward(const Tensor& input) {
-  const Tensor out = functional::dropout(input, DropoutFuncOptions().p(options.p()).training(is_training()));
-  return detail::maybe_inplace(input, out, options.inplace());
+  return functional::dropout(
+      input, DropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
 }
 void DropoutImpl::pretty_print(std::ostream& stream) const {
   stream << "Dropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
@@ -153,5 +152,29 @@ void SoftminImpl::pretty_print(std::ostream& stream) const { stream << "Softmin(
 Tensor LogSigmoidImpl::forward(const Tensor& input) { return functional::logsigmoid(input); }
 Tensor SoftsignImpl::forward(const Tensor& input) { return functional::softsign(input); }
 Tensor TanhshrinkImpl::forward(const Tensor& input) { return functional::tanhshrink(input); }
+
+AlphaDropoutImpl::AlphaDropoutImpl(const AlphaDropoutOptions& options_) : options(options_) {
+  EMBER_CHECK(options.p() >= 0 && options.p() <= 1, "AlphaDropout", "probability has to be between 0 and 1, but got ",
+              options.p());
+}
+Tensor AlphaDropoutImpl::forward(const Tensor& input) {
+  return functional::alpha_dropout(
+      input, AlphaDropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
+}
+void AlphaDropoutImpl::pretty_print(std::ostream& stream) const {
+  stream << "AlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
+}
+
+FeatureAlphaDropoutImpl::FeatureAlphaDropoutImpl(const FeatureAlphaDropoutOptions& options_) : options(options_) {
+  EMBER_CHECK(options.p() >= 0 && options.p() <= 1, "FeatureAlphaDropout",
+              "probability has to be between 0 and 1, but got ", options.p());
+}
+Tensor FeatureAlphaDropoutImpl::forward(const Tensor& input) {
+  return functional::feature_alpha_dropout(
+      input, FeatureAlphaDropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
+}
+void FeatureAlphaDropoutImpl::pretty_print(std::ostream& stream) const {
+  stream << "FeatureAlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
+}
 
 }  // namespace ember::nn

@@ -99,3 +99,14 @@ void CrossMapLRN2dImpl::pretty_print(std::ostream& stream) const {
 }
 
 }  // namespace ember::nn
+
+namespace ember::nn {
+
+Tensor LocalResponseNormImpl::forward(const Tensor& input) { return functional::local_response_norm(input, options); }
+
+void LocalResponseNormImpl::pretty_print(std::ostream& stream) const {
+  stream << "LocalResponseNorm(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
+         << ", k=" << options.k() << ")";
+}
+
+}  // namespace ember::nn

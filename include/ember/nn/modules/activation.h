@@ -34,6 +34,26 @@ EMBER_MODULE(Dropout1d);
 EMBER_MODULE(Dropout2d);
 EMBER_MODULE(Dropout3d);
 
+// Dropout that keeps the mean and variance of SELU activations (F::alpha_dropout); the
+// feature form drops whole channels (F::feature_alpha_dropout). The identity in eval mode.
+class AlphaDropoutImpl : public Module {
+ public:
+  explicit AlphaDropoutImpl(const AlphaDropoutOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  AlphaDropoutOptions options;
+};
+EMBER_MODULE(AlphaDropout);
+
+class FeatureAlphaDropoutImpl : public Module {
+ public:
+  explicit FeatureAlphaDropoutImpl(const FeatureAlphaDropoutOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  FeatureAlphaDropoutOptions options;
+};
+EMBER_MODULE(FeatureAlphaDropout);
+
 class ReLUImpl : public Module {
  public:
   explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}

@@ -60,4 +60,14 @@ class CrossMapLRN2dImpl : public Module {
 };
 EMBER_MODULE(CrossMapLRN2d);
 
+// F::local_response_norm over the channels of a 3-D or wider input (no parameters).
+class LocalResponseNormImpl : public Module {
+ public:
+  explicit LocalResponseNormImpl(const LocalResponseNormOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  LocalResponseNormOptions options;
+};
+EMBER_MODULE(LocalResponseNorm);
+
 }  // namespace ember::nn

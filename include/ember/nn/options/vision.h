@@ -198,7 +198,143 @@ struct BatchNormFuncOptions {
   EMBER_ARG(double, eps) = 1e-5;
 };
 
+// ---- more pooling ----------------------------------------------------------------------------
+
+// (sum over the window of x^p)^(1/p): avg_pool of x^p times the window size, to the 1/p.
+template <size_t D>
+struct LPPoolOptions {
+  LPPoolOptions(double norm_type, ExpandingArray<D> kernel_size)
+      : norm_type_(norm_type), kernel_size_(kernel_size), stride_(kernel_size) {}
+  EMBER_ARG(double, norm_type);
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride);
+  EMBER_ARG(bool, ceil_mode) = false;
+};
+using LPPool1dOptions = LPPoolOptions<1>;
+using LPPool2dOptions = LPPoolOptions<2>;
+using LPPool1dFuncOptions = LPPoolOptions<1>;
+using LPPool2dFuncOptions = LPPoolOptions<2>;
+
+// The inverse of max pooling: each value goes to the position its index names in an output
+// of (in - 1) * stride - 2 * padding + kernel_size per spatial dim (or output_size).
+template <size_t D>
+struct MaxUnpoolOptions {
+  MaxUnpoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride);
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
+};
+using MaxUnpool1dOptions = MaxUnpoolOptions<1>;
+using MaxUnpool2dOptions = MaxUnpoolOptions<2>;
+using MaxUnpool3dOptions = MaxUnpoolOptions<3>;
+
+template <size_t D>
+struct MaxUnpoolFuncOptions {
+  MaxUnpoolFuncOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(ExpandingArray<D>, stride);
+  EMBER_ARG(ExpandingArray<D>, padding) = 0;
+  // The output's size: D spatial values, or the whole shape (its last D values are used).
+  EMBER_ARG(std::optional<std::vector<int64_t>>, output_size) = std::nullopt;
+};
+using MaxUnpool1dFuncOptions = MaxUnpoolFuncOptions<1>;
+using MaxUnpool2dFuncOptions = MaxUnpoolFuncOptions<2>;
+using MaxUnpool3dFuncOptions = MaxUnpoolFuncOptions<3>;
+
+// Fractional max pooling (Graham, 2014): windows of kernel_size at pseudo-random increasing
+// starts; the output size is output_size, or output_ratio times the input's (one of the two).
+// _random_samples [N, C, D] in [0, 1) fixes the starts (drawn when undefined).
+template <size_t D>
+using ExpandingArrayDouble = ExpandingArray<D, double>;
+
+template <size_t D>
+struct FractionalMaxPoolOptions {
+  FractionalMaxPoolOptions(ExpandingArray<D> kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
+  EMBER_ARG(ExpandingArray<D>, kernel_size);
+  EMBER_ARG(std::optional<ExpandingArray<D>>, output_size) = std::nullopt;
+  EMBER_ARG(std::optional<ExpandingArrayDouble<D>>, output_ratio) = std::nullopt;
+  EMBER_ARG(Tensor, _random_samples) = {};
+};
+using FractionalMaxPool2dOptions = FractionalMaxPoolOptions<2>;
+using FractionalMaxPool3dOptions = FractionalMaxPoolOptions<3>;
+using FractionalMaxPool2dFuncOptions = FractionalMaxPoolOptions<2>;
+using FractionalMaxPool3dFuncOptions = FractionalMaxPoolOptions<3>;
+
+// ---- rearranging ------------------------------------------------------------------------------
+
+// [*, C * r^2, H, W] -> [*, C, H * r, W * r].
+struct PixelShuffleOptions {
+  PixelShuffleOptions(int64_t upscale_factor) : upscale_factor_(upscale_factor) {}  // NOLINT
+  EMBER_ARG(int64_t, upscale_factor);
+};
+using PixelShuffleFuncOptions = PixelShuffleOptions;
+
+// [*, C, H * r, W * r] -> [*, C * r^2, H, W], the inverse of PixelShuffle.
+struct PixelUnshuffleOptions {
+  PixelUnshuffleOptions(int64_t downscale_factor) : downscale_factor_(downscale_factor) {}  // NOLINT
+  EMBER_ARG(int64_t, downscale_factor);
+};
+using PixelUnshuffleFuncOptions = PixelUnshuffleOptions;
+
+// Sliding blocks: unfold [N, C, H, W] -> [N, C * kh * kw, L] (L blocks), fold the sum back.
+struct FoldOptions {
+  FoldOptions(ExpandingArray<2> output_size, ExpandingArray<2> kernel_size)
+      : output_size_(output_size), kernel_size_(kernel_size) {}
+  EMBER_ARG(ExpandingArray<2>, output_size);
+  EMBER_ARG(ExpandingArray<2>, kernel_size);
+  EMBER_ARG(ExpandingArray<2>, dilation) = 1;
+  EMBER_ARG(ExpandingArray<2>, padding) = 0;
+  EMBER_ARG(ExpandingArray<2>, stride) = 1;
+};
+using FoldFuncOptions = FoldOptions;
+
+struct UnfoldOptions {
+  UnfoldOptions(ExpandingArray<2> kernel_size) : kernel_size_(kernel_size) {}  // NOLINT
+  EMBER_ARG(ExpandingArray<2>, kernel_size);
+  EMBER_ARG(ExpandingArray<2>, dilation) = 1;
+  EMBER_ARG(ExpandingArray<2>, padding) = 0;
+  EMBER_ARG(ExpandingArray<2>, stride) = 1;
+};
+using UnfoldFuncOptions = UnfoldOptions;
+
+// ---- sampling ---------------------------------------------------------------------------------
+
+using GridSampleMode = std::variant<enumtype::kBilinear, enumtype::kNearest>;
+using GridSamplePaddingMode = std::variant<enumtype::kZeros, enumtype::kBorder, enumtype::kReflection>;
+
+struct GridSampleFuncOptions {
+  EMBER_ARG(GridSampleMode, mode) = enumtype::kBilinear{};
+  EMBER_ARG(GridSamplePaddingMode, padding_mode) = enumtype::kZeros{};
+  // true: -1 and 1 are the centres of the corner pixels; unset means false.
+  EMBER_ARG(std::optional<bool>, align_corners) = std::nullopt;
+};
+
+// ---- normalisation ----------------------------------------------------------------------------
+
+// x / (k + alpha / size * sum of x^2 over `size` neighbouring channels)^beta.
+struct LocalResponseNormOptions {
+  LocalResponseNormOptions(int64_t size) : size_(size) {}  // NOLINT
+  EMBER_ARG(int64_t, size);
+  EMBER_ARG(double, alpha) = 1e-4;
+  EMBER_ARG(double, beta) = 0.75;
+  EMBER_ARG(double, k) = 1.0;
+};
+using LocalResponseNormFuncOptions = LocalResponseNormOptions;
+
 namespace functional {
+using nn::FoldFuncOptions;
+using nn::FractionalMaxPool2dFuncOptions;
+using nn::FractionalMaxPool3dFuncOptions;
+using nn::GridSampleFuncOptions;
+using nn::LocalResponseNormFuncOptions;
+using nn::LPPool1dFuncOptions;
+using nn::LPPool2dFuncOptions;
+using nn::MaxUnpool1dFuncOptions;
+using nn::MaxUnpool2dFuncOptions;
+using nn::MaxUnpool3dFuncOptions;
+using nn::PixelShuffleFuncOptions;
+using nn::PixelUnshuffleFuncOptions;
+using nn::UnfoldFuncOptions;
 using nn::ConvTranspose1dFuncOptions;
 using nn::ConvTranspose2dFuncOptions;
 using nn::ConvTranspose3dFuncOptions;
