@@ -245,5 +245,76 @@ TEST(LayerParity, DistanceLayers) {
   EXPECT_TRUE(all_close(ember::cosine_similarity(row({1, 0}, {1, 2}), row({0, 1}, {1, 2})), {0}));
 }
 
+TEST(LayerParity, UnpoolingAndLpPoolingLayers) {
+  const Tensor x = row({1, 3, 2, 4}, {1, 1, 4});
+  auto [pooled, indices] = nn::MaxPool1d(2)->forward_with_indices(x);
+  nn::MaxUnpool1d unpool(2);
+  EXPECT_TRUE(all_close(unpool(pooled, indices), {0, 3, 0, 4}));
+  EXPECT_EQ(unpool(pooled, indices, std::vector<int64_t>{1, 1, 5}).sizes(), (std::vector<int64_t>{1, 1, 5}));
+  // sqrt(3^2 + 4^2), sqrt(6^2 + 8^2)
+  EXPECT_TRUE(all_close(nn::LPPool1d(2, 2)(row({3, 4, 6, 8}, {1, 1, 4})), {5, 10}));
+  EXPECT_TRUE(all_close(nn::FractionalMaxPool2d(nn::FractionalMaxPool2dOptions(2).output_size(2))(ones({1, 1, 5, 5})),
+                        {1, 1, 1, 1}));
+  EXPECT_TRUE(throws_error([] { nn::FractionalMaxPool2d(2); }, {"FractionalMaxPool2d", "output size"}));
+  EXPECT_TRUE(throws_error([] { nn::FractionalMaxPool2d(nn::FractionalMaxPool2dOptions(2).output_ratio(1.5)); },
+                           {"FractionalMaxPool2d", "between 0 and 1"}));
+}
+
+TEST(LayerParity, FoldAndShuffleLayersRearrange) {
+  const Tensor image = row({0, 1, 2, 3}, {1, 1, 2, 2});
+  const Tensor columns = nn::Unfold(2)(image);
+  EXPECT_EQ(columns.sizes(), (std::vector<int64_t>{1, 4, 1}));
+  EXPECT_TRUE(all_close(columns, {0, 1, 2, 3}));
+  EXPECT_TRUE(all_close(nn::Fold(nn::FoldOptions({2, 2}, {2, 2}))(columns), {0, 1, 2, 3}));
+  const Tensor channels = row({0, 1, 2, 3}, {1, 4, 1, 1});
+  const Tensor shuffled = nn::PixelShuffle(2)(channels);
+  EXPECT_EQ(shuffled.sizes(), (std::vector<int64_t>{1, 1, 2, 2}));
+  EXPECT_TRUE(all_close(shuffled, {0, 1, 2, 3}));
+  EXPECT_EQ(nn::PixelUnshuffle(2)(shuffled).sizes(), (std::vector<int64_t>{1, 4, 1, 1}));
+}
+
+TEST(LayerParity, LocalResponseNormAveragesTheWindowBeforeEachChannel) {
+  // size 2: channel 0 sees (0 + 1) / 2, channel 1 sees (1 + 4) / 2; alpha = beta = k = 1.
+  nn::LocalResponseNorm lrn(nn::LocalResponseNormOptions(2).alpha(1).beta(1).k(1));
+  EXPECT_TRUE(all_close(lrn(row({1, 2}, {1, 2, 1, 1})), {1 / 1.5, 2 / 3.5}));
+}
+
+TEST(LayerParity, BilinearAndEmbeddingBagLayers) {
+  nn::Bilinear bilinear(2, 2, 1);
+  EXPECT_EQ(bilinear->weight.sizes(), (std::vector<int64_t>{1, 2, 2}));
+  bilinear->to(kFloat64);
+  {
+    NoGradGuard no_grad;
+    bilinear->weight.copy_(row({1, 2, 3, 4}, {1, 2, 2}));
+    bilinear->bias.fill_(0.5);
+  }
+  // x1^T W x2 + b = [1, 1] [[1, 2], [3, 4]] [1, 0]^T + 0.5
+  EXPECT_TRUE(all_close(bilinear(row({1, 1}, {1, 2}), row({1, 0}, {1, 2})), {4.5}));
+  EXPECT_FALSE(nn::Bilinear(nn::BilinearOptions(2, 3, 4).bias(false))->bias.defined());
+
+  const Tensor table = row({1, 2, 3, 4, 5, 6}, {3, 2});
+  nn::EmbeddingBag mean_bag = nn::EmbeddingBag::from_pretrained(table);
+  EXPECT_FALSE(mean_bag->weight.requires_grad());
+  EXPECT_TRUE(all_close(mean_bag(ember::tensor({0, 2}, kInt64).reshape({1, 2})), {3, 4}));
+  nn::EmbeddingBag sum_bag = nn::EmbeddingBag::from_pretrained(
+      table, nn::EmbeddingBagFromPretrainedOptions().mode(kSum).freeze(false));
+  EXPECT_TRUE(sum_bag->weight.requires_grad());
+  EXPECT_TRUE(all_close(sum_bag(ember::tensor({0, 2, 1}, kInt64), ember::tensor({0, 2}, kInt64)), {6, 8, 3, 4}));
+  EXPECT_EQ(nn::EmbeddingBag(10, 3)->weight.sizes(), (std::vector<int64_t>{10, 3}));
+}
+
+TEST(LayerParity, AlphaDropoutLayersAreTheIdentityInEval) {
+  const Tensor x = row({-1, 0.5, 2}, {1, 3});
+  nn::AlphaDropout alpha(0.5);
+  alpha->eval();
+  EXPECT_TRUE(all_close(alpha(x), {-1, 0.5, 2}));
+  nn::FeatureAlphaDropout feature(0.5);
+  feature->eval();
+  EXPECT_TRUE(all_close(feature(x), {-1, 0.5, 2}));
+  alpha->train();
+  EXPECT_EQ(alpha(ones({100})).sizes(), (std::vector<int64_t>{100}));
+  EXPECT_TRUE(throws_error([] { nn::AlphaDropout(1.5); }, {"AlphaDropout", "between 0 and 1"}));
+}
+
 }  // namespace
 }  // namespace ember::nntest

@@ -1,6 +1,7 @@
 // MaxPool, AvgPool, AdaptiveAvgPool, AdaptiveMaxPool over 1-3 spatial dims.
 #include "ember/nn/modules/pooling.h"
 
+#include <sstream>
 #include <string>
 
 #include "ember/nn/functional.h"
@@ -37,6 +38,15 @@ std::tuple<Tensor, Tensor> adaptive_max_pool(const Tensor& x, const AdaptivePool
 }
 
 std::string rank_name(const char* kind, size_t d) { return std::string(kind) + std::to_string(d) + "d"; }
+
+// A size as libtorch prints it in the layers that print 1-d sizes as one number.
+template <size_t D>
+std::string size_text(const ExpandingArray<D>& size) {
+  if constexpr (D == 1) return std::to_string(size[0]);
+  std::ostringstream text;
+  text << IntArrayRef(size);
+  return text.str();
+}
 
 }  // namespace
 
@@ -93,8 +103,8 @@ Tensor MaxUnpoolNdImpl<D>::forward(const Tensor& input, const Tensor& indices,
 }
 template <size_t D>
 void MaxUnpoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("MaxUnpool", D) << "(kernel_size=" << IntArrayRef(options.kernel_size())
-         << ", stride=" << IntArrayRef(options.stride()) << ", padding=" << IntArrayRef(options.padding()) << ")";
+  stream << rank_name("MaxUnpool", D) << "(kernel_size=" << size_text(options.kernel_size())
+         << ", stride=" << size_text(options.stride()) << ", padding=" << size_text(options.padding()) << ")";
 }
 
 template <size_t D>
@@ -105,7 +115,7 @@ Tensor LPPoolNdImpl<D>::forward(const Tensor& input) {
 template <size_t D>
 void LPPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
   stream << rank_name("LPPool", D) << "(norm_type=" << options.norm_type()
-         << ", kernel_size=" << IntArrayRef(options.kernel_size()) << ", stride=" << IntArrayRef(options.stride())
+         << ", kernel_size=" << size_text(options.kernel_size()) << ", stride=" << size_text(options.stride())
          << ", ceil_mode=" << (options.ceil_mode() ? "true" : "false") << ")";
 }
 
