@@ -22,7 +22,7 @@ Tensor maybe_inplace(const Tensor& input, const Tensor& result, bool inplace) {
 namespace ember::nn::functional {
 namespace {
 
-using detail::maybe_inplace;
+using nn::detail::maybe_inplace;
 
 void check_floating(const Tensor& input, const char* op) {
   EMBER_CHECK(input.is_floating_point(), op, "expected a floating-point input, got ", dtype_name(input.scalar_type()));
@@ -191,7 +191,8 @@ Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& opti
 namespace ember {
 
 Tensor elu(const Tensor& input, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
-  EMBER_CHECK(input.is_floating_point(), "elu", "expected a floating-point input, got ", dtype_name(input.scalar_type()));
+  EMBER_CHECK(input.is_floating_point(), "elu", "expected a floating-point input, got ",
+              dtype_name(input.scalar_type()));
   const double a = alpha.to<double>(), s = scale.to<double>(), in = input_scale.to<double>();
   Tensor negative_part = (input.clamp_max(0) * in).expm1() * (s * a);
   return where(input > 0, input * s, negative_part);

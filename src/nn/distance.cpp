@@ -68,3 +68,15 @@ Tensor normalize(const Tensor& input, const NormalizeFuncOptions& options) {
 }
 
 }  // namespace ember::nn::functional
+
+namespace ember {
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
+  return nn::functional::pairwise_distance(x1, x2, nn::PairwiseDistanceOptions().p(p).eps(eps).keepdim(keepdim));
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
+  return nn::functional::cosine_similarity(x1, x2, nn::CosineSimilarityOptions().dim(dim).eps(eps));
+}
+
+}  // namespace ember

@@ -6,6 +6,7 @@
 
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
+#include "nn/activation.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -14,12 +15,7 @@ void check_probability(double p, const char* op) {
   EMBER_CHECK(p >= 0 && p <= 1, op, "dropout probability has to be between 0 and 1, but got ", p);
 }
 
-// The result, or (inplace) the result written into input.
-Tensor maybe_inplace(const Tensor& input, const Tensor& result, bool inplace) {
-  if (!inplace) return result;
-  input.copy_(result);
-  return input;
-}
+using nn::detail::maybe_inplace;
 
 // PyTorch's _dropout_impl: a Bernoulli(1 - p) mask of the input's shape, or [N, C, 1, ...]
 // for feature dropout; plain dropout scales kept values by 1 / (1 - p), alpha dropout maps

@@ -312,6 +312,9 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
                   double eps = 1e-5, bool cudnn_enable = true);
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
                   double eps = 1e-5, bool cudnn_enabled = true);
+// The distances as libtorch's at:: functions (F::pairwise_distance / F::cosine_similarity).
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6, bool keepdim = false);
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim = 1, double eps = 1e-8);
 
 // The losses as libtorch's at:: functions: reduction an int64 (0 none, 1 mean, 2 sum, as
 // at::Reduction); the overloads taking ember::Reduction let ported code write

@@ -76,6 +76,36 @@ struct EmbeddingBagFuncOptions {
   EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
 };
 
+// y = x1^T W x2 + b with weight [out_features, in1_features, in2_features].
+struct BilinearOptions {
+  BilinearOptions(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : in1_features_(in1_features), in2_features_(in2_features), out_features_(out_features) {}
+  EMBER_ARG(int64_t, in1_features);
+  EMBER_ARG(int64_t, in2_features);
+  EMBER_ARG(int64_t, out_features);
+  EMBER_ARG(bool, bias) = true;
+};
+
+// EmbeddingBag: sums, means or maxes of the embeddings of each bag (F::embedding_bag).
+struct EmbeddingBagOptions {
+  EmbeddingBagOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  EMBER_ARG(int64_t, num_embeddings);
+  EMBER_ARG(int64_t, embedding_dim);
+  EMBER_ARG(EmbeddingBagMode, mode) = Reduction::Mean;
+  EMBER_ARG(bool, include_last_offset) = false;
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+  // The weight itself (shape [num_embeddings, embedding_dim]) instead of a random one.
+  EMBER_ARG(Tensor, _weight) = {};
+};
+
+struct EmbeddingBagFromPretrainedOptions {
+  EMBER_ARG(bool, freeze) = true;
+  EMBER_ARG(EmbeddingBagMode, mode) = Reduction::Mean;
+  EMBER_ARG(bool, include_last_offset) = false;
+  EMBER_ARG(std::optional<int64_t>, padding_idx) = std::nullopt;
+};
+
 struct LayerNormOptions {
   LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}  // NOLINT
   EMBER_ARG(std::vector<int64_t>, normalized_shape);
@@ -129,7 +159,9 @@ struct AlphaDropoutFuncOptions {
   EMBER_ARG(bool, inplace) = false;
 };
 using FeatureAlphaDropoutFuncOptions = AlphaDropoutFuncOptions;
-// Dropout1d/2d/3d take Dropout's options, as in libtorch.
+// Dropout1d/2d/3d, AlphaDropout and FeatureAlphaDropout take Dropout's options, as in libtorch.
+using AlphaDropoutOptions = DropoutOptions;
+using FeatureAlphaDropoutOptions = DropoutOptions;
 using Dropout1dOptions = DropoutOptions;
 using Dropout2dOptions = DropoutOptions;
 using Dropout3dOptions = DropoutOptions;

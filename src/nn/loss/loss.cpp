@@ -305,7 +305,7 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
   const char* op = "triplet_margin_with_distance_loss";
   EMBER_CHECK(options.margin() > 0, op, "margin must be greater than 0, got ", options.margin());
   auto distance = [&](const Tensor& x1, const Tensor& x2) {
-    return options.distance_function() ? (*options.distance_function())(x1, x2) : pairwise_distance(x1, x2);
+    return options.distance_function() ? (*options.distance_function())(x1, x2) : functional::pairwise_distance(x1, x2);
   };
   Tensor positive_distance = distance(anchor, positive);
   Tensor negative_distance = distance(anchor, negative);

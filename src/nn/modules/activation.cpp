@@ -3,7 +3,6 @@
 
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
-#include "nn/activation.h"
 
 namespace ember::nn {
 
@@ -12,14 +11,14 @@ DropoutImpl::DropoutImpl(const DropoutOptions& options_) : options(options_) {
               options.p());
 }
 Tensor DropoutImpl::forward(const Tensor& input) {
-  return detail::maybe_inplace(input, functional::dropout(input, DropoutFuncOptions().p(options.p()).training(is_training())),
-                              options.inplace());
+  return functional::dropout(
+      input, DropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
 }
 void DropoutImpl::pretty_print(std::ostream& stream) const {
   stream << "Dropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
 }
 
-Tensor ReLUImpl::forward(const Tensor& input) { return detail::maybe_inplace(input, ember::relu(input), options.inplace()); }
+Tensor ReLUImpl::forward(const Tensor& input) { return functional::relu(input, options); }
 void ReLUImpl::pretty_print(std::ostream& stream) const {
   stream << "ReLU(" << (options.inplace() ? "inplace=true" : "") << ")";
 }
@@ -102,6 +101,80 @@ Tensor Softmax2dImpl::forward(const Tensor& input) {
   EMBER_CHECK(input.dim() == 3 || input.dim() == 4, "Softmax2d", "expected a 3-D or 4-D input, got shape ",
               input.sizes());
   return ember::softmax(input, -3);
+}
+
+SELUImpl::SELUImpl(const SELUOptions& options_) : options(options_) {}
+Tensor SELUImpl::forward(const Tensor& input) { return functional::selu(input, options); }
+void SELUImpl::pretty_print(std::ostream& stream) const {
+  stream << "SELU(" << (options.inplace() ? "inplace=true" : "") << ")";
+}
+
+CELUImpl::CELUImpl(const CELUOptions& options_) : options(options_) {}
+Tensor CELUImpl::forward(const Tensor& input) { return functional::celu(input, options); }
+void CELUImpl::pretty_print(std::ostream& stream) const {
+  stream << "CELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
+}
+
+HardshrinkImpl::HardshrinkImpl(const HardshrinkOptions& options_) : options(options_) {}
+Tensor HardshrinkImpl::forward(const Tensor& input) { return functional::hardshrink(input, options); }
+void HardshrinkImpl::pretty_print(std::ostream& stream) const {
+  stream << "Hardshrink(" << options.lambda() << ")";
+}
+
+SoftshrinkImpl::SoftshrinkImpl(const SoftshrinkOptions& options_) : options(options_) {}
+Tensor SoftshrinkImpl::forward(const Tensor& input) { return functional::softshrink(input, options); }
+void SoftshrinkImpl::pretty_print(std::ostream& stream) const {
+  stream << "Softshrink(" << options.lambda() << ")";
+}
+
+RReLUImpl::RReLUImpl(const RReLUOptions& options_) : options(options_) {}
+Tensor RReLUImpl::forward(const Tensor& input) {
+  return functional::rrelu(input, RReLUFuncOptions()
+                                      .lower(options.lower())
+                                      .upper(options.upper())
+                                      .inplace(options.inplace())
+                                      .training(is_training()));
+}
+void RReLUImpl::pretty_print(std::ostream& stream) const {
+  stream << "RReLU(lower=" << options.lower() << ", upper=" << options.upper()
+         << (options.inplace() ? ", inplace=true" : "") << ")";
+}
+
+Tensor ThresholdImpl::forward(const Tensor& input) { return functional::threshold(input, options); }
+void ThresholdImpl::pretty_print(std::ostream& stream) const {
+  stream << "Threshold(threshold=" << options.threshold() << ", value=" << options.value()
+         << (options.inplace() ? ", inplace=true" : "") << ")";
+}
+
+Tensor SoftminImpl::forward(const Tensor& input) { return functional::softmin(input, options.dim()); }
+void SoftminImpl::pretty_print(std::ostream& stream) const { stream << "Softmin(dim=" << options.dim() << ")"; }
+
+Tensor LogSigmoidImpl::forward(const Tensor& input) { return functional::logsigmoid(input); }
+Tensor SoftsignImpl::forward(const Tensor& input) { return functional::softsign(input); }
+Tensor TanhshrinkImpl::forward(const Tensor& input) { return functional::tanhshrink(input); }
+
+AlphaDropoutImpl::AlphaDropoutImpl(const AlphaDropoutOptions& options_) : options(options_) {
+  EMBER_CHECK(options.p() >= 0 && options.p() <= 1, "AlphaDropout", "probability has to be between 0 and 1, but got ",
+              options.p());
+}
+Tensor AlphaDropoutImpl::forward(const Tensor& input) {
+  return functional::alpha_dropout(
+      input, AlphaDropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
+}
+void AlphaDropoutImpl::pretty_print(std::ostream& stream) const {
+  stream << "AlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
+}
+
+FeatureAlphaDropoutImpl::FeatureAlphaDropoutImpl(const FeatureAlphaDropoutOptions& options_) : options(options_) {
+  EMBER_CHECK(options.p() >= 0 && options.p() <= 1, "FeatureAlphaDropout",
+              "probability has to be between 0 and 1, but got ", options.p());
+}
+Tensor FeatureAlphaDropoutImpl::forward(const Tensor& input) {
+  return functional::feature_alpha_dropout(
+      input, FeatureAlphaDropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
+}
+void FeatureAlphaDropoutImpl::pretty_print(std::ostream& stream) const {
+  stream << "FeatureAlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
 }
 
 }  // namespace ember::nn

@@ -2,7 +2,6 @@
 #include "ember/functions.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/modules/activation.h"
-#include "nn/activation.h"
 
 namespace ember::nn {
 namespace {
@@ -22,12 +21,11 @@ FeatureDropoutImpl<SpatialDims>::FeatureDropoutImpl(const DropoutOptions& option
 
 template <int64_t SpatialDims>
 Tensor FeatureDropoutImpl<SpatialDims>::forward(const Tensor& input) {
-  const DropoutFuncOptions f = DropoutFuncOptions().p(options.p()).training(is_training());
-  Tensor out;
-  if constexpr (SpatialDims == 1) out = functional::dropout1d(input, f);
-  else if constexpr (SpatialDims == 2) out = functional::dropout2d(input, f);
-  else out = functional::dropout3d(input, f);
-  return detail::maybe_inplace(input, out, options.inplace());
+  const DropoutFuncOptions f =
+      DropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace());
+  if constexpr (SpatialDims == 1) return functional::dropout1d(input, f);
+  else if constexpr (SpatialDims == 2) return functional::dropout2d(input, f);
+  else return functional::dropout3d(input, f);
 }
 
 template <int64_t SpatialDims>

@@ -81,4 +81,62 @@ Tensor CTCLossImpl::forward(const Tensor& log_probs, const Tensor& targets, cons
   return functional::ctc_loss(log_probs, targets, input_lengths, target_lengths, options);
 }
 
+Tensor HingeEmbeddingLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::hinge_embedding_loss(input, target, options);
+}
+void HingeEmbeddingLossImpl::pretty_print(std::ostream& stream) const {
+  stream << "HingeEmbeddingLoss(margin=" << options.margin() << ")";
+}
+
+MultiMarginLossImpl::MultiMarginLossImpl(const MultiMarginLossOptions& options_) : options(options_) {
+  EMBER_CHECK(options.p() == 1 || options.p() == 2, "MultiMarginLoss", "only p == 1 and p == 2 supported, got ",
+              options.p());
+  EMBER_CHECK(!options.weight().defined() || options.weight().dim() == 1, "MultiMarginLoss",
+              "weight must be 1-D, got shape ", options.weight().sizes());
+  weight = register_buffer("weight", options.weight());
+}
+Tensor MultiMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::multi_margin_loss(input, target, MultiMarginLossFuncOptions(options).weight(weight));
+}
+void MultiMarginLossImpl::pretty_print(std::ostream& stream) const {
+  stream << "MultiMarginLoss(p=" << options.p() << ", margin=" << options.margin()
+         << ", weight=" << (options.weight().defined() ? "<tensor>" : "{}") << ")";
+}
+
+Tensor MultiLabelMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::multilabel_margin_loss(input, target, options);
+}
+void MultiLabelMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "MultiLabelMarginLoss()"; }
+
+Tensor SoftMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::soft_margin_loss(input, target, options);
+}
+void SoftMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "SoftMarginLoss()"; }
+
+MultiLabelSoftMarginLossImpl::MultiLabelSoftMarginLossImpl(const MultiLabelSoftMarginLossOptions& options_)
+    : options(options_) {
+  weight = register_buffer("weight", options.weight());
+}
+Tensor MultiLabelSoftMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return functional::multilabel_soft_margin_loss(input, target,
+                                                 MultilabelSoftMarginLossFuncOptions(options).weight(weight));
+}
+void MultiLabelSoftMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "MultiLabelSoftMarginLoss()"; }
+
+Tensor PoissonNLLLossImpl::forward(const Tensor& log_input, const Tensor& target) {
+  return functional::poisson_nll_loss(log_input, target, options);
+}
+void PoissonNLLLossImpl::pretty_print(std::ostream& stream) const {
+  stream << "PoissonNLLLoss()";
+}
+
+Tensor TripletMarginWithDistanceLossImpl::forward(const Tensor& anchor, const Tensor& positive,
+                                                  const Tensor& negative) {
+  return functional::triplet_margin_with_distance_loss(anchor, positive, negative, options);
+}
+void TripletMarginWithDistanceLossImpl::pretty_print(std::ostream& stream) const {
+  stream << "TripletMarginWithDistanceLoss(margin=" << options.margin()
+         << ", swap=" << (options.swap() ? "true" : "false") << ")";
+}
+
 }  // namespace ember::nn

@@ -76,3 +76,37 @@ void GroupNormImpl::pretty_print(std::ostream& stream) const {
 }
 
 }  // namespace ember::nn
+
+namespace ember::nn {
+
+// The window sum of x^2 over channels is a sum of 2h + 1 shifted slices of the zero-padded
+// squares (h = (size - 1) / 2), so autograd gives the exact gradient.
+Tensor CrossMapLRN2dImpl::forward(const Tensor& input) {
+  const char* op = "CrossMapLRN2d";
+  EMBER_CHECK(input.dim() == 4, op, "expected a 4-D input [N, C, H, W], got shape ", input.sizes());
+  EMBER_CHECK(options.size() >= 1, op, "size must be positive, got ", options.size());
+  const int64_t channels = input.size(1), half = (options.size() - 1) / 2;
+  Tensor squares = functional::pad(input.square(), PadFuncOptions({0, 0, 0, 0, half, half}));
+  Tensor window = squares.narrow(1, 0, channels);
+  for (int64_t shift = 1; shift <= 2 * half; ++shift) window = window + squares.narrow(1, shift, channels);
+  Tensor scale = window * (options.alpha() / static_cast<double>(options.size())) + static_cast<double>(options.k());
+  return input * scale.pow(-options.beta());
+}
+
+void CrossMapLRN2dImpl::pretty_print(std::ostream& stream) const {
+  stream << "CrossMapLRN2d(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
+         << ", k=" << options.k() << ")";
+}
+
+}  // namespace ember::nn
+
+namespace ember::nn {
+
+Tensor LocalResponseNormImpl::forward(const Tensor& input) { return functional::local_response_norm(input, options); }
+
+void LocalResponseNormImpl::pretty_print(std::ostream& stream) const {
+  stream << "LocalResponseNorm(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
+         << ", k=" << options.k() << ")";
+}
+
+}  // namespace ember::nn

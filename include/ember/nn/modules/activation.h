@@ -34,6 +34,26 @@ EMBER_MODULE(Dropout1d);
 EMBER_MODULE(Dropout2d);
 EMBER_MODULE(Dropout3d);
 
+// Dropout that keeps the mean and variance of SELU activations (F::alpha_dropout); the
+// feature form drops whole channels (F::feature_alpha_dropout). The identity in eval mode.
+class AlphaDropoutImpl : public Module {
+ public:
+  explicit AlphaDropoutImpl(const AlphaDropoutOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  AlphaDropoutOptions options;
+};
+EMBER_MODULE(AlphaDropout);
+
+class FeatureAlphaDropoutImpl : public Module {
+ public:
+  explicit FeatureAlphaDropoutImpl(const FeatureAlphaDropoutOptions& options = {});
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  FeatureAlphaDropoutOptions options;
+};
+EMBER_MODULE(FeatureAlphaDropout);
+
 class ReLUImpl : public Module {
  public:
   explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
@@ -104,6 +124,54 @@ EMBER_ACTIVATION_MODULE(ELU, ELUOptions);
 EMBER_ACTIVATION_MODULE(ReLU6, ReLU6Options);
 EMBER_ACTIVATION_MODULE(Softplus, SoftplusOptions);
 EMBER_ACTIVATION_MODULE(GLU, GLUOptions);
+// The activations added with libtorch's SELU ... Tanhshrink, over their F:: forms
+// (nn/functional.h); RReLU draws its slopes only in training mode.
+EMBER_ACTIVATION_MODULE(SELU, SELUOptions);
+EMBER_ACTIVATION_MODULE(CELU, CELUOptions);
+EMBER_ACTIVATION_MODULE(Hardshrink, HardshrinkOptions);
+EMBER_ACTIVATION_MODULE(Softshrink, SoftshrinkOptions);
+EMBER_ACTIVATION_MODULE(RReLU, RReLUOptions);
+
+// x > threshold ? x : value.
+class ThresholdImpl : public Module {
+ public:
+  ThresholdImpl(double threshold, double value) : ThresholdImpl(ThresholdOptions(threshold, value)) {}
+  explicit ThresholdImpl(const ThresholdOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  ThresholdOptions options;
+};
+EMBER_MODULE(Threshold);
+
+// softmax(-x) along options.dim().
+class SoftminImpl : public Module {
+ public:
+  explicit SoftminImpl(int64_t dim) : SoftminImpl(SoftminOptions(dim)) {}
+  explicit SoftminImpl(const SoftminOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  SoftminOptions options;
+};
+EMBER_MODULE(Softmin);
+
+class LogSigmoidImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(LogSigmoid);
+
+class SoftsignImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(Softsign);
+
+class TanhshrinkImpl : public Module {
+ public:
+  Tensor forward(const Tensor& input);
+};
+EMBER_MODULE(Tanhshrink);
+
 #undef EMBER_ACTIVATION_MODULE
 
 // Clamps to [min_val, max_val]; reset() checks the options again after they were changed.

@@ -1,6 +1,7 @@
 // Linear and Embedding layers.
 #pragma once
 #include "ember/nn/module.h"
+#include "ember/nn/modules/any_value.h"
 #include "ember/nn/options.h"
 
 namespace ember::nn {
@@ -75,5 +76,42 @@ class UnflattenImpl : public Module {
   UnflattenOptions options;
 };
 EMBER_MODULE(Unflatten);
+
+// Parameters weight [out, in1, in2] and bias [out], both ~ U(+-1/sqrt(in1_features)).
+class BilinearImpl : public Module {
+ public:
+  BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : BilinearImpl(BilinearOptions(in1_features, in2_features, out_features)) {}
+  explicit BilinearImpl(const BilinearOptions& options);
+  Tensor forward(const Tensor& input1, const Tensor& input2);
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+  BilinearOptions options;
+  Tensor weight;
+  Tensor bias;
+};
+EMBER_MODULE(Bilinear);
+
+// weight [num_embeddings, embedding_dim] ~ N(0, 1); input [B, L] (one bag per row) or 1-D with
+// offsets (bag starts).
+class EmbeddingBagImpl : public Module {
+ public:
+  EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : EmbeddingBagImpl(EmbeddingBagOptions(num_embeddings, embedding_dim)) {}
+  explicit EmbeddingBagImpl(const EmbeddingBagOptions& options);
+  Tensor forward(const Tensor& input, const Tensor& offsets = {}, const Tensor& per_sample_weights = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())}, {2, AnyValue(Tensor())})
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+  EmbeddingBagOptions options;
+  Tensor weight;
+};
+
+class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
+ public:
+  using ModuleHolder<EmbeddingBagImpl>::ModuleHolder;
+  using Impl = EmbeddingBagImpl;
+  static EmbeddingBag from_pretrained(const Tensor& embeddings, const EmbeddingBagFromPretrainedOptions& options = {});
+};
 
 }  // namespace ember::nn

@@ -116,4 +116,72 @@ class CTCLossImpl : public Module {
 };
 EMBER_MODULE(CTCLoss);
 
+// The losses added with libtorch's HingeEmbeddingLoss ... TripletMarginWithDistanceLoss, over
+// their F:: forms (nn/functional.h). Class weights are buffers named "weight".
+class HingeEmbeddingLossImpl : public Module {
+ public:
+  explicit HingeEmbeddingLossImpl(const HingeEmbeddingLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& stream) const override;
+  HingeEmbeddingLossOptions options;
+};
+EMBER_MODULE(HingeEmbeddingLoss);
+
+class MultiMarginLossImpl : public Module {
+ public:
+  explicit MultiMarginLossImpl(const MultiMarginLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& stream) const override;
+  MultiMarginLossOptions options;
+  Tensor weight;
+};
+EMBER_MODULE(MultiMarginLoss);
+
+class MultiLabelMarginLossImpl : public Module {
+ public:
+  explicit MultiLabelMarginLossImpl(const MultiLabelMarginLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& stream) const override;
+  MultiLabelMarginLossOptions options;
+};
+EMBER_MODULE(MultiLabelMarginLoss);
+
+class SoftMarginLossImpl : public Module {
+ public:
+  explicit SoftMarginLossImpl(const SoftMarginLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& stream) const override;
+  SoftMarginLossOptions options;
+};
+EMBER_MODULE(SoftMarginLoss);
+
+class MultiLabelSoftMarginLossImpl : public Module {
+ public:
+  explicit MultiLabelSoftMarginLossImpl(const MultiLabelSoftMarginLossOptions& options = {});
+  Tensor forward(const Tensor& input, const Tensor& target);
+  void pretty_print(std::ostream& stream) const override;
+  MultiLabelSoftMarginLossOptions options;
+  Tensor weight;
+};
+EMBER_MODULE(MultiLabelSoftMarginLoss);
+
+class PoissonNLLLossImpl : public Module {
+ public:
+  explicit PoissonNLLLossImpl(const PoissonNLLLossOptions& options = {}) : options(options) {}
+  Tensor forward(const Tensor& log_input, const Tensor& target);
+  void pretty_print(std::ostream& stream) const override;
+  PoissonNLLLossOptions options;
+};
+EMBER_MODULE(PoissonNLLLoss);
+
+class TripletMarginWithDistanceLossImpl : public Module {
+ public:
+  explicit TripletMarginWithDistanceLossImpl(const TripletMarginWithDistanceLossOptions& options = {})
+      : options(options) {}
+  Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
+  void pretty_print(std::ostream& stream) const override;
+  TripletMarginWithDistanceLossOptions options;
+};
+EMBER_MODULE(TripletMarginWithDistanceLoss);
+
 }  // namespace ember::nn

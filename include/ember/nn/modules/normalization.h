@@ -1,5 +1,5 @@
 // LayerNorm and RMSNorm over the trailing normalized_shape dims; GroupNorm over groups of
-// channels.
+// channels; CrossMapLRN2d across neighbouring channels.
 #pragma once
 #include "ember/nn/module.h"
 #include "ember/nn/options.h"
@@ -49,5 +49,25 @@ class GroupNormImpl : public Module {
   Tensor bias;
 };
 EMBER_MODULE(GroupNorm);
+
+// CrossMapLRN2dOptions's normalisation over the channels of a 4-D input (no parameters).
+class CrossMapLRN2dImpl : public Module {
+ public:
+  explicit CrossMapLRN2dImpl(const CrossMapLRN2dOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  CrossMapLRN2dOptions options;
+};
+EMBER_MODULE(CrossMapLRN2d);
+
+// F::local_response_norm over the channels of a 3-D or wider input (no parameters).
+class LocalResponseNormImpl : public Module {
+ public:
+  explicit LocalResponseNormImpl(const LocalResponseNormOptions& options) : options(options) {}
+  Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  LocalResponseNormOptions options;
+};
+EMBER_MODULE(LocalResponseNorm);
 
 }  // namespace ember::nn

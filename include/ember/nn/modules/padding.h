@@ -1,6 +1,8 @@
 // The padding layers (F::pad with a fixed mode and padding), as libtorch's
 // torch::nn::ReflectionPad1d ... ConstantPad3d; no parameters.
 #pragma once
+#include <type_traits>
+
 #include "ember/nn/module.h"
 #include "ember/nn/options.h"
 #include "ember/nn/options/padding.h"
@@ -12,6 +14,12 @@ template <size_t D, typename Options>
 class PadNdImpl : public Module {
  public:
   explicit PadNdImpl(const Options& options) : options(options) {}
+  explicit PadNdImpl(ExpandingArray<D * 2> padding)
+    requires std::is_constructible_v<Options, ExpandingArray<D * 2>>
+      : options(padding) {}
+  PadNdImpl(ExpandingArray<D * 2> padding, double value)
+    requires std::is_constructible_v<Options, ExpandingArray<D * 2>, double>
+      : options(padding, value) {}
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
   Options options;

@@ -51,6 +51,16 @@ struct InstanceNormFuncOptions {
   EMBER_ARG(double, eps) = 1e-5;
 };
 
+// Lua Torch's cross-channel normalisation of [N, C, H, W]:
+// x / (k + alpha / size * sum of x^2 over channels c - (size-1)/2 .. c + (size-1)/2)^beta.
+struct CrossMapLRN2dOptions {
+  CrossMapLRN2dOptions(int64_t size) : size_(size) {}  // NOLINT
+  EMBER_ARG(int64_t, size);
+  EMBER_ARG(double, alpha) = 1e-4;
+  EMBER_ARG(double, beta) = 0.75;
+  EMBER_ARG(int64_t, k) = 1;
+};
+
 namespace functional {
 using nn::GroupNormFuncOptions;
 using nn::InstanceNormFuncOptions;
