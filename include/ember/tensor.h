@@ -76,6 +76,8 @@ class Tensor {
   template <typename T> T* data_ptr() const;
   template <typename T> T item() const;
   Scalar item() const;
+  // Whether the one element is nonzero; more or fewer elements are an error (libtorch's).
+  bool is_nonzero() const;
 
   // Strided element access without bounds checks (ember/tensor_accessor.h). T must be the
   // dtype's C++ type (const T for read-only access) and N the tensor's dim, else an error
@@ -132,10 +134,12 @@ class Tensor {
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   void retain_grad();
   bool retains_grad() const;
-  // With `inputs`, accumulates only into their .grad (autograd::backward); an empty list is
-  // an error.
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false, std::optional<std::vector<Tensor>> inputs = std::nullopt) const;
+                bool create_graph = false) const;
+  // Accumulates only into the .grad of `inputs` (autograd::backward); an empty list is an
+  // error (libtorch's optional<TensorList> inputs, given).
+  void backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                const std::vector<Tensor>& inputs) const;
   Tensor detach() const;
   // The same data as a tensor outside autograd (libtorch's Variable::data()): shares the
   // storage, does not require grad.

@@ -161,6 +161,12 @@ T Tensor::item() const {
   }
 }
 
+bool Tensor::is_nonzero() const {
+  EMBER_CHECK(numel() == 1, "is_nonzero", "Boolean value of Tensor with ", numel() == 0 ? "no values" : "more than one value",
+              " is ambiguous (shape ", sizes(), ")");
+  return item<double>() != 0;
+}
+
 Scalar Tensor::item() const {
   if (is_floating_point()) return item<double>();
   if (scalar_type() == kBool) return item<bool>();
@@ -320,11 +326,16 @@ const Tensor& Tensor::resize_(IntArrayRef sizes) const {
   return *this;
 }
 
-void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
-                      std::optional<std::vector<Tensor>> inputs) const {
-  EMBER_CHECK(!inputs || !inputs->empty(), "backward", "'inputs' argument to backward() cannot be empty");
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph) const {
   autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{}, retain_graph,
-                     create_graph, inputs ? *inputs : std::vector<Tensor>{});
+                     create_graph);
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                      const std::vector<Tensor>& inputs) const {
+  EMBER_CHECK(!inputs.empty(), "backward", "'inputs' argument to backward() cannot be empty");
+  autograd::backward({*this}, gradient.defined() ? std::vector<Tensor>{gradient} : std::vector<Tensor>{}, retain_graph,
+                     create_graph, inputs);
 }
 
 Tensor Tensor::detach() const {

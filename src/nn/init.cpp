@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ember/autograd.h"
 #include "ember/functions.h"
@@ -130,6 +131,70 @@ Tensor kaiming_normal_(Tensor tensor, double a, FanMode mode, Nonlinearity nonli
   if (tensor.numel() == 0) return tensor;
   const double std = calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(correct_fan(tensor, mode)));
   return normal_(std::move(tensor), 0, std);
+}
+
+Tensor orthogonal_(Tensor tensor, double gain) {
+  EMBER_CHECK(tensor.dim() >= 2, "orthogonal_", "only tensors with 2 or more dimensions are supported, got shape ",
+              tensor.sizes());
+  NoGradGuard no_grad;
+  const int64_t rows = tensor.size(0);
+  const int64_t cols = tensor.numel() / rows;
+  if (tensor.numel() == 0) return tensor;
+  // Q of the QR decomposition of a standard normal matrix, with R's diagonal made positive
+  // (so Q is Haar-distributed), taken of the transpose when there are fewer rows than columns.
+  const bool transposed = rows < cols;
+  const int64_t m = transposed ? cols : rows;  // m >= n
+  const int64_t n = transposed ? rows : cols;
+  Tensor normal = randn({rows, cols}, kFloat64);
+  if (transposed) normal = normal.t();
+  normal = normal.contiguous();
+  std::vector<double> a(normal.data_ptr<double>(), normal.data_ptr<double>() + m * n);  // row-major m x n
+  auto at = [&](std::vector<double>& x, int64_t i, int64_t j) -> double& { return x[i * n + j]; };
+  // Householder reflections H_k = I - 2 v_k v_k^T zero column k below the diagonal.
+  std::vector<std::vector<double>> reflectors(n);
+  std::vector<double> diagonal(n);
+  for (int64_t k = 0; k < n; ++k) {
+    std::vector<double> v(m - k);
+    double norm = 0;
+    for (int64_t i = k; i < m; ++i) {
+      v[i - k] = at(a, i, k);
+      norm += v[i - k] * v[i - k];
+    }
+    norm = std::sqrt(norm);
+    const double alpha = v[0] > 0 ? -norm : norm;
+    diagonal[k] = alpha;
+    v[0] -= alpha;
+    double v_norm = 0;
+    for (double x : v) v_norm += x * x;
+    v_norm = std::sqrt(v_norm);
+    if (v_norm == 0) continue;  // the column is already reduced
+    for (double& x : v) x /= v_norm;
+    for (int64_t j = k; j < n; ++j) {
+      double dot = 0;
+      for (int64_t i = k; i < m; ++i) dot += v[i - k] * at(a, i, j);
+      for (int64_t i = k; i < m; ++i) at(a, i, j) -= 2 * v[i - k] * dot;
+    }
+    reflectors[k] = std::move(v);
+  }
+  // Q = H_0 ... H_{n-1} applied to the first n columns of the identity.
+  std::vector<double> q(m * n, 0.0);
+  for (int64_t j = 0; j < n; ++j) at(q, j, j) = 1;
+  for (int64_t k = n - 1; k >= 0; --k) {
+    const std::vector<double>& v = reflectors[k];
+    if (v.empty()) continue;
+    for (int64_t j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int64_t i = k; i < m; ++i) dot += v[i - k] * at(q, i, j);
+      for (int64_t i = k; i < m; ++i) at(q, i, j) -= 2 * v[i - k] * dot;
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const double sign = diagonal[j] < 0 ? -gain : gain;
+    for (int64_t i = 0; i < m; ++i) at(q, i, j) *= sign;
+  }
+  Tensor result = from_blob(q.data(), {m, n}, kFloat64).clone();
+  if (transposed) result = result.t();
+  return tensor.view({rows, cols}).copy_(result);
 }
 
 }  // namespace ember::nn::init

@@ -277,7 +277,6 @@ LBFGS::LBFGS(std::vector<OptimizerParamGroup> param_groups, LBFGSOptions default
     : Optimizer(std::move(param_groups), std::make_unique<LBFGSOptions>(defaults)) {
   EMBER_CHECK(param_groups_.size() == 1, "LBFGS",
               "LBFGS doesn't support per-parameter options (parameter groups), got ", param_groups_.size(), " groups");
-  EMBER_CHECK(!param_groups_[0].params().empty(), "LBFGS", "got an empty parameter list");
   if (!defaults.max_eval()) {
     const int64_t max_eval = defaults.max_iter() * 5 / 4;
     static_cast<LBFGSOptions&>(param_groups_[0].options()).max_eval(max_eval);
@@ -348,6 +347,8 @@ Tensor LBFGS::step(LossClosure closure) {
   NoGradGuard no_grad;
   EMBER_CHECK(closure != nullptr, "LBFGS", "LBFGS requires a closure function");
   EMBER_CHECK(param_groups_.size() == 1, "LBFGS", "LBFGS doesn't support per-parameter options (parameter groups)");
+  // Constructed without parameters, it gets them from add_parameters before its first step.
+  EMBER_CHECK(!param_groups_[0].params().empty(), "LBFGS", "step() with an empty parameter list");
   const auto& options = static_cast<const LBFGSOptions&>(param_groups_[0].options());
   const double lr = options.lr();
   const int64_t max_iter = options.max_iter();

@@ -276,5 +276,12 @@ TEST(ScalarConversions, ToFloatAndToInt) {
   EXPECT_EQ(*p, 3);
 }
 
+TEST(TensorIsNonzero, OneElementOnly) {
+  EXPECT_TRUE(make({0.5}, {1, 1}, kFloat64).is_nonzero());
+  EXPECT_FALSE(make({0.0}, {}, kFloat32).is_nonzero());
+  EXPECT_TRUE(throws_error([] { (void)zeros({2}).is_nonzero(); }, {"[is_nonzero]", "more than one value"}));
+  EXPECT_TRUE(throws_error([] { (void)zeros({0}).is_nonzero(); }, {"[is_nonzero]", "no values"}));
+}
+
 }  // namespace
 }  // namespace ember

@@ -109,5 +109,39 @@ TEST(Init, TruncNormal) {
   EXPECT_TRUE(throws_error([&] { init::trunc_normal_(t, 0, 1, 2, -2); }, {"trunc_normal_", "a=2"}));
 }
 
+// W W^T (or W^T W) is gain^2 I, checked in float64 loops.
+void expect_orthonormal(const Tensor& weight, double gain, bool rows_orthonormal) {
+  Tensor w = weight.reshape({weight.size(0), -1}).to(kFloat64).contiguous();
+  const int64_t rows = w.size(0), cols = w.size(1);
+  const int64_t count = rows_orthonormal ? rows : cols;
+  const double* p = w.data_ptr<double>();
+  for (int64_t a = 0; a < count; ++a) {
+    for (int64_t b = 0; b < count; ++b) {
+      double dot = 0;
+      for (int64_t k = 0; k < (rows_orthonormal ? cols : rows); ++k) {
+        dot += rows_orthonormal ? p[a * cols + k] * p[b * cols + k] : p[k * cols + a] * p[k * cols + b];
+      }
+      EXPECT_NEAR(dot, a == b ? gain * gain : 0.0, 1e-5) << a << ", " << b;
+    }
+  }
+}
+
+TEST(Init, OrthogonalTallWideAndConvWeights) {
+  manual_seed(3);
+  Tensor tall = empty({7, 4});
+  init::orthogonal_(tall);
+  expect_orthonormal(tall, 1.0, /*rows_orthonormal=*/false);
+  Tensor wide = empty({3, 8}, kFloat64);
+  init::orthogonal_(wide, 2.5);
+  expect_orthonormal(wide, 2.5, /*rows_orthonormal=*/true);
+  // A conv weight [2, 3, 3, 3] is a 2 x 27 matrix with orthonormal rows; a leaf that
+  // requires grad is filled without recording.
+  Tensor conv = empty({2, 3, 3, 3}).requires_grad_();
+  init::orthogonal_(conv);
+  EXPECT_TRUE(conv.is_leaf());
+  expect_orthonormal(conv, 1.0, /*rows_orthonormal=*/true);
+  EXPECT_TRUE(throws_error([] { init::orthogonal_(empty({4})); }, {"[orthogonal_]", "2 or more dimensions"}));
+}
+
 }  // namespace
 }  // namespace ember::nntest

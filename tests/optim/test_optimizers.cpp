@@ -331,5 +331,67 @@ TEST(OptimizerStateDict, LoadRestoresHyperparametersAndRejectsMismatches) {
   EXPECT_TRUE(throws_error([&] { adam.load_state_dict(dict); }, {"lacks 'beta1'"}));
 }
 
+// ---- user-defined optimizers, add_parameters, options equality --------------------------------
+
+// Options with only an lr, as a user writes them on libtorch's OptimizerCloneableOptions.
+struct HalvingOptions : public optim::OptimizerCloneableOptions<HalvingOptions> {
+  HalvingOptions(double lr = 1.0) : lr_(lr) {}  // NOLINT
+  EMBER_ARG(double, lr);
+
+ public:
+  double get_lr() const override { return lr(); }
+  void set_lr(double value) override { lr(value); }
+};
+
+// param -= lr * grad / 2, with no per-parameter state.
+class HalvingSGD : public optim::Optimizer {
+ public:
+  explicit HalvingSGD(std::vector<Tensor> params, HalvingOptions defaults = {})
+      : Optimizer({optim::OptimizerParamGroup(std::move(params))}, std::make_unique<HalvingOptions>(defaults)) {}
+  Tensor step(optim::LossClosure closure = nullptr) override {
+    Tensor loss = run_closure(closure);
+    NoGradGuard no_grad;
+    for (auto& group : param_groups()) {
+      const double lr = static_cast<const HalvingOptions&>(group.options()).lr();
+      for (Tensor& p : group.params())
+        if (p.grad().defined()) p.sub_(p.grad() * (lr / 2));
+    }
+    return loss;
+  }
+};
+
+TEST(OptimizerBase, AUserOptimizerOnCloneableOptions) {
+  Tensor a = make({1.0, 2.0}, {2}, kFloat64).requires_grad_();
+  Tensor b = make({3.0}, {1}, kFloat64).requires_grad_();
+  HalvingSGD opt({a}, HalvingOptions(0.5));
+  // The group's options are a clone of the defaults.
+  EXPECT_NE(&opt.param_groups()[0].options(), &opt.defaults());
+  EXPECT_DOUBLE_EQ(opt.param_groups()[0].options().get_lr(), 0.5);
+  {
+    testing::internal::CaptureStderr();
+    opt.add_parameters({b});
+    EXPECT_NE(testing::internal::GetCapturedStderr().find("will be removed"), std::string::npos);
+  }
+  EXPECT_EQ(opt.param_groups().size(), 1u);
+  EXPECT_EQ(opt.param_groups()[0].params().size(), 2u);
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(throws_error([&] { opt.add_parameters({a}); }, {"some parameters appear in more than one"}));
+  testing::internal::GetCapturedStderr();
+  (a.sum() + (b * b).sum()).backward();
+  opt.step();
+  EXPECT_TRUE(all_close(a, {1.0 - 0.25, 2.0 - 0.25}));
+  EXPECT_TRUE(all_close(b, {3.0 - 0.25 * 6}));
+  // What the options do not override is an error naming the method.
+  EXPECT_TRUE(throws_error([&] { (void)opt.defaults().hyperparameters(); }, {"hyperparameters()", "not overridden"}));
+  EXPECT_TRUE(throws_error([&] { (void)opt.state_dict(); }, {"hyperparameters()"}));
+}
+
+TEST(OptimizerBase, OptionsCompareByHyperparameters) {
+  EXPECT_TRUE(optim::AdagradOptions(1.0) == optim::AdagradOptions(1.0));
+  EXPECT_FALSE(optim::AdagradOptions(1.0) == optim::AdagradOptions(1.0).eps(1e-3));
+  EXPECT_TRUE(optim::AdamOptions(0.1).betas({0.8, 0.9}) == optim::AdamOptions(0.1).betas({0.8, 0.9}));
+  EXPECT_FALSE(optim::SGDOptions(0.1).nesterov(true).momentum(0.9) == optim::SGDOptions(0.1).momentum(0.9));
+}
+
 }  // namespace
 }  // namespace ember

@@ -30,5 +30,10 @@ Tensor xavier_normal_(Tensor tensor, double gain = 1);
 Tensor kaiming_uniform_(Tensor tensor, double a = 0, FanMode mode = kFanIn, Nonlinearity nonlinearity = kLeakyReLU);
 // N(0, std), std = gain(nonlinearity, a) / sqrt(fan).
 Tensor kaiming_normal_(Tensor tensor, double a = 0, FanMode mode = kFanIn, Nonlinearity nonlinearity = kLeakyReLU);
+// A (semi-)orthogonal matrix times gain, from the QR decomposition of a standard normal
+// matrix (R's diagonal made positive): tensor viewed as [size(0), numel / size(0)] gets
+// orthonormal columns, or orthonormal rows when it has fewer rows than columns. Needs at
+// least 2 dimensions.
+Tensor orthogonal_(Tensor tensor, double gain = 1);
 
 }  // namespace ember::nn::init

@@ -422,7 +422,15 @@ Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tens
   return binary_cross_entropy(self, target, weight, reduction_from_int(reduction, "binary_cross_entropy"));
 }
 Tensor binary_cross_entropy(const Tensor& self, const Tensor& target, const Tensor& weight, Reduction reduction) {
-  return F::binary_cross_entropy(self, target, F::BinaryCrossEntropyFuncOptions().weight(weight).reduction(reduction));
+  // ATen's kernel works on the squeezed input and target, so their sizes may differ by dims of
+  // size 1 (an [N, 1] input with an [N] target); F::binary_cross_entropy requires equal sizes.
+  Tensor aligned = target;
+  if (self.defined() && target.defined() && target.sizes() != self.sizes()) {
+    EMBER_CHECK(self.squeeze().sizes() == target.squeeze().sizes(), "binary_cross_entropy", "target size ",
+                target.sizes(), " must be the same as input size ", self.sizes(), " up to dims of size 1");
+    aligned = target.reshape(self.sizes());
+  }
+  return F::binary_cross_entropy(self, aligned, F::BinaryCrossEntropyFuncOptions().weight(weight).reduction(reduction));
 }
 Tensor mse_loss(const Tensor& self, const Tensor& target, int64_t reduction) {
   return mse_loss(self, target, reduction_from_int(reduction, "mse_loss"));

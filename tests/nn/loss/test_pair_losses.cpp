@@ -139,6 +139,17 @@ TEST(PointwiseLosses, BCEWeightAndSaturation) {
       throws_error([&] { F::binary_cross_entropy(x + 0.5, y); }, {"binary_cross_entropy", "between 0 and 1", "1.5"}));
   EXPECT_TRUE(
       throws_error([&] { F::binary_cross_entropy(x, y.reshape({4})); }, {"binary_cross_entropy", "[4]", "[2, 2]"}));
+  // The at:: form, as ATen's kernel, pairs elements of input and target up to dims of size 1:
+  // an [N, 1] input with an [N] target is the loss of the [N] pairs.
+  Tensor column = x.reshape({4, 1});
+  Tensor flat_target = y.reshape({4});
+  // The four pointwise losses, by hand: 100 (log 0 clamped), 0, -log(0.7) and
+  // -(0.5 log 0.8 + 0.5 log 0.2); their mean:
+  const double expected_mean = (100.0 - std::log(0.7) - 0.5 * (std::log(0.8) + std::log(0.2))) / 4;
+  EXPECT_TRUE(all_close(ember::binary_cross_entropy(column, flat_target), {expected_mean}));
+  EXPECT_EQ(ember::binary_cross_entropy(column, flat_target, {}, 0).sizes(), (std::vector<int64_t>{4, 1}));
+  EXPECT_TRUE(throws_error([&] { ember::binary_cross_entropy(column, y.reshape({2, 2})); },
+                           {"binary_cross_entropy", "[2, 2]", "[4, 1]", "up to dims of size 1"}));
   EXPECT_TRUE(
       throws_error([&] { F::binary_cross_entropy(x, y, F::BinaryCrossEntropyFuncOptions().weight(zeros({3}))); },
                    {"binary_cross_entropy", "weight", "[3]"}));
