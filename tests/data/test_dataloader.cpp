@@ -139,7 +139,7 @@ TEST(DataLoader, ErrorsReachTheCaller) {
       const std::string message = e.what();
       EXPECT_NE(message.find("[Recorded] cannot read example 5"), std::string::npos) << message;
       if (workers > 0) {
-        EXPECT_NE(message.find("[DataLoader] exception in a worker thread"), std::string::npos) << message;
+        EXPECT_NE(message.find("Caught exception in DataLoader worker thread. Original message: "), std::string::npos) << message;
       }
     }
   }
@@ -180,7 +180,7 @@ TEST(DataLoader, TimeoutIsAnError) {
     for (auto& batch : *loader) (void)batch;
     ADD_FAILURE();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("timed out waiting for the next batch (timeout was 5 ms)"),
+    EXPECT_NE(std::string(e.what()).find("Timeout in DataLoader queue while waiting for next batch (timeout was 5 ms)"),
               std::string::npos);
   }
 }

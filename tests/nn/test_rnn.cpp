@@ -353,5 +353,90 @@ TEST(GRUCell, MatchesReferenceAndGradcheck) {
   EXPECT_TRUE(throws_error([&] { cell->forward(x, zeros({3, 4}, kFloat64)); }, {"GRUCell", "[2, 4]", "[3, 4]"}));
 }
 
+// The Elman RNN, one layer: h' = act(W_ih x + b_ih + W_hh h + b_hh), against plain loops.
+TEST(RNN, TanhAndReluMatchTheRecurrenceInFloat64) {
+  for (Nonlinearity act : {Nonlinearity::Tanh, Nonlinearity::ReLU}) {
+    manual_seed(3);
+    nn::RNN rnn(nn::RNNOptions(kInput, kHidden).nonlinearity(act));
+    rnn->to(kFloat64);
+    const Tensor x = uniform({kSteps, kBatch, kInput}, 11);
+    auto [output, h_n] = rnn->forward(x);
+    CellWeights w = weights_of(*rnn, "_l0", /*bias=*/true);
+    const Sequence input = to_sequence(x);
+    Sequence expected(kSteps, std::vector<Vec>(kBatch));
+    for (int64_t n = 0; n < kBatch; ++n) {
+      Vec h(kHidden, 0.0);
+      for (int64_t t = 0; t < kSteps; ++t) {
+        Vec gi = affine(w.w_ih, input[t][n], w.b_ih), gh = affine(w.w_hh, h, w.b_hh);
+        for (int64_t j = 0; j < kHidden; ++j)
+          h[j] = act == Nonlinearity::Tanh ? std::tanh(gi[j] + gh[j]) : std::max(0.0, gi[j] + gh[j]);
+        expected[t][n] = h;
+      }
+    }
+    EXPECT_TRUE(all_close(output, flatten(expected), {1e-12, 1e-12}));
+    EXPECT_TRUE(all_close(h_n, flatten({expected.back()}), {1e-12, 1e-12}));
+    EXPECT_EQ(rnn->options_base.hidden_size(), kHidden);
+  }
+  EXPECT_TRUE(throws_error([] { nn::RNN(nn::RNNOptions(2, 3).nonlinearity(Nonlinearity::Sigmoid)); }, {"RNN", "kTanh"}));
+  EXPECT_TRUE(throws_error([] { nn::GRU(nn::GRUOptions(2, 3).proj_size(1)); }, {"proj_size", "only supported for LSTM"}));
+}
+
+// proj_size P: h = W_hr (o * tanh(c)); h, the output and weight_hh's columns have P features.
+TEST(LSTM, ProjectionMatchesTheRecurrenceInFloat64) {
+  constexpr int64_t kProj = 2;
+  manual_seed(5);
+  nn::LSTM lstm(nn::LSTMOptions(kInput, kHidden).proj_size(kProj));
+  lstm->to(kFloat64);
+  auto params = lstm->named_parameters();
+  EXPECT_EQ(params["weight_hh_l0"].sizes().vec(), (std::vector<int64_t>{4 * kHidden, kProj}));
+  EXPECT_EQ(params["weight_hr_l0"].sizes().vec(), (std::vector<int64_t>{kProj, kHidden}));
+  const Tensor x = uniform({kSteps, kBatch, kInput}, 12);
+  auto [output, state] = lstm->forward(x);
+  CellWeights w = weights_of(*lstm, "_l0", /*bias=*/true);
+  const Matrix w_hr = matrix(params["weight_hr_l0"]);
+  const Sequence input = to_sequence(x);
+  Sequence expected(kSteps, std::vector<Vec>(kBatch));
+  Sequence cells(1, std::vector<Vec>(kBatch));
+  for (int64_t n = 0; n < kBatch; ++n) {
+    Vec h(kProj, 0.0), c(kHidden, 0.0);
+    for (int64_t t = 0; t < kSteps; ++t) {
+      Vec gi = affine(w.w_ih, input[t][n], w.b_ih), gh = affine(w.w_hh, h, w.b_hh);
+      Vec full(kHidden);
+      for (int64_t j = 0; j < kHidden; ++j) {
+        const double i = sigmoid(gi[j] + gh[j]), f = sigmoid(gi[kHidden + j] + gh[kHidden + j]);
+        const double g = std::tanh(gi[2 * kHidden + j] + gh[2 * kHidden + j]);
+        const double o = sigmoid(gi[3 * kHidden + j] + gh[3 * kHidden + j]);
+        c[j] = f * c[j] + i * g;
+        full[j] = o * std::tanh(c[j]);
+      }
+      h = affine(w_hr, full, {});
+      expected[t][n] = h;
+    }
+    cells[0][n] = c;
+  }
+  EXPECT_TRUE(all_close(output, flatten(expected), {1e-12, 1e-12}));
+  EXPECT_TRUE(all_close(std::get<0>(state), flatten({expected.back()}), {1e-12, 1e-12}));
+  EXPECT_TRUE(all_close(std::get<1>(state), flatten(cells), {1e-12, 1e-12}));
+  lstm->flatten_parameters();  // nothing to do on the CPU
+}
+
+// A packed batch runs each sequence over its own length: the same as running it alone.
+TEST(RNN, PackedInputRunsEachSequenceOverItsLength) {
+  manual_seed(7);
+  nn::GRU gru(nn::GRUOptions(kInput, kHidden).bidirectional(true));
+  gru->to(kFloat64);
+  const Tensor a = uniform({2, kInput}, 21), b = uniform({4, kInput}, 22), c = uniform({3, kInput}, 23);
+  auto packed = nn::utils::rnn::pack_sequence({a, b, c}, /*enforce_sorted=*/false);
+  auto [output, h_n] = gru->forward_with_packed_input(packed);
+  auto [padded, lengths] = nn::utils::rnn::pad_packed_sequence(output);
+  const std::vector<Tensor> sequences = {a, b, c};
+  for (int64_t i = 0; i < 3; ++i) {
+    auto [alone, alone_h] = gru->forward(sequences[i].unsqueeze(1));
+    EXPECT_TRUE(all_close(padded.narrow(0, 0, sequences[i].size(0)).narrow(1, i, 1), values(alone), {1e-12, 1e-12}));
+    EXPECT_TRUE(all_close(h_n.narrow(1, i, 1), values(alone_h), {1e-12, 1e-12}));
+  }
+  EXPECT_EQ(values(lengths), (Vec{2, 4, 3}));
+}
+
 }  // namespace
 }  // namespace ember::nntest

@@ -357,7 +357,7 @@ TEST(Transformer, StacksCopyTheLayerAndTransformerRuns) {
                            nn::TransformerImpl::generate_square_subsequent_mask(3));
   EXPECT_EQ(out.sizes(), (std::vector<int64_t>{2, 3, 8}));
   EXPECT_TRUE(all_close(nn::TransformerImpl::generate_square_subsequent_mask(2), {0, -kInf, 0, 0}));
-  EXPECT_TRUE(throws_error([&] { transformer(zeros({2, 5, 8}), zeros({3, 3, 8})); }, {"Transformer", "batch number"}));
+  EXPECT_TRUE(throws_error([&] { transformer(zeros({2, 5, 8}), zeros({3, 3, 8})); }, {"Transformer", "src and tgt should have equal batch size"}));
   EXPECT_TRUE(throws_error([&] { transformer(zeros({2, 5, 6}), zeros({2, 3, 6})); }, {"Transformer", "d_model (8)"}));
   EXPECT_TRUE(throws_error([] { nn::TransformerEncoderLayerOptions(4, 2).activation(ember::kTanh); },
                            {"TransformerActivation", "kReLU"}));

@@ -42,6 +42,8 @@ class ChunkDataReader {
  public:
   using ChunkType = ChunkType_;
   using ExampleType = ExampleType_;
+  // What ChunkDataset's batches are (libtorch's readers declare it themselves).
+  using BatchType = ChunkType_;
 
   virtual ~ChunkDataReader() = default;
   virtual ChunkType read_chunk(size_t chunk_index) = 0;

@@ -218,10 +218,26 @@ struct RNNOptionsBase {
   // Dropout on the outputs of every layer but the last, in training mode.
   EMBER_ARG(double, dropout) = 0.0;
   EMBER_ARG(bool, bidirectional) = false;
+  // LSTM only: the hidden state is projected to proj_size features (weight_hr); 0 for none.
+  EMBER_ARG(int64_t, proj_size) = 0;
 };
 
 using LSTMOptions = RNNOptionsBase;
 using GRUOptions = RNNOptionsBase;
+
+// The options of the Elman RNN: those of RNNOptionsBase and its nonlinearity (ember::kTanh
+// or ember::kReLU).
+struct RNNOptions {
+  RNNOptions(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}
+  EMBER_ARG(int64_t, input_size);
+  EMBER_ARG(int64_t, hidden_size);
+  EMBER_ARG(int64_t, num_layers) = 1;
+  EMBER_ARG(Nonlinearity, nonlinearity) = Nonlinearity::Tanh;
+  EMBER_ARG(bool, bias) = true;
+  EMBER_ARG(bool, batch_first) = false;
+  EMBER_ARG(double, dropout) = 0.0;
+  EMBER_ARG(bool, bidirectional) = false;
+};
 
 struct RNNCellOptionsBase {
   RNNCellOptionsBase(int64_t input_size, int64_t hidden_size) : input_size_(input_size), hidden_size_(hidden_size) {}

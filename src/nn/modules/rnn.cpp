@@ -1,4 +1,4 @@
-// LSTM, GRU, LSTMCell and GRUCell, composed from ember ops (autograd records each step).
+// RNN, LSTM, GRU, LSTMCell and GRUCell, composed from ember ops (autograd records each step).
 #include "ember/nn/modules/rnn.h"
 
 #include <cmath>
@@ -13,6 +13,7 @@ namespace {
 
 constexpr int64_t kLSTMGates = 4;
 constexpr int64_t kGRUGates = 3;
+constexpr int64_t kRNNGates = 1;
 
 // One LSTM step. input_projection = x W_ih^T + b_ih [N, 4H]; states = {h, c}.
 //   i, f, g, o = split(input_projection + h W_hh^T + b_hh)
@@ -22,7 +23,27 @@ std::vector<Tensor> lstm_step(const Tensor& input_projection, const std::vector<
   auto gates = (input_projection + linear(states[0], w.w_hh, w.b_hh)).chunk(kLSTMGates, 1);
   Tensor c = gates[1].sigmoid() * states[1] + gates[0].sigmoid() * gates[2].tanh();
   Tensor h = gates[3].sigmoid() * c.tanh();
+  if (w.w_hr.defined()) h = linear(h, w.w_hr);  // proj_size: h' = h W_hr^T
   return {h, c};
+}
+
+// One Elman step: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh).
+std::vector<Tensor> rnn_tanh_step(const Tensor& input_projection, const std::vector<Tensor>& states,
+                                  const detail::RNNWeights& w) {
+  return {(input_projection + linear(states[0], w.w_hh, w.b_hh)).tanh()};
+}
+std::vector<Tensor> rnn_relu_step(const Tensor& input_projection, const std::vector<Tensor>& states,
+                                  const detail::RNNWeights& w) {
+  return {(input_projection + linear(states[0], w.w_hh, w.b_hh)).relu()};
+}
+
+RNNOptionsBase base_options(const RNNOptions& o) {
+  return RNNOptionsBase(o.input_size(), o.hidden_size())
+      .num_layers(o.num_layers())
+      .bias(o.bias())
+      .batch_first(o.batch_first())
+      .dropout(o.dropout())
+      .bidirectional(o.bidirectional());
 }
 
 // One GRU step. input_projection = x W_ih^T + b_ih [N, 3H]; states = {h}.
@@ -54,25 +75,32 @@ void check_state_shape(const Tensor& state, IntArrayRef expected, const char* wh
 
 namespace detail {
 
-RNNImplBase::RNNImplBase(const RNNOptionsBase& options_, int64_t gates) : options(options_) {
-  const auto& o = options;
+RNNImplBase::RNNImplBase(const RNNOptionsBase& options_, int64_t gates) : options_base(options_) {
+  const auto& o = options_base;
   EMBER_CHECK(o.input_size() > 0 && o.hidden_size() > 0 && o.num_layers() > 0, "RNN", "input_size (",
               o.input_size(), "), hidden_size (", o.hidden_size(), ") and num_layers (", o.num_layers(),
               ") must be positive");
   EMBER_CHECK(o.dropout() >= 0 && o.dropout() <= 1, "RNN", "dropout must be within [0, 1], got ", o.dropout());
+  EMBER_CHECK(o.proj_size() >= 0 && o.proj_size() < o.hidden_size(), "RNN",
+              "proj_size has to be a non-negative integer smaller than hidden_size (", o.hidden_size(), "), got ",
+              o.proj_size());
+  EMBER_CHECK(o.proj_size() == 0 || gates == kLSTMGates, "RNN",
+              "proj_size argument is only supported for LSTM, not RNN or GRU");
   const int64_t directions = o.bidirectional() ? 2 : 1;
   const int64_t rows = gates * o.hidden_size();
+  const int64_t real_hidden = o.proj_size() > 0 ? o.proj_size() : o.hidden_size();
   for (int64_t layer = 0; layer < o.num_layers(); ++layer) {
-    const int64_t layer_input = layer == 0 ? o.input_size() : o.hidden_size() * directions;
+    const int64_t layer_input = layer == 0 ? o.input_size() : real_hidden * directions;
     for (int64_t direction = 0; direction < directions; ++direction) {
       const std::string suffix = "_l" + std::to_string(layer) + (direction == 1 ? "_reverse" : "");
       RNNWeights w;
       w.w_ih = register_parameter("weight_ih" + suffix, empty({rows, layer_input}));
-      w.w_hh = register_parameter("weight_hh" + suffix, empty({rows, o.hidden_size()}));
+      w.w_hh = register_parameter("weight_hh" + suffix, empty({rows, real_hidden}));
       if (o.bias()) {
         w.b_ih = register_parameter("bias_ih" + suffix, empty({rows}));
         w.b_hh = register_parameter("bias_hh" + suffix, empty({rows}));
       }
+      if (o.proj_size() > 0) w.w_hr = register_parameter("weight_hr" + suffix, empty({o.proj_size(), o.hidden_size()}));
       weights_.push_back(w);
     }
   }
@@ -82,26 +110,28 @@ RNNImplBase::RNNImplBase(const RNNOptionsBase& options_, int64_t gates) : option
 std::vector<Tensor> RNNImplBase::all_weights() const {
   std::vector<Tensor> out;
   for (const auto& w : weights_) {
-    for (const Tensor& t : {w.w_ih, w.w_hh, w.b_ih, w.b_hh}) {
+    for (const Tensor& t : {w.w_ih, w.w_hh, w.b_ih, w.b_hh, w.w_hr}) {
       if (t.defined()) out.push_back(t);
     }
   }
   return out;
 }
 
-void RNNImplBase::reset_parameters() { init_uniform_by_hidden(all_weights(), options.hidden_size()); }
+void RNNImplBase::reset_parameters() { init_uniform_by_hidden(all_weights(), options_base.hidden_size()); }
 
 void RNNImplBase::pretty_print(std::ostream& stream) const {
-  const auto& o = options;
+  const auto& o = options_base;
   stream << name() << "(input_size=" << o.input_size() << ", hidden_size=" << o.hidden_size()
          << ", num_layers=" << o.num_layers() << ", bias=" << (o.bias() ? "true" : "false")
          << ", batch_first=" << (o.batch_first() ? "true" : "false") << ", dropout=" << o.dropout()
-         << ", bidirectional=" << (o.bidirectional() ? "true" : "false") << ")";
+         << ", bidirectional=" << (o.bidirectional() ? "true" : "false");
+  if (o.proj_size() > 0) stream << ", proj_size=" << o.proj_size();
+  stream << ")";
 }
 
 std::pair<Tensor, std::vector<Tensor>> RNNImplBase::run(const Tensor& input, std::vector<Tensor> initial, Step step,
                                                         const char* op) {
-  const auto& o = options;
+  const auto& o = options_base;
   EMBER_CHECK(input.dim() == 2 || input.dim() == 3, op, "expected a 2-D (unbatched) or 3-D input, got shape ",
               input.sizes());
   EMBER_CHECK(input.size(-1) == o.input_size(), op, "input has ", input.size(-1), " features (shape ", input.sizes(),
@@ -111,9 +141,12 @@ std::pair<Tensor, std::vector<Tensor>> RNNImplBase::run(const Tensor& input, std
   const int64_t steps = x.size(0), batch = x.size(1), hidden = o.hidden_size();
   EMBER_CHECK(steps > 0, op, "the input sequence is empty (shape ", input.sizes(), ")");
   const int64_t directions = o.bidirectional() ? 2 : 1;
-  const std::vector<int64_t> state_shape = batched ? std::vector<int64_t>{o.num_layers() * directions, batch, hidden}
-                                                   : std::vector<int64_t>{o.num_layers() * directions, hidden};
-  for (Tensor& state : initial) {
+  for (size_t k = 0; k < initial.size(); ++k) {
+    Tensor& state = initial[k];
+    // h has proj_size features with a projection; c always hidden_size.
+    const int64_t size = k == 0 && o.proj_size() > 0 ? o.proj_size() : hidden;
+    const std::vector<int64_t> state_shape = batched ? std::vector<int64_t>{o.num_layers() * directions, batch, size}
+                                                     : std::vector<int64_t>{o.num_layers() * directions, size};
     if (!state.defined()) {
       state = zeros(state_shape, input.scalar_type());
     } else {
@@ -159,9 +192,67 @@ std::pair<Tensor, std::vector<Tensor>> RNNImplBase::run(const Tensor& input, std
   return {output, final_states};
 }
 
+std::pair<utils::rnn::PackedSequence, std::vector<Tensor>> RNNImplBase::run_packed(
+    const utils::rnn::PackedSequence& input, std::vector<Tensor> initial, Step step, const char* op) {
+  EMBER_CHECK(input.data().defined() && input.data().dim() == 2, op,
+              "expected packed data of shape [steps, input_size]");
+  // [T, B, in] in the batch's original order, and each sequence's length.
+  auto [padded, lengths] = utils::rnn::pad_packed_sequence(input, /*batch_first=*/false);
+  const int64_t batch = padded.size(1);
+  const int64_t* length = lengths.data_ptr<int64_t>();
+  const RNNOptionsBase saved = options_base;
+  options_base.batch_first(false);  // the padded batch is [T, B, in]
+  std::vector<Tensor> outputs;
+  std::vector<std::vector<Tensor>> finals(initial.size());
+  try {
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<Tensor> states;
+      for (const Tensor& state : initial) states.push_back(state.defined() ? state.narrow(1, b, 1) : Tensor());
+      auto [output, final_states] = run(padded.narrow(0, 0, length[b]).narrow(1, b, 1), states, step, op);
+      outputs.push_back(output.squeeze(1));
+      for (size_t k = 0; k < final_states.size(); ++k) finals[k].push_back(final_states[k]);
+    }
+  } catch (...) {
+    options_base = saved;
+    throw;
+  }
+  options_base = saved;
+  // Pack the outputs in the input's order of decreasing length, with its indices.
+  std::vector<Tensor> ordered = outputs;
+  if (input.sorted_indices().defined()) {
+    const Tensor sorted = input.sorted_indices().to(kInt64).contiguous();
+    for (int64_t b = 0; b < batch; ++b) ordered[b] = outputs[sorted.data_ptr<int64_t>()[b]];
+  }
+  utils::rnn::PackedSequence packed = utils::rnn::pack_sequence(ordered, /*enforce_sorted=*/true);
+  std::vector<Tensor> final_states;
+  for (const auto& per_sequence : finals) final_states.push_back(cat(per_sequence, 1));
+  return {utils::rnn::PackedSequence(packed.data(), input.batch_sizes(), input.sorted_indices(),
+                                     input.unsorted_indices()),
+          final_states};
+}
+
 }  // namespace detail
 
-LSTMImpl::LSTMImpl(const LSTMOptions& options_) : RNNImplBase(options_, kLSTMGates) {}
+RNNImpl::RNNImpl(const RNNOptions& options_) : RNNImplBase(base_options(options_), kRNNGates), options(options_) {
+  EMBER_CHECK(options.nonlinearity() == Nonlinearity::Tanh || options.nonlinearity() == Nonlinearity::ReLU, "RNN",
+              "nonlinearity must be ember::kTanh or ember::kReLU");
+}
+
+std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, Tensor hx) {
+  auto [output, states] =
+      run(input, {hx}, options.nonlinearity() == Nonlinearity::ReLU ? rnn_relu_step : rnn_tanh_step, "RNN");
+  return {output, states[0]};
+}
+
+std::tuple<utils::rnn::PackedSequence, Tensor> RNNImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& packed_input, Tensor hx) {
+  auto [output, states] = run_packed(packed_input, {hx},
+                                     options.nonlinearity() == Nonlinearity::ReLU ? rnn_relu_step : rnn_tanh_step,
+                                     "RNN");
+  return {output, states[0]};
+}
+
+LSTMImpl::LSTMImpl(const LSTMOptions& options_) : RNNImplBase(options_, kLSTMGates), options(options_) {}
 
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(const Tensor& input,
                                                                  std::optional<std::tuple<Tensor, Tensor>> hx) {
@@ -171,10 +262,24 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(const Tensor& i
   return {output, {states[0], states[1]}};
 }
 
-GRUImpl::GRUImpl(const GRUOptions& options_) : RNNImplBase(options_, kGRUGates) {}
+std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> LSTMImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& packed_input, std::optional<std::tuple<Tensor, Tensor>> hx) {
+  std::vector<Tensor> initial(2);
+  if (hx) initial = {std::get<0>(*hx), std::get<1>(*hx)};
+  auto [output, states] = run_packed(packed_input, initial, lstm_step, "LSTM");
+  return {output, {states[0], states[1]}};
+}
+
+GRUImpl::GRUImpl(const GRUOptions& options_) : RNNImplBase(options_, kGRUGates), options(options_) {}
 
 std::tuple<Tensor, Tensor> GRUImpl::forward(const Tensor& input, Tensor hx) {
   auto [output, states] = run(input, {hx}, gru_step, "GRU");
+  return {output, states[0]};
+}
+
+std::tuple<utils::rnn::PackedSequence, Tensor> GRUImpl::forward_with_packed_input(
+    const utils::rnn::PackedSequence& packed_input, Tensor hx) {
+  auto [output, states] = run_packed(packed_input, {hx}, gru_step, "GRU");
   return {output, states[0]};
 }
 

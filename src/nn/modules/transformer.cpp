@@ -222,14 +222,22 @@ TransformerImpl::TransformerImpl(TransformerOptions options_) : options(std::mov
                            .batch_first(options.batch_first())
                            .norm_first(options.norm_first());
   auto final_norm = [&] { return LayerNorm(LayerNormOptions({options.d_model()}).eps(options.layer_norm_eps())); };
-  encoder = register_module(
-      "encoder",
-      TransformerEncoder(TransformerEncoderOptions(TransformerEncoderLayer(layer_options), options.num_encoder_layers())
-                             .norm(AnyModule(final_norm()))));
-  decoder = register_module(
-      "decoder",
-      TransformerDecoder(TransformerDecoderOptions(TransformerDecoderLayer(layer_options), options.num_decoder_layers())
-                             .norm(AnyModule(final_norm()))));
+  if (!options.custom_encoder().is_empty()) {
+    encoder = options.custom_encoder();
+  } else {
+    encoder = AnyModule(TransformerEncoder(
+        TransformerEncoderOptions(TransformerEncoderLayer(layer_options), options.num_encoder_layers())
+            .norm(AnyModule(final_norm()))));
+  }
+  register_module("encoder", encoder.ptr());
+  if (!options.custom_decoder().is_empty()) {
+    decoder = options.custom_decoder();
+  } else {
+    decoder = AnyModule(TransformerDecoder(
+        TransformerDecoderOptions(TransformerDecoderLayer(layer_options), options.num_decoder_layers())
+            .norm(AnyModule(final_norm()))));
+  }
+  register_module("decoder", decoder.ptr());
   for (Tensor& p : parameters())
     if (p.dim() > 1) init::xavier_uniform_(p);
 }
@@ -239,13 +247,16 @@ Tensor TransformerImpl::forward(const Tensor& src, const Tensor& tgt, const Tens
                                 const Tensor& tgt_key_padding_mask, const Tensor& memory_key_padding_mask) {
   const bool batched = src.dim() == 3;
   const int64_t batch_dim = options.batch_first() ? 0 : 1;
-  EMBER_CHECK(!batched || (tgt.dim() == 3 && src.size(batch_dim) == tgt.size(batch_dim)), "Transformer",
-              "the batch number of src and tgt must be equal, got src ", src.sizes(), " and tgt ", tgt.sizes());
+  EMBER_CHECK(src.dim() == tgt.dim() && (src.dim() == 3 || src.dim() == 2), "Transformer",
+              "src and tgt should have 3 dimensions (2 unbatched), but got ", src.dim(), " and ", tgt.dim());
+  EMBER_CHECK(!batched || src.size(batch_dim) == tgt.size(batch_dim), "Transformer",
+              "src and tgt should have equal batch size (at dim ", batch_dim, "), but got src ", src.sizes(),
+              " and tgt ", tgt.sizes());
   EMBER_CHECK(src.size(-1) == options.d_model() && tgt.size(-1) == options.d_model(), "Transformer",
-              "the feature number of src and tgt must be equal to d_model (", options.d_model(), "), got src ",
+              "src and tgt should have same feature size as d_model (", options.d_model(), "), but got src ",
               src.sizes(), " and tgt ", tgt.sizes());
-  Tensor memory = encoder(src, src_mask, src_key_padding_mask);
-  return decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
+  Tensor memory = encoder.forward(src, src_mask, src_key_padding_mask);
+  return decoder.forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
 }
 
 Tensor TransformerImpl::generate_square_subsequent_mask(int64_t sz) {

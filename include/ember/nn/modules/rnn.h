@@ -1,5 +1,5 @@
-// LSTM, GRU and their single-step cells with PyTorch's gate order, parameter names and
-// initialisation (every weight and bias ~ U(+-1/sqrt(hidden_size))).
+// RNN (Elman, tanh or ReLU), LSTM, GRU and their single-step cells with PyTorch's gate order,
+// parameter names and initialisation (every weight and bias ~ U(+-1/sqrt(hidden_size))).
 //
 // Shapes (L = sequence length, N = batch, D = 2 if bidirectional else 1, H = hidden_size):
 //   input   [L, N, input_size] ([N, L, input_size] with batch_first; [L, input_size] unbatched)
@@ -8,7 +8,10 @@
 //           layer 0 forward, layer 0 reverse, layer 1 forward, ...
 // Parameters per layer k and direction suffix s ("" or "_reverse"): weight_ih_l{k}{s}
 // [G * H, in], weight_hh_l{k}{s} [G * H, H], bias_ih_l{k}{s} [G * H], bias_hh_l{k}{s} [G * H],
-// with G = 4 gates for LSTM (i, f, g, o) and 3 for GRU (r, z, n).
+// with G = 4 gates for LSTM (i, f, g, o), 3 for GRU (r, z, n) and 1 for RNN. An LSTM with
+// proj_size P > 0 also has weight_hr_l{k}{s} [P, H]: its h (and output) has P features, so
+// weight_hh is [4H, P] and h_0 is [layers * D, N, P] (c stays H).
+// forward_with_packed_input runs each sequence of a PackedSequence over its own length.
 #pragma once
 #include <optional>
 #include <tuple>
@@ -17,6 +20,7 @@
 #include "ember/nn/module.h"
 #include "ember/nn/modules/any_value.h"
 #include "ember/nn/options.h"
+#include "ember/nn/utils.h"
 
 namespace ember::nn {
 
@@ -25,17 +29,21 @@ namespace detail {
 // The parameters of one layer and direction.
 struct RNNWeights {
   Tensor w_ih, w_hh, b_ih, b_hh;  // biases undefined without bias
+  Tensor w_hr;                    // LSTM with proj_size only
 };
 
-// Shared by LSTM and GRU: parameter registration, initialisation and the layer/direction loop.
+// Shared by RNN, LSTM and GRU: parameter registration, initialisation and the layer/direction
+// loop.
 class RNNImplBase : public Module {
  public:
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
   // Parameters in PyTorch's _flat_weights order.
   std::vector<Tensor> all_weights() const;
+  // libtorch's cuDNN weight compaction: nothing to do on the CPU.
+  void flatten_parameters() {}
 
-  RNNOptionsBase options;
+  RNNOptionsBase options_base;
 
  protected:
   RNNImplBase(const RNNOptionsBase& options, int64_t gates);
@@ -47,11 +55,31 @@ class RNNImplBase : public Module {
   // kind (h, or h and c); returns the output and the final states in the same layout.
   std::pair<Tensor, std::vector<Tensor>> run(const Tensor& input, std::vector<Tensor> initial, Step step,
                                              const char* op);
+  // run() over each sequence of `input` alone (its own length); `initial` as in run(), in the
+  // batch's original order. Returns the packed output and the final states.
+  std::pair<utils::rnn::PackedSequence, std::vector<Tensor>> run_packed(const utils::rnn::PackedSequence& input,
+                                                                        std::vector<Tensor> initial, Step step,
+                                                                        const char* op);
 
   std::vector<RNNWeights> weights_;  // index: layer * D + direction
 };
 
 }  // namespace detail
+
+class RNNImpl : public detail::RNNImplBase {
+ public:
+  RNNImpl(int64_t input_size, int64_t hidden_size) : RNNImpl(RNNOptions(input_size, hidden_size)) {}
+  explicit RNNImpl(const RNNOptions& options);
+
+  // Returns (output, h_n); hx (h_0) defaults to zeros. h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh).
+  std::tuple<Tensor, Tensor> forward(const Tensor& input, Tensor hx = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())})
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(
+      const utils::rnn::PackedSequence& packed_input, Tensor hx = {});
+
+  RNNOptions options;
+};
+EMBER_MODULE(RNN);
 
 class LSTMImpl : public detail::RNNImplBase {
  public:
@@ -62,6 +90,10 @@ class LSTMImpl : public detail::RNNImplBase {
   std::tuple<Tensor, std::tuple<Tensor, Tensor>> forward(const Tensor& input,
                                                          std::optional<std::tuple<Tensor, Tensor>> hx = std::nullopt);
   EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(std::optional<std::tuple<Tensor, Tensor>>())})
+  std::tuple<utils::rnn::PackedSequence, std::tuple<Tensor, Tensor>> forward_with_packed_input(
+      const utils::rnn::PackedSequence& packed_input, std::optional<std::tuple<Tensor, Tensor>> hx = std::nullopt);
+
+  LSTMOptions options;
 };
 EMBER_MODULE(LSTM);
 
@@ -73,6 +105,10 @@ class GRUImpl : public detail::RNNImplBase {
   // Returns (output, h_n); hx (h_0) defaults to zeros.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, Tensor hx = {});
   EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())})
+  std::tuple<utils::rnn::PackedSequence, Tensor> forward_with_packed_input(
+      const utils::rnn::PackedSequence& packed_input, Tensor hx = {});
+
+  GRUOptions options;
 };
 EMBER_MODULE(GRU);
 

@@ -157,10 +157,17 @@ struct TransformerOptions {
   EMBER_ARG(double, layer_norm_eps) = 1e-5;
   EMBER_ARG(bool, batch_first) = false;
   EMBER_ARG(bool, norm_first) = false;
+  // Modules used as the encoder (forward(src, src_mask, src_key_padding_mask)) and the decoder
+  // (forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+  // memory_key_padding_mask)) instead of the built ones.
+  EMBER_ARG(AnyModule, custom_encoder) = {};
+  EMBER_ARG(AnyModule, custom_decoder) = {};
 };
 
-// encoder (TransformerEncoder with a final LayerNorm) and decoder (likewise); parameters with
-// more than one dim are re-initialised xavier_uniform, as PyTorch's Transformer.
+// encoder (TransformerEncoder with a final LayerNorm, or options.custom_encoder) and decoder
+// (likewise); parameters with more than one dim are re-initialised xavier_uniform, as
+// PyTorch's Transformer. A custom encoder or decoder is used as given, not cloned (libtorch
+// clones it).
 class TransformerImpl : public Module {
  public:
   explicit TransformerImpl(TransformerOptions options = {});
@@ -175,8 +182,8 @@ class TransformerImpl : public Module {
   static Tensor generate_square_subsequent_mask(int64_t sz);
 
   TransformerOptions options;
-  TransformerEncoder encoder = nullptr;
-  TransformerDecoder decoder = nullptr;
+  AnyModule encoder;
+  AnyModule decoder;
 };
 EMBER_MODULE(Transformer);
 
