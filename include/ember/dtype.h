@@ -87,6 +87,23 @@ inline const char* dtype_name(ScalarType t) {
   return "unknown";
 }
 
+// libtorch's name of a dtype (c10::toString: "Float", "Long", "BFloat16"); dtype_name is
+// PyTorch's Python name ("float32").
+inline const char* toString(ScalarType t) {
+  switch (t) {
+    case kBool: return "Bool";
+    case kUInt8: return "Byte";
+    case kInt8: return "Char";
+    case kInt32: return "Int";
+    case kInt64: return "Long";
+    case kFloat16: return "Half";
+    case kBFloat16: return "BFloat16";
+    case kFloat32: return "Float";
+    case kFloat64: return "Double";
+  }
+  return "UNKNOWN_SCALAR";
+}
+
 inline std::ostream& operator<<(std::ostream& out, ScalarType t) { return out << dtype_name(t); }
 
 inline bool is_floating_point(ScalarType t) {

@@ -21,7 +21,7 @@ FeatureDropoutImpl<SpatialDims>::FeatureDropoutImpl(const DropoutOptions& option
 
 template <int64_t SpatialDims>
 Tensor FeatureDropoutImpl<SpatialDims>::forward(const Tensor& input) {
-  const DropoutFuncOptions f = DropoutFuncOptions().p(options.p()).training(is_training());
+  const DropoutFuncOptions f = DropoutFuncOptions().p(options.p()).training(this->is_training());
   if constexpr (SpatialDims == 1) return functional::dropout1d(input, f);
   else if constexpr (SpatialDims == 2) return functional::dropout2d(input, f);
   else return functional::dropout3d(input, f);
@@ -29,7 +29,8 @@ Tensor FeatureDropoutImpl<SpatialDims>::forward(const Tensor& input) {
 
 template <int64_t SpatialDims>
 void FeatureDropoutImpl<SpatialDims>::pretty_print(std::ostream& stream) const {
-  stream << module_name<SpatialDims>() << "(p=" << options.p() << ")";
+  // ember's dropout never works in place: inplace is always false.
+  stream << "ember::nn::" << module_name<SpatialDims>() << "(p=" << options.p() << ", inplace=false)";
 }
 
 template class FeatureDropoutImpl<1>;

@@ -13,6 +13,10 @@ namespace ember::nn {
 LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
   EMBER_CHECK(options.in_features() >= 0 && options.out_features() >= 0, "Linear", "in_features (",
               options.in_features(), ") and out_features (", options.out_features(), ") must be non-negative");
+  reset();
+}
+
+void LinearImpl::reset() {
   weight = register_parameter("weight", empty({options.out_features(), options.in_features()}));
   bias = register_parameter("bias", options.bias() ? empty({options.out_features()}) : Tensor(), options.bias());
   reset_parameters();
@@ -30,7 +34,7 @@ void LinearImpl::reset_parameters() {
 Tensor LinearImpl::forward(const Tensor& input) { return functional::linear(input, weight, bias); }
 
 void LinearImpl::pretty_print(std::ostream& stream) const {
-  stream << "Linear(in_features=" << options.in_features() << ", out_features=" << options.out_features()
+  stream << "ember::nn::Linear(in_features=" << options.in_features() << ", out_features=" << options.out_features()
          << ", bias=" << (options.bias() ? "true" : "false") << ")";
 }
 
@@ -43,7 +47,11 @@ EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options
                 -rows, ", ", rows, ")");
     if (*padding < 0) options.padding_idx(*padding + rows);
   }
-  weight = register_parameter("weight", empty({rows, options.embedding_dim()}));
+  reset();
+}
+
+void EmbeddingImpl::reset() {
+  weight = register_parameter("weight", empty({options.num_embeddings(), options.embedding_dim()}));
   reset_parameters();
 }
 
@@ -60,7 +68,7 @@ Tensor EmbeddingImpl::forward(const Tensor& indices) {
 }
 
 void EmbeddingImpl::pretty_print(std::ostream& stream) const {
-  stream << "Embedding(num_embeddings=" << options.num_embeddings() << ", embedding_dim=" << options.embedding_dim();
+  stream << "ember::nn::Embedding(num_embeddings=" << options.num_embeddings() << ", embedding_dim=" << options.embedding_dim();
   if (options.padding_idx()) stream << ", padding_idx=" << *options.padding_idx();
   stream << ")";
 }

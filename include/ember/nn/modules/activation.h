@@ -7,8 +7,9 @@ namespace ember::nn {
 
 // Zeroes each element with probability p and scales the rest by 1/(1-p) in training mode;
 // the identity in eval mode.
-class DropoutImpl : public Module {
+class DropoutImpl : public Cloneable<DropoutImpl> {
  public:
+  void reset() override {}
   explicit DropoutImpl(const DropoutOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -20,8 +21,9 @@ EMBER_MODULE(Dropout);
 // the rest by 1/(1-p), in training mode (F::dropout1d/2d/3d for 1-3 spatial dims); the
 // identity in eval mode. One template for the three, as libtorch's _DropoutNd.
 template <int64_t SpatialDims>
-class FeatureDropoutImpl : public Module {
+class FeatureDropoutImpl : public Cloneable<FeatureDropoutImpl<SpatialDims>> {
  public:
+  void reset() override {}
   explicit FeatureDropoutImpl(const DropoutOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -34,14 +36,17 @@ EMBER_MODULE(Dropout1d);
 EMBER_MODULE(Dropout2d);
 EMBER_MODULE(Dropout3d);
 
-class ReLUImpl : public Module {
+class ReLUImpl : public Cloneable<ReLUImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(ReLU);
 
-class GELUImpl : public Module {
+class GELUImpl : public Cloneable<GELUImpl> {
  public:
+  void reset() override {}
   explicit GELUImpl(const GELUOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -49,26 +54,33 @@ class GELUImpl : public Module {
 };
 EMBER_MODULE(GELU);
 
-class SiLUImpl : public Module {
+class SiLUImpl : public Cloneable<SiLUImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(SiLU);
 
-class TanhImpl : public Module {
+class TanhImpl : public Cloneable<TanhImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Tanh);
 
-class SigmoidImpl : public Module {
+class SigmoidImpl : public Cloneable<SigmoidImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Sigmoid);
 
-class SoftmaxImpl : public Module {
+class SoftmaxImpl : public Cloneable<SoftmaxImpl> {
  public:
+  void reset() override {}
   explicit SoftmaxImpl(const SoftmaxOptions& options);
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -76,8 +88,9 @@ class SoftmaxImpl : public Module {
 };
 EMBER_MODULE(Softmax);
 
-class LogSoftmaxImpl : public Module {
+class LogSoftmaxImpl : public Cloneable<LogSoftmaxImpl> {
  public:
+  void reset() override {}
   explicit LogSoftmaxImpl(const LogSoftmaxOptions& options);
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -87,8 +100,9 @@ EMBER_MODULE(LogSoftmax);
 
 // The activations of options/activation.h as modules (F:: forms in nn/functional.h).
 #define EMBER_ACTIVATION_MODULE(Name, Options)                      \
-  class Name##Impl : public Module {                                \
+  class Name##Impl : public Cloneable<Name##Impl> {                \
    public:                                                          \
+    void reset() override {}                                        \
     explicit Name##Impl(const Options& options = {});               \
     Tensor forward(const Tensor& input);                            \
     void pretty_print(std::ostream& stream) const override;         \
@@ -106,27 +120,31 @@ EMBER_ACTIVATION_MODULE(GLU, GLUOptions);
 
 // x > 0 ? x : weight * x with a learnt weight [num_parameters] (registered as "weight",
 // filled with options.init()).
-class PReLUImpl : public Module {
+class PReLUImpl : public Cloneable<PReLUImpl> {
  public:
   explicit PReLUImpl(const PReLUOptions& options = {});
   Tensor forward(const Tensor& input);
-  void reset();
+  void reset() override;
   void pretty_print(std::ostream& stream) const override;
   PReLUOptions options;
   Tensor weight;
 };
 EMBER_MODULE(PReLU);
 
-class MishImpl : public Module {
+class MishImpl : public Cloneable<MishImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Mish);
 
 // Softmax over the channels (dim -3) of [N, C, H, W] or [C, H, W] inputs.
-class Softmax2dImpl : public Module {
+class Softmax2dImpl : public Cloneable<Softmax2dImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Softmax2d);
 
