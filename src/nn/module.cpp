@@ -17,15 +17,6 @@ std::string join_name(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
 
-// The demangled class name without namespaces and a trailing "Impl" ("LinearImpl" -> "Linear").
-std::string class_name(const Module& module) {
-  std::string name = ::ember::detail::demangle(typeid(module).name());
-  const size_t colon = name.rfind("::");
-  if (colon != std::string::npos) name = name.substr(colon + 2);
-  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
-  return name;
-}
-
 void convert_in_place(Tensor& tensor, ScalarType dtype) {
   if (!tensor.defined() || !tensor.is_floating_point() || tensor.scalar_type() == dtype) return;
   NoGradGuard no_grad;
@@ -48,9 +39,19 @@ std::string join_keys(const std::vector<std::string>& keys) {
 
 }  // namespace
 
-const std::string& Module::name() const {
-  if (name_.empty()) name_ = class_name(*this);
+const std::string& Module::name() const noexcept {
+  if (name_.empty()) name_ = ::ember::detail::demangle(typeid(*this).name());
   return name_;
+}
+
+std::shared_ptr<Module> Module::clone(const std::optional<Device>&) const {
+  EMBER_FAIL("clone", "clone() has not been implemented for ", name(), ". Subclass ember::nn::Cloneable<", name(),
+             "> instead of ember::nn::Module to inherit the ability to clone.");
+}
+
+void Module::clone_(Module&, const std::optional<Device>&) {
+  EMBER_FAIL("clone", "clone() has not been implemented for ", name(), ". Subclass ember::nn::Cloneable<", name(),
+             "> instead of ember::nn::Module to inherit the ability to clone.");
 }
 
 // ---- traversal -------------------------------------------------------------------------------
@@ -109,9 +110,45 @@ OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
 
 std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }
 
-void Module::apply(const std::function<void(Module&)>& fn) {
-  for (auto& child : children_) child.value()->apply(fn);
-  fn(*this);
+void Module::apply_to_submodules(const NamedModulePointerApplyFunction& function,
+                                 const std::string& name_prefix) const {
+  for (const auto& child : children_) {
+    const std::string name = join_name(name_prefix, child.key());
+    function(name, child.value());
+    child.value()->apply_to_submodules(function, name);
+  }
+}
+
+void Module::apply(const ModuleApplyFunction& function) {
+  function(*this);
+  apply_to_submodules([&](const std::string&, const std::shared_ptr<Module>& module) { function(*module); }, "");
+}
+
+void Module::apply(const ConstModuleApplyFunction& function) const {
+  function(*this);
+  apply_to_submodules([&](const std::string&, const std::shared_ptr<Module>& module) { function(*module); }, "");
+}
+
+void Module::apply(const NamedModuleApplyFunction& function, const std::string& name_prefix) {
+  function(name_prefix, *this);
+  apply_to_submodules([&](const std::string& name, const std::shared_ptr<Module>& module) { function(name, *module); },
+                      name_prefix);
+}
+
+void Module::apply(const ConstNamedModuleApplyFunction& function, const std::string& name_prefix) const {
+  function(name_prefix, *this);
+  apply_to_submodules([&](const std::string& name, const std::shared_ptr<Module>& module) { function(name, *module); },
+                      name_prefix);
+}
+
+void Module::apply(const ModulePointerApplyFunction& function) const {
+  function(shared_self("apply"));
+  apply_to_submodules([&](const std::string&, const std::shared_ptr<Module>& module) { function(module); }, "");
+}
+
+void Module::apply(const NamedModulePointerApplyFunction& function, const std::string& name_prefix) const {
+  function(name_prefix, shared_self("apply"));
+  apply_to_submodules(function, name_prefix);
 }
 
 // ---- modes and conversion ------------------------------------------------------------------------

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <initializer_list>
+#include <ostream>
 #include <vector>
 
 #include "ember/error.h"
@@ -33,5 +34,14 @@ class ExpandingArray {
  private:
   std::array<T, D> values_;
 };
+
+// One value alone ("5"), else a bracketed list ("[5, 6]"), as libtorch prints them.
+template <size_t D, typename T>
+std::ostream& operator<<(std::ostream& stream, const ExpandingArray<D, T>& values) {
+  if (D == 1) return stream << values[0];
+  stream << '[';
+  for (size_t i = 0; i < D; ++i) stream << (i ? ", " : "") << values[i];
+  return stream << ']';
+}
 
 }  // namespace ember

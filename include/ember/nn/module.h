@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <unordered_set>
@@ -25,16 +26,38 @@ struct LoadStateDictResult {
   std::vector<std::string> unexpected_keys;
 };
 
+class Module;
+// Base: the class Cloneable derives from, Module unless a layer family shares a base class
+// (BatchNorm1dImpl is a Cloneable<BatchNorm1dImpl, BatchNormNdImpl<1>>).
+template <typename Derived, typename Base = Module>
+class Cloneable;
+
 class Module : public std::enable_shared_from_this<Module> {
  public:
+  using ModuleApplyFunction = std::function<void(Module&)>;
+  using ConstModuleApplyFunction = std::function<void(const Module&)>;
+  using NamedModuleApplyFunction = std::function<void(const std::string&, Module&)>;
+  using ConstNamedModuleApplyFunction = std::function<void(const std::string&, const Module&)>;
+  using ModulePointerApplyFunction = std::function<void(const std::shared_ptr<Module>&)>;
+  using NamedModulePointerApplyFunction = std::function<void(const std::string&, const std::shared_ptr<Module>&)>;
+
   Module() = default;
-  // `name` replaces the default name (the class name without "Impl") in printing and errors.
+  // `name` replaces the default name (the demangled class name) in printing and errors.
   explicit Module(std::string name) : name_(std::move(name)) {}
   virtual ~Module() = default;
   Module(const Module&) = default;
   Module& operator=(const Module&) = default;
+  Module(Module&&) noexcept = default;
+  Module& operator=(Module&&) noexcept = default;
 
-  const std::string& name() const;
+  // The name given to the constructor, else the demangled class name with its namespaces
+  // ("ember::nn::LinearImpl", "MyNet"), as libtorch's.
+  const std::string& name() const noexcept;
+
+  // A deep copy: new parameters, buffers and submodules holding copies of the values (moved
+  // to `device` when given). Modules derived from Cloneable<Derived> (every built-in layer)
+  // implement it; on a plain Module it throws.
+  virtual std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const;
 
   // ---- traversal (PyTorch's order: own entries first, then children depth-first) --------
   // Each tensor or module appears once, under its first name, so tied weights are updated once.
@@ -49,8 +72,15 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<std::shared_ptr<Module>> children() const;
   OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
 
-  // Calls fn on every submodule and then on this one (children first, as PyTorch's apply).
-  void apply(const std::function<void(Module&)>& fn);
+  // Calls `function` on this module and then on every submodule, depth-first in registration
+  // order (libtorch's order; Python's apply visits the children first). The named forms pass
+  // the dotted name, starting at `name_prefix` for this module.
+  void apply(const ModuleApplyFunction& function);
+  void apply(const ConstModuleApplyFunction& function) const;
+  void apply(const NamedModuleApplyFunction& function, const std::string& name_prefix = std::string());
+  void apply(const ConstNamedModuleApplyFunction& function, const std::string& name_prefix = std::string()) const;
+  void apply(const ModulePointerApplyFunction& function) const;
+  void apply(const NamedModulePointerApplyFunction& function, const std::string& name_prefix = std::string()) const;
 
   // ---- modes and conversion ---------------------------------------------------------------
   virtual void train(bool on = true);
@@ -107,8 +137,11 @@ class Module : public std::enable_shared_from_this<Module> {
   // This module as `T` (an Impl class or a holder's Impl), or nullptr.
   template <typename T>
   auto* as() noexcept;
+  template <typename T>
+  const auto* as() const noexcept;
 
-  // One line describing this module without its children ("Linear(in_features=4, ...)").
+  // One line describing this module without its children, as libtorch's
+  // ("ember::nn::Linear(in_features=4, ...)"); by default name().
   virtual void pretty_print(std::ostream& stream) const;
 
  protected:
@@ -117,6 +150,13 @@ class Module : public std::enable_shared_from_this<Module> {
   OrderedDict<std::string, std::shared_ptr<Module>> children_{"Submodule"};
 
  private:
+  template <typename Derived, typename Base>
+  friend class Cloneable;
+
+  // Cloneable's: replaces this module's contents with a clone of `other`.
+  virtual void clone_(Module& other, const std::optional<Device>& device);
+  // Calls function(name, submodule) on every submodule, depth-first, this module excluded.
+  void apply_to_submodules(const NamedModulePointerApplyFunction& function, const std::string& name_prefix) const;
   void check_new_name(const std::string& name, const char* op) const;
   std::shared_ptr<Module> shared_self(const char* op) const;
   void append_state(const std::string& prefix, OrderedDict<std::string, Tensor>& out) const;
@@ -137,6 +177,7 @@ std::ostream& operator<<(std::ostream& stream, const Module& module);
 
 }  // namespace ember::nn
 
+#include "ember/nn/cloneable.h"
 #include "ember/nn/pimpl.h"
 
 namespace ember::nn {
@@ -172,6 +213,15 @@ auto* Module::as() noexcept {
     return dynamic_cast<typename T::ContainedType*>(this);
   } else {
     return dynamic_cast<T*>(this);
+  }
+}
+
+template <typename T>
+const auto* Module::as() const noexcept {
+  if constexpr (detail::is_module_holder<T>::value) {
+    return dynamic_cast<const typename T::ContainedType*>(this);
+  } else {
+    return dynamic_cast<const T*>(this);
   }
 }
 

@@ -90,7 +90,7 @@ Tensor LinearCrossEntropyLossImpl::forward(const Tensor& input, const Tensor& ta
 }
 
 void LinearCrossEntropyLossImpl::pretty_print(std::ostream& stream) const {
-  stream << "LinearCrossEntropyLoss(in_features=" << options.in_features() << ", num_classes=" << options.num_classes()
+  stream << "ember::nn::LinearCrossEntropyLoss(in_features=" << options.in_features() << ", num_classes=" << options.num_classes()
          << ", bias=" << (options.bias() ? "true" : "false") << ", tied=" << (options.tied_weight().defined() ? "true" : "false")
          << ", reduction=" << reduction_name(options.reduction()) << ")";
 }

@@ -15,12 +15,12 @@ Tensor DropoutImpl::forward(const Tensor& input) {
       input, DropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
 }
 void DropoutImpl::pretty_print(std::ostream& stream) const {
-  stream << "Dropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
+  stream << "ember::nn::Dropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
 }
 
 Tensor ReLUImpl::forward(const Tensor& input) { return functional::relu(input, options); }
 void ReLUImpl::pretty_print(std::ostream& stream) const {
-  stream << "ReLU(" << (options.inplace() ? "inplace=true" : "") << ")";
+  stream << "ember::nn::ReLU(" << (options.inplace() ? "inplace=true" : "") << ")";
 }
 
 GELUImpl::GELUImpl(const GELUOptions& options_) : options(options_) {
@@ -29,44 +29,47 @@ GELUImpl::GELUImpl(const GELUOptions& options_) : options(options_) {
 }
 Tensor GELUImpl::forward(const Tensor& input) { return ember::gelu(input, options.approximate()); }
 void GELUImpl::pretty_print(std::ostream& stream) const {
-  stream << "GELU(approximate='" << options.approximate() << "')";
+  stream << "ember::nn::GELU(approximate='" << options.approximate() << "')";
 }
 
 Tensor SiLUImpl::forward(const Tensor& input) { return ember::silu(input); }
+void SiLUImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::SiLU()"; }
 Tensor TanhImpl::forward(const Tensor& input) { return ember::tanh(input); }
+void TanhImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Tanh()"; }
 Tensor SigmoidImpl::forward(const Tensor& input) { return ember::sigmoid(input); }
+void SigmoidImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Sigmoid()"; }
 
 SoftmaxImpl::SoftmaxImpl(const SoftmaxOptions& options_) : options(options_) {}
 Tensor SoftmaxImpl::forward(const Tensor& input) { return ember::softmax(input, options.dim()); }
-void SoftmaxImpl::pretty_print(std::ostream& stream) const { stream << "Softmax(dim=" << options.dim() << ")"; }
+void SoftmaxImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Softmax(dim=" << options.dim() << ")"; }
 
 LogSoftmaxImpl::LogSoftmaxImpl(const LogSoftmaxOptions& options_) : options(options_) {}
 Tensor LogSoftmaxImpl::forward(const Tensor& input) { return ember::log_softmax(input, options.dim()); }
-void LogSoftmaxImpl::pretty_print(std::ostream& stream) const { stream << "LogSoftmax(dim=" << options.dim() << ")"; }
+void LogSoftmaxImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::LogSoftmax(dim=" << options.dim() << ")"; }
 
 LeakyReLUImpl::LeakyReLUImpl(const LeakyReLUOptions& options_) : options(options_) {}
 Tensor LeakyReLUImpl::forward(const Tensor& input) { return functional::leaky_relu(input, options); }
 void LeakyReLUImpl::pretty_print(std::ostream& stream) const {
-  stream << "LeakyReLU(negative_slope=" << options.negative_slope() << (options.inplace() ? ", inplace=true" : "")
+  stream << "ember::nn::LeakyReLU(negative_slope=" << options.negative_slope() << (options.inplace() ? ", inplace=true" : "")
          << ")";
 }
 
 ELUImpl::ELUImpl(const ELUOptions& options_) : options(options_) {}
 Tensor ELUImpl::forward(const Tensor& input) { return functional::elu(input, options); }
 void ELUImpl::pretty_print(std::ostream& stream) const {
-  stream << "ELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
+  stream << "ember::nn::ELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
 }
 
 ReLU6Impl::ReLU6Impl(const ReLU6Options& options_) : options(options_) {}
 Tensor ReLU6Impl::forward(const Tensor& input) { return functional::relu6(input, options); }
 void ReLU6Impl::pretty_print(std::ostream& stream) const {
-  stream << "ReLU6(" << (options.inplace() ? "inplace=true" : "") << ")";
+  stream << "ember::nn::ReLU6(" << (options.inplace() ? "inplace=true" : "") << ")";
 }
 
 SoftplusImpl::SoftplusImpl(const SoftplusOptions& options_) : options(options_) {}
 Tensor SoftplusImpl::forward(const Tensor& input) { return functional::softplus(input, options); }
 void SoftplusImpl::pretty_print(std::ostream& stream) const {
-  stream << "Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
+  stream << "ember::nn::Softplus(beta=" << options.beta() << ", threshold=" << options.threshold() << ")";
 }
 
 HardtanhImpl::HardtanhImpl(const HardtanhOptions& options_) : options(options_) { reset(); }
@@ -76,13 +79,13 @@ void HardtanhImpl::reset() {
 }
 Tensor HardtanhImpl::forward(const Tensor& input) { return functional::hardtanh(input, options); }
 void HardtanhImpl::pretty_print(std::ostream& stream) const {
-  stream << "Hardtanh(min_val=" << options.min_val() << ", max_val=" << options.max_val()
+  stream << "ember::nn::Hardtanh(min_val=" << options.min_val() << ", max_val=" << options.max_val()
          << (options.inplace() ? ", inplace=true" : "") << ")";
 }
 
 GLUImpl::GLUImpl(const GLUOptions& options_) : options(options_) {}
 Tensor GLUImpl::forward(const Tensor& input) { return functional::glu(input, options); }
-void GLUImpl::pretty_print(std::ostream& stream) const { stream << "GLU(dim=" << options.dim() << ")"; }
+void GLUImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::GLU(dim=" << options.dim() << ")"; }
 
 PReLUImpl::PReLUImpl(const PReLUOptions& options_) : options(options_) {
   EMBER_CHECK(options.num_parameters() >= 1, "PReLU", "num_parameters must be at least 1, got ",
@@ -92,16 +95,18 @@ PReLUImpl::PReLUImpl(const PReLUOptions& options_) : options(options_) {
 void PReLUImpl::reset() { weight = register_parameter("weight", full({options.num_parameters()}, options.init())); }
 Tensor PReLUImpl::forward(const Tensor& input) { return functional::prelu(input, weight); }
 void PReLUImpl::pretty_print(std::ostream& stream) const {
-  stream << "PReLU(num_parameters=" << options.num_parameters() << ")";
+  stream << "ember::nn::PReLU(num_parameters=" << options.num_parameters() << ")";
 }
 
 Tensor MishImpl::forward(const Tensor& input) { return functional::mish(input); }
+void MishImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Mish()"; }
 
 Tensor Softmax2dImpl::forward(const Tensor& input) {
   EMBER_CHECK(input.dim() == 3 || input.dim() == 4, "Softmax2d", "expected a 3-D or 4-D input, got shape ",
               input.sizes());
   return ember::softmax(input, -3);
 }
+void Softmax2dImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Softmax2d()"; }
 
 SELUImpl::SELUImpl(const SELUOptions& options_) : options(options_) {}
 Tensor SELUImpl::forward(const Tensor& input) { return functional::selu(input, options); }

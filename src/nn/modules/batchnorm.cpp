@@ -15,6 +15,10 @@ constexpr const char* kBatchNormNames[] = {"", "BatchNorm1d", "BatchNorm2d", "Ba
 
 NormImplBase::NormImplBase(const char* name, int64_t features, bool affine, bool track_running_stats) {
   EMBER_CHECK(features > 0, name, "num_features must be positive, got ", features);
+  register_state(features, affine, track_running_stats);
+}
+
+void NormImplBase::register_state(int64_t features, bool affine, bool track_running_stats) {
   if (affine) {
     weight = register_parameter("weight", ember::empty({features}));
     bias = register_parameter("bias", ember::empty({features}));
@@ -79,7 +83,7 @@ Tensor BatchNormNdImpl<D>::forward(const Tensor& input) {
 
 template <size_t D>
 void BatchNormNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << kBatchNormNames[D] << "(" << options.num_features() << ", eps=" << options.eps() << ", momentum=";
+  stream << "ember::nn::" << kBatchNormNames[D] << "(" << options.num_features() << ", eps=" << options.eps() << ", momentum=";
   if (options.momentum())
     stream << *options.momentum();
   else

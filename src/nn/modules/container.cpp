@@ -13,6 +13,13 @@ SequentialImpl::SequentialImpl(std::initializer_list<NamedAnyModule> named_modul
   for (const auto& named : named_modules) push_back(named.name(), named.module());
 }
 
+std::shared_ptr<Module> SequentialImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<SequentialImpl>();
+  const auto names = named_children().keys();
+  for (size_t i = 0; i < modules_.size(); ++i) copy->push_back(names[i], modules_[i].clone(device));
+  return copy;
+}
+
 void SequentialImpl::push_back(std::string name, AnyModule any_module) {
   EMBER_CHECK(!any_module.is_empty(), "Sequential", "cannot add an empty module as '", name, "'");
   register_module(std::move(name), any_module.ptr());
@@ -31,6 +38,12 @@ OrderedDict<std::string, AnyModule> modules_ordered_dict(std::initializer_list<N
   OrderedDict<std::string, AnyModule> dict;
   for (const auto& named : named_modules) dict.insert(named.name(), named.module());
   return dict;
+}
+
+std::shared_ptr<Module> ModuleListImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<ModuleListImpl>();
+  for (const auto& module : modules_) copy->push_back(module->clone(device));
+  return copy;
 }
 
 void ModuleListImpl::push_back(std::shared_ptr<Module> module) {
@@ -52,6 +65,12 @@ std::shared_ptr<Module> ModuleListImpl::ptr(size_t index) const {
   EMBER_CHECK(index < modules_.size(), "ModuleList", "Index out of range: index ", index, " for ", modules_.size(),
               " modules");
   return modules_[index];
+}
+
+std::shared_ptr<Module> ModuleDictImpl::clone(const std::optional<Device>& device) const {
+  auto copy = std::make_shared<ModuleDictImpl>();
+  for (const auto& item : children_) copy->insert(item.key(), item.value()->clone(device));
+  return copy;
 }
 
 ModuleDictImpl::ModuleDictImpl(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules) {

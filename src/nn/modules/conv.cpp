@@ -14,6 +14,23 @@ namespace ember::nn {
 namespace {
 
 constexpr const char* kConvNames[] = {"", "Conv1d", "Conv2d", "Conv3d"};
+
+// What libtorch prints after the padding: the options that differ from their defaults.
+template <size_t D>
+void print_conv_tail(std::ostream& stream, const ExpandingArray<D>& dilation, const ExpandingArray<D>& output_padding,
+                     int64_t groups, bool bias, const ConvPaddingMode& padding_mode) {
+  if (*dilation != *ExpandingArray<D>(1)) stream << ", dilation=" << dilation;
+  if (*output_padding != *ExpandingArray<D>(0)) stream << ", output_padding=" << output_padding;
+  if (groups != 1) stream << ", groups=" << groups;
+  if (!bias) stream << ", bias=false";
+  if (!std::holds_alternative<enumtype::kZeros>(padding_mode)) {
+    stream << ", padding_mode="
+           << (std::holds_alternative<enumtype::kReflect>(padding_mode)     ? "kReflect"
+               : std::holds_alternative<enumtype::kReplicate>(padding_mode) ? "kReplicate"
+                                                                            : "kCircular");
+  }
+  stream << ")";
+}
 constexpr const char* kConvTransposeNames[] = {"", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"};
 
 template <typename Options>
@@ -54,6 +71,12 @@ ConvNdImpl<D>::ConvNdImpl(const ConvOptions<D>& options_) : options(options_) {
   }
   // Checks kSame against the stride now rather than at the first forward.
   detail::pad_amounts<D>(options.padding(), kernel_of(options), options.dilation(), options.stride(), name);
+  register_parameters();
+}
+
+template <size_t D>
+void ConvNdImpl<D>::register_parameters() {
+  const int64_t in = options.in_channels(), out = options.out_channels(), groups = options.groups();
   std::vector<int64_t> shape = {out, in / groups};
   for (int64_t k : kernel_of(options)) shape.push_back(k);
   weight = register_parameter("weight", ember::empty(shape));
@@ -95,15 +118,15 @@ Tensor ConvNdImpl<D>::forward(const Tensor& input) {
 
 template <size_t D>
 void ConvNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << kConvNames[D] << "(" << options.in_channels() << ", " << options.out_channels()
-         << ", kernel_size=" << IntArrayRef(options.kernel_size()) << ", stride=" << IntArrayRef(options.stride());
-  if (const auto* padding = std::get_if<ExpandingArray<D>>(&options.padding()))
-    stream << ", padding=" << IntArrayRef(*padding);
-  else
-    stream << ", padding=" << (std::holds_alternative<enumtype::kSame>(options.padding()) ? "same" : "valid");
-  if (options.groups() != 1) stream << ", groups=" << options.groups();
-  if (!options.bias()) stream << ", bias=false";
-  stream << ")";
+  stream << "ember::nn::" << kConvNames[D] << "(" << options.in_channels() << ", " << options.out_channels()
+         << ", kernel_size=" << options.kernel_size() << ", stride=" << options.stride();
+  if (const auto* padding = std::get_if<ExpandingArray<D>>(&options.padding())) {
+    if (**padding != *ExpandingArray<D>(0)) stream << ", padding=" << *padding;
+  } else {
+    stream << ", padding=" << (std::holds_alternative<enumtype::kSame>(options.padding()) ? "'same'" : "'valid'");
+  }
+  print_conv_tail(stream, options.dilation(), ExpandingArray<D>(0), options.groups(), options.bias(),
+                  options.padding_mode());
 }
 
 template <size_t D>
@@ -113,6 +136,12 @@ ConvTransposeNdImpl<D>::ConvTransposeNdImpl(const ConvTransposeOptions<D>& optio
   check_conv_arguments(in, out, groups, kernel_of(options), name);
   EMBER_CHECK(std::holds_alternative<enumtype::kZeros>(options.padding_mode()), name,
               "only padding_mode kZeros is supported for transposed convolutions");
+  register_parameters();
+}
+
+template <size_t D>
+void ConvTransposeNdImpl<D>::register_parameters() {
+  const int64_t in = options.in_channels(), out = options.out_channels(), groups = options.groups();
   std::vector<int64_t> shape = {in, out / groups};
   for (int64_t k : kernel_of(options)) shape.push_back(k);
   weight = register_parameter("weight", ember::empty(shape));
@@ -164,14 +193,11 @@ Tensor ConvTransposeNdImpl<D>::forward(const Tensor& input, const std::optional<
 
 template <size_t D>
 void ConvTransposeNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << kConvTransposeNames[D] << "(" << options.in_channels() << ", " << options.out_channels()
-         << ", kernel_size=" << IntArrayRef(options.kernel_size()) << ", stride=" << IntArrayRef(options.stride())
-         << ", padding=" << IntArrayRef(options.padding());
-  if (std::any_of(options.output_padding()->begin(), options.output_padding()->end(), [](int64_t p) { return p; }))
-    stream << ", output_padding=" << IntArrayRef(options.output_padding());
-  if (options.groups() != 1) stream << ", groups=" << options.groups();
-  if (!options.bias()) stream << ", bias=false";
-  stream << ")";
+  stream << "ember::nn::" << kConvTransposeNames[D] << "(" << options.in_channels() << ", " << options.out_channels()
+         << ", kernel_size=" << options.kernel_size() << ", stride=" << options.stride();
+  if (*options.padding() != *ExpandingArray<D>(0)) stream << ", padding=" << options.padding();
+  print_conv_tail(stream, options.dilation(), options.output_padding(), options.groups(), options.bias(),
+                  options.padding_mode());
 }
 
 template class ConvNdImpl<1>;

@@ -30,8 +30,8 @@ Tensor FeatureDropoutImpl<SpatialDims>::forward(const Tensor& input) {
 
 template <int64_t SpatialDims>
 void FeatureDropoutImpl<SpatialDims>::pretty_print(std::ostream& stream) const {
-  stream << module_name<SpatialDims>() << "(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false")
-         << ")";
+  stream << "ember::nn::" << module_name<SpatialDims>() << "(p=" << options.p()
+         << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
 }
 
 template class FeatureDropoutImpl<1>;

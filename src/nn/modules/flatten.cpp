@@ -4,12 +4,12 @@
 namespace ember::nn {
 
 Tensor IdentityImpl::forward(const Tensor& input) { return input; }
-void IdentityImpl::pretty_print(std::ostream& stream) const { stream << "Identity()"; }
+void IdentityImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Identity()"; }
 
 FlattenImpl::FlattenImpl(const FlattenOptions& options_) : options(options_) {}
 Tensor FlattenImpl::forward(const Tensor& input) { return input.flatten(options.start_dim(), options.end_dim()); }
 void FlattenImpl::pretty_print(std::ostream& stream) const {
-  stream << "Flatten(start_dim=" << options.start_dim() << ", end_dim=" << options.end_dim() << ")";
+  stream << "ember::nn::Flatten(start_dim=" << options.start_dim() << ", end_dim=" << options.end_dim() << ")";
 }
 
 UnflattenImpl::UnflattenImpl(UnflattenOptions options_) : options(std::move(options_)) {
@@ -17,7 +17,9 @@ UnflattenImpl::UnflattenImpl(UnflattenOptions options_) : options(std::move(opti
 }
 Tensor UnflattenImpl::forward(const Tensor& input) { return input.unflatten(options.dim(), options.sizes()); }
 void UnflattenImpl::pretty_print(std::ostream& stream) const {
-  stream << "Unflatten(dim=" << options.dim() << ", unflattened_size=" << IntArrayRef(options.sizes()) << ")";
+  stream << "ember::nn::Unflatten(dim=" << options.dim() << ", unflattened_size={";
+  for (size_t i = 0; i < options.sizes().size(); ++i) stream << (i ? ", " : "") << options.sizes()[i];
+  stream << "})";
 }
 
 }  // namespace ember::nn

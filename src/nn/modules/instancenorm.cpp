@@ -39,7 +39,7 @@ Tensor InstanceNormNdImpl<D>::forward(const Tensor& input) {
 
 template <size_t D>
 void InstanceNormNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << kInstanceNormNames[D] << "(" << options.num_features() << ", eps=" << options.eps()
+  stream << "ember::nn::" << kInstanceNormNames[D] << "(" << options.num_features() << ", eps=" << options.eps()
          << ", momentum=" << options.momentum() << ", affine=" << (options.affine() ? "true" : "false")
          << ", track_running_stats=" << (options.track_running_stats() ? "true" : "false") << ")";
 }

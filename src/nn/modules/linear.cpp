@@ -13,6 +13,10 @@ namespace ember::nn {
 LinearImpl::LinearImpl(const LinearOptions& options_) : options(options_) {
   EMBER_CHECK(options.in_features() >= 0 && options.out_features() >= 0, "Linear", "in_features (",
               options.in_features(), ") and out_features (", options.out_features(), ") must be non-negative");
+  reset();
+}
+
+void LinearImpl::reset() {
   weight = register_parameter("weight", empty({options.out_features(), options.in_features()}));
   bias = register_parameter("bias", options.bias() ? empty({options.out_features()}) : Tensor(), options.bias());
   reset_parameters();
@@ -30,7 +34,7 @@ void LinearImpl::reset_parameters() {
 Tensor LinearImpl::forward(const Tensor& input) { return functional::linear(input, weight, bias); }
 
 void LinearImpl::pretty_print(std::ostream& stream) const {
-  stream << "Linear(in_features=" << options.in_features() << ", out_features=" << options.out_features()
+  stream << "ember::nn::Linear(in_features=" << options.in_features() << ", out_features=" << options.out_features()
          << ", bias=" << (options.bias() ? "true" : "false") << ")";
 }
 
@@ -66,8 +70,13 @@ void reset_table(const Tensor& weight, std::optional<int64_t> padding) {
 }  // namespace
 
 EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& options_) : options(options_) {
+  options.padding_idx(
+      checked_padding_idx("Embedding", options.num_embeddings(), options.embedding_dim(), options.padding_idx()));
+  reset();
+}
+
+void EmbeddingImpl::reset() {
   const int64_t rows = options.num_embeddings(), dim = options.embedding_dim();
-  options.padding_idx(checked_padding_idx("Embedding", rows, dim, options.padding_idx()));
   weight = register_parameter("weight", table_weight("Embedding", rows, dim, options._weight()));
   if (!options._weight().defined()) reset_parameters();
 }
@@ -89,7 +98,7 @@ Tensor EmbeddingImpl::forward(const Tensor& indices) {
 }
 
 void EmbeddingImpl::pretty_print(std::ostream& stream) const {
-  stream << "Embedding(num_embeddings=" << options.num_embeddings() << ", embedding_dim=" << options.embedding_dim();
+  stream << "ember::nn::Embedding(num_embeddings=" << options.num_embeddings() << ", embedding_dim=" << options.embedding_dim();
   if (options.padding_idx()) stream << ", padding_idx=" << *options.padding_idx();
   stream << ")";
 }

@@ -7,7 +7,9 @@
 
 namespace ember::nn {
 
-LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : options(options_) {
+LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : options(options_) { reset(); }
+
+void LayerNormImpl::reset() {
   if (options.elementwise_affine()) {
     weight = register_parameter("weight", ember::empty(options.normalized_shape()));
     bias = register_parameter("bias", options.bias() ? ember::empty(options.normalized_shape()) : Tensor());
@@ -26,11 +28,13 @@ Tensor LayerNormImpl::forward(const Tensor& input) {
 }
 
 void LayerNormImpl::pretty_print(std::ostream& stream) const {
-  stream << "LayerNorm(" << IntArrayRef(options.normalized_shape()) << ", eps=" << options.eps()
+  stream << "ember::nn::LayerNorm(" << IntArrayRef(options.normalized_shape()) << ", eps=" << options.eps()
          << ", elementwise_affine=" << (options.elementwise_affine() ? "true" : "false") << ")";
 }
 
-RMSNormImpl::RMSNormImpl(const RMSNormOptions& options_) : options(options_) {
+RMSNormImpl::RMSNormImpl(const RMSNormOptions& options_) : options(options_) { reset(); }
+
+void RMSNormImpl::reset() {
   if (options.elementwise_affine()) weight = register_parameter("weight", ember::empty(options.normalized_shape()));
   reset_parameters();
 }
@@ -44,7 +48,7 @@ Tensor RMSNormImpl::forward(const Tensor& input) {
 }
 
 void RMSNormImpl::pretty_print(std::ostream& stream) const {
-  stream << "RMSNorm(" << IntArrayRef(options.normalized_shape());
+  stream << "ember::nn::RMSNorm(" << IntArrayRef(options.normalized_shape());
   if (options.eps()) stream << ", eps=" << *options.eps();
   stream << ", elementwise_affine=" << (options.elementwise_affine() ? "true" : "false") << ")";
 }
@@ -53,6 +57,10 @@ GroupNormImpl::GroupNormImpl(const GroupNormOptions& options_) : options(options
   EMBER_CHECK(options.num_groups() > 0 && options.num_channels() % options.num_groups() == 0, "GroupNorm",
               "num_channels (", options.num_channels(), ") must be divisible by num_groups (", options.num_groups(),
               ")");
+  reset();
+}
+
+void GroupNormImpl::reset() {
   if (options.affine()) {
     weight = register_parameter("weight", ember::empty({options.num_channels()}));
     bias = register_parameter("bias", ember::empty({options.num_channels()}));
@@ -71,7 +79,7 @@ Tensor GroupNormImpl::forward(const Tensor& input) {
 }
 
 void GroupNormImpl::pretty_print(std::ostream& stream) const {
-  stream << "GroupNorm(" << options.num_groups() << ", " << options.num_channels() << ", eps=" << options.eps()
+  stream << "ember::nn::GroupNorm(" << options.num_groups() << ", " << options.num_channels() << ", eps=" << options.eps()
          << ", affine=" << (options.affine() ? "true" : "false") << ")";
 }
 

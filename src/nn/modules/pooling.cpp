@@ -58,9 +58,9 @@ std::tuple<Tensor, Tensor> MaxPoolNdImpl<D>::forward_with_indices(const Tensor& 
 }
 template <size_t D>
 void MaxPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("MaxPool", D) << "(kernel_size=" << IntArrayRef(options.kernel_size())
-         << ", stride=" << IntArrayRef(options.stride()) << ", padding=" << IntArrayRef(options.padding())
-         << ", dilation=" << IntArrayRef(options.dilation())
+  stream << "ember::nn::" << rank_name("MaxPool", D) << "(kernel_size=" << options.kernel_size()
+         << ", stride=" << options.stride() << ", padding=" << options.padding()
+         << ", dilation=" << options.dilation()
          << ", ceil_mode=" << (options.ceil_mode() ? "true" : "false") << ")";
 }
 
@@ -68,15 +68,15 @@ template <size_t D>
 Tensor AvgPoolNdImpl<D>::forward(const Tensor& input) { return avg_pool<D>(input, options); }
 template <size_t D>
 void AvgPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("AvgPool", D) << "(kernel_size=" << IntArrayRef(options.kernel_size())
-         << ", stride=" << IntArrayRef(options.stride()) << ", padding=" << IntArrayRef(options.padding()) << ")";
+  stream << "ember::nn::" << rank_name("AvgPool", D) << "(kernel_size=" << options.kernel_size()
+         << ", stride=" << options.stride() << ", padding=" << options.padding() << ")";
 }
 
 template <size_t D>
 Tensor AdaptiveAvgPoolNdImpl<D>::forward(const Tensor& input) { return adaptive_avg_pool<D>(input, options); }
 template <size_t D>
 void AdaptiveAvgPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("AdaptiveAvgPool", D) << "(output_size=" << IntArrayRef(options.output_size()) << ")";
+  stream << "ember::nn::" << rank_name("AdaptiveAvgPool", D) << "(output_size=" << options.output_size() << ")";
 }
 
 template <size_t D>
@@ -89,7 +89,7 @@ std::tuple<Tensor, Tensor> AdaptiveMaxPoolNdImpl<D>::forward_with_indices(const 
 }
 template <size_t D>
 void AdaptiveMaxPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("AdaptiveMaxPool", D) << "(output_size=" << IntArrayRef(options.output_size()) << ")";
+  stream << "ember::nn::" << rank_name("AdaptiveMaxPool", D) << "(output_size=" << options.output_size() << ")";
 }
 
 template <size_t D>

@@ -2,6 +2,7 @@
 #include "ember/nn/modules/rnn.h"
 
 #include <cmath>
+#include <string>
 
 #include "core/trace.h"
 #include "ember/functions.h"
@@ -14,6 +15,14 @@ namespace {
 constexpr int64_t kLSTMGates = 4;
 constexpr int64_t kGRUGates = 3;
 constexpr int64_t kRNNGates = 1;
+
+// "LSTM" of ember::nn::LSTMImpl: the one printing serves every layer of the base class.
+std::string class_name(const Module& module) {
+  std::string name = module.name();
+  name = name.substr(name.rfind("::") == std::string::npos ? 0 : name.rfind("::") + 2);
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, "Impl") == 0) name.resize(name.size() - 4);
+  return name;
+}
 
 // One LSTM step. input_projection = x W_ih^T + b_ih [N, 4H]; states = {h, c}.
 //   i, f, g, o = split(input_projection + h W_hh^T + b_hh)
@@ -121,7 +130,7 @@ void RNNImplBase::reset_parameters() { init_uniform_by_hidden(all_weights(), opt
 
 void RNNImplBase::pretty_print(std::ostream& stream) const {
   const auto& o = options_base;
-  stream << name() << "(input_size=" << o.input_size() << ", hidden_size=" << o.hidden_size()
+  stream << "ember::nn::" << class_name(*this) << "(input_size=" << o.input_size() << ", hidden_size=" << o.hidden_size()
          << ", num_layers=" << o.num_layers() << ", bias=" << (o.bias() ? "true" : "false")
          << ", batch_first=" << (o.batch_first() ? "true" : "false") << ", dropout=" << o.dropout()
          << ", bidirectional=" << (o.bidirectional() ? "true" : "false");
@@ -308,8 +317,9 @@ void RNNCellImplBase::reset_parameters() {
 }
 
 void RNNCellImplBase::pretty_print(std::ostream& stream) const {
-  stream << name() << "(" << options.input_size() << ", " << options.hidden_size()
-         << ", bias=" << (options.bias() ? "true" : "false") << ")";
+  stream << "ember::nn::" << class_name(*this) << "(" << options.input_size() << ", " << options.hidden_size();
+  if (!options.bias()) stream << ", bias=false";
+  stream << ")";
 }
 
 std::tuple<Tensor, std::vector<Tensor>, bool> RNNCellImplBase::prepare(const Tensor& input, std::vector<Tensor> states,

@@ -74,7 +74,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
 }
 
 void MultiheadAttentionImpl::pretty_print(std::ostream& stream) const {
-  stream << "MultiheadAttention(embed_dim=" << options.embed_dim() << ", num_heads=" << options.num_heads() << ")";
+  stream << "ember::nn::MultiheadAttention";
 }
 
 namespace {

@@ -1,6 +1,9 @@
 // nn::Upsample.
 #include "ember/nn/modules/upsampling.h"
 
+#include <cctype>
+#include <string>
+
 #include "ember/nn/functional.h"
 
 namespace ember::nn {
@@ -20,7 +23,7 @@ Tensor UpsampleImpl::forward(const Tensor& input) {
 }
 
 void UpsampleImpl::pretty_print(std::ostream& stream) const {
-  stream << "Upsample(";
+  stream << "ember::nn::Upsample(";
   if (options.scale_factor()) {
     stream << "scale_factor=[";
     for (size_t i = 0; i < options.scale_factor()->size(); ++i)
@@ -29,7 +32,9 @@ void UpsampleImpl::pretty_print(std::ostream& stream) const {
   } else if (options.size()) {
     stream << "size=" << IntArrayRef(*options.size());
   }
-  stream << ", mode=" << options.mode().name() << ")";
+  // The mode as its enum's name (kBilinear), as libtorch's.
+  const std::string mode = options.mode().name();
+  stream << ", mode=k" << static_cast<char>(std::toupper(static_cast<unsigned char>(mode[0]))) << mode.substr(1) << ")";
 }
 
 }  // namespace ember::nn

@@ -7,8 +7,9 @@ namespace ember::nn {
 
 // Zeroes each element with probability p and scales the rest by 1/(1-p) in training mode;
 // the identity in eval mode.
-class DropoutImpl : public Module {
+class DropoutImpl : public Cloneable<DropoutImpl> {
  public:
+  void reset() override {}
   explicit DropoutImpl(const DropoutOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -20,8 +21,9 @@ EMBER_MODULE(Dropout);
 // the rest by 1/(1-p), in training mode (F::dropout1d/2d/3d for 1-3 spatial dims); the
 // identity in eval mode. One template for the three, as libtorch's _DropoutNd.
 template <int64_t SpatialDims>
-class FeatureDropoutImpl : public Module {
+class FeatureDropoutImpl : public Cloneable<FeatureDropoutImpl<SpatialDims>> {
  public:
+  void reset() override {}
   explicit FeatureDropoutImpl(const DropoutOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -36,8 +38,9 @@ EMBER_MODULE(Dropout3d);
 
 // Dropout that keeps the mean and variance of SELU activations (F::alpha_dropout); the
 // feature form drops whole channels (F::feature_alpha_dropout). The identity in eval mode.
-class AlphaDropoutImpl : public Module {
+class AlphaDropoutImpl : public Cloneable<AlphaDropoutImpl> {
  public:
+  void reset() override {}
   explicit AlphaDropoutImpl(const AlphaDropoutOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -45,8 +48,9 @@ class AlphaDropoutImpl : public Module {
 };
 EMBER_MODULE(AlphaDropout);
 
-class FeatureAlphaDropoutImpl : public Module {
+class FeatureAlphaDropoutImpl : public Cloneable<FeatureAlphaDropoutImpl> {
  public:
+  void reset() override {}
   explicit FeatureAlphaDropoutImpl(const FeatureAlphaDropoutOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -54,8 +58,9 @@ class FeatureAlphaDropoutImpl : public Module {
 };
 EMBER_MODULE(FeatureAlphaDropout);
 
-class ReLUImpl : public Module {
+class ReLUImpl : public Cloneable<ReLUImpl> {
  public:
+  void reset() override {}
   explicit ReLUImpl(const ReLUOptions& options = {}) : options(options) {}
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -63,8 +68,9 @@ class ReLUImpl : public Module {
 };
 EMBER_MODULE(ReLU);
 
-class GELUImpl : public Module {
+class GELUImpl : public Cloneable<GELUImpl> {
  public:
+  void reset() override {}
   explicit GELUImpl(const GELUOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -72,26 +78,33 @@ class GELUImpl : public Module {
 };
 EMBER_MODULE(GELU);
 
-class SiLUImpl : public Module {
+class SiLUImpl : public Cloneable<SiLUImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(SiLU);
 
-class TanhImpl : public Module {
+class TanhImpl : public Cloneable<TanhImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Tanh);
 
-class SigmoidImpl : public Module {
+class SigmoidImpl : public Cloneable<SigmoidImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Sigmoid);
 
-class SoftmaxImpl : public Module {
+class SoftmaxImpl : public Cloneable<SoftmaxImpl> {
  public:
+  void reset() override {}
   explicit SoftmaxImpl(const SoftmaxOptions& options);
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -99,8 +112,9 @@ class SoftmaxImpl : public Module {
 };
 EMBER_MODULE(Softmax);
 
-class LogSoftmaxImpl : public Module {
+class LogSoftmaxImpl : public Cloneable<LogSoftmaxImpl> {
  public:
+  void reset() override {}
   explicit LogSoftmaxImpl(const LogSoftmaxOptions& options);
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -110,8 +124,9 @@ EMBER_MODULE(LogSoftmax);
 
 // The activations of options/activation.h as modules (F:: forms in nn/functional.h).
 #define EMBER_ACTIVATION_MODULE(Name, Options)                      \
-  class Name##Impl : public Module {                                \
+  class Name##Impl : public Cloneable<Name##Impl> {                \
    public:                                                          \
+    void reset() override {}                                        \
     explicit Name##Impl(const Options& options = {});               \
     Tensor forward(const Tensor& input);                            \
     void pretty_print(std::ostream& stream) const override;         \
@@ -133,8 +148,9 @@ EMBER_ACTIVATION_MODULE(Softshrink, SoftshrinkOptions);
 EMBER_ACTIVATION_MODULE(RReLU, RReLUOptions);
 
 // x > threshold ? x : value.
-class ThresholdImpl : public Module {
+class ThresholdImpl : public Cloneable<ThresholdImpl> {
  public:
+  void reset() override {}
   ThresholdImpl(double threshold, double value) : ThresholdImpl(ThresholdOptions(threshold, value)) {}
   explicit ThresholdImpl(const ThresholdOptions& options) : options(options) {}
   Tensor forward(const Tensor& input);
@@ -144,8 +160,9 @@ class ThresholdImpl : public Module {
 EMBER_MODULE(Threshold);
 
 // softmax(-x) along options.dim().
-class SoftminImpl : public Module {
+class SoftminImpl : public Cloneable<SoftminImpl> {
  public:
+  void reset() override {}
   explicit SoftminImpl(int64_t dim) : SoftminImpl(SoftminOptions(dim)) {}
   explicit SoftminImpl(const SoftminOptions& options) : options(options) {}
   Tensor forward(const Tensor& input);
@@ -154,20 +171,23 @@ class SoftminImpl : public Module {
 };
 EMBER_MODULE(Softmin);
 
-class LogSigmoidImpl : public Module {
+class LogSigmoidImpl : public Cloneable<LogSigmoidImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
 };
 EMBER_MODULE(LogSigmoid);
 
-class SoftsignImpl : public Module {
+class SoftsignImpl : public Cloneable<SoftsignImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
 };
 EMBER_MODULE(Softsign);
 
-class TanhshrinkImpl : public Module {
+class TanhshrinkImpl : public Cloneable<TanhshrinkImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
 };
 EMBER_MODULE(Tanhshrink);
@@ -175,11 +195,11 @@ EMBER_MODULE(Tanhshrink);
 #undef EMBER_ACTIVATION_MODULE
 
 // Clamps to [min_val, max_val]; reset() checks the options again after they were changed.
-class HardtanhImpl : public Module {
+class HardtanhImpl : public Cloneable<HardtanhImpl> {
  public:
   explicit HardtanhImpl(const HardtanhOptions& options = {});
   Tensor forward(const Tensor& input);
-  void reset();
+  void reset() override;
   void pretty_print(std::ostream& stream) const override;
   HardtanhOptions options;
 };
@@ -187,27 +207,31 @@ EMBER_MODULE(Hardtanh);
 
 // x > 0 ? x : weight * x with a learnt weight [num_parameters] (registered as "weight",
 // filled with options.init()).
-class PReLUImpl : public Module {
+class PReLUImpl : public Cloneable<PReLUImpl> {
  public:
   explicit PReLUImpl(const PReLUOptions& options = {});
   Tensor forward(const Tensor& input);
-  void reset();
+  void reset() override;
   void pretty_print(std::ostream& stream) const override;
   PReLUOptions options;
   Tensor weight;
 };
 EMBER_MODULE(PReLU);
 
-class MishImpl : public Module {
+class MishImpl : public Cloneable<MishImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Mish);
 
 // Softmax over the channels (dim -3) of [N, C, H, W] or [C, H, W] inputs.
-class Softmax2dImpl : public Module {
+class Softmax2dImpl : public Cloneable<Softmax2dImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Softmax2d);
 

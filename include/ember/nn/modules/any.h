@@ -64,6 +64,8 @@ class AnyModulePlaceholder {
   virtual ~AnyModulePlaceholder() = default;
   virtual AnyValue forward(std::vector<AnyValue>&& arguments) const = 0;
   virtual std::shared_ptr<Module> ptr() const = 0;
+  // A holder of a deep copy of the module (Module::clone).
+  virtual std::shared_ptr<const AnyModulePlaceholder> clone_module(const std::optional<Device>& device) const = 0;
   const std::type_info& type_info;
 };
 
@@ -101,6 +103,13 @@ class AnyModuleHolder<ModuleType, std::tuple<Parameters...>> final : public AnyM
   }
 
   std::shared_ptr<Module> ptr() const override { return module; }
+
+  std::shared_ptr<const AnyModulePlaceholder> clone_module(const std::optional<Device>& device) const override {
+    auto copy = std::dynamic_pointer_cast<ModuleType>(module->clone(device));
+    EMBER_CHECK(copy != nullptr, "AnyModule", "clone() of a ", ::ember::detail::demangle(type_info.name()),
+                " returned a module of another type");
+    return std::make_shared<const AnyModuleHolder>(std::move(copy));
+  }
 
   const std::shared_ptr<ModuleType> module;
 
@@ -197,6 +206,13 @@ class AnyModule {
     return content_->type_info;
   }
   bool is_empty() const noexcept { return content_ == nullptr; }
+
+  // An AnyModule holding a deep copy of the module (its clone(device)); empty stays empty.
+  AnyModule clone(const std::optional<Device>& device = std::nullopt) const {
+    AnyModule copy;
+    if (content_) copy.content_ = content_->clone_module(device);
+    return copy;
+  }
 
  private:
   template <typename ModuleType>

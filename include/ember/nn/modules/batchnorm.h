@@ -19,6 +19,9 @@ class NormImplBase : public Module {
  protected:
   // name: the module's name for errors.
   NormImplBase(const char* name, int64_t num_features, bool affine, bool track_running_stats);
+  // Registers and initialises weight and bias (affine) and the running statistics: the
+  // constructor's work, and reset()'s in a clone.
+  void register_state(int64_t num_features, bool affine, bool track_running_stats);
 };
 
 // Training normalises with the batch's statistics and updates the running ones; evaluation
@@ -34,21 +37,24 @@ class BatchNormNdImpl : public NormImplBase {
   BatchNormOptions options;
 };
 
-class BatchNorm1dImpl : public BatchNormNdImpl<1> {
+class BatchNorm1dImpl : public Cloneable<BatchNorm1dImpl, BatchNormNdImpl<1>> {
  public:
-  using BatchNormNdImpl<1>::BatchNormNdImpl;
+  using Cloneable::Cloneable;
+  void reset() override { register_state(options.num_features(), options.affine(), options.track_running_stats()); }
 };
 EMBER_MODULE(BatchNorm1d);
 
-class BatchNorm2dImpl : public BatchNormNdImpl<2> {
+class BatchNorm2dImpl : public Cloneable<BatchNorm2dImpl, BatchNormNdImpl<2>> {
  public:
-  using BatchNormNdImpl<2>::BatchNormNdImpl;
+  using Cloneable::Cloneable;
+  void reset() override { register_state(options.num_features(), options.affine(), options.track_running_stats()); }
 };
 EMBER_MODULE(BatchNorm2d);
 
-class BatchNorm3dImpl : public BatchNormNdImpl<3> {
+class BatchNorm3dImpl : public Cloneable<BatchNorm3dImpl, BatchNormNdImpl<3>> {
  public:
-  using BatchNormNdImpl<3>::BatchNormNdImpl;
+  using Cloneable::Cloneable;
+  void reset() override { register_state(options.num_features(), options.affine(), options.track_running_stats()); }
 };
 EMBER_MODULE(BatchNorm3d);
 

@@ -1,5 +1,4 @@
 // Containers: Sequential (chained forward of modules of any signature), ModuleList (indexed), ModuleDict (keyed).
-// Differs from libtorch: no clone(), and modules print without libtorch's "torch::nn::" prefix.
 // Children are named "0", "1", ... (or by key), so state_dict keys read "layers.0.weight".
 #pragma once
 #include <functional>
@@ -74,7 +73,7 @@ inline constexpr bool is_sequential_element_v =
 // Sequential). The modules' forwards may have any signature: Sequential(A{}, B{}) with
 // `int A::forward(int)` and `std::string B::forward(int)` makes forward<std::string>(1) valid.
 // forward(x) without a type returns a Tensor.
-class SequentialImpl : public Module {
+class SequentialImpl : public Cloneable<SequentialImpl> {
  public:
   using Iterator = std::vector<AnyModule>::iterator;
   using ConstIterator = std::vector<AnyModule>::const_iterator;
@@ -91,6 +90,12 @@ class SequentialImpl : public Module {
   // The modules under their names, in order (from modules_ordered_dict).
   explicit SequentialImpl(OrderedDict<std::string, AnyModule>&& ordered_dict);
   explicit SequentialImpl(std::initializer_list<NamedAnyModule> named_modules);
+
+  // A Sequential of clones of the modules, under the same names.
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+  // Nothing to (re)create: clone() rebuilds the list.
+  void reset() override {}
+  void pretty_print(std::ostream& stream) const override { stream << "ember::nn::Sequential"; }
 
   // Calls each module's forward on the previous one's result, the first on `inputs`; returns
   // the last result as a ReturnType (throws when it is another type).
@@ -163,7 +168,7 @@ class Sequential : public ModuleHolder<SequentialImpl> {
 //   Sequential(modules_ordered_dict({{"fc", Linear(2, 3)}, {"act", ReLU()}}))
 OrderedDict<std::string, AnyModule> modules_ordered_dict(std::initializer_list<NamedAnyModule> named_modules);
 
-class ModuleListImpl : public Module {
+class ModuleListImpl : public Cloneable<ModuleListImpl> {
  public:
   ModuleListImpl() = default;
   // Holders, shared_ptrs or module objects (each copied once into a shared_ptr).
@@ -174,6 +179,11 @@ class ModuleListImpl : public Module {
   }
 
   // Appends under the name "<index>".
+  // A ModuleList of clones of the modules.
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+  void reset() override {}
+  void pretty_print(std::ostream& stream) const override { stream << "ember::nn::ModuleList"; }
+
   void push_back(std::shared_ptr<Module> module);
   template <typename M, typename = std::enable_if_t<detail::is_module_or_value_v<M>>>
   void push_back(M&& module) {
@@ -215,13 +225,18 @@ class ModuleListImpl : public Module {
 };
 EMBER_MODULE(ModuleList);
 
-class ModuleDictImpl : public Module {
+class ModuleDictImpl : public Cloneable<ModuleDictImpl> {
  public:
   ModuleDictImpl() = default;
   explicit ModuleDictImpl(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& modules);
   explicit ModuleDictImpl(const OrderedDict<std::string, std::shared_ptr<Module>>& modules) { update(modules); }
 
   // Adds `key`, or replaces the module already under it (keeping its position).
+  // A ModuleDict of clones of the modules, under the same keys.
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override;
+  void reset() override {}
+  void pretty_print(std::ostream& stream) const override { stream << "ember::nn::ModuleDict"; }
+
   void insert(const std::string& key, std::shared_ptr<Module> module);
   template <typename M, typename = std::enable_if_t<detail::is_module_holder<M>::value>>
   void insert(const std::string& key, M&& holder) {

@@ -25,29 +25,36 @@ class ConvNdImpl : public Module {
   ConvOptions<D> options;
   Tensor weight;
   Tensor bias;  // undefined when options.bias() is false
+
+ protected:
+  // Registers weight and bias and initialises them: the constructor's work, and reset()'s in a clone.
+  void register_parameters();
 };
 
-class Conv1dImpl : public ConvNdImpl<1> {
+class Conv1dImpl : public Cloneable<Conv1dImpl, ConvNdImpl<1>> {
  public:
-  using ConvNdImpl<1>::ConvNdImpl;
+  using Cloneable::Cloneable;
   Conv1dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<1> kernel_size)
-      : ConvNdImpl(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+      : Cloneable(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+  void reset() override { register_parameters(); }
 };
 EMBER_MODULE(Conv1d);
 
-class Conv2dImpl : public ConvNdImpl<2> {
+class Conv2dImpl : public Cloneable<Conv2dImpl, ConvNdImpl<2>> {
  public:
-  using ConvNdImpl<2>::ConvNdImpl;
+  using Cloneable::Cloneable;
   Conv2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
-      : ConvNdImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+      : Cloneable(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  void reset() override { register_parameters(); }
 };
 EMBER_MODULE(Conv2d);
 
-class Conv3dImpl : public ConvNdImpl<3> {
+class Conv3dImpl : public Cloneable<Conv3dImpl, ConvNdImpl<3>> {
  public:
-  using ConvNdImpl<3>::ConvNdImpl;
+  using Cloneable::Cloneable;
   Conv3dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<3> kernel_size)
-      : ConvNdImpl(Conv3dOptions(in_channels, out_channels, kernel_size)) {}
+      : Cloneable(Conv3dOptions(in_channels, out_channels, kernel_size)) {}
+  void reset() override { register_parameters(); }
 };
 EMBER_MODULE(Conv3d);
 
@@ -71,29 +78,36 @@ class ConvTransposeNdImpl : public Module {
   ConvTransposeOptions<D> options;
   Tensor weight;
   Tensor bias;  // undefined when options.bias() is false
+
+ protected:
+  // Registers weight and bias and initialises them: the constructor's work, and reset()'s in a clone.
+  void register_parameters();
 };
 
-class ConvTranspose1dImpl : public ConvTransposeNdImpl<1> {
+class ConvTranspose1dImpl : public Cloneable<ConvTranspose1dImpl, ConvTransposeNdImpl<1>> {
  public:
-  using ConvTransposeNdImpl<1>::ConvTransposeNdImpl;
+  using Cloneable::Cloneable;
   ConvTranspose1dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<1> kernel_size)
-      : ConvTransposeNdImpl(ConvTranspose1dOptions(in_channels, out_channels, kernel_size)) {}
+      : Cloneable(ConvTranspose1dOptions(in_channels, out_channels, kernel_size)) {}
+  void reset() override { register_parameters(); }
 };
 EMBER_MODULE(ConvTranspose1d);
 
-class ConvTranspose2dImpl : public ConvTransposeNdImpl<2> {
+class ConvTranspose2dImpl : public Cloneable<ConvTranspose2dImpl, ConvTransposeNdImpl<2>> {
  public:
-  using ConvTransposeNdImpl<2>::ConvTransposeNdImpl;
+  using Cloneable::Cloneable;
   ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<2> kernel_size)
-      : ConvTransposeNdImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+      : Cloneable(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  void reset() override { register_parameters(); }
 };
 EMBER_MODULE(ConvTranspose2d);
 
-class ConvTranspose3dImpl : public ConvTransposeNdImpl<3> {
+class ConvTranspose3dImpl : public Cloneable<ConvTranspose3dImpl, ConvTransposeNdImpl<3>> {
  public:
-  using ConvTransposeNdImpl<3>::ConvTransposeNdImpl;
+  using Cloneable::Cloneable;
   ConvTranspose3dImpl(int64_t in_channels, int64_t out_channels, ExpandingArray<3> kernel_size)
-      : ConvTransposeNdImpl(ConvTranspose3dOptions(in_channels, out_channels, kernel_size)) {}
+      : Cloneable(ConvTranspose3dOptions(in_channels, out_channels, kernel_size)) {}
+  void reset() override { register_parameters(); }
 };
 EMBER_MODULE(ConvTranspose3d);
 

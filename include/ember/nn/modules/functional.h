@@ -11,7 +11,7 @@
 
 namespace ember::nn {
 
-class FunctionalImpl : public Module {
+class FunctionalImpl : public Cloneable<FunctionalImpl> {
  public:
   using Function = std::function<Tensor(Tensor)>;
 
@@ -22,6 +22,8 @@ class FunctionalImpl : public Module {
 
   Tensor forward(Tensor input);
   Tensor operator()(Tensor input) { return forward(std::move(input)); }
+  void reset() override {}
+  void pretty_print(std::ostream& stream) const override { stream << "ember::nn::Functional()"; }
 
  private:
   Function function_;

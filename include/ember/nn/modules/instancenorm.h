@@ -21,21 +21,24 @@ class InstanceNormNdImpl : public NormImplBase {
   InstanceNormOptions options;
 };
 
-class InstanceNorm1dImpl : public InstanceNormNdImpl<1> {
+class InstanceNorm1dImpl : public Cloneable<InstanceNorm1dImpl, InstanceNormNdImpl<1>> {
  public:
-  using InstanceNormNdImpl<1>::InstanceNormNdImpl;
+  using Cloneable::Cloneable;
+  void reset() override { register_state(options.num_features(), options.affine(), options.track_running_stats()); }
 };
 EMBER_MODULE(InstanceNorm1d);
 
-class InstanceNorm2dImpl : public InstanceNormNdImpl<2> {
+class InstanceNorm2dImpl : public Cloneable<InstanceNorm2dImpl, InstanceNormNdImpl<2>> {
  public:
-  using InstanceNormNdImpl<2>::InstanceNormNdImpl;
+  using Cloneable::Cloneable;
+  void reset() override { register_state(options.num_features(), options.affine(), options.track_running_stats()); }
 };
 EMBER_MODULE(InstanceNorm2d);
 
-class InstanceNorm3dImpl : public InstanceNormNdImpl<3> {
+class InstanceNorm3dImpl : public Cloneable<InstanceNorm3dImpl, InstanceNormNdImpl<3>> {
  public:
-  using InstanceNormNdImpl<3>::InstanceNormNdImpl;
+  using Cloneable::Cloneable;
+  void reset() override { register_state(options.num_features(), options.affine(), options.track_running_stats()); }
 };
 EMBER_MODULE(InstanceNorm3d);
 

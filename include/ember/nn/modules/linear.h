@@ -8,13 +8,15 @@ namespace ember::nn {
 
 // y = x @ weight^T + bias. weight [out, in] ~ kaiming_uniform(a=sqrt(5)), i.e.
 // U(+-1/sqrt(in)); bias ~ U(+-1/sqrt(in)), as PyTorch.
-class LinearImpl : public Module {
+class LinearImpl : public Cloneable<LinearImpl> {
  public:
   LinearImpl(int64_t in_features, int64_t out_features) : LinearImpl(LinearOptions(in_features, out_features)) {}
   explicit LinearImpl(const LinearOptions& options);
 
   // input [*, in] -> [*, out].
   Tensor forward(const Tensor& input);
+  // Registers the parameters and initialises them.
+  void reset() override;
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 
@@ -26,7 +28,7 @@ EMBER_MODULE(Linear);
 
 // A lookup table: row i of weight [num_embeddings, embedding_dim] ~ N(0, 1) for index i;
 // the padding_idx row starts at zero and gets no gradient.
-class EmbeddingImpl : public Module {
+class EmbeddingImpl : public Cloneable<EmbeddingImpl> {
  public:
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim)
       : EmbeddingImpl(EmbeddingOptions(num_embeddings, embedding_dim)) {}
@@ -34,6 +36,8 @@ class EmbeddingImpl : public Module {
 
   // indices (integer, any shape) -> [*indices, embedding_dim].
   Tensor forward(const Tensor& indices);
+  // Registers the parameters and initialises them.
+  void reset() override;
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 
@@ -49,16 +53,18 @@ class Embedding : public ModuleHolder<EmbeddingImpl> {
 };
 
 // Returns its input (libtorch's takes no constructor arguments, unlike Python's).
-class IdentityImpl : public Module {
+class IdentityImpl : public Cloneable<IdentityImpl> {
  public:
+  void reset() override {}
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Identity);
 
 // input.flatten(start_dim, end_dim); defaults keep the batch dim: [N, *] -> [N, prod(*)].
-class FlattenImpl : public Module {
+class FlattenImpl : public Cloneable<FlattenImpl> {
  public:
+  void reset() override {}
   explicit FlattenImpl(const FlattenOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
@@ -67,8 +73,9 @@ class FlattenImpl : public Module {
 EMBER_MODULE(Flatten);
 
 // input.unflatten(dim, sizes): dim becomes `sizes` (one entry may be -1, inferred).
-class UnflattenImpl : public Module {
+class UnflattenImpl : public Cloneable<UnflattenImpl> {
  public:
+  void reset() override {}
   UnflattenImpl(int64_t dim, std::vector<int64_t> sizes) : UnflattenImpl(UnflattenOptions(dim, std::move(sizes))) {}
   explicit UnflattenImpl(UnflattenOptions options);
   Tensor forward(const Tensor& input);

@@ -6,43 +6,53 @@
 
 namespace ember::nn {
 
-class CrossEntropyLossImpl : public Module {
+class CrossEntropyLossImpl : public Cloneable<CrossEntropyLossImpl> {
  public:
   explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   CrossEntropyLossOptions options;
   Tensor weight;
 };
 EMBER_MODULE(CrossEntropyLoss);
 
-class NLLLossImpl : public Module {
+class NLLLossImpl : public Cloneable<NLLLossImpl> {
  public:
   explicit NLLLossImpl(const NLLLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   NLLLossOptions options;
   Tensor weight;
 };
 EMBER_MODULE(NLLLoss);
 
-class MSELossImpl : public Module {
+class MSELossImpl : public Cloneable<MSELossImpl> {
  public:
   explicit MSELossImpl(const MSELossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   MSELossOptions options;
 };
 EMBER_MODULE(MSELoss);
 
-class L1LossImpl : public Module {
+class L1LossImpl : public Cloneable<L1LossImpl> {
  public:
   explicit L1LossImpl(const L1LossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   L1LossOptions options;
 };
 EMBER_MODULE(L1Loss);
 
-class BCEWithLogitsLossImpl : public Module {
+class BCEWithLogitsLossImpl : public Cloneable<BCEWithLogitsLossImpl> {
  public:
   explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   BCEWithLogitsLossOptions options;
   Tensor weight;
@@ -50,66 +60,82 @@ class BCEWithLogitsLossImpl : public Module {
 };
 EMBER_MODULE(BCEWithLogitsLoss);
 
-class KLDivLossImpl : public Module {
+class KLDivLossImpl : public Cloneable<KLDivLossImpl> {
  public:
   explicit KLDivLossImpl(const KLDivLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   KLDivLossOptions options;
 };
 EMBER_MODULE(KLDivLoss);
 
-class BCELossImpl : public Module {
+class BCELossImpl : public Cloneable<BCELossImpl> {
  public:
   explicit BCELossImpl(const BCELossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   BCELossOptions options;
   Tensor weight;
 };
 EMBER_MODULE(BCELoss);
 
-class SmoothL1LossImpl : public Module {
+class SmoothL1LossImpl : public Cloneable<SmoothL1LossImpl> {
  public:
   explicit SmoothL1LossImpl(const SmoothL1LossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   SmoothL1LossOptions options;
 };
 EMBER_MODULE(SmoothL1Loss);
 
-class HuberLossImpl : public Module {
+class HuberLossImpl : public Cloneable<HuberLossImpl> {
  public:
   explicit HuberLossImpl(const HuberLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input, const Tensor& target);
   HuberLossOptions options;
 };
 EMBER_MODULE(HuberLoss);
 
-class MarginRankingLossImpl : public Module {
+class MarginRankingLossImpl : public Cloneable<MarginRankingLossImpl> {
  public:
   explicit MarginRankingLossImpl(const MarginRankingLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
   MarginRankingLossOptions options;
 };
 EMBER_MODULE(MarginRankingLoss);
 
-class TripletMarginLossImpl : public Module {
+class TripletMarginLossImpl : public Cloneable<TripletMarginLossImpl> {
  public:
   explicit TripletMarginLossImpl(const TripletMarginLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& anchor, const Tensor& positive, const Tensor& negative);
   TripletMarginLossOptions options;
 };
 EMBER_MODULE(TripletMarginLoss);
 
-class CosineEmbeddingLossImpl : public Module {
+class CosineEmbeddingLossImpl : public Cloneable<CosineEmbeddingLossImpl> {
  public:
   explicit CosineEmbeddingLossImpl(const CosineEmbeddingLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& input1, const Tensor& input2, const Tensor& target);
   CosineEmbeddingLossOptions options;
 };
 EMBER_MODULE(CosineEmbeddingLoss);
 
-class CTCLossImpl : public Module {
+class CTCLossImpl : public Cloneable<CTCLossImpl> {
  public:
   explicit CTCLossImpl(const CTCLossOptions& options = {});
+  void reset() override;
+  void pretty_print(std::ostream& stream) const override;
   Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                  const Tensor& target_lengths);
   CTCLossOptions options;

@@ -7,11 +7,13 @@
 namespace ember::nn {
 
 // weight starts at ones and bias at zeros (when elementwise_affine).
-class LayerNormImpl : public Module {
+class LayerNormImpl : public Cloneable<LayerNormImpl> {
  public:
   explicit LayerNormImpl(const LayerNormOptions& options);
 
   Tensor forward(const Tensor& input);
+  // Registers the parameters and initialises them.
+  void reset() override;
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 
@@ -22,11 +24,13 @@ class LayerNormImpl : public Module {
 EMBER_MODULE(LayerNorm);
 
 // weight starts at ones (when elementwise_affine).
-class RMSNormImpl : public Module {
+class RMSNormImpl : public Cloneable<RMSNormImpl> {
  public:
   explicit RMSNormImpl(const RMSNormOptions& options);
 
   Tensor forward(const Tensor& input);
+  // Registers the parameters and initialises them.
+  void reset() override;
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 
@@ -36,11 +40,13 @@ class RMSNormImpl : public Module {
 EMBER_MODULE(RMSNorm);
 
 // Parameters weight (ones) and bias (zeros) [num_channels] when affine.
-class GroupNormImpl : public Module {
+class GroupNormImpl : public Cloneable<GroupNormImpl> {
  public:
   explicit GroupNormImpl(const GroupNormOptions& options);
 
   Tensor forward(const Tensor& input);
+  // Registers the parameters and initialises them.
+  void reset() override;
   void reset_parameters();
   void pretty_print(std::ostream& stream) const override;
 

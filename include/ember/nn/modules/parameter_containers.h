@@ -19,15 +19,29 @@ namespace ember::nn {
 namespace detail {
 // "(key): Parameter containing: [float32 of size [2, 3]]" a line, as libtorch prints them.
 inline void print_parameters(std::ostream& stream, const char* name, const OrderedDict<std::string, Tensor>& items) {
-  stream << name << "(\n";
+  stream << "ember::nn::" << name << "(\n";
   for (const auto& item : items)
-    stream << '(' << item.key() << "): Parameter containing: [" << item.value().scalar_type() << " of size "
+    stream << '(' << item.key() << "): Parameter containing: [" << toString(item.value().scalar_type()) << " of size "
            << item.value().sizes() << "]\n";
   stream << ')';
 }
+
+// Copies of `items` (moved to `device` when given), each with its requires_grad: what the
+// clone() of ParameterList and ParameterDict hold.
+inline OrderedDict<std::string, Tensor> copied_parameters(const OrderedDict<std::string, Tensor>& items,
+                                                          const std::optional<Device>& device) {
+  NoGradGuard no_grad;
+  OrderedDict<std::string, Tensor> copies;
+  for (const auto& item : items) {
+    const Tensor& value = item.value();
+    Tensor data = device && value.device() != *device ? value.to(*device) : value.clone();
+    copies.insert(item.key(), data.requires_grad_(value.requires_grad()));
+  }
+  return copies;
+}
 }  // namespace detail
 
-class ParameterListImpl : public Module {
+class ParameterListImpl : public Cloneable<ParameterListImpl> {
  public:
   using Iterator = OrderedDict<std::string, Tensor>::Iterator;
   using ConstIterator = OrderedDict<std::string, Tensor>::ConstIterator;
@@ -75,6 +89,12 @@ class ParameterListImpl : public Module {
   void pretty_print(std::ostream& stream) const override {
     detail::print_parameters(stream, "ParameterList", parameters_);
   }
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override {
+    auto copy = std::make_shared<ParameterListImpl>();
+    for (const auto& item : detail::copied_parameters(parameters_, device)) copy->append(item.value());
+    return copy;
+  }
+  void reset() override {}
 
  private:
   void check_index(size_t index) const {
@@ -83,7 +103,7 @@ class ParameterListImpl : public Module {
 };
 EMBER_MODULE(ParameterList);
 
-class ParameterDictImpl : public Module {
+class ParameterDictImpl : public Cloneable<ParameterDictImpl> {
  public:
   using Iterator = OrderedDict<std::string, Tensor>::Iterator;
   using ConstIterator = OrderedDict<std::string, Tensor>::ConstIterator;
@@ -129,6 +149,10 @@ class ParameterDictImpl : public Module {
   void pretty_print(std::ostream& stream) const override {
     detail::print_parameters(stream, "ParameterDict", parameters_);
   }
+  std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const override {
+    return std::make_shared<ParameterDictImpl>(detail::copied_parameters(parameters_, device));
+  }
+  void reset() override {}
 };
 EMBER_MODULE(ParameterDict);
 

@@ -5,8 +5,9 @@
 
 namespace ember::nn {
 
-class UpsampleImpl : public Module {
+class UpsampleImpl : public Cloneable<UpsampleImpl> {
  public:
+  void reset() override {}
   explicit UpsampleImpl(const UpsampleOptions& options = {});
   Tensor forward(const Tensor& input);
   void pretty_print(std::ostream& stream) const override;
