@@ -111,25 +111,25 @@ void Softmax2dImpl::pretty_print(std::ostream& stream) const { stream << "ember:
 SELUImpl::SELUImpl(const SELUOptions& options_) : options(options_) {}
 Tensor SELUImpl::forward(const Tensor& input) { return functional::selu(input, options); }
 void SELUImpl::pretty_print(std::ostream& stream) const {
-  stream << "SELU(" << (options.inplace() ? "inplace=true" : "") << ")";
+  stream << "ember::nn::SELU(" << (options.inplace() ? "inplace=true" : "") << ")";
 }
 
 CELUImpl::CELUImpl(const CELUOptions& options_) : options(options_) {}
 Tensor CELUImpl::forward(const Tensor& input) { return functional::celu(input, options); }
 void CELUImpl::pretty_print(std::ostream& stream) const {
-  stream << "CELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
+  stream << "ember::nn::CELU(alpha=" << options.alpha() << (options.inplace() ? ", inplace=true" : "") << ")";
 }
 
 HardshrinkImpl::HardshrinkImpl(const HardshrinkOptions& options_) : options(options_) {}
 Tensor HardshrinkImpl::forward(const Tensor& input) { return functional::hardshrink(input, options); }
 void HardshrinkImpl::pretty_print(std::ostream& stream) const {
-  stream << "Hardshrink(" << options.lambda() << ")";
+  stream << "ember::nn::Hardshrink(" << options.lambda() << ")";
 }
 
 SoftshrinkImpl::SoftshrinkImpl(const SoftshrinkOptions& options_) : options(options_) {}
 Tensor SoftshrinkImpl::forward(const Tensor& input) { return functional::softshrink(input, options); }
 void SoftshrinkImpl::pretty_print(std::ostream& stream) const {
-  stream << "Softshrink(" << options.lambda() << ")";
+  stream << "ember::nn::Softshrink(" << options.lambda() << ")";
 }
 
 RReLUImpl::RReLUImpl(const RReLUOptions& options_) : options(options_) {}
@@ -141,18 +141,18 @@ Tensor RReLUImpl::forward(const Tensor& input) {
                                       .training(is_training()));
 }
 void RReLUImpl::pretty_print(std::ostream& stream) const {
-  stream << "RReLU(lower=" << options.lower() << ", upper=" << options.upper()
+  stream << "ember::nn::RReLU(lower=" << options.lower() << ", upper=" << options.upper()
          << (options.inplace() ? ", inplace=true" : "") << ")";
 }
 
 Tensor ThresholdImpl::forward(const Tensor& input) { return functional::threshold(input, options); }
 void ThresholdImpl::pretty_print(std::ostream& stream) const {
-  stream << "Threshold(threshold=" << options.threshold() << ", value=" << options.value()
+  stream << "ember::nn::Threshold(threshold=" << options.threshold() << ", value=" << options.value()
          << (options.inplace() ? ", inplace=true" : "") << ")";
 }
 
 Tensor SoftminImpl::forward(const Tensor& input) { return functional::softmin(input, options.dim()); }
-void SoftminImpl::pretty_print(std::ostream& stream) const { stream << "Softmin(dim=" << options.dim() << ")"; }
+void SoftminImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Softmin(dim=" << options.dim() << ")"; }
 
 Tensor LogSigmoidImpl::forward(const Tensor& input) { return functional::logsigmoid(input); }
 Tensor SoftsignImpl::forward(const Tensor& input) { return functional::softsign(input); }
@@ -167,7 +167,7 @@ Tensor AlphaDropoutImpl::forward(const Tensor& input) {
       input, AlphaDropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
 }
 void AlphaDropoutImpl::pretty_print(std::ostream& stream) const {
-  stream << "AlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
+  stream << "ember::nn::AlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
 }
 
 FeatureAlphaDropoutImpl::FeatureAlphaDropoutImpl(const FeatureAlphaDropoutOptions& options_) : options(options_) {
@@ -179,7 +179,7 @@ Tensor FeatureAlphaDropoutImpl::forward(const Tensor& input) {
       input, FeatureAlphaDropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace()));
 }
 void FeatureAlphaDropoutImpl::pretty_print(std::ostream& stream) const {
-  stream << "FeatureAlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
+  stream << "ember::nn::FeatureAlphaDropout(p=" << options.p() << ", inplace=" << (options.inplace() ? "true" : "false") << ")";
 }
 
 }  // namespace ember::nn

@@ -121,7 +121,7 @@ Tensor BilinearImpl::forward(const Tensor& input1, const Tensor& input2) {
 }
 
 void BilinearImpl::pretty_print(std::ostream& stream) const {
-  stream << "Bilinear(in1_features=" << options.in1_features() << ", in2_features=" << options.in2_features()
+  stream << "ember::nn::Bilinear(in1_features=" << options.in1_features() << ", in2_features=" << options.in2_features()
          << ", out_features=" << options.out_features() << ", bias=" << (options.bias() ? "true" : "false") << ")";
 }
 
@@ -146,7 +146,7 @@ Tensor EmbeddingBagImpl::forward(const Tensor& input, const Tensor& offsets, con
 
 void EmbeddingBagImpl::pretty_print(std::ostream& stream) const {
   static const char* const modes[] = {"kSum", "kMean", "kMax"};
-  stream << "EmbeddingBag(num_embeddings=" << options.num_embeddings() << ", embedding_dim=" << options.embedding_dim();
+  stream << "ember::nn::EmbeddingBag(num_embeddings=" << options.num_embeddings() << ", embedding_dim=" << options.embedding_dim();
   if (options.mode().kind() != EmbeddingBagMode::Kind::Mean)
     stream << ", mode=" << modes[static_cast<int>(options.mode().kind())];
   if (options.include_last_offset()) stream << ", include_last_offset=true";

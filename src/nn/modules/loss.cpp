@@ -137,7 +137,7 @@ Tensor HingeEmbeddingLossImpl::forward(const Tensor& input, const Tensor& target
   return functional::hinge_embedding_loss(input, target, options);
 }
 void HingeEmbeddingLossImpl::pretty_print(std::ostream& stream) const {
-  stream << "HingeEmbeddingLoss(margin=" << options.margin() << ")";
+  stream << "ember::nn::HingeEmbeddingLoss(margin=" << options.margin() << ")";
 }
 
 MultiMarginLossImpl::MultiMarginLossImpl(const MultiMarginLossOptions& options_) : options(options_) {
@@ -151,19 +151,19 @@ Tensor MultiMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::multi_margin_loss(input, target, MultiMarginLossFuncOptions(options).weight(weight));
 }
 void MultiMarginLossImpl::pretty_print(std::ostream& stream) const {
-  stream << "MultiMarginLoss(p=" << options.p() << ", margin=" << options.margin()
+  stream << "ember::nn::MultiMarginLoss(p=" << options.p() << ", margin=" << options.margin()
          << ", weight=" << (options.weight().defined() ? "<tensor>" : "{}") << ")";
 }
 
 Tensor MultiLabelMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::multilabel_margin_loss(input, target, options);
 }
-void MultiLabelMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "MultiLabelMarginLoss()"; }
+void MultiLabelMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::MultiLabelMarginLoss()"; }
 
 Tensor SoftMarginLossImpl::forward(const Tensor& input, const Tensor& target) {
   return functional::soft_margin_loss(input, target, options);
 }
-void SoftMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "SoftMarginLoss()"; }
+void SoftMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::SoftMarginLoss()"; }
 
 MultiLabelSoftMarginLossImpl::MultiLabelSoftMarginLossImpl(const MultiLabelSoftMarginLossOptions& options_)
     : options(options_) {
@@ -173,13 +173,13 @@ Tensor MultiLabelSoftMarginLossImpl::forward(const Tensor& input, const Tensor& 
   return functional::multilabel_soft_margin_loss(input, target,
                                                  MultilabelSoftMarginLossFuncOptions(options).weight(weight));
 }
-void MultiLabelSoftMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "MultiLabelSoftMarginLoss()"; }
+void MultiLabelSoftMarginLossImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::MultiLabelSoftMarginLoss()"; }
 
 Tensor PoissonNLLLossImpl::forward(const Tensor& log_input, const Tensor& target) {
   return functional::poisson_nll_loss(log_input, target, options);
 }
 void PoissonNLLLossImpl::pretty_print(std::ostream& stream) const {
-  stream << "PoissonNLLLoss()";
+  stream << "ember::nn::PoissonNLLLoss()";
 }
 
 Tensor TripletMarginWithDistanceLossImpl::forward(const Tensor& anchor, const Tensor& positive,
@@ -187,7 +187,7 @@ Tensor TripletMarginWithDistanceLossImpl::forward(const Tensor& anchor, const Te
   return functional::triplet_margin_with_distance_loss(anchor, positive, negative, options);
 }
 void TripletMarginWithDistanceLossImpl::pretty_print(std::ostream& stream) const {
-  stream << "TripletMarginWithDistanceLoss(margin=" << options.margin()
+  stream << "ember::nn::TripletMarginWithDistanceLoss(margin=" << options.margin()
          << ", swap=" << (options.swap() ? "true" : "false") << ")";
 }
 

@@ -102,7 +102,7 @@ Tensor CrossMapLRN2dImpl::forward(const Tensor& input) {
 }
 
 void CrossMapLRN2dImpl::pretty_print(std::ostream& stream) const {
-  stream << "CrossMapLRN2d(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
+  stream << "ember::nn::CrossMapLRN2d(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
          << ", k=" << options.k() << ")";
 }
 
@@ -113,7 +113,7 @@ namespace ember::nn {
 Tensor LocalResponseNormImpl::forward(const Tensor& input) { return functional::local_response_norm(input, options); }
 
 void LocalResponseNormImpl::pretty_print(std::ostream& stream) const {
-  stream << "LocalResponseNorm(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
+  stream << "ember::nn::LocalResponseNorm(" << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta()
          << ", k=" << options.k() << ")";
 }
 
