@@ -22,7 +22,7 @@ FeatureDropoutImpl<SpatialDims>::FeatureDropoutImpl(const DropoutOptions& option
 template <int64_t SpatialDims>
 Tensor FeatureDropoutImpl<SpatialDims>::forward(const Tensor& input) {
   const DropoutFuncOptions f =
-      DropoutFuncOptions().p(options.p()).training(is_training()).inplace(options.inplace());
+      DropoutFuncOptions().p(options.p()).training(this->is_training()).inplace(options.inplace());
   if constexpr (SpatialDims == 1) return functional::dropout1d(input, f);
   else if constexpr (SpatialDims == 2) return functional::dropout2d(input, f);
   else return functional::dropout3d(input, f);
