@@ -154,7 +154,7 @@ Tensor rrelu(const Tensor& input, const RReLUFuncOptions& options) {
   } else {
     slope = full({}, (lower + upper) / 2, input.scalar_type());
   }
-  return maybe_inplace(input, where(input >= 0, input, input * slope), options.inplace());
+  return maybe_inplace(input, where(input > 0, input, input * slope), options.inplace());
 }
 
 Tensor logsigmoid(const Tensor& input) {

@@ -1,5 +1,6 @@
 // The activations of issue 18 (LeakyReLU, ELU, PReLU, ReLU6, Softplus, Hardtanh, Mish, GLU,
-// Softmax2d) against PyTorch's formulas and derivatives written here per element in double:
+// Softmax2d) and of libtorch's functional API (SELU, CELU, Hardshrink, Softshrink, Threshold,
+// RReLU, LogSigmoid, Softsign, Tanhshrink) against PyTorch's formulas and derivatives written here per element in double:
 // forward and input gradient in float64 and float32, non-contiguous and empty inputs,
 // extreme values (no NaN from an untaken branch), gradcheck, modules and argument errors.
 #include <cmath>
@@ -19,6 +20,10 @@ struct Pointwise {
   std::function<double(double)> value;       // PyTorch's forward formula
   std::function<double(double)> derivative;  // PyTorch's backward formula (grad = g * derivative)
 };
+
+// SELU's constants (Klambauer et al., 2017).
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
 double softplus_ref(double x, double beta, double threshold) {
   return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
@@ -54,6 +59,28 @@ std::vector<Pointwise> pointwise_cases() {
          const double tsp = std::tanh(std::log1p(std::exp(x))), sig = 1 / (1 + std::exp(-x));
          return tsp + x * sig * (1 - tsp * tsp);
        }},
+      {"selu", [](const Tensor& x) { return F::selu(x); },
+       [](double x) { return kSeluScale * (x > 0 ? x : kSeluAlpha * std::expm1(x)); },
+       [](double x) { return kSeluScale * (x > 0 ? 1.0 : kSeluAlpha * std::exp(x)); }},
+      {"celu", [](const Tensor& x) { return F::celu(x, F::CELUFuncOptions().alpha(1.5)); },
+       [](double x) { return x > 0 ? x : 1.5 * std::expm1(x / 1.5); },
+       [](double x) { return x > 0 ? 1.0 : std::exp(x / 1.5); }},
+      {"hardshrink", [](const Tensor& x) { return F::hardshrink(x); },
+       [](double x) { return std::abs(x) > 0.5 ? x : 0.0; }, [](double x) { return std::abs(x) > 0.5 ? 1.0 : 0.0; }},
+      {"softshrink", [](const Tensor& x) { return F::softshrink(x, 1.5); },
+       [](double x) { return x > 1.5 ? x - 1.5 : x < -1.5 ? x + 1.5 : 0.0; },
+       [](double x) { return std::abs(x) > 1.5 ? 1.0 : 0.0; }},
+      {"threshold", [](const Tensor& x) { return F::threshold(x, F::ThresholdFuncOptions(0.5, -2)); },
+       [](double x) { return x > 0.5 ? x : -2.0; }, [](double x) { return x > 0.5 ? 1.0 : 0.0; }},
+      {"rrelu_eval", [](const Tensor& x) { return F::rrelu(x, F::RReLUFuncOptions().lower(0.1).upper(0.3)); },
+       [](double x) { return x > 0 ? x : 0.2 * x; }, [](double x) { return x > 0 ? 1.0 : 0.2; }},
+      {"logsigmoid", [](const Tensor& x) { return F::logsigmoid(x); },
+       [](double x) { return x < 0 ? x - std::log1p(std::exp(x)) : -std::log1p(std::exp(-x)); },
+       [](double x) { return 1 / (1 + std::exp(x)); }},
+      {"softsign", [](const Tensor& x) { return F::softsign(x); }, [](double x) { return x / (1 + std::abs(x)); },
+       [](double x) { return 1 / ((1 + std::abs(x)) * (1 + std::abs(x))); }},
+      {"tanhshrink", [](const Tensor& x) { return F::tanhshrink(x); }, [](double x) { return x - std::tanh(x); },
+       [](double x) { return std::tanh(x) * std::tanh(x); }},
   };
 }
 
