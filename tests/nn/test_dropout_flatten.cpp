@@ -53,7 +53,7 @@ TEST(Dropout1d, ZeroesWholeChannelsAtRateP) {
   EXPECT_TRUE(all_close(module(unbatched), values(unbatched)));
   std::ostringstream printed;
   module->pretty_print(printed);
-  EXPECT_EQ(printed.str(), "Dropout1d(p=0.6)");
+  EXPECT_EQ(printed.str(), "Dropout1d(p=0.6, inplace=false)");
 }
 
 TEST(Dropout3d, ZeroesWholeVolumesAtRateP) {

@@ -266,6 +266,8 @@ TEST(LayerParity, FoldAndShuffleLayersRearrange) {
   EXPECT_EQ(columns.sizes(), (std::vector<int64_t>{1, 4, 1}));
   EXPECT_TRUE(all_close(columns, {0, 1, 2, 3}));
   EXPECT_TRUE(all_close(nn::Fold(nn::FoldOptions({2, 2}, {2, 2}))(columns), {0, 1, 2, 3}));
+  const std::vector<int64_t> kernel{1, 2};  // sizes also come as an IntArrayRef, as in libtorch
+  EXPECT_EQ(nn::Unfold(IntArrayRef(kernel))(image).sizes(), (std::vector<int64_t>{1, 2, 2}));
   const Tensor channels = row({0, 1, 2, 3}, {1, 4, 1, 1});
   const Tensor shuffled = nn::PixelShuffle(2)(channels);
   EXPECT_EQ(shuffled.sizes(), (std::vector<int64_t>{1, 1, 2, 2}));

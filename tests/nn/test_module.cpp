@@ -288,7 +288,7 @@ TEST(Module, PrettyPrintShowsTheTree) {
   std::ostringstream out;
   out << *seq;
   EXPECT_EQ(out.str(),
-            "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=true)\n  (1): Dropout(p=0.25)\n)");
+            "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=true)\n  (1): Dropout(p=0.25, inplace=false)\n)");
 }
 
 // ---- forward hooks ------------------------------------------------------------------------------

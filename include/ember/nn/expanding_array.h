@@ -22,6 +22,7 @@ class ExpandingArray {
     for (size_t i = 0; i < D; ++i) values_[i] = values[i];
   }
   ExpandingArray(const std::array<T, D>& values) : values_(values) {}  // NOLINT
+  ExpandingArray(ArrayRef<T> values) : ExpandingArray(values.vec()) {}  // NOLINT: libtorch's from IntArrayRef
 
   std::array<T, D>& operator*() { return values_; }
   const std::array<T, D>& operator*() const { return values_; }
