@@ -9,6 +9,7 @@
 #include "ember/autograd.h"
 #include "ember/detail/demangle.h"
 #include "ember/functions.h"
+#include "ember/warning.h"
 
 namespace ember::nn {
 namespace {
@@ -273,10 +274,14 @@ LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tenso
 // ---- registration ---------------------------------------------------------------------------
 
 void Module::check_new_name(const std::string& name, const char* op) const {
-  EMBER_CHECK(!name.empty(), op, "name must not be empty");
-  EMBER_CHECK(name.find('.') == std::string::npos, op, "name '", name, "' must not contain a dot");
-  EMBER_CHECK(!parameters_.contains(name) && !buffers_.contains(name) && !children_.contains(name), op, "name '", name,
-              "' is already registered in ", this->name());
+  // libtorch's wording: "Parameter name must not be empty", "Buffer 'b' already defined".
+  const std::string kind = std::string(op) == "register_parameter" ? "Parameter"
+                           : std::string(op) == "register_buffer"  ? "Buffer"
+                                                                   : "Submodule";
+  EMBER_CHECK(!name.empty(), op, kind, " name must not be empty");
+  EMBER_CHECK(name.find('.') == std::string::npos, op, kind, " name must not contain a dot (got '", name, "')");
+  EMBER_CHECK(!parameters_.contains(name) && !buffers_.contains(name) && !children_.contains(name), op, kind, " '",
+              name, "' already defined (in ", this->name(), ")");
 }
 
 Tensor& Module::register_parameter(std::string name, Tensor tensor, bool requires_grad) {
@@ -285,6 +290,8 @@ Tensor& Module::register_parameter(std::string name, Tensor tensor, bool require
     EMBER_CHECK(tensor.is_leaf(), "register_parameter", "parameter '", name,
                 "' is not a leaf tensor (it was computed by an op that recorded a graph); pass tensor.detach()");
     tensor.requires_grad_(requires_grad);
+  } else if (requires_grad) {
+    EMBER_WARN("An undefined tensor cannot require grad. Ignoring the `requires_grad=true` function parameter.");
   }
   return parameters_.insert(std::move(name), std::move(tensor));
 }
@@ -296,14 +303,16 @@ Tensor& Module::register_buffer(std::string name, Tensor tensor, bool persistent
 }
 
 void Module::unregister_module(const std::string& name) {
-  EMBER_CHECK(children_.contains(name), "unregister_module", "no submodule named '", name, "' in ", this->name());
+  EMBER_CHECK(children_.contains(name), "unregister_module", "No Module with name `", name, "` is registered (in ",
+              this->name(), ")");
   children_.pop(name);
 }
 
 std::shared_ptr<Module> Module::shared_self(const char* op) const {
   auto self = std::const_pointer_cast<Module>(weak_from_this().lock());
   EMBER_CHECK(self != nullptr, op,
-              "include_self needs the module to be owned by a shared_ptr (a holder or std::make_shared)");
+              "It looks like you attempted to retrieve your top-level module as a shared_ptr, but it is not "
+              "stored in a shared_ptr: own it by a holder or std::make_shared, or pass include_self=false");
   return self;
 }
 

@@ -92,7 +92,7 @@ class WarningCapture {
 
 // Whether two float tensors share their first element's storage.
 inline bool pointer_equal(const Tensor& first, const Tensor& second) {
-  return first.data_ptr<float>() == second.data_ptr<float>();
+  return first.data_ptr() == second.data_ptr();
 }
 
 // A one-element tensor equals a number to within 1e-4.

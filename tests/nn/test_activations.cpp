@@ -231,7 +231,7 @@ TEST(Activations, ModulesUseTheirOptions) {
                                 7 * std::tanh(std::log1p(std::exp(7)))}));
   std::ostringstream printed;
   printed << *nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.5));
-  EXPECT_EQ(printed.str(), "LeakyReLU(negative_slope=0.5)");
+  EXPECT_EQ(printed.str(), "ember::nn::LeakyReLU(negative_slope=0.5)");
 }
 
 TEST(Activations, InplaceWritesIntoTheInput) {

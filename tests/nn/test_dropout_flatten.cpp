@@ -53,7 +53,7 @@ TEST(Dropout1d, ZeroesWholeChannelsAtRateP) {
   EXPECT_TRUE(all_close(module(unbatched), values(unbatched)));
   std::ostringstream printed;
   module->pretty_print(printed);
-  EXPECT_EQ(printed.str(), "Dropout1d(p=0.6, inplace=false)");
+  EXPECT_EQ(printed.str(), "ember::nn::Dropout1d(p=0.6, inplace=false)");
 }
 
 TEST(Dropout3d, ZeroesWholeVolumesAtRateP) {
@@ -115,7 +115,7 @@ TEST(Identity, ReturnsItsInput) {
   EXPECT_TRUE(identity(x).is_same(x));
   std::ostringstream printed;
   identity->pretty_print(printed);
-  EXPECT_EQ(printed.str(), "Identity()");
+  EXPECT_EQ(printed.str(), "ember::nn::Identity()");
 }
 
 TEST(Flatten, ShapesAndValues) {
@@ -149,7 +149,7 @@ TEST(Unflatten, ShapesAndValues) {
   EXPECT_TRUE(all_close(nn::Flatten()(y), values(x)));
   std::ostringstream printed;
   unflatten->pretty_print(printed);
-  EXPECT_EQ(printed.str(), "Unflatten(dim=1, unflattened_size=[3, 4])");
+  EXPECT_EQ(printed.str(), "ember::nn::Unflatten(dim=1, unflattened_size={3, 4})");
   EXPECT_TRUE(throws_error([&] { nn::Unflatten(1, Sizes{5, -1})(x); }, {"[unflatten]", "12"}));
   EXPECT_TRUE(throws_error([&] { nn::Unflatten(2, Sizes{3, 4})(x); }, {"[unflatten]", "2"}));
   EXPECT_TRUE(throws_error([] { nn::Unflatten(1, Sizes{}); }, {"[Unflatten]", "sizes must be non-empty"}));

@@ -1,6 +1,7 @@
 // Module system: registration, PyTorch's names and order, holders, modes, dtype conversion,
 // state_dict / load_state_dict and their errors, containers.
 #include <sstream>
+#include <utility>
 
 #include "nn_testing.h"
 
@@ -124,7 +125,12 @@ TEST(Module, HolderPattern) {
   EXPECT_NE(lin->as<nn::LinearImpl>(), nullptr);
   EXPECT_NE(lin->as<nn::Linear>(), nullptr);
   EXPECT_EQ(lin->as<nn::ReLUImpl>(), nullptr);
-  EXPECT_EQ(lin->name(), "Linear");
+  // libtorch's name: the demangled class with its namespaces.
+  EXPECT_EQ(lin->name(), "ember::nn::LinearImpl");
+  const nn::Module& constant = *lin;
+  EXPECT_EQ(constant.as<nn::Linear>(), lin.get());
+  EXPECT_EQ(constant.as<const nn::LinearImpl>(), lin.get());
+  EXPECT_EQ(constant.as<nn::ReLU>(), nullptr);
 }
 
 TEST(Module, RegistrationErrorsNameTheEntry) {
@@ -270,12 +276,29 @@ TEST(Module, LoadStateDictReportsEveryProblemByName) {
                         std::vector<double>(16, 0.0), {0, 0}));
 }
 
-TEST(Module, ApplyVisitsChildrenThenSelf) {
+TEST(Module, ApplyVisitsSelfThenChildrenDepthFirst) {
   Nested net;
+  // libtorch's order (pre-order); the named forms pass the dotted name from name_prefix.
+  const std::vector<std::string> expected_names = {"net",          "net.embed",          "net.stages",
+                                                   "net.stages.0", "net.stages.0.0",     "net.stages.0.1",
+                                                   "net.stages.1", "net.stages.1.0",     "net.head"};
   std::vector<std::string> names;
-  net->apply([&](nn::Module& m) { names.push_back(m.name()); });
-  EXPECT_EQ(names, (std::vector<std::string>{"Embedding", "Linear", "LayerNorm", "ModuleList", "Linear", "ModuleList",
-                                             "ModuleList", "Linear", "Nested"}));
+  net->apply([&](const std::string& name, nn::Module&) { names.push_back(name); }, "net");
+  EXPECT_EQ(names, expected_names);
+  std::vector<const nn::Module*> visited, const_visited, pointer_visited;
+  net->apply([&](nn::Module& m) { visited.push_back(&m); });
+  std::as_const(*net).apply([&](const nn::Module& m) { const_visited.push_back(&m); });
+  net->apply([&](const std::shared_ptr<nn::Module>& m) { pointer_visited.push_back(m.get()); });
+  ASSERT_EQ(visited.size(), 9u);
+  EXPECT_EQ(visited.front(), net.get());
+  EXPECT_EQ(visited[1], net->embed.get());
+  EXPECT_EQ(visited.back(), net->head.get());
+  EXPECT_EQ(const_visited, visited);
+  EXPECT_EQ(pointer_visited, visited);
+  std::vector<std::string> pointer_names;
+  net->apply([&](const std::string& name, const std::shared_ptr<nn::Module>&) { pointer_names.push_back(name); },
+             "net");
+  EXPECT_EQ(pointer_names, expected_names);
   // A typical custom initialisation.
   net->apply([](nn::Module& m) {
     if (auto* linear = m.as<nn::Linear>()) nn::init::zeros_(linear->weight);
@@ -288,7 +311,158 @@ TEST(Module, PrettyPrintShowsTheTree) {
   std::ostringstream out;
   out << *seq;
   EXPECT_EQ(out.str(),
-            "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=true)\n  (1): Dropout(p=0.25, inplace=false)\n)");
+            "ember::nn::Sequential(\n  (0): ember::nn::Linear(in_features=2, out_features=3, bias=true)\n"
+            "  (1): ember::nn::Dropout(p=0.25, inplace=false)\n)");
+  // A module without its own pretty_print prints its name; children indent under it.
+  std::ostringstream nested;
+  nested << *Nested();
+  const std::string text = nested.str();
+  EXPECT_EQ(text.substr(0, text.find('\n')), std::string(Nested()->name()) + "(");
+  EXPECT_NE(text.find("\n  (stages): ember::nn::ModuleList(\n    (0): ember::nn::ModuleList(\n"
+                      "      (0): ember::nn::Linear(in_features=4, out_features=4, bias=true)\n"
+                      "      (1): ember::nn::LayerNorm([4], eps=1e-05, elementwise_affine=true)\n    )\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(Module, PrettyPrintFollowsLibtorch) {
+  auto printed = [](const nn::Module& module) {
+    std::ostringstream out;
+    out << module;
+    return out.str();
+  };
+  EXPECT_EQ(printed(*nn::Conv1d(3, 4, 5)), "ember::nn::Conv1d(3, 4, kernel_size=5, stride=1)");
+  EXPECT_EQ(printed(*nn::Conv2d(nn::Conv2dOptions(3, 4, {5, 6}).stride({1, 2}).padding(1).dilation(2).groups(1).bias(
+                false))),
+            "ember::nn::Conv2d(3, 4, kernel_size=[5, 6], stride=[1, 2], padding=[1, 1], dilation=[2, 2], bias=false)");
+  EXPECT_EQ(printed(*nn::Conv2d(nn::Conv2dOptions(2, 2, 3).padding(kSame).padding_mode(kCircular))),
+            "ember::nn::Conv2d(2, 2, kernel_size=[3, 3], stride=[1, 1], padding='same', padding_mode=kCircular)");
+  EXPECT_EQ(printed(*nn::ConvTranspose2d(nn::ConvTranspose2dOptions(3, 4, 5).output_padding(1).stride(2))),
+            "ember::nn::ConvTranspose2d(3, 4, kernel_size=[5, 5], stride=[2, 2], output_padding=[1, 1])");
+  EXPECT_EQ(printed(*nn::MaxPool1d(nn::MaxPool1dOptions(5))),
+            "ember::nn::MaxPool1d(kernel_size=5, stride=5, padding=0, dilation=1, ceil_mode=false)");
+  EXPECT_EQ(printed(*nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({5, 6}))),
+            "ember::nn::AdaptiveAvgPool2d(output_size=[5, 6])");
+  EXPECT_EQ(printed(*nn::BatchNorm1d(4)),
+            "ember::nn::BatchNorm1d(4, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)");
+  EXPECT_EQ(printed(*nn::Upsample(nn::UpsampleOptions().scale_factor(std::vector<double>{0.5, 1.5}).mode(kBilinear))),
+            "ember::nn::Upsample(scale_factor=[0.5, 1.5], mode=kBilinear)");
+  EXPECT_EQ(printed(*nn::Unflatten(1, std::vector<int64_t>{2, 3})),
+            "ember::nn::Unflatten(dim=1, unflattened_size={2, 3})");
+  EXPECT_EQ(printed(*nn::LSTMCell(20, 10)), "ember::nn::LSTMCell(20, 10)");
+  EXPECT_EQ(printed(*nn::GRU(nn::GRUOptions(4, 5).num_layers(2))),
+            "ember::nn::GRU(input_size=4, hidden_size=5, num_layers=2, bias=true, batch_first=false, dropout=0, "
+            "bidirectional=false)");
+  EXPECT_EQ(printed(*nn::Sigmoid()), "ember::nn::Sigmoid()");
+  EXPECT_EQ(printed(*nn::Functional(ember::relu)), "ember::nn::Functional()");
+  EXPECT_EQ(printed(*nn::SmoothL1Loss()), "ember::nn::SmoothL1Loss");
+  EXPECT_EQ(printed(*nn::TripletMarginLoss(nn::TripletMarginLossOptions().margin(3))),
+            "ember::nn::TripletMarginLoss(margin=3, p=2, eps=1e-06, swap=false)");
+  EXPECT_EQ(printed(*nn::MultiheadAttention(4, 2)),
+            "ember::nn::MultiheadAttention(\n  (out_proj): ember::nn::Linear(in_features=4, out_features=4, bias=true)\n)");
+  nn::ParameterList list(ones({1, 2}), ones({3}, kFloat64));
+  EXPECT_EQ(printed(*list),
+            "ember::nn::ParameterList(\n(0): Parameter containing: [Float of size [1, 2]]\n"
+            "(1): Parameter containing: [Double of size [3]]\n)");
+}
+
+// ---- clone --------------------------------------------------------------------------------
+
+struct Scaled : nn::Cloneable<Scaled> {
+  Scaled() { reset(); }
+  void reset() override {
+    scale = register_parameter("scale", full({2}, 3.0));
+    count = register_buffer("count", zeros({1}, kInt64));
+    inner = register_module("inner", nn::Linear(2, 2));
+  }
+  Tensor scale, count;
+  nn::Linear inner{nullptr};
+};
+
+bool same_storage(const Tensor& a, const Tensor& b) { return a.data_ptr() == b.data_ptr(); }
+
+TEST(Module, CloneCopiesEveryTensorIntoNewStorage) {
+  auto original = std::make_shared<Scaled>();
+  {
+    NoGradGuard no_grad;
+    original->scale.fill_(7);
+    original->count.fill_(5);
+    original->inner->weight.fill_(0.5);
+  }
+  auto copy = std::dynamic_pointer_cast<Scaled>(original->clone());
+  ASSERT_NE(copy, nullptr);
+  // The members point at the clone's own registered tensors, with the original's values.
+  EXPECT_TRUE(same_storage(copy->scale, copy->named_parameters()["scale"]));
+  EXPECT_TRUE(same_storage(copy->inner->weight, copy->named_parameters()["inner.weight"]));
+  EXPECT_NE(copy->inner.get(), original->inner.get());
+  for (const auto& item : original->named_parameters()) {
+    const Tensor& cloned = copy->named_parameters()[item.key()];
+    EXPECT_FALSE(same_storage(cloned, item.value())) << item.key();
+    EXPECT_TRUE(cloned.requires_grad()) << item.key();
+    EXPECT_TRUE(testutil::all_equal(cloned, values(item.value()))) << item.key();
+  }
+  EXPECT_EQ(copy->count.item<int64_t>(), 5);
+  EXPECT_FALSE(same_storage(copy->count, original->count));
+  {
+    NoGradGuard no_grad;
+    copy->scale.fill_(1);
+  }
+  EXPECT_TRUE(all_close(original->scale, {7, 7}, {0, 0}));
+}
+
+TEST(Module, CloneOfAPlainModuleThrows) {
+  struct Plain : nn::Module {};
+  Plain plain;
+  EXPECT_TRUE(throws_error([&] { plain.clone(); }, {"clone() has not been implemented", "Cloneable"}));
+}
+
+TEST(Module, ContainersCloneTheirModules) {
+  nn::Sequential sequential(nn::Linear(3, 4), nn::Functional(ember::relu), nn::BatchNorm1d(4));
+  {
+    NoGradGuard no_grad;
+    sequential->ptr<nn::BatchNorm1dImpl>(2)->running_mean.fill_(2);
+  }
+  auto copy = std::dynamic_pointer_cast<nn::SequentialImpl>(sequential->clone());
+  ASSERT_NE(copy, nullptr);
+  ASSERT_EQ(copy->size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NE(copy->ptr(i), sequential->ptr(i));
+    EXPECT_EQ(copy->ptr(i)->name(), sequential->ptr(i)->name());
+  }
+  const auto before = sequential->named_buffers(), after = copy->named_buffers();
+  ASSERT_EQ(before.keys(), after.keys());
+  EXPECT_TRUE(all_close(after["2.running_mean"], {2, 2, 2, 2}, {0, 0}));
+  EXPECT_FALSE(same_storage(after["2.running_mean"], before["2.running_mean"]));
+  const Tensor x = uniform({2, 3}, 11, -1, 1, kFloat32);
+  sequential->eval();
+  copy->eval();
+  EXPECT_TRUE(testutil::all_equal(copy->forward(x), values(sequential->forward(x))));
+
+  nn::ModuleList list(nn::Linear(2, 2), nn::Conv1d(1, 2, 3));
+  auto list_copy = std::dynamic_pointer_cast<nn::ModuleListImpl>(list->clone());
+  ASSERT_NE(list_copy, nullptr);
+  EXPECT_NE(list_copy->ptr(1), list->ptr(1));
+  EXPECT_TRUE(testutil::all_equal(list_copy->ptr<nn::Conv1dImpl>(1)->weight, values(list->ptr<nn::Conv1dImpl>(1)->weight)));
+
+  nn::ModuleDict dict(std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>{{"fc", nn::Linear(2, 2).ptr()}});
+  auto dict_copy = std::dynamic_pointer_cast<nn::ModuleDictImpl>(dict->clone());
+  ASSERT_NE(dict_copy, nullptr);
+  EXPECT_EQ(dict_copy->keys(), std::vector<std::string>{"fc"});
+  EXPECT_NE((*dict_copy)["fc"], dict["fc"]);
+
+  nn::ParameterList parameters(full({2}, 4.0), zeros({1}));
+  parameters[1].requires_grad_(false);
+  auto parameters_copy = std::dynamic_pointer_cast<nn::ParameterListImpl>(parameters->clone());
+  ASSERT_NE(parameters_copy, nullptr);
+  EXPECT_TRUE(all_close((*parameters_copy)[0], {4, 4}, {0, 0}));
+  EXPECT_FALSE(same_storage((*parameters_copy)[0], parameters[0]));
+  EXPECT_FALSE((*parameters_copy)[1].requires_grad());
+
+  nn::AnyModule any(nn::Linear(2, 3));
+  nn::AnyModule any_copy = any.clone();
+  EXPECT_NE(any_copy.ptr(), any.ptr());
+  EXPECT_TRUE(testutil::all_equal(any_copy.get<nn::LinearImpl>().weight, values(any.get<nn::LinearImpl>().weight)));
+  EXPECT_TRUE(nn::AnyModule().clone().is_empty());
 }
 
 // ---- forward hooks ------------------------------------------------------------------------------

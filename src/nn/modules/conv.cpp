@@ -134,8 +134,6 @@ ConvTransposeNdImpl<D>::ConvTransposeNdImpl(const ConvTransposeOptions<D>& optio
   const char* name = kConvTransposeNames[D];
   const int64_t in = options.in_channels(), out = options.out_channels(), groups = options.groups();
   check_conv_arguments(in, out, groups, kernel_of(options), name);
-  EMBER_CHECK(std::holds_alternative<enumtype::kZeros>(options.padding_mode()), name,
-              "only padding_mode kZeros is supported for transposed convolutions");
   register_parameters();
 }
 
@@ -157,6 +155,9 @@ void ConvTransposeNdImpl<D>::reset_parameters() {
 template <size_t D>
 Tensor ConvTransposeNdImpl<D>::forward(const Tensor& input, const std::optional<IntArrayRef>& output_size) {
   const char* name = kConvTransposeNames[D];
+  // Checked here, not at construction, as libtorch: such a module can be built and printed.
+  EMBER_CHECK(std::holds_alternative<enumtype::kZeros>(options.padding_mode()), name,
+              "only padding_mode kZeros is supported for transposed convolutions");
   std::vector<int64_t> output_padding(options.output_padding()->begin(), options.output_padding()->end());
   if (output_size) {
     IntArrayRef requested = *output_size;

@@ -12,7 +12,8 @@ LayerNormImpl::LayerNormImpl(const LayerNormOptions& options_) : options(options
 void LayerNormImpl::reset() {
   if (options.elementwise_affine()) {
     weight = register_parameter("weight", ember::empty(options.normalized_shape()));
-    bias = register_parameter("bias", options.bias() ? ember::empty(options.normalized_shape()) : Tensor());
+    bias = register_parameter("bias", options.bias() ? ember::empty(options.normalized_shape()) : Tensor(),
+                              options.bias());
   }
   reset_parameters();
 }

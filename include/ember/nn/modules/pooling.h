@@ -57,11 +57,12 @@ class AdaptiveMaxPoolNdImpl : public Module {
 };
 
 // NameImpl for each rank, and its holder Name.
-#define EMBER_POOL_MODULE(Name, Template, D) \
-  class Name##Impl : public Template<D> {    \
-   public:                                   \
-    using Template<D>::Template;             \
-  };                                         \
+#define EMBER_POOL_MODULE(Name, Template, D)                 \
+  class Name##Impl : public Cloneable<Name##Impl, Template<D>> { \
+   public:                                                   \
+    using Cloneable::Cloneable;                              \
+    void reset() override {}                                 \
+  };                                                         \
   EMBER_MODULE(Name)
 
 EMBER_POOL_MODULE(MaxPool1d, MaxPoolNdImpl, 1);
