@@ -2,7 +2,9 @@
 // sequence number first (the order PyTorch uses), single-threaded.
 #include <functional>
 #include <map>
+#include <exception>
 #include <queue>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -114,7 +116,7 @@ std::unordered_set<Node*> nodes_leading_to(const std::vector<Node*>& starts,
 }
 
 // Runs backward from `roots` with `root_grads`; returns the gradients at targets.capture.
-std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+std::vector<Tensor> run_backward_here(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
                                  bool keep_graph, bool create_graph, const Targets& targets) {
   AutoGradMode grad_mode(create_graph);
   FinalCallbacksScope final_callbacks;
@@ -233,6 +235,41 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
   }
   final_callbacks.run();
   return captured;
+}
+
+// How many backward passes run nested on this thread (a backward function that calls
+// backward: reentrant backward).
+thread_local int t_reentrant_depth = 0;
+// Deeper than this, a nested pass runs on a thread of its own, whose stack starts empty, so
+// that deep reentrant backward does not overflow the stack (libtorch hands such passes to
+// another thread past a depth of 60 as well). The calling thread waits for it.
+constexpr int kMaxReentrantDepth = 60;
+
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& root_grads,
+                                 bool keep_graph, bool create_graph, const Targets& targets) {
+  if (t_reentrant_depth < kMaxReentrantDepth) {
+    ++t_reentrant_depth;
+    struct DepthGuard {
+      ~DepthGuard() { --t_reentrant_depth; }
+    } depth_guard;
+    return run_backward_here(roots, root_grads, keep_graph, create_graph, targets);
+  }
+  const bool inference_mode = InferenceMode::is_enabled();
+  const bool grad_mode = is_grad_enabled();
+  std::vector<Tensor> result;
+  std::exception_ptr error;
+  std::thread worker([&] {
+    try {
+      InferenceMode inference(inference_mode);
+      AutoGradMode grad(grad_mode);
+      result = run_backward(roots, root_grads, keep_graph, create_graph, targets);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  worker.join();
+  if (error) std::rethrow_exception(error);
+  return result;
 }
 
 std::vector<Tensor> default_root_grads(const std::vector<Tensor>& roots, const std::vector<Tensor>& given,

@@ -322,12 +322,12 @@ TEST(InPlace, ModifyingASavedTensorMakesBackwardThrow) {
   Tensor a = x * 2;
   Tensor b = a.sin();  // saves a
   a.mul_(3);
-  EXPECT_TRUE(throws_error([&] { b.sum().backward(); }, {"modified by an in-place operation", "version"}));
+  EXPECT_TRUE(throws_error([&] { b.sum().backward(); }, {"modified by an inplace operation", "version"}));
 
   Tensor y = x.exp();  // saves its output
   Tensor z = y * 1;
   y.add_(1);
-  EXPECT_TRUE(throws_error([&] { z.sum().backward(); }, {"in-place"}));
+  EXPECT_TRUE(throws_error([&] { z.sum().backward(); }, {"inplace operation"}));
 }
 
 TEST(InPlace, CopyIntoAFreshTensorPropagatesTheGradient) {
@@ -440,7 +440,7 @@ TEST(Hooks, SetDataChangesWhatEveryHandleSeesAndKeepsAutogradState) {
   Tensor replacement = tensor({1.0, 2.0}, kFloat64);
   replacement.add_(1);  // one version later than the data saved
   z.set_data(replacement);
-  EXPECT_TRUE(throws_error([&] { cube.backward(); }, {"modified by an in-place operation", "version"}));
+  EXPECT_TRUE(throws_error([&] { cube.backward(); }, {"modified by an inplace operation", "version"}));
 }
 
 // ---- gradcheck and custom functions ------------------------------------------------------------------

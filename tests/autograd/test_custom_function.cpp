@@ -162,7 +162,7 @@ TEST(CustomFunction, SavedOutputAndVersionCheck) {
     NoGradGuard no_grad;
     y.mul_(2);  // changes the saved output
   }
-  EXPECT_TRUE(throws_error([&] { y.sum().backward(); }, {"modified by an in-place operation"}));
+  EXPECT_TRUE(throws_error([&] { y.sum().backward(); }, {"modified by an inplace operation"}));
 
   Tensor z = Exp::apply(leaf({1.0}));
   z.sum().backward();

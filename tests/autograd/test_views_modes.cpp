@@ -5,6 +5,7 @@
 // rvalue assignment of Tensor (x[i] = value writes into x).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -245,6 +246,37 @@ TEST(TensorData, SharesValuesWithoutHistory) {
   (var * var).sum().backward();
   EXPECT_TRUE(all_close(var.grad(), {4.0, 8.0}));
   EXPECT_FALSE(x.grad().defined());
+}
+
+// Each backward runs a backward of its own until the counter in x reaches 0.
+struct Reenter : public autograd::Function<Reenter> {
+  static int deepest;
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& x) {
+    {
+      AutoGradMode enable_grad(true);
+      ctx->saved_data["x"] = autograd::make_variable(x.tensor_data(), true) - 1;
+    }
+    return ctx->saved_data["x"].toTensor().detach();
+  }
+  static autograd::variable_list backward(autograd::AutogradContext* ctx, autograd::variable_list grads) {
+    Tensor x = ctx->saved_data["x"].toTensor();
+    deepest = std::max(deepest, 300 - static_cast<int>(x.item<float>()));
+    if (x.is_nonzero()) {
+      AutoGradMode enable_grad(true);
+      apply(x).sum().backward();
+    }
+    return grads;
+  }
+};
+int Reenter::deepest = 0;
+
+TEST(ReentrantBackward, DeepNestingRunsPastTheThreadHandOff) {
+  // 300 nested passes: beyond the depth where a nested pass moves to a thread of its own.
+  Reenter::deepest = 0;
+  Tensor v = make({300.0}, {1}, kFloat32).requires_grad_();
+  Reenter::apply(v).sum().backward();
+  EXPECT_EQ(Reenter::deepest, 300);
+  EXPECT_TRUE(all_close(v.grad(), {1.0}));
 }
 
 // ---- Tensor's assignments ---------------------------------------------------------------------------

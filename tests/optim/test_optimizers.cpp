@@ -361,8 +361,8 @@ class HalvingSGD : public optim::Optimizer {
 };
 
 TEST(OptimizerBase, AUserOptimizerOnCloneableOptions) {
-  Tensor a = make({1.0, 2.0}, {2}, kFloat64).requires_grad_();
-  Tensor b = make({3.0}, {1}, kFloat64).requires_grad_();
+  Tensor a = testutil::make({1.0, 2.0}, {2}, kFloat64).requires_grad_();
+  Tensor b = testutil::make({3.0}, {1}, kFloat64).requires_grad_();
   HalvingSGD opt({a}, HalvingOptions(0.5));
   // The group's options are a clone of the defaults.
   EXPECT_NE(&opt.param_groups()[0].options(), &opt.defaults());
