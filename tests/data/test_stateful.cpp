@@ -185,33 +185,32 @@ TEST(StreamSampler, GivesBatchSizesUpToTheEpochSize) {
   EXPECT_EQ(sampler.next(4).value().size(), 3u);
 }
 
+// Saves `from` to a stream and loads it into `to`.
+template <typename S>
+void round_trip(const S& from, S& to) {
+  std::stringstream stream;
+  ember::save(from, stream);
+  ember::load(to, stream);
+}
+
 TEST(SamplerArchive, SamplersResumeWhereTheyWereSaved) {
-  samplers::SequentialSampler sequential(10);
+  samplers::SequentialSampler sequential(10), sequential_back(10);
   sequential.next(3);
-  std::stringstream s1;
-  ember::save(sequential, s1);
-  samplers::SequentialSampler sequential_back(10);
-  ember::load(sequential_back, s1);
+  round_trip(sequential, sequential_back);
   EXPECT_EQ(sequential_back.index(), 3u);
   EXPECT_EQ(sequential_back.next(2), (std::optional<std::vector<size_t>>{{3, 4}}));
 
-  samplers::RandomSampler random(10);
+  samplers::RandomSampler random(10), random_back(10);
   random.next(4);
-  std::stringstream s2;
-  ember::save(random, s2);
-  samplers::RandomSampler random_back(10);
-  ember::load(random_back, s2);
+  round_trip(random, random_back);
   EXPECT_EQ(random_back.index(), 4u);
   EXPECT_EQ(random_back.next(6), random.next(6));  // the same permutation's rest
 
-  samplers::DistributedRandomSampler distributed(10, 2, 1);
+  samplers::DistributedRandomSampler distributed(10, 2, 1), distributed_back(10, 2, 1);
   distributed.set_epoch(5);
   distributed.reset();
   distributed.next(2);
-  std::stringstream s3;
-  ember::save(distributed, s3);
-  samplers::DistributedRandomSampler distributed_back(10, 2, 1);
-  ember::load(distributed_back, s3);
+  round_trip(distributed, distributed_back);
   EXPECT_EQ(distributed_back.epoch(), 5u);
   EXPECT_EQ(distributed_back.next(3), distributed.next(3));
 }
