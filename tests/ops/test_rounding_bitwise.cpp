@@ -298,7 +298,7 @@ TEST(ClampTensor, BroadcastsNaNsAndPromotes) {
   Tensor lo = tensor({1.0, 2.0, 3.0}, kFloat64);
   EXPECT_EQ(x.clamp(lo).sizes(), (std::vector<int64_t>{2, 3}));
   EXPECT_TRUE(all_equal(x.clamp(lo), {1, 2, 3, 5, 5, 5}));
-  EXPECT_TRUE(all_close(tensor({kNaN, 1.0, 1.0}).clamp(tensor({0.0f, kNaN, 0.0}), tensor({2.0f, 2.0f, kNaN})),
+  EXPECT_TRUE(all_close(tensor({kNaN, 1.0, 1.0}).clamp(tensor({0.0, kNaN, 0.0}), tensor({2.0, 2.0, kNaN})),
                         {kNaN, kNaN, kNaN}, {0, 0}));
   Tensor promoted = tensor({0, 1, 2}).clamp(tensor({0.5f}));
   EXPECT_EQ(promoted.scalar_type(), kFloat32);
