@@ -437,7 +437,7 @@ TEST(Binary, ShapeMismatchNamesTheOpAndShapes) {
   EXPECT_TRUE(throws_error([] { ones({2, 3}) + ones({4}); }, {"[add]", "[2, 3]", "[4]"}));
   EXPECT_TRUE(throws_error([] { ones({2, 3}) * ones({3, 2}); }, {"[mul]", "[2, 3]", "[3, 2]"}));
   EXPECT_TRUE(throws_error([] { tensor({1, 2}).add(tensor({1, 2}), 0.5); }, {"[add]", "alpha", "0.5"}));
-  EXPECT_TRUE(throws_error([] { tensor({true}) + tensor({true}); }, {"[add]", "bool"}));
+  EXPECT_TRUE(throws_error([] { tensor({true}) - tensor({true}); }, {"[sub]", "bool"}));
   EXPECT_TRUE(throws_error([] { ones({2}) + Tensor(); }, {"[add]", "undefined"}));
 }
 
