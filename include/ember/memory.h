@@ -19,7 +19,4 @@ void reset_peak_memory_stats();
 // Returns cached free blocks to the system (see Note [Large block cache] in allocator.cpp).
 void empty_cache();
 
-// torch::make_unique, which libtorch programs still call: std::make_unique.
-using std::make_unique;
-
 }  // namespace ember
