@@ -48,7 +48,7 @@ void check_output_and_input(const Tensor& output, const Tensor& input, const cha
   check_output(output, op, "output");
   check_tensor(input, op, "input");
   EMBER_CHECK(output.scalar_type() == input.scalar_type(), op, "output and input dtypes differ: ",
-              output.scalar_type(), " and ", input.scalar_type());
+              dtype_name(output.scalar_type()), " and ", dtype_name(input.scalar_type()));
 }
 
 bool overlaps(const Tensor& a, const Tensor& b) {

@@ -37,7 +37,7 @@ void check_reducible(ScalarType dtype, ReduceOp reduce_op, const char* op) {
   EMBER_CHECK(dtype != kBool, op, "cannot reduce bool tensors (supported: float32, float64, bfloat16, float16, ",
               "int32, int64, int8, uint8)");
   EMBER_CHECK(reduce_op != ReduceOp::AVG || is_floating_point(dtype), op,
-              "ReduceOp::AVG needs a floating dtype, got ", dtype);
+              "ReduceOp::AVG needs a floating dtype, got ", dtype_name(dtype));
 }
 
 ReduceFunction reduce_function(ScalarType dtype, ReduceOp reduce_op) {
