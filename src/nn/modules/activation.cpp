@@ -155,8 +155,11 @@ Tensor SoftminImpl::forward(const Tensor& input) { return functional::softmin(in
 void SoftminImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Softmin(dim=" << options.dim() << ")"; }
 
 Tensor LogSigmoidImpl::forward(const Tensor& input) { return functional::logsigmoid(input); }
+void LogSigmoidImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::LogSigmoid()"; }
 Tensor SoftsignImpl::forward(const Tensor& input) { return functional::softsign(input); }
+void SoftsignImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Softsign()"; }
 Tensor TanhshrinkImpl::forward(const Tensor& input) { return functional::tanhshrink(input); }
+void TanhshrinkImpl::pretty_print(std::ostream& stream) const { stream << "ember::nn::Tanhshrink()"; }
 
 AlphaDropoutImpl::AlphaDropoutImpl(const AlphaDropoutOptions& options_) : options(options_) {
   EMBER_CHECK(options.p() >= 0 && options.p() <= 1, "AlphaDropout", "probability has to be between 0 and 1, but got ",

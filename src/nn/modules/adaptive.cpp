@@ -110,7 +110,7 @@ Tensor AdaptiveLogSoftmaxWithLossImpl::predict(const Tensor& input) {
 }
 
 void AdaptiveLogSoftmaxWithLossImpl::pretty_print(std::ostream& stream) const {
-  stream << "AdaptiveLogSoftmaxWithLoss";
+  stream << "ember::nn::AdaptiveLogSoftmaxWithLoss";
 }
 
 }  // namespace ember::nn

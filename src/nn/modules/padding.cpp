@@ -45,7 +45,7 @@ Tensor PadNdImpl<D, Options>::forward(const Tensor& input) {
 
 template <size_t D, typename Options>
 void PadNdImpl<D, Options>::pretty_print(std::ostream& stream) const {
-  stream << kind_of<Options>() << D << "d(padding=" << IntArrayRef(options.padding());
+  stream << "ember::nn::" << kind_of<Options>() << D << "d(padding=" << IntArrayRef(options.padding());
   if constexpr (requires { options.value(); }) stream << ", value=" << options.value();
   stream << ")";
 }

@@ -103,7 +103,7 @@ Tensor MaxUnpoolNdImpl<D>::forward(const Tensor& input, const Tensor& indices,
 }
 template <size_t D>
 void MaxUnpoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("MaxUnpool", D) << "(kernel_size=" << size_text(options.kernel_size())
+  stream << "ember::nn::" << rank_name("MaxUnpool", D) << "(kernel_size=" << size_text(options.kernel_size())
          << ", stride=" << size_text(options.stride()) << ", padding=" << size_text(options.padding()) << ")";
 }
 
@@ -114,7 +114,7 @@ Tensor LPPoolNdImpl<D>::forward(const Tensor& input) {
 }
 template <size_t D>
 void LPPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("LPPool", D) << "(norm_type=" << options.norm_type()
+  stream << "ember::nn::" << rank_name("LPPool", D) << "(norm_type=" << options.norm_type()
          << ", kernel_size=" << size_text(options.kernel_size()) << ", stride=" << size_text(options.stride())
          << ", ceil_mode=" << (options.ceil_mode() ? "true" : "false") << ")";
 }
@@ -150,14 +150,7 @@ Tensor FractionalMaxPoolNdImpl<D>::forward(const Tensor& input) {
 }
 template <size_t D>
 void FractionalMaxPoolNdImpl<D>::pretty_print(std::ostream& stream) const {
-  stream << rank_name("FractionalMaxPool", D) << "(kernel_size=" << IntArrayRef(options.kernel_size());
-  if (options.output_size()) stream << ", output_size=" << IntArrayRef(*options.output_size());
-  if (options.output_ratio()) {
-    stream << ", output_ratio=[";
-    for (size_t i = 0; i < D; ++i) stream << (i ? ", " : "") << (*options.output_ratio())[i];
-    stream << "]";
-  }
-  stream << ")";
+  stream << "ember::nn::" << rank_name("FractionalMaxPool", D) << "()";  // libtorch prints no options
 }
 
 template class MaxUnpoolNdImpl<1>;

@@ -175,6 +175,7 @@ class LogSigmoidImpl : public Cloneable<LogSigmoidImpl> {
  public:
   void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(LogSigmoid);
 
@@ -182,6 +183,7 @@ class SoftsignImpl : public Cloneable<SoftsignImpl> {
  public:
   void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Softsign);
 
@@ -189,6 +191,7 @@ class TanhshrinkImpl : public Cloneable<TanhshrinkImpl> {
  public:
   void reset() override {}
   Tensor forward(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
 };
 EMBER_MODULE(Tanhshrink);
 
