@@ -396,7 +396,7 @@ TEST(Module, CloneCopiesEveryTensorIntoNewStorage) {
   EXPECT_TRUE(same_storage(copy->inner->weight, copy->named_parameters()["inner.weight"]));
   EXPECT_NE(copy->inner.get(), original->inner.get());
   for (const auto& item : original->named_parameters()) {
-    const Tensor& cloned = copy->named_parameters()[item.key()];
+    const Tensor cloned = copy->named_parameters()[item.key()];  // a copy: the dict is a temporary
     EXPECT_FALSE(same_storage(cloned, item.value())) << item.key();
     EXPECT_TRUE(cloned.requires_grad()) << item.key();
     EXPECT_TRUE(testutil::all_equal(cloned, values(item.value()))) << item.key();
