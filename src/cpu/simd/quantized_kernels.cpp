@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/quantized_format.h"
 #include "cpu/simd/float_vector.h"
@@ -30,59 +31,84 @@ inline float scale_to_float(uint16_t half) {
 #endif
 }
 
-// The weight formats as the product reads them: a block's 32 values as signed int8 (int4's
-// q - 8 in [-8, 7]), one value at a time (scalar) or in registers: one block in an AVX2
-// register, a pair of blocks in an AVX-512 register.
+// The weight formats as the product reads them. int8 blocks are signed values (their sign is
+// moved onto the activations before a product); int4 blocks are the stored unsigned q in [0, 15]
+// (kUnsigned), whose offset of 8 each product takes off as 8 times the activations' sum. In
+// registers: one block in an AVX2 register, a pair of blocks in an AVX-512 register.
 struct Int8Blocks {
   static constexpr int64_t kBlockBytes = kQuantBlock;
+  static constexpr bool kUnsigned = false;
+  // Weight rows a tile takes per activation row count (measured: a decode row's two int8 sums
+  // keep the pipes busy; more columns cost more than they share).
+  template <int Rows>
+  static constexpr int kTileCols = Rows == 1 ? 2 : 1;
   static int32_t value(const uint8_t* block, int64_t t) { return static_cast<int8_t>(block[t]); }
 #if defined(__AVX2__)
   static __m256i one(const uint8_t* block) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)); }
 #endif
 #if defined(__AVX512F__)
   static __m512i pair(const uint8_t* blocks) { return _mm512_loadu_si512(blocks); }
+  // The activations of a pair in the order of pair(): as stored. Lanes 0-7 of a product belong
+  // to the first block, 8-15 to the second.
+  static __m512i pair_activations(const int8_t* a) { return _mm512_loadu_si512(a); }
+  static __m512i pair_lane_blocks() { return _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0); }
 #endif
 };
 
 struct Int4Blocks {
   static constexpr int64_t kBlockBytes = kQuantBlock / 2;
+  static constexpr bool kUnsigned = true;
+  static constexpr int kOffset = 8;
+  // int4's blocks cost more arithmetic a byte: four independent sums, the activations' shuffle
+  // and offset shared by the tile's weight rows.
+  template <int Rows>
+  static constexpr int kTileCols = Rows >= 4 ? 1 : 4 / Rows;
   static int32_t value(const uint8_t* block, int64_t t) {
     const int32_t byte = block[t % 16];
-    return (t < 16 ? byte & 15 : byte >> 4) - 8;
+    return (t < 16 ? byte & 15 : byte >> 4) - kOffset;
   }
 #if defined(__AVX2__)
+  // q of one block in value order: the low halves of its 16 bytes, then their high halves (a
+  // 64-bit shift moves each byte's high half down; the mask drops what crossed from the next).
   static __m256i one(const uint8_t* block) {
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
-    const __m256i halves = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    return _mm256_sub_epi8(_mm256_and_si256(halves, _mm256_set1_epi8(15)), _mm256_set1_epi8(8));
+    const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block)));
+    return _mm256_and_si256(_mm256_srlv_epi64(packed, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(15));
   }
 #endif
 #if defined(__AVX512F__)
-  // 32 bytes hold two blocks: their low halves (values 0-15 of each) and high halves (16-31),
-  // put back in value order by one 128-bit lane shuffle.
+  // 32 bytes hold two blocks; the register gets their low halves (values 0-15 of the first
+  // block, then of the second) and then their high halves (values 16-31 of each).
   static __m512i pair(const uint8_t* blocks) {
-    const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks));
-    const __m512i halves = _mm512_inserti64x4(_mm512_castsi256_si512(packed), _mm256_srli_epi16(packed, 4), 1);
-    const __m512i nibbles = _mm512_and_si512(halves, _mm512_set1_epi8(15));
-    return _mm512_sub_epi8(_mm512_shuffle_i64x2(nibbles, nibbles, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(8));
+    const __m512i packed = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks)));
+    return _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)),
+                            _mm512_set1_epi8(15));
   }
+  // The activations put in pair()'s order (one shuffle of 128-bit lanes, shared by every weight
+  // row of a tile), so that the weights need none.
+  static __m512i pair_activations(const int8_t* a) {
+    const __m512i x = _mm512_loadu_si512(a);
+    return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(3, 1, 2, 0));
+  }
+  static __m512i pair_lane_blocks() { return _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0); }
 #endif
 };
 
-// Block dot products of int8 activations a and weights w: |w| (unsigned, <= 128) times a with
-// w's sign (|a| <= 127), four products summed per 32-bit lane. Without VNNI, pairs summed in
-// int16 first (vpmaddubsw: 2 * 128 * 127 stays inside int16), then in int32; with VNNI,
-// vpdpbusd sums the four in int32 at once. Both are exact, so both give the same result.
+// Block dot products of int8 activations a and weights w, four products summed per 32-bit lane,
+// exact in int32. Signed weights: |w| (unsigned, <= 128) times a with w's sign (|a| <= 127).
+// Unsigned weights u (<= 15): u times a, added to a start value (the offset's share). Without
+// VNNI, pairs summed in int16 first (vpmaddubsw: 2 * 128 * 127 stays inside int16), then in
+// int32; with VNNI, vpdpbusd sums the four in int32 at once. Both are exact, so both give the
+// same result.
 #if defined(__AVX512F__)
-// Two blocks of weights (or one, zero-extended) and, per activation row, the activations
-// loaded to match.
+using ivec = __m512i;
+// Two blocks of signed weights (or one, zero-extended).
 struct SignedPair {
   __m512i magnitude;
   __mmask64 negative;
+  SignedPair() = default;
   explicit SignedPair(__m512i w) : magnitude(_mm512_abs_epi8(w)), negative(_mm512_movepi8_mask(w)) {}
   __m512i signed_activations(__m512i a) const { return _mm512_mask_sub_epi8(a, negative, _mm512_setzero_si512(), a); }
 };
-inline __m512i load_pair(const int8_t* a) { return _mm512_loadu_si512(a); }
 inline __m512i load_single(const int8_t* a) {
   return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
 }
@@ -90,30 +116,75 @@ struct MaddDot {
   static __m512i dots(const SignedPair& w, __m512i a) {
     return _mm512_madd_epi16(_mm512_maddubs_epi16(w.magnitude, w.signed_activations(a)), _mm512_set1_epi16(1));
   }
+  static __m512i unsigned_dots(__m512i start, __m512i u, __m512i a) {
+    return _mm512_add_epi32(start, _mm512_madd_epi16(_mm512_maddubs_epi16(u, a), _mm512_set1_epi16(1)));
+  }
 };
 struct VnniDot {
   __attribute__((target("avx512vnni"))) static __m512i dots(const SignedPair& w, __m512i a) {
     return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w.magnitude, w.signed_activations(a));
   }
-};
-#elif defined(__AVX2__)
-struct SignedBlock {
-  __m256i weights, magnitude;
-  explicit SignedBlock(__m256i w) : weights(w), magnitude(_mm256_sign_epi8(w, w)) {}
-  __m256i signed_activations(const int8_t* a) const {
-    return _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), weights);
+  __attribute__((target("avx512vnni"))) static __m512i unsigned_dots(__m512i start, __m512i u, __m512i a) {
+    return _mm512_dpbusd_epi32(start, u, a);
   }
 };
+#elif defined(__AVX2__)
+using ivec = __m256i;
+struct SignedPair {  // one block of signed weights
+  __m256i weights, magnitude;
+  SignedPair() = default;
+  explicit SignedPair(__m256i w) : weights(w), magnitude(_mm256_sign_epi8(w, w)) {}
+  __m256i signed_activations(__m256i a) const { return _mm256_sign_epi8(a, weights); }
+};
 struct MaddDot {
-  static __m256i dots(const SignedBlock& w, const int8_t* a) {
+  static __m256i dots(const SignedPair& w, __m256i a) {
     return _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, w.signed_activations(a)), _mm256_set1_epi16(1));
+  }
+  static __m256i unsigned_dots(__m256i start, __m256i u, __m256i a) {
+    return _mm256_add_epi32(start, _mm256_madd_epi16(_mm256_maddubs_epi16(u, a), _mm256_set1_epi16(1)));
   }
 };
 struct VnniDot {
-  __attribute__((target("avxvnni"))) static __m256i dots(const SignedBlock& w, const int8_t* a) {
+  __attribute__((target("avxvnni"))) static __m256i dots(const SignedPair& w, __m256i a) {
     return _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), w.magnitude, w.signed_activations(a));
   }
+  __attribute__((target("avxvnni"))) static __m256i unsigned_dots(__m256i start, __m256i u, __m256i a) {
+    return _mm256_dpbusd_avx_epi32(start, u, a);
+  }
 };
+#endif
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+// One operand of a tile's products: a block (pair) of weights as the format's dots take it.
+struct UnsignedPair {
+  ivec values;
+  UnsignedPair() = default;
+  explicit UnsignedPair(ivec u) : values(u) {}
+};
+template <class Weights>
+using WeightOperand = std::conditional_t<Weights::kUnsigned, UnsignedPair, SignedPair>;
+
+// The start of an unsigned product: minus the offset times the activations' sum, per lane.
+template <class Weights, class Dot>
+inline ivec offset_start(ivec a) {
+  if constexpr (Weights::kUnsigned) {
+#if defined(__AVX512F__)
+    const ivec zero = _mm512_setzero_si512(), offset = _mm512_set1_epi8(Weights::kOffset);
+    return _mm512_sub_epi32(zero, Dot::unsigned_dots(zero, offset, a));
+#else
+    const ivec zero = _mm256_setzero_si256(), offset = _mm256_set1_epi8(Weights::kOffset);
+    return _mm256_sub_epi32(zero, Dot::unsigned_dots(zero, offset, a));
+#endif
+  } else {
+    return a;
+  }
+}
+
+template <class Weights, class Dot>
+inline ivec block_dots(const WeightOperand<Weights>& w, ivec a, ivec start) {
+  if constexpr (Weights::kUnsigned) return Dot::unsigned_dots(start, w.values, a);
+  else return Dot::dots(w, a);
+}
 #endif
 
 // Nearest integer, ties to even, for |x| < 2^22 (the sum rounds away the fraction): no libm
@@ -158,90 +229,161 @@ inline int32_t block_dot_scalar(const int8_t* a, const uint8_t* block) {
   return sum;
 }
 
-// c[i, j] = sum over blocks b of (a_scale[i, b] * w_scale[j, b]) * dot(a[i, b], w[j, b]),
-// Rows rows of a against weight rows [0, n), each weight row read once, in address order.
+// c[i, j] = sum over blocks b of (a_scale[i, b] * w_scale[j, b]) * dot(a[i, b], w[j, b]), for
+// Rows rows of a against Cols weight rows at once: the tile's Rows * Cols sums are independent
+// chains of additions, and each activation load (and int4's shuffle and offset) serves Cols
+// weight rows. Each weight row is read once, in address order. Every (i, j) is summed in the
+// same order whatever the tile, so results do not depend on how rows are grouped.
+template <int Rows, int Cols, class Weights, class Dot>
+void product_tile(int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
+                  const uint16_t* w_scales, float* c, int64_t ldc) {
+  const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Weights::kBlockBytes;
+  float sums[Rows][Cols];
+  int64_t b = 0;
+#if defined(__AVX512F__)
+  vf acc[Rows][Cols];
+  EMBER_UNROLLED
+  for (int i = 0; i < Rows; ++i) {
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) acc[i][j] = vset(0.0f);
+  }
+  // Up to 16 blocks share one conversion of their weight scales and one product with each
+  // row's activation scales; each pair of blocks then picks its two scales by a permute. An
+  // odd last block runs alone in the register's low half, the high half zero.
+  for (; b < blocks; b += 16) {
+    const int64_t group = blocks - b < 16 ? blocks - b : 16;
+    const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
+    vf scales[Rows][Cols];
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) {
+      prefetch_stream_ahead(w_scales + j * blocks + b);  // the scales are a second stream
+      const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, w_scales + j * blocks + b));
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i)
+        scales[i][j] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
+    }
+    __m512i pick = Weights::pair_lane_blocks();
+    int64_t pair = 0;
+    for (; pair + 2 <= group; pair += 2) {
+      const uint8_t* at = w + (b + pair) * Weights::kBlockBytes;
+      WeightOperand<Weights> weights[Cols];
+      EMBER_UNROLLED
+      for (int j = 0; j < Cols; ++j) {
+        // Note [Weight streaming]: one prefetch a cache line
+        if (Weights::kBlockBytes * 2 >= 64 || (pair & 2) == 0) prefetch_stream_ahead(at + j * row_bytes);
+        weights[j] = WeightOperand<Weights>(Weights::pair(at + j * row_bytes));
+      }
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i) {
+        const __m512i activations = Weights::pair_activations(a + i * k + (b + pair) * kQuantBlock);
+        const __m512i start = offset_start<Weights, Dot>(activations);
+        EMBER_UNROLLED
+        for (int j = 0; j < Cols; ++j) {
+          const __m512i dots = block_dots<Weights, Dot>(weights[j], activations, start);
+          acc[i][j] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i][j]), acc[i][j]);
+        }
+      }
+      pick = _mm512_add_epi32(pick, _mm512_set1_epi32(2));
+    }
+    if (pair < group) {
+      const uint8_t* at = w + (b + pair) * Weights::kBlockBytes;
+      const __m512i single = _mm512_set1_epi32(static_cast<int>(pair));
+      WeightOperand<Weights> weights[Cols];
+      EMBER_UNROLLED
+      for (int j = 0; j < Cols; ++j)
+        weights[j] = WeightOperand<Weights>(_mm512_zextsi256_si512(Weights::one(at + j * row_bytes)));
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i) {
+        const __m512i activations = load_single(a + i * k + (b + pair) * kQuantBlock);
+        const __m512i start = offset_start<Weights, Dot>(activations);
+        EMBER_UNROLLED
+        for (int j = 0; j < Cols; ++j) {
+          const __m512i dots = block_dots<Weights, Dot>(weights[j], activations, start);
+          acc[i][j] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(single, scales[i][j]), acc[i][j]);
+        }
+      }
+    }
+  }
+  EMBER_UNROLLED
+  for (int i = 0; i < Rows; ++i) {
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) sums[i][j] = hsum_tree(acc[i][j]);
+  }
+#elif defined(__AVX2__)
+  vf acc[Rows][Cols];
+  EMBER_UNROLLED
+  for (int i = 0; i < Rows; ++i) {
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) acc[i][j] = vset(0.0f);
+  }
+  for (; b < blocks; ++b) {
+    const uint8_t* at = w + b * Weights::kBlockBytes;
+    WeightOperand<Weights> weights[Cols];
+    float w_scale[Cols];
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) {
+      if (Weights::kBlockBytes >= 32 || (b & 1) == 0) prefetch_stream_ahead(at + j * row_bytes);
+      if (b % 16 == 0) prefetch_stream_ahead(w_scales + j * blocks + b);  // the scales are a second stream
+      w_scale[j] = scale_to_float(w_scales[j * blocks + b]);
+      weights[j] = WeightOperand<Weights>(Weights::one(at + j * row_bytes));
+    }
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) {
+      const __m256i activations = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i * k + b * kQuantBlock));
+      const __m256i start = offset_start<Weights, Dot>(activations);
+      const float a_scale = a_scales[i * blocks + b];
+      EMBER_UNROLLED
+      for (int j = 0; j < Cols; ++j) {
+        const __m256i dots = block_dots<Weights, Dot>(weights[j], activations, start);
+        acc[i][j] = vfma(_mm256_cvtepi32_ps(dots), vset(a_scale * w_scale[j]), acc[i][j]);
+      }
+    }
+  }
+  EMBER_UNROLLED
+  for (int i = 0; i < Rows; ++i) {
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) sums[i][j] = hsum_tree(acc[i][j]);
+  }
+#else
+  // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
+  // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
+  EMBER_UNROLLED
+  for (int i = 0; i < Rows; ++i) {
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) sums[i][j] = 0.0f;
+  }
+  for (; b < blocks; ++b) {
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) {
+      const float wb = scale_to_float(w_scales[j * blocks + b]);
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i) {
+        const int32_t dot = block_dot_scalar<Weights>(a + i * k + b * kQuantBlock,
+                                                      w + j * row_bytes + b * Weights::kBlockBytes);
+        sums[i][j] += static_cast<float>(dot) * (a_scales[i * blocks + b] * wb);
+      }
+    }
+  }
+#endif
+  EMBER_UNROLLED
+  for (int i = 0; i < Rows; ++i) {
+    EMBER_UNROLLED
+    for (int j = 0; j < Cols; ++j) c[i * ldc + j] = sums[i][j];
+  }
+}
+
+// Rows rows of a against weight rows [0, n): tiles of the format's kTileCols weight rows, the
+// last few one at a time.
 template <int Rows, class Weights, class Dot>
 void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
                   const uint16_t* w_scales, float* c, int64_t ldc) {
-  const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Weights::kBlockBytes;
-  for (int64_t j = 0; j < n; ++j) {
-    const uint8_t* row = w + j * row_bytes;
-    const uint16_t* row_scales = w_scales + j * blocks;
-    float sums[Rows];
-    int64_t b = 0;
-#if defined(__AVX512F__)
-    vf acc[Rows];
-    EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
-    // Up to 16 blocks share one conversion of their weight scales and one product with each
-    // row's activation scales; each pair of blocks then picks its two scales by a permute. An
-    // odd last block runs alone in the register's low half, the high half zero.
-    for (; b < blocks; b += 16) {
-      const int64_t group = blocks - b < 16 ? blocks - b : 16;
-      const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
-      prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
-      const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, row_scales + b));
-      vf scales[Rows];
-      EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
-      int64_t pair = 0;
-      for (; pair + 2 <= group; pair += 2) {
-        prefetch_stream_ahead(row + (b + pair) * Weights::kBlockBytes);  // Note [Weight streaming]
-        const __m512i pick = _mm512_inserti32x8(_mm512_set1_epi32(static_cast<int>(pair)),
-                                                _mm256_set1_epi32(static_cast<int>(pair + 1)), 1);
-        const SignedPair weights(Weights::pair(row + (b + pair) * Weights::kBlockBytes));
-        EMBER_UNROLLED
-        for (int i = 0; i < Rows; ++i) {
-          const __m512i dots = Dot::dots(weights, load_pair(a + i * k + (b + pair) * kQuantBlock));
-          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), acc[i]);
-        }
-      }
-      if (pair < group) {
-        const __m512i pick = _mm512_set1_epi32(static_cast<int>(pair));
-        const SignedPair weights(_mm512_zextsi256_si512(Weights::one(row + (b + pair) * Weights::kBlockBytes)));
-        EMBER_UNROLLED
-        for (int i = 0; i < Rows; ++i) {
-          const __m512i dots = Dot::dots(weights, load_single(a + i * k + (b + pair) * kQuantBlock));
-          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), acc[i]);
-        }
-      }
-    }
-    EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
-#elif defined(__AVX2__)
-    vf acc[Rows];
-    EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
-    for (; b < blocks; ++b) {
-      prefetch_stream_ahead(row + b * Weights::kBlockBytes);
-      if (b % 16 == 0) prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
-      const float wb = scale_to_float(row_scales[b]);
-      const SignedBlock weights(Weights::one(row + b * Weights::kBlockBytes));
-      EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) {
-        const __m256i dots = Dot::dots(weights, a + i * k + b * kQuantBlock);
-        acc[i] = vfma(_mm256_cvtepi32_ps(dots), vset(a_scales[i * blocks + b] * wb), acc[i]);
-      }
-    }
-    EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
-#else
-    // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
-    // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
-    EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = 0.0f;
-    for (; b < blocks; ++b) {
-      const float wb = scale_to_float(row_scales[b]);
-      EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) {
-        const int32_t dot = block_dot_scalar<Weights>(a + i * k + b * kQuantBlock, row + b * Weights::kBlockBytes);
-        sums[i] += static_cast<float>(dot) * (a_scales[i * blocks + b] * wb);
-      }
-    }
-#endif
-    EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) c[i * ldc + j] = sums[i];
-  }
+  constexpr int cols = Weights::template kTileCols<Rows>;
+  const int64_t row_bytes = blocks * Weights::kBlockBytes;
+  int64_t j = 0;
+  for (; j + cols <= n; j += cols)
+    product_tile<Rows, cols, Weights, Dot>(blocks, a, a_scales, w + j * row_bytes, w_scales + j * blocks, c + j, ldc);
+  for (; j < n; ++j)
+    product_tile<Rows, 1, Weights, Dot>(blocks, a, a_scales, w + j * row_bytes, w_scales + j * blocks, c + j, ldc);
 }
 
 // All m rows, in passes of 4, 2 and 1.
