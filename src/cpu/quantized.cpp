@@ -68,11 +68,6 @@ void quantize_int4_block(const float* x, float d, uint8_t* packed) {
   for (int64_t t = 0; t < kQuantBlock / 2; ++t) packed[t] = static_cast<uint8_t>(q[t] | (q[t + 16] << 4));
 }
 
-int32_t int4_value(const uint8_t* block, int64_t t) {
-  const int32_t byte = block[t % 16];
-  return (t < 16 ? byte & 15 : byte >> 4) - 8;
-}
-
 }  // namespace
 
 const char* quant_format_name(QuantFormat format) { return format == QuantFormat::Int4 ? "int4" : "int8"; }
@@ -115,18 +110,10 @@ void dequantize_weight_rows(QuantFormat format, const void* values, const uint16
                             float* out) {
   check_k("dequantize", k);
   const int64_t blocks = k / kQuantBlock, row_bytes = quantized_row_bytes(format, k);
-  const int64_t block_bytes = row_bytes / blocks;
   const uint8_t* bytes = static_cast<const uint8_t*>(values);
+  const auto kernel = EMBER_KERNEL(dequantize_rows);
   parallel_for(0, rows, std::max<int64_t>(1, kChunkBytes / k), [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r)
-      for (int64_t b = 0; b < blocks; ++b) {
-        const float d = detail::half_to_float(scales[r * blocks + b]);
-        const uint8_t* block = bytes + r * row_bytes + b * block_bytes;
-        float* x = out + r * k + b * kQuantBlock;
-        for (int64_t t = 0; t < kQuantBlock; ++t)
-          x[t] = d * static_cast<float>(format == QuantFormat::Int4 ? int4_value(block, t)
-                                                                    : static_cast<int8_t>(block[t]));
-      }
+    kernel(format, bytes + lo * row_bytes, scales + lo * blocks, hi - lo, k, out + lo * k);
   });
 }
 

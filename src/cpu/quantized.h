@@ -69,6 +69,9 @@ void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t l
 
 EMBER_DECLARE_KERNEL(void, q8_quantize_rows,
                      (const float* a, int64_t rows, int64_t k, int64_t ld, int8_t* values, float* scales))
+EMBER_DECLARE_KERNEL(void, dequantize_rows,
+                     (::ember::cpu::QuantFormat format, const void* values, const uint16_t* scales, int64_t rows,
+                      int64_t k, float* out))
 // vnni: the int8 dot products through VNNI (vpdpbusd), where cpu_has_vnni().
 EMBER_DECLARE_KERNEL(void, quantized_product_rows,
                      (::ember::cpu::QuantFormat format, bool vnni, int64_t m, int64_t n, int64_t blocks,

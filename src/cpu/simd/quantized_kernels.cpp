@@ -435,6 +435,47 @@ void q8_quantize_rows(const float* a, int64_t rows, int64_t k, int64_t ld, int8_
       quantize_block(a + r * ld + b * kQuantBlock, values + r * k + b * kQuantBlock, scales + r * blocks + b);
 }
 
+// out[r, b * 32 + t] = d[r, b] * q (int4: q - 8), each product exact in float32.
+void dequantize_rows(QuantFormat format, const void* values, const uint16_t* scales, int64_t rows, int64_t k,
+                     float* out) {
+  const int64_t blocks = k / kQuantBlock;
+  const bool int4 = format == QuantFormat::Int4;
+  const int64_t block_bytes = int4 ? Int4Blocks::kBlockBytes : Int8Blocks::kBlockBytes;
+  const uint8_t* bytes = static_cast<const uint8_t*>(values);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* block = bytes + (r * blocks + b) * block_bytes;
+      float* x = out + r * k + b * kQuantBlock;
+      const float d = scale_to_float(scales[r * blocks + b]);
+#if defined(__AVX512F__) || defined(__AVX2__)
+      // The block's values 0-15 and 16-31 as int8.
+      __m128i low, high;
+      if (int4) {
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+        const __m128i nibble = _mm_set1_epi8(15), offset = _mm_set1_epi8(Int4Blocks::kOffset);
+        low = _mm_sub_epi8(_mm_and_si128(packed, nibble), offset);
+        high = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(packed, 4), nibble), offset);
+      } else {
+        low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+        high = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16));
+      }
+#if defined(__AVX512F__)
+      const __m512 scale = _mm512_set1_ps(d);
+      _mm512_storeu_ps(x, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(low))));
+      _mm512_storeu_ps(x + 16, _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(high))));
+#else
+      const __m256 scale = _mm256_set1_ps(d);
+      const __m128i parts[4] = {low, _mm_srli_si128(low, 8), high, _mm_srli_si128(high, 8)};
+      for (int p = 0; p < 4; ++p)
+        _mm256_storeu_ps(x + 8 * p, _mm256_mul_ps(scale, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(parts[p]))));
+#endif
+#else
+      for (int64_t t = 0; t < kQuantBlock; ++t)
+        x[t] = d * static_cast<float>(int4 ? Int4Blocks::value(block, t) : Int8Blocks::value(block, t));
+#endif
+    }
+}
+
 void quantized_product_rows(QuantFormat format, bool vnni, int64_t m, int64_t n, int64_t blocks, const int8_t* a,
                             const float* a_scales, const void* w, const uint16_t* w_scales, float* c, int64_t ldc) {
   const uint8_t* bytes = static_cast<const uint8_t*>(w);
