@@ -20,8 +20,8 @@ namespace ember::cpu {
 // Both quantize against the stored (float16-rounded) scale, q = round(w / d) (Int4 rounds
 // halves up, as Q4_0 does), so every weight is within half a step of its block's d * q but the
 // clamped ones. A product quantizes its activation rows to int8 blocks on the fly (float32
-// scale per block), sums each block's 32 products exactly in int32 (int4 values widened to
-// int8 q - 8), and adds the blocks' sums times both scales in float32: a decoding step reads
+// scale per block), sums each block's 32 products exactly in int32 (int4's stored q, the sum
+// starting at -8 times the activations' sum), and adds the blocks' sums times both scales in float32: a decoding step reads
 // every weight once. A prompt's products (more than kQuantizedActivationRows rows) are bound by
 // arithmetic, not by reading the weights: they widen the weights to float32 and keep the
 // activations as they are, so the prompt's tokens see no activation rounding.
