@@ -159,7 +159,7 @@ struct Method {
 };
 
 struct Constant {
-  std::string name;  // the state_dict key of a parameter or buffer
+  std::string name;  // the state_dict key of a parameter or buffer, or a named constant's name
   Tensor data;       // contiguous
 };
 

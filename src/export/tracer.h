@@ -53,8 +53,9 @@ struct Trace {
 };
 
 // The thread's trace listener while alive. Inputs, the module's parameters and buffers and
-// the named constants are known before the forward runs; every other tensor a recorded op reads must come from
-// an earlier recorded op (or be a view of one), else the export is refused.
+// the named constants are known before the forward runs; every other tensor a recorded op
+// reads must come from an earlier recorded op (or be a view of one), else the export is
+// refused.
 class Tracer final : public core::TraceListener {
  public:
   Tracer(const nn::Module& module, const std::vector<Tensor>& inputs, const std::vector<bool>& symbolic_value_inputs,

@@ -87,9 +87,7 @@ bool run(const KernelCall& c, Error& error) {
     TensorView cast;
     if (!make_contiguous_as("quantized_linear", product_view, out.dtype, out.data, &cast, error)) return false;
   }
-  if (c.inputs.size() < 4) return true;
-  const TensorView sum_inputs[2] = {out, c.inputs[3]};
-  return run_elementwise("quantized_linear", binary_loop<cpu::BinaryOp::Add>(out.dtype), {}, out, sum_inputs, error);
+  return c.inputs.size() < 4 || add_bias("quantized_linear", out, c.inputs[3], error);
 }
 
 }  // namespace
