@@ -130,8 +130,11 @@ target_link_options(ember_rt_core_only PRIVATE ${EMBER_RT_LINK_FLAGS})
 # test_ember_rt_gpt.cpp compares ember-rt's logits with eager's bitwise); the SIMD kernels keep
 # one build per instruction set and run-time dispatch. Measured on the demo GPT's decode: the
 # same CPU time per token as the -O3 objects under OpenBLAS; OpenBLAS itself is slower than
-# the autotuned oneDNN on its 1-row products.
-set(EMBER_RT_CPU_SOURCES cpu_info dispatch parallel parallel_api loops gemm gemm_openblas conv index random rms_norm
+# the autotuned oneDNN on its 1-row products. The SIMD builds carry no unwind tables: they are
+# leaf code over pointers that neither throws nor calls what throws, so no exception's path
+# crosses them, and their tables were two thirds of ember-rt's .eh_frame (the room the
+# quantized kernels of every instruction set take).
+set(EMBER_RT_CPU_SOURCES cpu_info dispatch parallel parallel_api loops gemm gemm_openblas conv index random rms_norm quantized
   rotary_embedding swiglu softmax pooling attention/flex_attention)
 list(TRANSFORM EMBER_RT_CPU_SOURCES REPLACE "(.+)" "${PROJECT_SOURCE_DIR}/src/cpu/\\1.cpp")
 set(EMBER_RT_SIZE_FLAGS -Os -fno-math-errno -ffunction-sections -fdata-sections)
@@ -141,7 +144,7 @@ foreach(cap IN LISTS EMBER_CAPABILITIES)
   target_include_directories(ember_rt_simd_${cap} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
   target_compile_definitions(ember_rt_simd_${cap} PRIVATE EMBER_CPU_CAPABILITY=${cap})
   target_compile_options(ember_rt_simd_${cap} PRIVATE ${EMBER_WARNINGS} ${EMBER_FLAGS_${cap}} ${EMBER_RT_SIZE_FLAGS}
-    -fno-trapping-math)
+    -fno-trapping-math -fno-exceptions -fno-asynchronous-unwind-tables)
   list(APPEND EMBER_RT_SIMD_OBJECTS $<TARGET_OBJECTS:ember_rt_simd_${cap}>)
 endforeach()
 add_library(ember_rt_cpu STATIC ${EMBER_RT_CPU_SOURCES} ${EMBER_RT_SIMD_OBJECTS}

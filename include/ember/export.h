@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -158,7 +159,7 @@ struct Method {
 };
 
 struct Constant {
-  std::string name;  // the state_dict key of a parameter or buffer
+  std::string name;  // the state_dict key of a parameter or buffer, or a named constant's name
   Tensor data;       // contiguous
 };
 
@@ -204,13 +205,19 @@ struct ExportMethod {
   ExportOptions options;
 };
 
+// Tensors a forward reads beyond its module's parameters and buffers (a quantized model's
+// blocks, which it holds outside its state), by the names their constants take.
+using NamedConstants = std::vector<std::pair<std::string, Tensor>>;
+
 // Traces each method at its example inputs and at resized copies (every symbol at two more
 // values inside its bounds), requires the same ops every time and fits every size, stride,
 // offset and integer attribute as an affine expression in the symbols; anything else (an
 // op without export support, item() on a computed value, different ops at different sizes,
 // a size that is not affine) is an ember::Error naming the op and the call. Parameters and
-// buffers of `module` become constants named by their state_dict keys.
-ExportedProgram export_program(const nn::Module& module, std::vector<ExportMethod> methods);
+// buffers of `module` become constants named by their state_dict keys, and `constants` by
+// their names (a name of the module's state is an error).
+ExportedProgram export_program(const nn::Module& module, std::vector<ExportMethod> methods,
+                               const NamedConstants& constants = {});
 
 ExportedProgram export_program(const nn::Module& module, const ExportFunction& forward,
                                std::vector<Tensor> example_inputs, const ExportOptions& options = {});

@@ -91,4 +91,11 @@ ScalarType parse_dtype(const Args& args) {
   throw UsageError{"--dtype must be float32 or bfloat16, got '" + name + "'"};
 }
 
+std::string parse_quantize(const Args& args) {
+  const std::string type = args.get("quantize", "");
+  if (!type.empty() && type != "int8" && type != "int4")
+    throw UsageError{"--quantize must be int8 or int4, got '" + type + "'"};
+  return type;
+}
+
 }  // namespace ember::cli

@@ -35,5 +35,7 @@ class Args {
 
 // --dtype: float32 (the default) or bfloat16, the compute dtypes of pretrained models.
 ScalarType parse_dtype(const Args& args);
+// --quantize: "" (absent), "int8" or "int4"; anything else is a UsageError.
+std::string parse_quantize(const Args& args);
 
 }  // namespace ember::cli

@@ -33,6 +33,9 @@ const char* kExportHelp =
     "  --max-seq-len N      --model: the longest sequence the program takes, which sizes its\n"
     "                       caches (default: 512, or the config's max_position_embeddings if less)\n"
     "  --dtype KIND         --model: float32 (default) or bfloat16\n"
+    "  --quantize TYPE      --model: weight-only int8 or int4 (ember/quantized.h), as ember\n"
+    "                       generate --quantize; a directory written by ember quantize exports\n"
+    "                       quantized without it\n"
     "  --out FILE           the .ember file to write\n"
     "  --threads N          thread count\n"
     "  --print              list the program (methods, views, calls)\n";
@@ -76,6 +79,7 @@ ExportedProgram export_model(const Args& args) {
   models::PretrainedOptions options;
   options.dtype = parse_dtype(args);
   options.max_seq_len = max_seq_len;
+  options.quantize = parse_quantize(args);
   models::CausalLM model = models::from_pretrained(dir, options);
   model->eval();
   std::optional<tokenizers::Tokenizer> tokenizer;
@@ -93,12 +97,12 @@ int run_export(const std::vector<std::string>& argv) {
     std::cout << kExportHelp;
     return 0;
   }
-  Args args(argv, {"checkpoint", "run", "model", "max-seq-len", "dtype", "out", "threads"}, {"print"});
+  Args args(argv, {"checkpoint", "run", "model", "max-seq-len", "dtype", "quantize", "out", "threads"}, {"print"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const int sources = static_cast<int>(args.has("checkpoint")) + args.has("run") + args.has("model");
   if (sources != 1) throw UsageError{"exactly one of --checkpoint FILE, --run DIR and --model DIR is required"};
-  if (!args.has("model") && (args.has("max-seq-len") || args.has("dtype")))
-    throw UsageError{"--max-seq-len and --dtype apply to --model only (a GPT keeps its own)"};
+  if (!args.has("model") && (args.has("max-seq-len") || args.has("dtype") || args.has("quantize")))
+    throw UsageError{"--max-seq-len, --dtype and --quantize apply to --model only (a GPT keeps its own)"};
   const std::string out = args.get("out", "");
   if (out.empty()) throw UsageError{"--out FILE is required"};
 

@@ -70,9 +70,7 @@ const char* kQuantizeHelp =
 models::PretrainedOptions pretrained_options(const Args& args) {
   models::PretrainedOptions options;
   options.dtype = parse_dtype(args);
-  options.quantize = args.get("quantize", "");
-  if (!options.quantize.empty() && options.quantize != "int8" && options.quantize != "int4")
-    throw UsageError{"--quantize must be int8 or int4, got '" + options.quantize + "'"};
+  options.quantize = parse_quantize(args);
   return options;
 }
 

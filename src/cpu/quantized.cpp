@@ -132,8 +132,10 @@ void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t l
     rows += member.n;
   }
   if (m == 0 || rows == 0) return;
+#ifndef EMBER_RT_CPU  // ember-rt has no profiler (Note [Runtime size] in cmake/runtime.cmake)
   profiler::RecordFunction record("gemm_quantized_weight", profiler::Category::Gemm);
   if (record.active()) record.event()->flops = 2.0 * double(m) * double(rows) * double(k);
+#endif
   const int64_t blocks = k / kQuantBlock;
   if (m > kQuantizedActivationRows) {
     // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has at most 19

@@ -465,7 +465,8 @@ struct MethodBuilder {
   }
 };
 
-export_ir::Method export_method(export_ir::Program& program, const nn::Module& module, const ExportMethod& spec) {
+export_ir::Method export_method(export_ir::Program& program, const nn::Module& module, const ExportMethod& spec,
+                                const NamedConstants& constants) {
   EMBER_CHECK(static_cast<bool>(spec.forward), "export", "method ", spec.name, " has no forward");
   std::vector<Tensor> examples;
   for (const Tensor& t : spec.example_inputs) {
@@ -498,7 +499,7 @@ export_ir::Method export_method(export_ir::Program& program, const nn::Module& m
   NoGradGuard no_grad;
   for (const auto& point : builder.points.points) {
     std::vector<Tensor> inputs = resized_inputs(examples, spec.options.symbols, point);
-    export_detail::Tracer tracer(module, inputs, symbolic_value);
+    export_detail::Tracer tracer(module, inputs, symbolic_value, constants);
     std::vector<Tensor> outputs = spec.forward(inputs);
     builder.traces.push_back(tracer.finish(outputs));
   }
@@ -515,13 +516,14 @@ export_ir::Method export_method(export_ir::Program& program, const nn::Module& m
 
 }  // namespace
 
-ExportedProgram export_program(const nn::Module& module, std::vector<ExportMethod> methods) {
+ExportedProgram export_program(const nn::Module& module, std::vector<ExportMethod> methods,
+                               const NamedConstants& constants) {
   EMBER_CHECK(!methods.empty(), "export", "no methods to export");
   export_ir::Program program;
   for (const ExportMethod& spec : methods) {
     for (const auto& m : program.methods)
       EMBER_CHECK(m.name != spec.name, "export", "two methods are named '", spec.name, "'");
-    program.methods.push_back(export_method(program, module, spec));
+    program.methods.push_back(export_method(program, module, spec, constants));
   }
   return ExportedProgram(std::move(program));
 }

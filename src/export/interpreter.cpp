@@ -11,6 +11,7 @@
 #include "ember/functions.h"
 #include "ember/nn/attention/flex_attention.h"
 #include "ember/nn/functional.h"
+#include "ember/quantized.h"
 #include "export/interpreter.h"
 
 namespace ember {
@@ -111,6 +112,12 @@ const std::map<std::string, Kernel>& kernels() {
     };
     k["linear"] = [](const std::vector<Tensor>& in, const Attributes&) {
       return std::vector<Tensor>{linear(in.at(0), in.at(1), input_or_undefined(in, 2))};
+    };
+    k["quantized_linear"] = [](const std::vector<Tensor>& in, const Attributes&) {
+      const Tensor& values = in.at(1);
+      const quantized::Format format = values.scalar_type() == kUInt8 ? quantized::Format::kInt4 : quantized::Format::kInt8;
+      return std::vector<Tensor>{
+          quantized::linear(in.at(0), quantized::quantized_weight(format, values, in.at(2)), input_or_undefined(in, 3))};
     };
     k["embedding"] = [](const std::vector<Tensor>& in, const Attributes& a) {
       return std::vector<Tensor>{embedding(in.at(0), in.at(1), a.integer("padding_idx", -1))};

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include "ember/error.h"
@@ -25,7 +26,7 @@ std::string shape_string(const Tensor& t) {
 }  // namespace
 
 Tracer::Tracer(const nn::Module& module, const std::vector<Tensor>& inputs,
-               const std::vector<bool>& symbolic_value_inputs)
+               const std::vector<bool>& symbolic_value_inputs, const NamedConstants& constants)
     : symbolic_value_(symbolic_value_inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     EMBER_CHECK(inputs[i].defined(), "export", "example input ", i, " is undefined");
@@ -33,16 +34,20 @@ Tracer::Tracer(const nn::Module& module, const std::vector<Tensor>& inputs,
                 " shares its memory with an earlier input or a parameter");
     add_root(inputs[i], {.kind = TracedValue::Kind::Input, .slot = static_cast<uint32_t>(i)});
   }
-  auto add_constants = [&](const OrderedDict<std::string, Tensor>& named) {
-    for (const auto& item : named) {
-      const Tensor& t = item.value();
-      if (!t.defined() || roots_.count(storage_key(t))) continue;  // tied: its first name
-      trace_.constants.emplace(item.key(), t);
-      add_root(t, {.kind = TracedValue::Kind::Constant, .constant = item.key()});
-    }
+  auto add_constant = [&](const std::string& name, const Tensor& t) {
+    if (!t.defined() || roots_.count(storage_key(t))) return;  // tied: its first name
+    trace_.constants.emplace(name, t);
+    add_root(t, {.kind = TracedValue::Kind::Constant, .constant = name});
   };
-  add_constants(module.named_parameters());
-  add_constants(module.named_buffers());
+  const auto parameters = module.named_parameters(), buffers = module.named_buffers();
+  for (const auto& item : parameters) add_constant(item.key(), item.value());
+  for (const auto& item : buffers) add_constant(item.key(), item.value());
+  std::set<std::string> named;
+  for (const auto& [name, t] : constants) {
+    EMBER_CHECK(!parameters.find(name) && !buffers.find(name) && named.insert(name).second, "export", "constant '",
+                name, "' is named twice (by the module's state or by an earlier constant)");
+    add_constant(name, t);
+  }
   core::set_trace_listener(this);
 }
 

@@ -52,12 +52,14 @@ struct Trace {
   std::map<std::string, Tensor> constants;  // by name: parameters, buffers, inline constants
 };
 
-// The thread's trace listener while alive. Inputs and the module's parameters and buffers
-// are known before the forward runs; every other tensor a recorded op reads must come from
-// an earlier recorded op (or be a view of one), else the export is refused.
+// The thread's trace listener while alive. Inputs, the module's parameters and buffers and
+// the named constants are known before the forward runs; every other tensor a recorded op
+// reads must come from an earlier recorded op (or be a view of one), else the export is
+// refused.
 class Tracer final : public core::TraceListener {
  public:
-  Tracer(const nn::Module& module, const std::vector<Tensor>& inputs, const std::vector<bool>& symbolic_value_inputs);
+  Tracer(const nn::Module& module, const std::vector<Tensor>& inputs, const std::vector<bool>& symbolic_value_inputs,
+         const NamedConstants& constants);
   ~Tracer() override;
   Tracer(const Tracer&) = delete;
   Tracer& operator=(const Tracer&) = delete;

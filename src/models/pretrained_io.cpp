@@ -141,6 +141,12 @@ std::string block_stem(const std::string& weight_key) {
   return weight_key.ends_with(".weight") ? weight_key.substr(0, weight_key.size() - 7) : weight_key;
 }
 
+// The blocks of the weight `weight_key` as stored: values, then scales.
+void add_block_tensors(io::TensorList& tensors, const std::string& weight_key, const quantized::QuantizedWeight& weight) {
+  tensors.emplace_back(block_stem(weight_key) + kQuantizedValues, weight.values);
+  tensors.emplace_back(block_stem(weight_key) + kQuantizedScales, weight.scales);
+}
+
 // The "quantization" its shards' metadata names ("" when none); all shards must agree.
 std::string stored_quantization(const Checkpoint& checkpoint) {
   std::string type;
@@ -358,26 +364,28 @@ void save_quantized(CausalLM& model, const std::string& dir_name) {
   const auto parameters = model->named_parameters();
   const auto blocks = model->quantized_weights();
   io::TensorList tensors;
-  auto add_blocks = [&](const std::string& key, const quantized::QuantizedWeight& weight) {
-    tensors.emplace_back(block_stem(key) + kQuantizedValues, weight.values);
-    tensors.emplace_back(block_stem(key) + kQuantizedScales, weight.scales);
-  };
   for (const auto& entry : detail::checkpoint_entries(model->config())) {
     if (auto it = blocks.find(entry.name); it != blocks.end()) {
-      add_blocks(entry.name, it->second);
+      add_block_tensors(tensors, entry.name, it->second);
       continue;
     }
     const Tensor* parameter = parameters.find(entry.name);
     EMBER_CHECK(parameter != nullptr, kSave, "the model has no parameter '", entry.name, "'");
     tensors.emplace_back(entry.name, parameter->detach());
   }
-  if (!parameters.find(CausalLMImpl::kLmHeadKey)) add_blocks(CausalLMImpl::kLmHeadKey, blocks.at(CausalLMImpl::kLmHeadKey));
+  if (!parameters.find(CausalLMImpl::kLmHeadKey))
+    add_block_tensors(tensors, CausalLMImpl::kLmHeadKey, blocks.at(CausalLMImpl::kLmHeadKey));
   io::save_safetensors((dir / kSingleName).string(), tensors,
                        {{"format", "pt"}, {kQuantizationKey, model->quantization()}});
   remove_other_weight_files(dir, {kSingleName});
   write_config_files(model, dir);
 }
 
+std::vector<std::pair<std::string, Tensor>> quantized_block_tensors(const CausalLM& model) {
+  io::TensorList tensors;
+  for (const auto& [key, weight] : model->quantized_weights()) add_block_tensors(tensors, key, weight);
+  return tensors;
+}
 
 GenerationConfig read_generation_config(const std::string& dir_name) {
   const fs::path dir(dir_name);

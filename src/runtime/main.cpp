@@ -59,7 +59,7 @@ void print_info(const char* what, size_t index, const EmberRtTensorInfo& info) {
 // and other control bytes escaped so each entry stays on one line.
 void print_metadata(const EmberRtProgram* program) {
   for (const char* key : {"max_seq_len", "tokenizer_kind", "tokenizer_state", "gpt_config", "architecture",
-                          "eos_token_ids"}) {
+                          "quantization", "eos_token_ids"}) {
     const char* value = ember_rt_metadata(program, key);
     if (value == nullptr) continue;
     std::printf("metadata %s: ", key);

@@ -66,7 +66,7 @@ ExportedProgram export_cached_decoder(const CachedDecoder& decoder) {
                         return {forward(in[0], caches, false)};
                       },
                       decode_inputs, ExportOptions().symbolic_value(1, Dim("pos", 0, max_len - 1))};
-  ExportedProgram program = export_program(*decoder.module, {prefill, decode});
+  ExportedProgram program = export_program(*decoder.module, {prefill, decode}, decoder.constants);
   program.set_metadata("max_seq_len", std::to_string(max_len));
   return program;
 }

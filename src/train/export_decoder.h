@@ -14,6 +14,7 @@ namespace ember::train {
 // What the recipe needs of a model: the caches' geometry and its cached forward.
 struct CachedDecoder {
   const nn::Module* module = nullptr;  // its parameters and buffers become the constants
+  NamedConstants constants;             // and these: tensors it holds outside its state (quantized blocks)
   int64_t layers = 0, kv_heads = 0, head_dim = 0;
   int64_t max_seq_len = 0;  // the caches' length and the bound of the T and pos symbols
   int64_t vocab_size = 0;

@@ -5,6 +5,7 @@ namespace ember::train {
 CachedDecoder cached_decoder(const models::GPT& model) {
   const models::GPTConfig& c = model->config;
   CachedDecoder decoder{.module = model.get(),
+                        .constants = {},  // the GPT holds every tensor in its state
                         .layers = c.n_layers,
                         .kv_heads = c.n_kv_heads,
                         .head_dim = c.head_dim(),

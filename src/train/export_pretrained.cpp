@@ -5,6 +5,7 @@ namespace ember::train {
 CachedDecoder cached_decoder(const models::CausalLM& model) {
   const models::PretrainedConfig& c = model->config();
   CachedDecoder decoder{.module = model.get(),
+                        .constants = models::quantized_block_tensors(model),
                         .layers = c.num_hidden_layers,
                         .kv_heads = c.num_key_value_heads,
                         .head_dim = c.head_dim,
@@ -41,6 +42,7 @@ ExportedProgram export_pretrained(const models::CausalLM& model, const std::vect
                 " ids, more than the model's vocab_size ", config.vocab_size);
   ExportedProgram program = export_cached_decoder(cached_decoder(model));
   program.set_metadata("architecture", models::architecture_name(config.architecture));
+  if (!model->quantization().empty()) program.set_metadata("quantization", model->quantization());
   std::string eos;
   for (int64_t id : eos_token_ids) eos += (eos.empty() ? "" : " ") + std::to_string(id);
   program.set_metadata("eos_token_ids", eos);

@@ -14,11 +14,13 @@ namespace ember::train {
 
 // The model as the export recipe sees it: caches of model->max_seq_len() positions; prefill
 // returns the logits of the prompt's last token only ([1, 1, vocab]: the head over a whole
-// prompt is most of a small model's prefill, and generation reads one row).
+// prompt is most of a small model's prefill, and generation reads one row). A quantized
+// model's blocks are constants under the keys save_quantized gives them.
 CachedDecoder cached_decoder(const models::CausalLM& model);
 
 // prefill and decode over caller-owned caches, with metadata "max_seq_len", "architecture"
-// (transformers' class name), "eos_token_ids" (decimal, space-separated) and, with a tokenizer,
+// (transformers' class name), "quantization" ("int8" or "int4", when quantized),
+// "eos_token_ids" (decimal, space-separated) and, with a tokenizer,
 // "token_bytes": every id's bytes (Tokenizer::token_bytes) as lowercase hex, comma-separated in
 // id order.
 ExportedProgram export_pretrained(const models::CausalLM& model, const std::vector<int64_t>& eos_token_ids,

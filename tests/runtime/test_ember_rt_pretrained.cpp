@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cpu/dispatch.h"
 #include "ember/atomic_file.h"
 #include "ember/backends.h"
 #include "ember/data/tokenizers.h"
@@ -34,12 +35,15 @@ struct Exported {
   std::string path;
 };
 
-// The fixture `arch` exported into `dir` (max_seq_len 64), with its tokenizer and EOS ids.
-Exported export_fixture(const std::string& arch, ScalarType dtype, const std::string& dir) {
+// The fixture `arch` exported into `dir` (max_seq_len 64), with its tokenizer and EOS ids;
+// quantized when `quantize` names a type.
+Exported export_fixture(const std::string& arch, ScalarType dtype, const std::string& dir,
+                        const std::string& quantize = "") {
   models::PretrainedOptions options;
   options.dtype = dtype;
   options.max_seq_len = 64;
-  Exported e{models::from_pretrained(model_dir(arch), options), dir + "/" + arch + ".ember"};
+  options.quantize = quantize;
+  Exported e{models::from_pretrained(model_dir(arch), options), dir + "/" + arch + quantize + ".ember"};
   e.model->eval();
   const auto tokenizer = tokenizers::Tokenizer::from_file(model_dir(arch) + "/tokenizer.json");
   train::export_pretrained(e.model, models::read_generation_config(model_dir(arch)).eos_token_ids, &tokenizer)
@@ -47,7 +51,9 @@ Exported export_fixture(const std::string& arch, ScalarType dtype, const std::st
   return e;
 }
 
-class EmberRtPretrained : public ::testing::TestWithParam<std::tuple<std::string, ScalarType>> {
+// A scratch directory per test, and eager's GEMM on OpenBLAS (ember-rt's one backend).
+template <class Base>
+class EmberRtFixture : public Base {
  protected:
   void SetUp() override {
     backends::set_gemm_backend("openblas");
@@ -58,10 +64,11 @@ class EmberRtPretrained : public ::testing::TestWithParam<std::tuple<std::string
   std::string dir_;
 };
 
-TEST_P(EmberRtPretrained, PrefillAndDecodeEqualEagerBitwise) {
-  const auto& [arch, dtype] = GetParam();
-  manual_seed(12);
-  Exported e = export_fixture(arch, dtype, dir_);
+class EmberRtPretrained : public EmberRtFixture<::testing::TestWithParam<std::tuple<std::string, ScalarType>>> {};
+
+// ember-rt's prefill (prompts of 1 and 20 tokens: a quantized model's products of few rows
+// and of many) and one decode step after each, against eager forward_cached: bitwise.
+void expect_ember_rt_equal_eager(Exported& e, const std::string& dir, const std::string& what) {
   const train::CachedDecoder decoder = train::cached_decoder(e.model);
   const ExportedProgram program = ExportedProgram::load(e.path);
   NoGradGuard no_grad;
@@ -72,14 +79,21 @@ TEST_P(EmberRtPretrained, PrefillAndDecodeEqualEagerBitwise) {
     std::vector<Tensor> caches = train::make_cache_inputs(decoder);
     std::vector<Tensor> inputs = {tokens};
     inputs.insert(inputs.end(), caches.begin(), caches.end());
-    EXPECT_EQ(run_ember_rt(e.path, "prefill", inputs, dir_), bytes_of(eager)) << arch << " prefill of " << prompt;
+    EXPECT_EQ(run_ember_rt(e.path, "prefill", inputs, dir), bytes_of(eager)) << what << " prefill of " << prompt;
     program.run(inputs, "prefill");  // the caches as prefill leaves them (the interpreter equals eager)
     const Tensor next = randint(0, decoder.vocab_size, {1, 1}, TensorOptions().dtype(kInt64));
     const Tensor eager_step = e.model->forward_cached(next, eager_cache);
     std::vector<Tensor> step = {next, full({}, prompt, TensorOptions().dtype(kInt64))};
     step.insert(step.end(), caches.begin(), caches.end());
-    EXPECT_EQ(run_ember_rt(e.path, "decode", step, dir_), bytes_of(eager_step)) << arch << " decode at " << prompt;
+    EXPECT_EQ(run_ember_rt(e.path, "decode", step, dir), bytes_of(eager_step)) << what << " decode at " << prompt;
   }
+}
+
+TEST_P(EmberRtPretrained, PrefillAndDecodeEqualEagerBitwise) {
+  const auto& [arch, dtype] = GetParam();
+  manual_seed(12);
+  Exported e = export_fixture(arch, dtype, dir_);
+  expect_ember_rt_equal_eager(e, dir_, arch);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -92,6 +106,36 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       return std::get<0>(info.param) + (std::get<1>(info.param) == kFloat32 ? "_float32" : "_bfloat16");
     });
+
+// Quantized models (int8, int4) in ember-rt: bitwise eager's at this CPU's dispatch level.
+class EmberRtQuantized : public EmberRtFixture<::testing::Test> {};
+
+TEST_F(EmberRtQuantized, PrefillAndDecodeEqualEagerBitwise) {
+  manual_seed(13);
+  for (const auto& [arch, dtype, type] :
+       {std::make_tuple("llama", kFloat32, "int8"), std::make_tuple("llama", kFloat32, "int4"),
+        std::make_tuple("qwen2", kBFloat16, "int4"), std::make_tuple("gpt2", kFloat32, "int8"),
+        std::make_tuple("phi3", kFloat32, "int4")}) {
+    Exported e = export_fixture(arch, dtype, dir_, type);
+    expect_ember_rt_equal_eager(e, dir_, std::string(arch) + " " + type + " " + dtype_name(dtype));
+  }
+}
+
+// The dispatch levels run different builds of the quantized kernels (their sums differ in
+// order): ember-rt under EMBER_CPU_CAPABILITY=level equals eager at that level, for every level
+// this CPU has.
+TEST_F(EmberRtQuantized, EqualEagerAtEveryDispatchLevel) {
+  manual_seed(14);
+  Exported e = export_fixture("llama", kFloat32, dir_, "int4");
+  const cpu::Capability best = cpu::cpu_capability();
+  for (cpu::Capability wanted : cpu::kAllCapabilities) {
+    if (cpu::set_cpu_capability(wanted) != wanted) continue;
+    ::setenv("EMBER_CPU_CAPABILITY", cpu::capability_name(wanted), 1);
+    expect_ember_rt_equal_eager(e, dir_, std::string("llama int4 at ") + cpu::capability_name(wanted));
+  }
+  ::unsetenv("EMBER_CPU_CAPABILITY");
+  cpu::set_cpu_capability(best);
+}
 
 class EmberRtPretrainedGreedy : public EmberRtPretrained {};
 

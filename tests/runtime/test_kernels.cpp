@@ -7,7 +7,9 @@
 
 #include "ember/detail/op_table.h"
 #include "ember/ember.h"
+#include "cpu/dispatch.h"
 #include "ember/nn/attention/flex_attention.h"
+#include "ember/quantized.h"
 #include "runtime/kernel.h"
 #include "runtime_test_util.h"
 
@@ -55,6 +57,13 @@ class ProgramMaker {
     auto found = std::find(spec_.operators.begin(), spec_.operators.end(), op);
     if (found == spec_.operators.end()) found = spec_.operators.insert(found, op);
     method_.instructions.push_back(call_spec(static_cast<uint32_t>(found - spec_.operators.begin()), in, out, attributes));
+  }
+
+  // The load's error message ("" when the program loads).
+  std::string load_error() {
+    spec_.methods = {method_};
+    Loaded loaded(spec_);
+    return loaded.status == EMBER_RT_OK ? "" : loaded.message;
   }
 
   // Loads and runs the program; the outputs, or the run's status in *status.
@@ -130,6 +139,108 @@ TEST(RuntimeKernels, LinearOnThreeDimsAndOnStridedInputs) {
     uint32_t base = p.input(x), out = p.output({5, 2, 24});
     p.call("linear", {p.view(base, {5, 2, 16}, {16, 80, 1}), p.constant(w)}, {out});
     expect_bitwise_equal(p.run()[0], linear(x.transpose(0, 1), w));
+  }
+}
+
+// quantized_linear against quantized::linear at every dispatch level this CPU has (the levels
+// run different kernel builds, whose sums differ in order): decoding's few rows (activations
+// quantized) and a prompt's many (weights widened), int8 and int4, float32 and bfloat16, with
+// and without bias, on a strided 3-D input.
+TEST(RuntimeKernels, QuantizedLinearEqualsEagerAtEveryDispatchLevel) {
+  manual_seed(8);
+  const cpu::Capability best = cpu::cpu_capability();
+  for (cpu::Capability wanted : cpu::kAllCapabilities) {
+    const cpu::Capability level = cpu::set_cpu_capability(wanted);
+    if (level != wanted) continue;
+    for (quantized::Format format : {quantized::Format::kInt8, quantized::Format::kInt4}) {
+      const quantized::QuantizedWeight w = quantized::quantize(randn({40, 96}), format);
+      const Tensor b = randn({40});
+      for (ScalarType dtype : {kFloat32, kBFloat16})
+        for (int64_t rows : {1, 3, 8, 9, 21})
+          for (bool with_bias : {false, true}) {
+            const Tensor x = randn({rows, 96}).to(dtype), bias = b.to(dtype);
+            ProgramMaker p;
+            uint32_t xi = p.input(x), out = p.output({rows, 40}, dtype);
+            std::vector<uint32_t> in{xi, p.constant(w.values), p.constant(w.scales)};
+            if (with_bias) in.push_back(p.constant(bias));
+            p.call("quantized_linear", in, {out});
+            SCOPED_TRACE(std::string(cpu::capability_name(level)) + " " + quantized::format_name(format) + " " +
+                         dtype_name(dtype) + " rows " + std::to_string(rows) + (with_bias ? " bias" : ""));
+            expect_bitwise_equal(p.run()[0], quantized::linear(x, w, with_bias ? bias : Tensor()));
+          }
+      // [2, 5, 96] transposed to [5, 2, 96]: leading dims that do not merge, copied to scratch.
+      const Tensor x = randn({2, 5, 96});
+      ProgramMaker p;
+      uint32_t base = p.input(x), out = p.output({5, 2, 40});
+      p.call("quantized_linear", {p.view(base, {5, 2, 96}, {96, 480, 1}), p.constant(w.values), p.constant(w.scales)},
+             {out});
+      expect_bitwise_equal(p.run()[0], quantized::linear(x.transpose(0, 1), w));
+    }
+  }
+  cpu::set_cpu_capability(best);
+}
+
+// Operands no exporter writes: refused at load (dtypes, ranks) or at run (sizes), naming the op.
+TEST(RuntimeKernels, QuantizedLinearRefusesBadOperands) {
+  manual_seed(9);
+  const quantized::QuantizedWeight int8 = quantized::quantize_int8(randn({8, 64}));
+  const quantized::QuantizedWeight int4 = quantized::quantize_int4(randn({8, 64}));
+  auto message = [](ProgramMaker& p, EmberRtStatus expected) {
+    EmberRtStatus status = EMBER_RT_OK;
+    p.run(&status);
+    EXPECT_EQ(status, expected);
+    return std::string(ember_rt_last_error());
+  };
+  auto load_message = [](ProgramMaker& p) {
+    const std::string text = p.load_error();
+    EXPECT_NE(text, "") << "loaded";
+    return text;
+  };
+  {  // float32 values
+    ProgramMaker p;
+    uint32_t out = p.output({2, 8});
+    p.call("quantized_linear", {p.input(randn({2, 64})), p.constant(randn({8, 64})), p.constant(int8.scales)}, {out});
+    EXPECT_NE(load_message(p).find("[quantized_linear] expects int8 values (int8 blocks) or uint8 (int4 blocks) and "
+                                   "float16 scales, got Float32 and Float16"),
+              std::string::npos);
+  }
+  {  // float32 scales
+    ProgramMaker p;
+    uint32_t out = p.output({2, 8});
+    p.call("quantized_linear", {p.input(randn({2, 64})), p.constant(int8.values), p.constant(int8.scales.to(kFloat32))},
+           {out});
+    EXPECT_NE(load_message(p).find("float16 scales, got Int8 and Float32"), std::string::npos);
+  }
+  {  // a bias of another dtype than x
+    ProgramMaker p;
+    uint32_t out = p.output({2, 8});
+    p.call("quantized_linear",
+           {p.input(randn({2, 64})), p.constant(int8.values), p.constant(int8.scales), p.constant(randn({8}).to(kBFloat16))},
+           {out});
+    EXPECT_NE(load_message(p).find("[quantized_linear] x, bias and out must be of one dtype"), std::string::npos);
+  }
+  {  // int4 values [8, 64]: int8's layout under int4's dtype
+    ProgramMaker p;
+    uint32_t out = p.output({2, 8});
+    p.call("quantized_linear", {p.input(randn({2, 64})), p.constant(int8.values.to(kUInt8)), p.constant(int4.scales)},
+           {out});
+    EXPECT_EQ(message(p, EMBER_RT_ERROR_KERNEL), "[quantized_linear] int4 values [8, 64], expected [8, 32]");
+  }
+  {  // 40 input features: not 32 per scale
+    ProgramMaker p;
+    uint32_t out = p.output({2, 8});
+    p.call("quantized_linear",
+           {p.input(randn({2, 40})), p.constant(int8.values.narrow(1, 0, 40)), p.constant(int8.scales.narrow(1, 0, 1))},
+           {out});
+    EXPECT_EQ(message(p, EMBER_RT_ERROR_KERNEL),
+              "[quantized_linear] input with 40 features, scales [8, 1]: the features must be 32 per scale, a positive "
+              "multiple of 32");
+  }
+  {  // an output of the wrong width
+    ProgramMaker p;
+    uint32_t out = p.output({2, 9});
+    p.call("quantized_linear", {p.input(randn({2, 64})), p.constant(int4.values), p.constant(int4.scales)}, {out});
+    EXPECT_EQ(message(p, EMBER_RT_ERROR_KERNEL), "[quantized_linear] output must be contiguous [..., N]");
   }
 }
 

@@ -149,6 +149,10 @@ void save_pretrained(CausalLM& model, const std::string& dir, int64_t max_shard_
 // checkpoints] in src/models/pretrained_io.cpp). from_pretrained reads such a directory back,
 // quantized, with the blocks as stored.
 void save_quantized(CausalLM& model, const std::string& dir);
+// A quantized model's blocks under the keys save_quantized writes them with: "<stem>.qweight"
+// and "<stem>.scales" for each quantized weight "<stem>.weight" (the head's "lm_head.*"), in
+// the order of CausalLMImpl::quantized_weights(); empty when the model is not quantized.
+std::vector<std::pair<std::string, Tensor>> quantized_block_tensors(const CausalLM& model);
 
 // generation_config.json's eos/bos/pad ids and sampling settings, over config.json's ids.
 GenerationConfig read_generation_config(const std::string& dir);

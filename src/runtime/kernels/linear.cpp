@@ -106,9 +106,7 @@ bool run(const KernelCall& c, Error& error) {
   if (!as_matrix("linear", b_view, scratch + aligned(element_size(x.dtype) * x.numel()), &b, error)) return false;
   cpu::gemm(to_ember(out.dtype), a.trans, b.trans, rows, n, k, 1.0, a.data, a.ld, b.data, b.ld, 0.0, out.data,
             std::max<int64_t>(n, 1));
-  if (c.inputs.size() < 3) return true;
-  const TensorView sum_inputs[2] = {out, c.inputs[2]};
-  return run_elementwise("linear", binary_loop<cpu::BinaryOp::Add>(out.dtype), {}, out, sum_inputs, error);
+  return c.inputs.size() < 3 || add_bias("linear", out, c.inputs[2], error);
 }
 
 }  // namespace

@@ -185,6 +185,13 @@ cpu::InnerLoop binary_loop(program::ScalarType dtype) {
   return EMBER_KERNEL(binary_op_loop<kOp>)(to_ember(dtype));
 }
 
+// out += bias (broadcast over out's leading dims) by the binary add kernel, as eager's
+// `product + bias` after a linear layer's product.
+inline bool add_bias(const char* op, const TensorView& out, const TensorView& bias, Error& error) {
+  const TensorView inputs[2] = {out, bias};
+  return run_elementwise(op, binary_loop<cpu::BinaryOp::Add>(out.dtype), {}, out, inputs, error);
+}
+
 template <cpu::BinaryOp kOp>
 bool run_binary(const KernelCall& c, Error& error) {
   cpu::ElementwiseParams params;

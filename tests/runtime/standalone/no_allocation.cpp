@@ -15,8 +15,10 @@
 #include "ember/backends.h"
 #include "ember/ember.h"
 #include "ember/models/gpt.h"
+#include "ember/models/pretrained.h"
 #include "../../export/sample_models.h"
 #include "train/export_gpt.h"
+#include "train/export_pretrained.h"
 #include "runtime_test_util.h"
 #include "sample_programs.h"
 
@@ -189,18 +191,16 @@ TEST(RuntimeNoAllocation, ParallelKernelsAndTheGemmAllocateNothingOnceWarm) {
   }
 }
 
-// The exported GPT (f32, GQA, two layers): prefill at several prompt lengths and decode steps
-// after it allocate nothing once a first prefill has run (the pool and OpenBLAS set up), and
-// their logits equal eager forward_cached bitwise (the same kernels: OpenBLAS forced).
-TEST(RuntimeNoAllocation, GPTPrefillAndDecodeAllocateNothing) {
+// An exported decoder's prefill at several prompt lengths and decode steps after it allocate
+// nothing once warm (the pool, OpenBLAS and the kernels' per-thread buffers set up by prefills of
+// a few tokens and of many), and their logits equal eager's bitwise (the same kernels: OpenBLAS
+// forced). Eager runs after each counted run: it shares the kernels' buffers, so it must not warm
+// them first.
+void expect_decoder_runs_allocate_nothing(const train::CachedDecoder& decoder, const ExportedProgram& program) {
   backends::set_gemm_backend("openblas");
-  manual_seed(3);
-  const models::GPTConfig config = test::tiny_gpt_config();
-  models::GPT model(config);
-  model->eval();
   NoGradGuard no_grad;
-  const std::string path = ::testing::TempDir() + "/no_allocation_gpt.ember";
-  train::export_gpt(model).save(path);
+  const std::string path = ::testing::TempDir() + "/no_allocation_decoder.ember";
+  program.save(path);
   std::ifstream file(path, std::ios::binary);
   Loaded loaded(std::vector<unsigned char>(std::istreambuf_iterator<char>(file), {}));
   std::filesystem::remove(path);
@@ -209,47 +209,68 @@ TEST(RuntimeNoAllocation, GPTPrefillAndDecodeAllocateNothing) {
   EmberRtMethod* decode = loaded.method("decode");
   ASSERT_TRUE(prefill != nullptr && decode != nullptr);
 
-  const int64_t kv_heads = config.n_kv_heads, head_dim = config.dim / config.n_heads, vocab = config.vocab_size;
-  std::vector<std::vector<float>> caches(static_cast<size_t>(2 * config.n_layers),
-                                         std::vector<float>(static_cast<size_t>(kv_heads * config.max_seq_len * head_dim)));
+  std::vector<Tensor> caches = train::make_cache_inputs(decoder);
   std::vector<EmberRtTensor> inputs(1 + caches.size());
   for (size_t i = 0; i < caches.size(); ++i)
-    inputs[1 + i] = tensor(caches[i].data(), EMBER_RT_FLOAT32, {1, kv_heads, config.max_seq_len, head_dim});
-  std::vector<float> logits(static_cast<size_t>(config.max_seq_len * vocab));
+    inputs[1 + i] = tensor(caches[i].data_ptr(), EMBER_RT_FLOAT32, caches[i].sizes());
+  std::vector<float> logits(static_cast<size_t>(decoder.max_seq_len * decoder.vocab_size));
   EmberRtTensor output = tensor(logits.data(), EMBER_RT_FLOAT32, {}, logits.size() * sizeof(float));
-  auto equals_eager = [&](const Tensor& eager, int64_t rows) {
+  auto equals_eager = [&](const Tensor& eager) {
     const Tensor expected = eager.contiguous();
-    return std::memcmp(expected.data_ptr<float>(), logits.data(), static_cast<size_t>(rows * vocab) * sizeof(float)) == 0;
+    return std::memcmp(expected.data_ptr<float>(), logits.data(), expected.nbytes()) == 0;
   };
 
-  std::vector<int64_t> warm_tokens = {1, 2, 3};
-  inputs[0] = tensor(warm_tokens.data(), EMBER_RT_INT64, {1, 3});
-  for (int run = 0; run < kWarmRuns; ++run)
-    ASSERT_EQ(ember_rt_run(prefill, inputs.data(), inputs.size(), &output, 1), EMBER_RT_OK) << ember_rt_last_error();
+  for (int64_t warm_length : {3, 20}) {
+    const Tensor warm_tokens = zeros({1, warm_length}, TensorOptions().dtype(kInt64));
+    inputs[0] = tensor(warm_tokens.data_ptr(), EMBER_RT_INT64, {1, warm_length});
+    for (int run = 0; run < kWarmRuns; ++run)
+      ASSERT_EQ(ember_rt_run(prefill, inputs.data(), inputs.size(), &output, 1), EMBER_RT_OK) << ember_rt_last_error();
+  }
   for (int64_t prompt : {1, 7, 20}) {
-    const Tensor tokens = randint(0, vocab, {1, prompt}, TensorOptions().dtype(kInt64));
-    models::GPTCache eager_cache = model->make_cache(1);
-    const Tensor eager = model->forward_cached(tokens, eager_cache);
-    inputs[0] = tensor(const_cast<int64_t*>(tokens.data_ptr<int64_t>()), EMBER_RT_INT64, {1, prompt});
+    const Tensor tokens = randint(0, decoder.vocab_size, {1, prompt}, TensorOptions().dtype(kInt64));
+    inputs[0] = tensor(tokens.data_ptr(), EMBER_RT_INT64, {1, prompt});
     EmberRtStatus status = EMBER_RT_OK;
     EXPECT_EQ(allocations_during_run(prefill, inputs.data(), inputs.size(), &output, 1, &status), 0)
         << "prefill of " << prompt;
     ASSERT_EQ(status, EMBER_RT_OK) << ember_rt_last_error();
-    EXPECT_TRUE(equals_eager(eager, prompt)) << "prefill of " << prompt;
+    std::vector<nn::attention::KVCache> eager_caches;
+    for (int64_t layer = 0; layer < decoder.layers; ++layer)
+      eager_caches.emplace_back(1, decoder.kv_heads, decoder.max_seq_len, decoder.head_dim, decoder.head_dim,
+                                decoder.cache_dtype);
+    EXPECT_TRUE(equals_eager(decoder.forward(tokens, eager_caches, true))) << "prefill of " << prompt;
     std::vector<EmberRtTensor> decode_inputs(inputs.size() + 1);
     std::copy(inputs.begin() + 1, inputs.end(), decode_inputs.begin() + 2);
     for (int64_t pos = prompt; pos < prompt + 3; ++pos) {
-      const Tensor next = randint(0, vocab, {1, 1}, TensorOptions().dtype(kInt64));
-      const Tensor eager_step = model->forward_cached(next, eager_cache);
+      const Tensor next = randint(0, decoder.vocab_size, {1, 1}, TensorOptions().dtype(kInt64));
       int64_t position = pos;
-      decode_inputs[0] = tensor(const_cast<int64_t*>(next.data_ptr<int64_t>()), EMBER_RT_INT64, {1, 1});
+      decode_inputs[0] = tensor(next.data_ptr(), EMBER_RT_INT64, {1, 1});
       decode_inputs[1] = tensor(&position, EMBER_RT_INT64, {});
       EXPECT_EQ(allocations_during_run(decode, decode_inputs.data(), decode_inputs.size(), &output, 1, &status), 0)
           << "decode at " << pos;
       ASSERT_EQ(status, EMBER_RT_OK) << ember_rt_last_error();
-      EXPECT_TRUE(equals_eager(eager_step, 1)) << "decode at " << pos;
+      EXPECT_TRUE(equals_eager(decoder.forward(next, eager_caches, false))) << "decode at " << pos;
     }
   }
+}
+
+// The exported GPT (f32, GQA, two layers).
+TEST(RuntimeNoAllocation, GPTPrefillAndDecodeAllocateNothing) {
+  manual_seed(3);
+  models::GPT model(test::tiny_gpt_config());
+  model->eval();
+  expect_decoder_runs_allocate_nothing(train::cached_decoder(model), train::export_gpt(model));
+}
+
+// A quantized pretrained model (int4 projections, int8 head): the quantized products of few
+// rows and of many.
+TEST(RuntimeNoAllocation, QuantizedPrefillAndDecodeAllocateNothing) {
+  manual_seed(4);
+  models::PretrainedOptions options;
+  options.max_seq_len = 32;
+  options.quantize = "int4";
+  models::CausalLM model = models::from_pretrained(std::string(EMBER_PRETRAINED_FIXTURES) + "/models/llama", options);
+  model->eval();
+  expect_decoder_runs_allocate_nothing(train::cached_decoder(model), train::export_pretrained(model, {}));
 }
 
 }  // namespace
