@@ -411,7 +411,10 @@ void product_plain(int64_t m, int64_t n, int64_t blocks, const int8_t* a, const 
 #endif
 }
 
-#if defined(__AVX512F__) || defined(__AVX2__)
+// ember-rt's builds (EMBER_RT_CPU) leave the VNNI copy out: it sums exactly as the plain copy
+// does, so the results are the same bits, and ember-rt has no room for both (Note [Runtime size]
+// in cmake/runtime.cmake).
+#if (defined(__AVX512F__) || defined(__AVX2__)) && !defined(EMBER_RT_CPU)
 // The VNNI copy: flatten inlines the whole product into this function, which alone is compiled
 // for the extension (a function without it may not inline VnniDot::dots).
 #if defined(__AVX512F__)
@@ -480,7 +483,7 @@ void quantized_product_rows(QuantFormat format, bool vnni, int64_t m, int64_t n,
                             const float* a_scales, const void* w, const uint16_t* w_scales, float* c, int64_t ldc) {
   const uint8_t* bytes = static_cast<const uint8_t*>(w);
   const bool int4 = format == QuantFormat::Int4;
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if (defined(__AVX512F__) || defined(__AVX2__)) && !defined(EMBER_RT_CPU)
   if (vnni) {
     if (int4) product_vnni<Int4Blocks>(m, n, blocks, a, a_scales, bytes, w_scales, c, ldc);
     else product_vnni<Int8Blocks>(m, n, blocks, a, a_scales, bytes, w_scales, c, ldc);
