@@ -38,10 +38,6 @@ inline float scale_to_float(uint16_t half) {
 struct Int8Blocks {
   static constexpr int64_t kBlockBytes = kQuantBlock;
   static constexpr bool kUnsigned = false;
-  // Weight rows a tile takes per activation row count (measured: a decode row's two int8 sums
-  // keep the pipes busy; more columns cost more than they share).
-  template <int Rows>
-  static constexpr int kTileCols = Rows == 1 ? 2 : 1;
   static int32_t value(const uint8_t* block, int64_t t) { return static_cast<int8_t>(block[t]); }
 #if defined(__AVX2__)
   static __m256i one(const uint8_t* block) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)); }
@@ -59,10 +55,6 @@ struct Int4Blocks {
   static constexpr int64_t kBlockBytes = kQuantBlock / 2;
   static constexpr bool kUnsigned = true;
   static constexpr int kOffset = 8;
-  // int4's blocks cost more arithmetic a byte: four independent sums, the activations' shuffle
-  // and offset shared by the tile's weight rows.
-  template <int Rows>
-  static constexpr int kTileCols = Rows >= 4 ? 1 : 4 / Rows;
   static int32_t value(const uint8_t* block, int64_t t) {
     const int32_t byte = block[t % 16];
     return (t < 16 ? byte & 15 : byte >> 4) - kOffset;
@@ -83,8 +75,8 @@ struct Int4Blocks {
     return _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)),
                             _mm512_set1_epi8(15));
   }
-  // The activations put in pair()'s order (one shuffle of 128-bit lanes, shared by every weight
-  // row of a tile), so that the weights need none.
+  // The activations put in pair()'s order (one shuffle of 128-bit lanes), so that the weights
+  // need none.
   static __m512i pair_activations(const int8_t* a) {
     const __m512i x = _mm512_loadu_si512(a);
     return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(3, 1, 2, 0));
@@ -105,7 +97,6 @@ using ivec = __m512i;
 struct SignedPair {
   __m512i magnitude;
   __mmask64 negative;
-  SignedPair() = default;
   explicit SignedPair(__m512i w) : magnitude(_mm512_abs_epi8(w)), negative(_mm512_movepi8_mask(w)) {}
   __m512i signed_activations(__m512i a) const { return _mm512_mask_sub_epi8(a, negative, _mm512_setzero_si512(), a); }
 };
@@ -132,7 +123,6 @@ struct VnniDot {
 using ivec = __m256i;
 struct SignedPair {  // one block of signed weights
   __m256i weights, magnitude;
-  SignedPair() = default;
   explicit SignedPair(__m256i w) : weights(w), magnitude(_mm256_sign_epi8(w, w)) {}
   __m256i signed_activations(__m256i a) const { return _mm256_sign_epi8(a, weights); }
 };
@@ -155,10 +145,9 @@ struct VnniDot {
 #endif
 
 #if defined(__AVX512F__) || defined(__AVX2__)
-// One operand of a tile's products: a block (pair) of weights as the format's dots take it.
+// One operand of the products: a block (pair) of weights as the format's dots take it.
 struct UnsignedPair {
   ivec values;
-  UnsignedPair() = default;
   explicit UnsignedPair(ivec u) : values(u) {}
 };
 template <class Weights>
@@ -229,161 +218,99 @@ inline int32_t block_dot_scalar(const int8_t* a, const uint8_t* block) {
   return sum;
 }
 
-// c[i, j] = sum over blocks b of (a_scale[i, b] * w_scale[j, b]) * dot(a[i, b], w[j, b]), for
-// Rows rows of a against Cols weight rows at once: the tile's Rows * Cols sums are independent
-// chains of additions, and each activation load (and int4's shuffle and offset) serves Cols
-// weight rows. Each weight row is read once, in address order. Every (i, j) is summed in the
-// same order whatever the tile, so results do not depend on how rows are grouped.
-template <int Rows, int Cols, class Weights, class Dot>
-void product_tile(int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
-                  const uint16_t* w_scales, float* c, int64_t ldc) {
-  const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Weights::kBlockBytes;
-  float sums[Rows][Cols];
-  int64_t b = 0;
-#if defined(__AVX512F__)
-  vf acc[Rows][Cols];
-  EMBER_UNROLLED
-  for (int i = 0; i < Rows; ++i) {
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) acc[i][j] = vset(0.0f);
-  }
-  // Up to 16 blocks share one conversion of their weight scales and one product with each
-  // row's activation scales; each pair of blocks then picks its two scales by a permute. An
-  // odd last block runs alone in the register's low half, the high half zero.
-  for (; b < blocks; b += 16) {
-    const int64_t group = blocks - b < 16 ? blocks - b : 16;
-    const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
-    vf scales[Rows][Cols];
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) {
-      prefetch_stream_ahead(w_scales + j * blocks + b);  // the scales are a second stream
-      const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, w_scales + j * blocks + b));
-      EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i)
-        scales[i][j] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
-    }
-    __m512i pick = Weights::pair_lane_blocks();
-    int64_t pair = 0;
-    for (; pair + 2 <= group; pair += 2) {
-      const uint8_t* at = w + (b + pair) * Weights::kBlockBytes;
-      WeightOperand<Weights> weights[Cols];
-      EMBER_UNROLLED
-      for (int j = 0; j < Cols; ++j) {
-        // Note [Weight streaming]: one prefetch a cache line
-        if (Weights::kBlockBytes * 2 >= 64 || (pair & 2) == 0) prefetch_stream_ahead(at + j * row_bytes);
-        weights[j] = WeightOperand<Weights>(Weights::pair(at + j * row_bytes));
-      }
-      EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) {
-        const __m512i activations = Weights::pair_activations(a + i * k + (b + pair) * kQuantBlock);
-        const __m512i start = offset_start<Weights, Dot>(activations);
-        EMBER_UNROLLED
-        for (int j = 0; j < Cols; ++j) {
-          const __m512i dots = block_dots<Weights, Dot>(weights[j], activations, start);
-          acc[i][j] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i][j]), acc[i][j]);
-        }
-      }
-      pick = _mm512_add_epi32(pick, _mm512_set1_epi32(2));
-    }
-    if (pair < group) {
-      const uint8_t* at = w + (b + pair) * Weights::kBlockBytes;
-      const __m512i single = _mm512_set1_epi32(static_cast<int>(pair));
-      WeightOperand<Weights> weights[Cols];
-      EMBER_UNROLLED
-      for (int j = 0; j < Cols; ++j)
-        weights[j] = WeightOperand<Weights>(_mm512_zextsi256_si512(Weights::one(at + j * row_bytes)));
-      EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) {
-        const __m512i activations = load_single(a + i * k + (b + pair) * kQuantBlock);
-        const __m512i start = offset_start<Weights, Dot>(activations);
-        EMBER_UNROLLED
-        for (int j = 0; j < Cols; ++j) {
-          const __m512i dots = block_dots<Weights, Dot>(weights[j], activations, start);
-          acc[i][j] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(single, scales[i][j]), acc[i][j]);
-        }
-      }
-    }
-  }
-  EMBER_UNROLLED
-  for (int i = 0; i < Rows; ++i) {
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) sums[i][j] = hsum_tree(acc[i][j]);
-  }
-#elif defined(__AVX2__)
-  vf acc[Rows][Cols];
-  EMBER_UNROLLED
-  for (int i = 0; i < Rows; ++i) {
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) acc[i][j] = vset(0.0f);
-  }
-  for (; b < blocks; ++b) {
-    const uint8_t* at = w + b * Weights::kBlockBytes;
-    WeightOperand<Weights> weights[Cols];
-    float w_scale[Cols];
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) {
-      if (Weights::kBlockBytes >= 32 || (b & 1) == 0) prefetch_stream_ahead(at + j * row_bytes);
-      if (b % 16 == 0) prefetch_stream_ahead(w_scales + j * blocks + b);  // the scales are a second stream
-      w_scale[j] = scale_to_float(w_scales[j * blocks + b]);
-      weights[j] = WeightOperand<Weights>(Weights::one(at + j * row_bytes));
-    }
-    EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) {
-      const __m256i activations = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i * k + b * kQuantBlock));
-      const __m256i start = offset_start<Weights, Dot>(activations);
-      const float a_scale = a_scales[i * blocks + b];
-      EMBER_UNROLLED
-      for (int j = 0; j < Cols; ++j) {
-        const __m256i dots = block_dots<Weights, Dot>(weights[j], activations, start);
-        acc[i][j] = vfma(_mm256_cvtepi32_ps(dots), vset(a_scale * w_scale[j]), acc[i][j]);
-      }
-    }
-  }
-  EMBER_UNROLLED
-  for (int i = 0; i < Rows; ++i) {
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) sums[i][j] = hsum_tree(acc[i][j]);
-  }
-#else
-  // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
-  // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
-  EMBER_UNROLLED
-  for (int i = 0; i < Rows; ++i) {
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) sums[i][j] = 0.0f;
-  }
-  for (; b < blocks; ++b) {
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) {
-      const float wb = scale_to_float(w_scales[j * blocks + b]);
-      EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) {
-        const int32_t dot = block_dot_scalar<Weights>(a + i * k + b * kQuantBlock,
-                                                      w + j * row_bytes + b * Weights::kBlockBytes);
-        sums[i][j] += static_cast<float>(dot) * (a_scales[i * blocks + b] * wb);
-      }
-    }
-  }
-#endif
-  EMBER_UNROLLED
-  for (int i = 0; i < Rows; ++i) {
-    EMBER_UNROLLED
-    for (int j = 0; j < Cols; ++j) c[i * ldc + j] = sums[i][j];
-  }
-}
-
-// Rows rows of a against weight rows [0, n): tiles of the format's kTileCols weight rows, the
-// last few one at a time.
+// c[i, j] = sum over blocks b of (a_scale[i, b] * w_scale[j, b]) * dot(a[i, b], w[j, b]),
+// Rows rows of a against weight rows [0, n), one weight row at a time, each read once, in
+// address order (Note [Weight streaming]: tiles of two or four weight rows, whose interleaved
+// streams read them, ran 10-30% slower at two threads than this loop, though faster from cache).
 template <int Rows, class Weights, class Dot>
 void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
                   const uint16_t* w_scales, float* c, int64_t ldc) {
-  constexpr int cols = Weights::template kTileCols<Rows>;
-  const int64_t row_bytes = blocks * Weights::kBlockBytes;
-  int64_t j = 0;
-  for (; j + cols <= n; j += cols)
-    product_tile<Rows, cols, Weights, Dot>(blocks, a, a_scales, w + j * row_bytes, w_scales + j * blocks, c + j, ldc);
-  for (; j < n; ++j)
-    product_tile<Rows, 1, Weights, Dot>(blocks, a, a_scales, w + j * row_bytes, w_scales + j * blocks, c + j, ldc);
+  const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Weights::kBlockBytes;
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* row = w + j * row_bytes;
+    const uint16_t* row_scales = w_scales + j * blocks;
+    float sums[Rows];
+    int64_t b = 0;
+#if defined(__AVX512F__)
+    vf acc[Rows];
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
+    // Up to 16 blocks share one conversion of their weight scales and one product with each
+    // row's activation scales; each pair of blocks then picks its two scales by a permute. An
+    // odd last block runs alone in the register's low half, the high half zero.
+    for (; b < blocks; b += 16) {
+      const int64_t group = blocks - b < 16 ? blocks - b : 16;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
+      prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
+      const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, row_scales + b));
+      vf scales[Rows];
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
+      __m512i pick = Weights::pair_lane_blocks();
+      int64_t pair = 0;
+      for (; pair + 2 <= group; pair += 2) {
+        const uint8_t* at = row + (b + pair) * Weights::kBlockBytes;
+        // Note [Weight streaming]: one prefetch a cache line
+        if (Weights::kBlockBytes * 2 >= 64 || (pair & 2) == 0) prefetch_stream_ahead(at);
+        const WeightOperand<Weights> weights(Weights::pair(at));
+        EMBER_UNROLLED
+        for (int i = 0; i < Rows; ++i) {
+          const __m512i activations = Weights::pair_activations(a + i * k + (b + pair) * kQuantBlock);
+          const __m512i dots = block_dots<Weights, Dot>(weights, activations, offset_start<Weights, Dot>(activations));
+          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), acc[i]);
+        }
+        pick = _mm512_add_epi32(pick, _mm512_set1_epi32(2));
+      }
+      if (pair < group) {
+        const __m512i single = _mm512_set1_epi32(static_cast<int>(pair));
+        const WeightOperand<Weights> weights(
+            _mm512_zextsi256_si512(Weights::one(row + (b + pair) * Weights::kBlockBytes)));
+        EMBER_UNROLLED
+        for (int i = 0; i < Rows; ++i) {
+          const __m512i activations = load_single(a + i * k + (b + pair) * kQuantBlock);
+          const __m512i dots = block_dots<Weights, Dot>(weights, activations, offset_start<Weights, Dot>(activations));
+          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(single, scales[i]), acc[i]);
+        }
+      }
+    }
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
+#elif defined(__AVX2__)
+    vf acc[Rows];
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
+    for (; b < blocks; ++b) {
+      const uint8_t* at = row + b * Weights::kBlockBytes;
+      if (Weights::kBlockBytes >= 32 || (b & 1) == 0) prefetch_stream_ahead(at);
+      if (b % 16 == 0) prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
+      const float wb = scale_to_float(row_scales[b]);
+      const WeightOperand<Weights> weights(Weights::one(at));
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i) {
+        const __m256i activations = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i * k + b * kQuantBlock));
+        const __m256i dots = block_dots<Weights, Dot>(weights, activations, offset_start<Weights, Dot>(activations));
+        acc[i] = vfma(_mm256_cvtepi32_ps(dots), vset(a_scales[i * blocks + b] * wb), acc[i]);
+      }
+    }
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
+#else
+    // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
+    // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) sums[i] = 0.0f;
+    for (; b < blocks; ++b) {
+      const float wb = scale_to_float(row_scales[b]);
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i) {
+        const int32_t dot = block_dot_scalar<Weights>(a + i * k + b * kQuantBlock, row + b * Weights::kBlockBytes);
+        sums[i] += static_cast<float>(dot) * (a_scales[i * blocks + b] * wb);
+      }
+    }
+#endif
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) c[i * ldc + j] = sums[i];
+  }
 }
 
 // All m rows, in passes of 4, 2 and 1.
