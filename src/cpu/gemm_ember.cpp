@@ -14,6 +14,7 @@
 #include "cpu/gemm.h"
 #include "cpu/gemm_backend.h"
 #include "cpu/gemm_blocks.h"
+#include "cpu/gemm_packed.h"
 #include "cpu/parallel.h"
 
 namespace ember::cpu {
@@ -70,6 +71,29 @@ void few_rows_products(const GemmArgs& g, std::span<const GemmGroupMember> membe
   });
 }
 
+// Products of many rows on the packed kernel (Note [Packed low-precision GEMM]), one tile of C
+// per call on the tile grid of Note [GEMM tiles].
+void packed_products(const GemmArgs& g) {
+  const auto kernel = g.dtype == kBFloat16 ? EMBER_KERNEL(gemm_packed_bf16) : EMBER_KERNEL(gemm_packed_f16);
+  const int64_t item = static_cast<int64_t>(element_size(g.dtype));
+  const int64_t c_item = g.c_float32 ? 4 : item;
+  for_each_gemm_tile(g.m, g.n, g.k, [&](const GemmTile& t) {
+    const PackedWorkspace sizes = packed_workspace_floats(t.rows, t.cols, g.k);
+    const char* a = static_cast<const char*>(g.a) + (g.trans_a ? t.i0 : t.i0 * g.lda) * item;
+    const char* b = static_cast<const char*>(g.b) + (g.trans_b ? t.j0 * g.ldb : t.j0) * item;
+    char* c = static_cast<char*>(g.c) + (t.i0 * g.ldc + t.j0) * c_item;
+    kernel(PackedGemmTile{g.trans_a, g.trans_b, g.c_float32, t.rows, t.cols, g.k, static_cast<float>(g.alpha),
+                          static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc, workspace<float>(0, sizes.a_floats),
+                          workspace<float>(1, sizes.b_floats),
+                          sizes.c_floats > 0 ? workspace<float>(2, sizes.c_floats) : nullptr});
+  });
+}
+
+// The packed kernel where the float32 backends run at the same instruction set as it does:
+// then it saves the whole-block conversions (the blocked path, with its float32 backend, stays
+// where that backend is wider or better tuned than this kernel).
+bool packed_path() { return kernel_build(cpu_capability()) == Capability::AVX2; }
+
 }  // namespace
 
 bool ember_gemm_can_run(const GemmArgs& g) { return g.dtype == kBFloat16 || g.dtype == kFloat16; }
@@ -78,6 +102,7 @@ void ember_gemm_run(const GemmArgs& g) {
   const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
   const BlockFormat<float>& c_format = g.c_float32 ? float32_format() : format;
   if (g.m > (g.trans_b ? kFewRowsTransposedB : kFewRowsB)) {
+    if (packed_path()) return packed_products(g);
     auto float32_product = [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
       gemm(kFloat32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
