@@ -78,14 +78,18 @@ void packed_products(const GemmArgs& g) {
   const int64_t item = static_cast<int64_t>(element_size(g.dtype));
   const int64_t c_item = g.c_float32 ? 4 : item;
   for_each_gemm_tile(g.m, g.n, g.k, [&](const GemmTile& t) {
-    const PackedWorkspace sizes = packed_workspace_floats(t.rows, t.cols, g.k);
-    const char* a = static_cast<const char*>(g.a) + (g.trans_a ? t.i0 : t.i0 * g.lda) * item;
-    const char* b = static_cast<const char*>(g.b) + (g.trans_b ? t.j0 * g.ldb : t.j0) * item;
-    char* c = static_cast<char*>(g.c) + (t.i0 * g.ldc + t.j0) * c_item;
-    kernel(PackedGemmTile{g.trans_a, g.trans_b, g.c_float32, t.rows, t.cols, g.k, static_cast<float>(g.alpha),
-                          static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc, workspace<float>(0, sizes.a_floats),
-                          workspace<float>(1, sizes.b_floats),
-                          sizes.c_floats > 0 ? workspace<float>(2, sizes.c_floats) : nullptr});
+    // Rows kPackedMaxRows at a time: the float32 C buffer stays bounded whatever the tile.
+    for (int64_t i0 = t.i0; i0 < t.i0 + t.rows; i0 += kPackedMaxRows) {
+      const int64_t rows = std::min(kPackedMaxRows, t.i0 + t.rows - i0);
+      const PackedWorkspace sizes = packed_workspace_floats(rows, t.cols, g.k);
+      const char* a = static_cast<const char*>(g.a) + (g.trans_a ? i0 : i0 * g.lda) * item;
+      const char* b = static_cast<const char*>(g.b) + (g.trans_b ? t.j0 * g.ldb : t.j0) * item;
+      char* c = static_cast<char*>(g.c) + (i0 * g.ldc + t.j0) * c_item;
+      kernel(PackedGemmTile{g.trans_a, g.trans_b, g.c_float32, rows, t.cols, g.k, static_cast<float>(g.alpha),
+                            static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc,
+                            workspace<float>(0, sizes.a_floats), workspace<float>(1, sizes.b_floats),
+                            sizes.c_floats > 0 ? workspace<float>(2, sizes.c_floats) : nullptr});
+    }
   });
 }
 

@@ -27,6 +27,7 @@ inline constexpr int64_t kPackedKc = 256;       // k block: a panel's kPackedKc 
 inline constexpr int64_t kPackedSingleKc = 384;  // up to this k, one block (no float32 C buffer)
 inline constexpr int64_t kPackedMc = 96;        // rows of A packed at a time (in L2)
 inline constexpr int64_t kPackedNc = 512;       // columns of B packed at a time
+inline constexpr int64_t kPackedMaxRows = 4096;  // rows of C per call (bounds the float32 C buffer to 8 MiB)
 
 // One tile: C[m, n] = alpha * op(A) op(B) + beta * C with A, B of `dtype` (bf16 or f16) at the
 // tile's origin, C in dtype or float32 (c_float32). Workspace, float32: a_pack kPackedMc x k

@@ -224,9 +224,9 @@ TEST(Gemm, FewRowsMatchFloat64) {
 
 // ember's bf16/f16 products of many rows on every instruction set (the packed kernel where it
 // runs, Note [Packed low-precision GEMM]): sizes that cross its strips and panels (6 rows, 16
-// or 32 columns), its row and column blocks (96, 512) and its k blocks (one block up to 384,
-// else 256 each, the float32 C buffer between them), every transpose, alpha and beta, padded
-// rows; float32 C; and results bitwise the same at 1, 2 and 3 threads.
+// or 32 columns), its row and column blocks (96, 512; 4096 rows a call) and its k blocks (one
+// block up to 384, else 256 each, the float32 C buffer between them), every transpose, alpha
+// and beta, padded rows; float32 C; and results bitwise the same at 1, 2 and 3 threads.
 TEST(Gemm, PackedLowPrecisionMatchesFloat64) {
   const std::optional<GemmBackend> forced = forced_gemm_backend();
   const int threads = num_threads();
@@ -236,7 +236,7 @@ TEST(Gemm, PackedLowPrecisionMatchesFloat64) {
     for (ScalarType dtype : {kBFloat16, kFloat16})
       for (int trans = 0; trans < 4; ++trans)
         for (Size s : {Size{9, 17, 5}, Size{13, 47, 385}, Size{101, 33, 300}, Size{97, 530, 40}, Size{7, 1, 700},
-                       Size{12, 64, 512}})
+                       Size{12, 64, 512}, Size{4100, 2, 400}})
           for (double beta : {0.0, 0.5}) run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
   });
   for_each_capability([] {
