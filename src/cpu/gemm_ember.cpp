@@ -1,7 +1,8 @@
 // ember's own GEMM kernels as a backend, for bf16/f16 products: with few rows (decoding a
-// token at a time) a kernel that reads B once, in its storage type; otherwise float32
-// blocks (Note [Low-precision GEMM]) multiplied on the fastest float32 backend, for CPUs
-// where no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16).
+// token at a time) a kernel that reads B once, in its storage type; otherwise, for CPUs where
+// no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16), the packed
+// kernel at the AVX2 level (Note [Packed low-precision GEMM]) or float32 blocks (Note
+// [Low-precision GEMM]) multiplied on the fastest float32 backend.
 //
 // With few rows a product is bound by reading B: widening B to float32 first or packing it
 // (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
@@ -134,10 +135,14 @@ GemmBackendReport ember_gemm_report() {
   report.available = true;
   report.version = "built in";
   report.kernel_isa = capability_name(kernel_build(cpu_capability()));
-  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else float32 blocks";
+  const bool packed = packed_path();
+  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " +
+                  (packed ? std::string("packed float32 panels (") + report.kernel_isa + ")" : "float32 blocks");
   report.fits_cpu = true;
-  report.why = "runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 with B "
-               "transposed) read B in place; larger ones run as float32 blocks on the fastest float32 backend";
+  report.why = std::string("runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 "
+                           "with B transposed) read B in place; larger ones ") +
+               (packed ? "widen A and B while packing them for a float32 micro-kernel"
+                       : "run as float32 blocks on the fastest float32 backend");
   report.dtypes = {kBFloat16, kFloat16};
   return report;
 }
