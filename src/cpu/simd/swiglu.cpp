@@ -13,16 +13,28 @@ static inline V sigmoid_of(V a) {
 }
 
 template <typename V, typename T>
-static inline void forward_one(const T* a, const T* b, T* out, int64_t i) {
+static inline V forward_value(const T* a, const T* b, int64_t i) {
   const V value = load_as<V>(a + i);
-  store_as(out + i, value * sigmoid_of(value) * load_as<V>(b + i));
+  return value * sigmoid_of(value) * load_as<V>(b + i);
 }
 
+// d/da and d/db of silu(a) * b, times grad.
 template <typename V, typename T>
-static inline void backward_one(const T* grad, const T* a, const T* b, T* grad_a, T* grad_b, int64_t i) {
+static inline void backward_values(const T* grad, const T* a, const T* b, int64_t i, V& grad_a, V& grad_b) {
   const V g = load_as<V>(grad + i), value = load_as<V>(a + i), s = sigmoid_of(value);
-  if (grad_a) store_as(grad_a + i, g * load_as<V>(b + i) * s * (splat<V>(1.0f) + value * (splat<V>(1.0f) - s)));
-  if (grad_b) store_as(grad_b + i, g * value * s);
+  grad_a = g * load_as<V>(b + i) * s * (splat<V>(1.0f) + value * (splat<V>(1.0f) - s));
+  grad_b = g * value * s;
+}
+
+// Note [Narrowing in blocks]
+// bf16/f16 results go into a float32 block first and are narrowed in a loop of their own:
+// narrowed inside the long sigmoid chain, fewer iterations stayed in flight, and a bf16 SwiGLU
+// cost 1.7x float32's time (at avx2, in the cache: 0.74 ns/element against 0.44; in blocks 0.56).
+constexpr int64_t kBlock = 256;
+
+template <typename T>
+static inline void narrow_block(const float* block, T* out) {
+  for (int64_t j = 0; j < kBlock; j += kWidth) store_as(out + j, load_as<Floats>(block + j));
 }
 
 }  // namespace
@@ -35,8 +47,15 @@ void swiglu_forward_run(ScalarType dtype, const void* a, const void* b, void* ou
     const T* y = static_cast<const T*>(b);
     T* result = static_cast<T*>(out);
     int64_t i = 0;
-    for (; i + width_v<V> <= n; i += width_v<V>) forward_one<V>(x, y, result, i);
-    for (; i < n; ++i) forward_one<acc_t<T>>(x, y, result, i);
+    if constexpr (is_half_v<T>) {
+      alignas(64) float block[kBlock];
+      for (; i + kBlock <= n; i += kBlock) {
+        for (int64_t j = 0; j < kBlock; j += kWidth) store_as(block + j, forward_value<Floats>(x, y, i + j));
+        narrow_block(block, result + i);
+      }
+    }
+    for (; i + width_v<V> <= n; i += width_v<V>) store_as(result + i, forward_value<V>(x, y, i));
+    for (; i < n; ++i) store_as(result + i, forward_value<acc_t<T>>(x, y, i));
   });
 }
 
@@ -50,9 +69,29 @@ void swiglu_backward_run(ScalarType dtype, const void* grad, const void* a, cons
     const T* y = static_cast<const T*>(b);
     T* da = static_cast<T*>(grad_a);
     T* db = static_cast<T*>(grad_b);
+    auto one = [&](auto lane_tag, int64_t i) {
+      using L = decltype(lane_tag);
+      L value_a, value_b;
+      backward_values<L>(g, x, y, i, value_a, value_b);
+      if (da) store_as(da + i, value_a);
+      if (db) store_as(db + i, value_b);
+    };
     int64_t i = 0;
-    for (; i + width_v<V> <= n; i += width_v<V>) backward_one<V>(g, x, y, da, db, i);
-    for (; i < n; ++i) backward_one<acc_t<T>>(g, x, y, da, db, i);
+    if constexpr (is_half_v<T>) {
+      alignas(64) float block_a[kBlock], block_b[kBlock];
+      for (; i + kBlock <= n; i += kBlock) {
+        for (int64_t j = 0; j < kBlock; j += kWidth) {
+          Floats value_a, value_b;
+          backward_values<Floats>(g, x, y, i + j, value_a, value_b);
+          store_as(block_a + j, value_a);
+          store_as(block_b + j, value_b);
+        }
+        if (da) narrow_block(block_a, da + i);
+        if (db) narrow_block(block_b, db + i);
+      }
+    }
+    for (; i + width_v<V> <= n; i += width_v<V>) one(V{}, i);
+    for (; i < n; ++i) one(acc_t<T>{}, i);
   });
 }
 
