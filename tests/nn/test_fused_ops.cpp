@@ -385,7 +385,7 @@ TEST(FusedSwiGLU, ReducedPrecisionMatchesFloat32) {
 }
 
 // bf16/f16 results narrow from float32 blocks (Note [Narrowing in blocks] in
-// src/cpu/simd/swiglu.cpp): at every SIMD level, over rows that cross blocks and end in a tail,
+// src/cpu/simd/float_vector.h): at every SIMD level, over rows that cross blocks and end in a tail,
 // they are the float32 kernel's results rounded once, and float32 matches float64.
 TEST(FusedSwiGLU, ReducedPrecisionIsFloat32RoundedOnceAtEveryLevel) {
   const cpu::Capability previous = cpu::cpu_capability();

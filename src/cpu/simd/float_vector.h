@@ -127,6 +127,19 @@ static inline void store_as(T* p, V value) {
   }
 }
 
+// Note [Narrowing in blocks]
+// A kernel with a long chain of float math per vector writes its bf16/f16 results into a
+// float32 block first and narrows the block in a loop of its own: narrowed inside the chain,
+// fewer iterations stayed in flight, and a bf16 SwiGLU cost 1.7x float32's time (at avx2, in
+// the cache: 0.74 ns/element against 0.44; in blocks 0.56).
+constexpr int64_t kNarrowBlock = 256;
+
+// out[0..count) = block[0..count) rounded to T, count a multiple of kWidth.
+template <typename T>
+static inline void narrow_floats(const float* block, T* out, int64_t count) {
+  for (int64_t j = 0; j < count; j += kWidth) store_as(out + j, load_as<Floats>(block + j));
+}
+
 static inline float lane(Floats value, int j) { return value[j]; }
 static inline float lane(float value, int) { return value; }
 static inline double lane(double value, int) { return value; }

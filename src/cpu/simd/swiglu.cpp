@@ -1,5 +1,6 @@
 // SwiGLU kernels, built per instruction set (src/cpu/swiglu.h). The sigmoid uses the
-// vectorized expf of float_vector.h (libm's exp for float64).
+// vectorized expf of float_vector.h (libm's exp for float64); bf16/f16 results narrow from
+// float32 blocks (Note [Narrowing in blocks] in float_vector.h).
 #include "cpu/swiglu.h"
 
 #include "cpu/simd/float_vector.h"
@@ -26,17 +27,6 @@ static inline void backward_values(const T* grad, const T* a, const T* b, int64_
   grad_b = g * value * s;
 }
 
-// Note [Narrowing in blocks]
-// bf16/f16 results go into a float32 block first and are narrowed in a loop of their own:
-// narrowed inside the long sigmoid chain, fewer iterations stayed in flight, and a bf16 SwiGLU
-// cost 1.7x float32's time (at avx2, in the cache: 0.74 ns/element against 0.44; in blocks 0.56).
-constexpr int64_t kBlock = 256;
-
-template <typename T>
-static inline void narrow_block(const float* block, T* out) {
-  for (int64_t j = 0; j < kBlock; j += kWidth) store_as(out + j, load_as<Floats>(block + j));
-}
-
 }  // namespace
 
 void swiglu_forward_run(ScalarType dtype, const void* a, const void* b, void* out, int64_t n) {
@@ -48,10 +38,10 @@ void swiglu_forward_run(ScalarType dtype, const void* a, const void* b, void* ou
     T* result = static_cast<T*>(out);
     int64_t i = 0;
     if constexpr (is_half_v<T>) {
-      alignas(64) float block[kBlock];
-      for (; i + kBlock <= n; i += kBlock) {
-        for (int64_t j = 0; j < kBlock; j += kWidth) store_as(block + j, forward_value<Floats>(x, y, i + j));
-        narrow_block(block, result + i);
+      alignas(64) float block[kNarrowBlock];
+      for (; i + kNarrowBlock <= n; i += kNarrowBlock) {
+        for (int64_t j = 0; j < kNarrowBlock; j += kWidth) store_as(block + j, forward_value<Floats>(x, y, i + j));
+        narrow_floats(block, result + i, kNarrowBlock);
       }
     }
     for (; i + width_v<V> <= n; i += width_v<V>) store_as(result + i, forward_value<V>(x, y, i));
@@ -78,16 +68,16 @@ void swiglu_backward_run(ScalarType dtype, const void* grad, const void* a, cons
     };
     int64_t i = 0;
     if constexpr (is_half_v<T>) {
-      alignas(64) float block_a[kBlock], block_b[kBlock];
-      for (; i + kBlock <= n; i += kBlock) {
-        for (int64_t j = 0; j < kBlock; j += kWidth) {
+      alignas(64) float block_a[kNarrowBlock], block_b[kNarrowBlock];
+      for (; i + kNarrowBlock <= n; i += kNarrowBlock) {
+        for (int64_t j = 0; j < kNarrowBlock; j += kWidth) {
           Floats value_a, value_b;
           backward_values<Floats>(g, x, y, i + j, value_a, value_b);
           store_as(block_a + j, value_a);
           store_as(block_b + j, value_b);
         }
-        if (da) narrow_block(block_a, da + i);
-        if (db) narrow_block(block_b, db + i);
+        if (da) narrow_floats(block_a, da + i, kNarrowBlock);
+        if (db) narrow_floats(block_b, db + i, kNarrowBlock);
       }
     }
     for (; i + width_v<V> <= n; i += width_v<V>) one(V{}, i);
