@@ -1,7 +1,8 @@
 // ember's own GEMM kernels as a backend, for bf16/f16 products: with few rows (decoding a
-// token at a time) a kernel that reads B once, in its storage type; otherwise float32
-// blocks (Note [Low-precision GEMM]) multiplied on the fastest float32 backend, for CPUs
-// where no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16).
+// token at a time) a kernel that reads B once, in its storage type; otherwise, for CPUs where
+// no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16), the packed
+// kernel at the AVX2 level (Note [Packed low-precision GEMM]) or float32 blocks (Note
+// [Low-precision GEMM]) multiplied on the fastest float32 backend.
 //
 // With few rows a product is bound by reading B: widening B to float32 first or packing it
 // (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
@@ -14,6 +15,7 @@
 #include "cpu/gemm.h"
 #include "cpu/gemm_backend.h"
 #include "cpu/gemm_blocks.h"
+#include "cpu/gemm_packed.h"
 #include "cpu/parallel.h"
 
 namespace ember::cpu {
@@ -70,6 +72,33 @@ void few_rows_products(const GemmArgs& g, std::span<const GemmGroupMember> membe
   });
 }
 
+// Products of many rows on the packed kernel (Note [Packed low-precision GEMM]), one tile of C
+// per call on the tile grid of Note [GEMM tiles].
+void packed_products(const GemmArgs& g) {
+  const auto kernel = g.dtype == kBFloat16 ? EMBER_KERNEL(gemm_packed_bf16) : EMBER_KERNEL(gemm_packed_f16);
+  const int64_t item = static_cast<int64_t>(element_size(g.dtype));
+  const int64_t c_item = g.c_float32 ? 4 : item;
+  for_each_gemm_tile(g.m, g.n, g.k, [&](const GemmTile& t) {
+    // Rows kPackedMaxRows at a time: the float32 C buffer stays bounded whatever the tile.
+    for (int64_t i0 = t.i0; i0 < t.i0 + t.rows; i0 += kPackedMaxRows) {
+      const int64_t rows = std::min(kPackedMaxRows, t.i0 + t.rows - i0);
+      const PackedWorkspace sizes = packed_workspace_floats(rows, t.cols, g.k);
+      const char* a = static_cast<const char*>(g.a) + (g.trans_a ? i0 : i0 * g.lda) * item;
+      const char* b = static_cast<const char*>(g.b) + (g.trans_b ? t.j0 * g.ldb : t.j0) * item;
+      char* c = static_cast<char*>(g.c) + (i0 * g.ldc + t.j0) * c_item;
+      kernel(PackedGemmTile{g.trans_a, g.trans_b, g.c_float32, rows, t.cols, g.k, static_cast<float>(g.alpha),
+                            static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc,
+                            workspace<float>(0, sizes.a_floats), workspace<float>(1, sizes.b_floats),
+                            sizes.c_floats > 0 ? workspace<float>(2, sizes.c_floats) : nullptr});
+    }
+  });
+}
+
+// The packed kernel where the float32 backends run at the same instruction set as it does:
+// then it saves the whole-block conversions (the blocked path, with its float32 backend, stays
+// where that backend is wider or better tuned than this kernel).
+bool packed_path() { return kernel_build(cpu_capability()) == Capability::AVX2; }
+
 }  // namespace
 
 bool ember_gemm_can_run(const GemmArgs& g) { return g.dtype == kBFloat16 || g.dtype == kFloat16; }
@@ -78,6 +107,7 @@ void ember_gemm_run(const GemmArgs& g) {
   const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
   const BlockFormat<float>& c_format = g.c_float32 ? float32_format() : format;
   if (g.m > (g.trans_b ? kFewRowsTransposedB : kFewRowsB)) {
+    if (packed_path()) return packed_products(g);
     auto float32_product = [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
       gemm(kFloat32, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -105,10 +135,14 @@ GemmBackendReport ember_gemm_report() {
   report.available = true;
   report.version = "built in";
   report.kernel_isa = capability_name(kernel_build(cpu_capability()));
-  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else float32 blocks";
+  const bool packed = packed_path();
+  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " +
+                  (packed ? std::string("packed float32 panels (") + report.kernel_isa + ")" : "float32 blocks");
   report.fits_cpu = true;
-  report.why = "runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 with B "
-               "transposed) read B in place; larger ones run as float32 blocks on the fastest float32 backend";
+  report.why = std::string("runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 "
+                           "with B transposed) read B in place; larger ones ") +
+               (packed ? "widen A and B while packing them for a float32 micro-kernel"
+                       : "run as float32 blocks on the fastest float32 backend");
   report.dtypes = {kBFloat16, kFloat16};
   return report;
 }

@@ -222,6 +222,63 @@ TEST(Gemm, FewRowsMatchFloat64) {
   set_forced_gemm_backend(forced);
 }
 
+// ember's bf16/f16 products of many rows on every instruction set (the packed kernel where it
+// runs, Note [Packed low-precision GEMM]): sizes that cross its strips and panels (6 rows, 16
+// or 32 columns), its row and column blocks (96, 512; 4096 rows a call) and its k blocks (one
+// block up to 384, else 256 each, the float32 C buffer between them), every transpose, alpha
+// and beta, padded rows; float32 C; and results bitwise the same at 1, 2 and 3 threads.
+TEST(Gemm, PackedLowPrecisionMatchesFloat64) {
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  const int threads = num_threads();
+  set_forced_gemm_backend(GemmBackend::Ember);
+  struct Size { int64_t m, n, k; };
+  for_each_capability([] {
+    for (ScalarType dtype : {kBFloat16, kFloat16})
+      for (int trans = 0; trans < 4; ++trans)
+        for (Size s : {Size{9, 17, 5}, Size{13, 47, 385}, Size{101, 33, 300}, Size{97, 530, 40}, Size{7, 1, 700},
+                       Size{12, 64, 512}, Size{4100, 2, 400}})
+          for (double beta : {0.0, 0.5}) run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
+  });
+  for_each_capability([] {
+    for (ScalarType dtype : {kBFloat16, kFloat16})
+      for (int trans = 0; trans < 4; ++trans) {
+        const Case t{dtype, (trans & 1) != 0, (trans & 2) != 0, 37, 45, 400, -1.5, 0.5, 3, 5, 7};
+        SCOPED_TRACE(t.name() + " into float32");
+        std::mt19937 rng(7);
+        Matrix a = make_a(t), b = make_b(t), c(kFloat32, t.m, t.n, t.n + 7);
+        a.fill_random(rng);
+        b.fill_random(rng);
+        c.fill_random(rng);
+        const Matrix c0 = c;
+        gemm_float32_out(dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta,
+                         static_cast<float*>(c.data()), c.ld);
+        Case as_float32 = t;
+        as_float32.dtype = kFloat32;
+        expect_matches(as_float32, a, b, c0, c);
+      }
+  });
+  for_each_capability([] {
+    for (ScalarType dtype : {kBFloat16, kFloat16}) {
+      const Case t{dtype, false, true, 300, 200, 700, 1.0, 0.0};  // several tiles, three k blocks
+      std::mt19937 rng(11);
+      Matrix a = make_a(t), b = make_b(t);
+      a.fill_random(rng);
+      b.fill_random(rng);
+      std::vector<Matrix> results;
+      for (int count : {1, 2, 3}) {
+        set_num_threads(count);
+        results.emplace_back(dtype, t.m, t.n, t.n);
+        gemm(dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0,
+             results.back().data(), t.n);
+      }
+      EXPECT_EQ(results[0].bytes, results[1].bytes) << t.name();
+      EXPECT_EQ(results[0].bytes, results[2].bytes) << t.name();
+    }
+  });
+  set_num_threads(threads);
+  set_forced_gemm_backend(forced);
+}
+
 // bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,
 // C never rounded to the operands' type.
 TEST(Gemm, Float32OutputOfLowPrecisionOperands) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "cpu/dispatch.h"
 #include "nn/nn_testing.h"
 
 namespace ember {
@@ -381,6 +382,27 @@ TEST(FusedSwiGLU, ReducedPrecisionMatchesFloat32) {
   EXPECT_EQ(mixed.out.scalar_type(), kFloat32);
   EXPECT_EQ(mixed.grads[0].scalar_type(), kBFloat16);
   EXPECT_EQ(mixed.grads[1].scalar_type(), kFloat32);
+}
+
+// bf16/f16 results narrow from float32 blocks (Note [Narrowing in blocks] in
+// src/cpu/simd/float_vector.h): at every SIMD level, over rows that cross blocks and end in a tail,
+// they are the float32 kernel's results rounded once, and float32 matches float64.
+TEST(FusedSwiGLU, ReducedPrecisionIsFloat32RoundedOnceAtEveryLevel) {
+  const cpu::Capability previous = cpu::cpu_capability();
+  for (cpu::Capability level : {cpu::Capability::Baseline, cpu::Capability::AVX2, cpu::Capability::AVX512}) {
+    if (cpu::set_cpu_capability(level) != level) continue;
+    const std::string name = cpu::capability_name(level);
+    const std::vector<Tensor> in64 = {uniform({3, 1029}, 46, -6, 6), uniform({3, 1029}, 47, -2, 2)};
+    expect_reduced_precision_matches(fused_swiglu(), in64, name);
+    for (ScalarType dtype : {kBFloat16, kFloat16}) {
+      const std::vector<Tensor> rounded = as(in64, dtype);
+      const Result low = run(fused_swiglu(), rounded), wide = run(fused_swiglu(), as(rounded, kFloat32), dtype);
+      EXPECT_TRUE(same_bytes(low.out, wide.out.to(dtype))) << name << " " << dtype_name(dtype);
+      for (size_t k = 0; k < low.grads.size(); ++k)
+        EXPECT_TRUE(same_bytes(low.grads[k], wide.grads[k].to(dtype))) << name << " " << dtype_name(dtype) << " gradient " << k;
+    }
+  }
+  cpu::set_cpu_capability(previous);
 }
 
 TEST(FusedSwiGLU, EmptyInputs) {

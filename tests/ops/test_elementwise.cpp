@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -862,6 +863,26 @@ TEST_P(SimdLevel, CastsAndComparisonsMatchReference) {
       EXPECT_TRUE(all_equal(x.to(to), map_values(values(x), [to](double e) { return round_to(to, e); })));
     }
     EXPECT_TRUE(all_equal(x > 0.5, map_values(values(x), [](double e) { return e > 0.5; })));
+  }
+}
+
+// A same-dtype copy keeps every bit, a NaN's payload too (a signalling bf16 NaN is not
+// quieted), contiguous and strided.
+TEST_P(SimdLevel, CopiesKeepEveryBit) {
+  std::vector<uint16_t> bits(1029);
+  for (size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(i * 40503u);
+  bits[3] = 0x7f81;  // bf16 signalling NaN
+  bits[4] = 0xffc1;  // bf16 quiet NaN with a payload
+  bits[5] = 0x7c01;  // f16 signalling NaN
+  for (ScalarType dtype : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const Tensor source = from_blob(bits.data(), {1029}, TensorOptions(dtype));
+    const Tensor copied = source.clone();
+    ASSERT_EQ(std::memcmp(copied.data_ptr(), bits.data(), bits.size() * 2), 0);
+    const Tensor strided = from_blob(bits.data(), {343, 3}, TensorOptions(dtype)).t().contiguous();
+    const auto* out = static_cast<const uint16_t*>(strided.data_ptr());
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t r = 0; r < 343; ++r) ASSERT_EQ(out[c * 343 + r], bits[static_cast<size_t>(r * 3 + c)]);
   }
 }
 

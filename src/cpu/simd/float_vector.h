@@ -55,8 +55,19 @@ static inline V splat(S value) {
 // bf16 <-> float32 on every lane of V (the 8-lane Floats, or the native vf below), Words and
 // Halves being V's lanes as 32- and 16-bit integers. bf16 is the top half of a float;
 // narrowing rounds to nearest even and keeps a NaN's top bits, quieted, as float_to_bf16.
+// The 8- and 16-lane forms zero-extend and pack with one instruction each where the build has
+// one: GCC's __builtin_convertvector splits them into halves and shuffles, which made a bf16
+// SwiGLU or RMSNorm up to 2x slower than its float32 form.
 template <typename V, typename Words, typename Halves>
 static inline V widen_bf16(const uint16_t* p) {
+#if defined(__AVX2__)
+  if constexpr (sizeof(V) == 32)
+    return bits_as<V>(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16));
+#endif
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64)
+    return bits_as<V>(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+#endif
   Halves raw;
   std::memcpy(&raw, p, sizeof(raw));
   return bits_as<V>(__builtin_convertvector(raw, Words) << 16);
@@ -66,7 +77,19 @@ template <typename Words, typename Halves, typename V>
 static inline void narrow_bf16(uint16_t* p, V value) {
   const Words x = bits_as<Words>(value);
   const Words rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  const Words bits = (x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded;
+  const Words bits = value != value ? (x >> 16) | 0x40u : rounded;  // a float compare finds NaN in one step
+#if defined(__AVX512F__)
+  if constexpr (sizeof(V) == 64)
+    return _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(bits_as<__m512i>(bits)));
+  if constexpr (sizeof(V) == 32)
+    return _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtepi32_epi16(bits_as<__m256i>(bits)));
+#elif defined(__AVX2__)
+  if constexpr (sizeof(V) == 32) {
+    const __m256i words = bits_as<__m256i>(bits);  // each below 2^16: packing saturates nothing
+    return _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
+                            _mm_packus_epi32(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1)));
+  }
+#endif
   const Halves narrow = __builtin_convertvector(bits, Halves);
   std::memcpy(p, &narrow, sizeof(narrow));
 }
@@ -102,6 +125,19 @@ static inline void store_as(T* p, V value) {
     std::memcpy(lanes, &value, sizeof(lanes));
     for (int j = 0; j < kWidth; ++j) store(p + j, lanes[j]);
   }
+}
+
+// Note [Narrowing in blocks]
+// A kernel with a long chain of float math per vector writes its bf16/f16 results into a
+// float32 block first and narrows the block in a loop of its own: narrowed inside the chain,
+// fewer iterations stayed in flight, and a bf16 SwiGLU cost 1.7x float32's time (at avx2, in
+// the cache: 0.74 ns/element against 0.44; in blocks 0.56).
+constexpr int64_t kNarrowBlock = 256;
+
+// out[0..count) = block[0..count) rounded to T, count a multiple of kWidth.
+template <typename T>
+static inline void narrow_floats(const float* block, T* out, int64_t count) {
+  for (int64_t j = 0; j < count; j += kWidth) store_as(out + j, load_as<Floats>(block + j));
 }
 
 static inline float lane(Floats value, int j) { return value[j]; }

@@ -1,0 +1,64 @@
+// The packed bf16/f16 GEMM kernel: one tile of C per call, operands widened to float32 while
+// they are packed (Note [Packed low-precision GEMM]). Inline-safe for src/cpu/simd.
+#pragma once
+#include <cstdint>
+
+#include "cpu/dispatch.h"
+#include "ember/dtype.h"
+
+namespace ember::cpu {
+
+// Note [Packed low-precision GEMM]
+// Where no backend has a bf16/f16 kernel (CPUs without AVX512-BF16, AVX512-FP16 or AMX, and
+// EMBER_CPU_CAPABILITY below them), ember's backend runs a product of many rows as a GotoBLAS
+// loop of its own instead of widening whole blocks to float32 for a float32 backend (Note
+// [Low-precision GEMM]): B is packed kPackedKc rows by up to kPackedNc columns at a time into
+// panels as wide as the micro-kernel's accumulators, A kPackedMc rows at a time into strips
+// of kPackedMr rows, and each packing reads the operand in its storage type and writes float32,
+// so every element is converted on its way into a panel the micro-kernel reads anyway: no
+// float32 copy of a whole operand, no float32 C to round afterwards. The micro-kernel keeps
+// kPackedMr x (two registers) float32 accumulators; across k blocks they go through a float32
+// buffer of the tile's C, and the last block rounds once into C (fused with + beta * C). Each
+// element of C is summed in k order by one thread (the tile grid of Note [GEMM tiles]), so
+// results do not depend on the thread count.
+inline constexpr int64_t kPackedMr = 6;
+inline constexpr int64_t kPackedMaxNr = 32;     // the widest panel (AVX-512: two 16-lane registers)
+inline constexpr int64_t kPackedKc = 256;       // k block: a panel's kPackedKc rows stay in L1
+inline constexpr int64_t kPackedSingleKc = 384;  // up to this k, one block (no float32 C buffer)
+inline constexpr int64_t kPackedMc = 96;        // rows of A packed at a time (in L2)
+inline constexpr int64_t kPackedNc = 512;       // columns of B packed at a time
+inline constexpr int64_t kPackedMaxRows = 4096;  // rows of C per call (bounds the float32 C buffer to 8 MiB)
+
+// One tile: C[m, n] = alpha * op(A) op(B) + beta * C with A, B of `dtype` (bf16 or f16) at the
+// tile's origin, C in dtype or float32 (c_float32). Workspace, float32: a_pack kPackedMc x k
+// block, b_pack k block x (kPackedNc + kPackedMaxNr), c_acc m x min(n, kPackedNc) where
+// k > kPackedSingleKc (else unused): packed_workspace_floats gives the three sizes.
+struct PackedGemmTile {
+  bool trans_a, trans_b, c_float32;
+  int64_t m, n, k;
+  float alpha, beta;
+  const void* a;
+  int64_t lda;
+  const void* b;
+  int64_t ldb;
+  void* c;
+  int64_t ldc;
+  float* a_pack;
+  float* b_pack;
+  float* c_acc;
+};
+
+inline constexpr int64_t packed_k_block(int64_t k) { return k <= kPackedSingleKc ? k : kPackedKc; }
+
+struct PackedWorkspace {
+  int64_t a_floats, b_floats, c_floats;
+};
+inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, int64_t k) {
+  const int64_t kc = packed_k_block(k);
+  return {kPackedMc * kc, kc * (kPackedNc + kPackedMaxNr), k > kPackedSingleKc ? m * (n < kPackedNc ? n : kPackedNc) : 0};
+}
+
+}  // namespace ember::cpu
+
+EMBER_DECLARE_KERNEL(void, gemm_packed_bf16, (const ::ember::cpu::PackedGemmTile& tile))
+EMBER_DECLARE_KERNEL(void, gemm_packed_f16, (const ::ember::cpu::PackedGemmTile& tile))
