@@ -1,5 +1,7 @@
 #include "core/allocator.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <bit>
@@ -35,6 +37,36 @@ constexpr size_t kHugeBlock = size_t{1} << 20;
 constexpr size_t kHugeGranule = size_t{2} << 20;
 constexpr size_t kCacheCapBytes = size_t{2} << 30;
 
+// Note [Huge pages for large blocks]
+// Blocks rounded to whole 2 MiB granules are mapped on a 2 MiB boundary and marked for
+// transparent huge pages (most kernels give them only where asked: THP "madvise"). A decode
+// step streams every weight once; with 4 KiB pages that is a TLB miss every 4 KiB and the
+// hardware prefetchers stop at each page boundary (bf16 decode of a 0.5B model: +10%).
+void* map_huge_block(size_t rounded) {
+  const size_t span = rounded + kHugeGranule;
+  void* mapping = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<uintptr_t>(mapping);
+  const uintptr_t aligned = (start + kHugeGranule - 1) & ~(uintptr_t{kHugeGranule} - 1);
+  // The unaligned head and the tail beyond the block go back at once.
+  if (aligned > start) munmap(mapping, aligned - start);
+  const size_t tail = start + span - (aligned + rounded);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + rounded), tail);
+#ifdef MADV_HUGEPAGE
+  madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);  // advice: failure leaves 4 KiB pages
+#endif
+  return reinterpret_cast<void*>(aligned);
+}
+
+void* allocate_block(size_t rounded) {
+  return rounded >= kHugeGranule ? map_huge_block(rounded) : std::aligned_alloc(kAlignment, rounded);
+}
+
+void release_block(void* data, size_t rounded) {
+  if (rounded >= kHugeGranule) munmap(data, rounded);
+  else std::free(data);
+}
+
 class LargeBlockCache {
  public:
   void* take(size_t rounded) {
@@ -56,7 +88,7 @@ class LargeBlockCache {
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [size, blocks] : free_)
-      for (void* p : blocks) std::free(p);
+      for (void* p : blocks) release_block(p, size);
     free_.clear();
     cached_ = 0;
   }
@@ -88,7 +120,7 @@ namespace core {
 void* allocate_bytes(size_t nbytes) {
   const size_t rounded = rounded_size(nbytes);
   void* data = rounded >= kLargeBlock ? cache().take(rounded) : nullptr;
-  if (!data) data = std::aligned_alloc(kAlignment, rounded);
+  if (!data) data = allocate_block(rounded);
   EMBER_CHECK(data != nullptr, "allocate", "out of memory allocating ", nbytes, " bytes");
   int64_t now = g_allocated.fetch_add(static_cast<int64_t>(nbytes)) + static_cast<int64_t>(nbytes);
   int64_t peak = g_peak.load(std::memory_order_relaxed);
@@ -107,7 +139,7 @@ void free_bytes(void* data, size_t nbytes) {
     profiler::detail::record_memory(now, -static_cast<int64_t>(nbytes));
   const size_t rounded = rounded_size(nbytes);
   if (rounded >= kLargeBlock && cache().give(data, rounded)) return;
-  std::free(data);
+  release_block(data, rounded);
 }
 
 }  // namespace core

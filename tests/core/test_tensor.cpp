@@ -557,6 +557,26 @@ TEST(Memory, StatsCountLiveAndPeakBytes) {
   EXPECT_EQ(memory_stats().allocated_bytes, base) << "borrowed memory is not ember's";
 }
 
+TEST(Memory, LargeBlocksStartOnHugePageBoundaries) {
+  // Blocks of 1 MiB and more are mapped on 2 MiB boundaries (Note [Huge pages for large blocks]);
+  // every byte is usable, and blocks returned to the OS by empty_cache() come back as new maps.
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t bytes : {int64_t{1} << 20, (int64_t{3} << 20) + 5, int64_t{40} << 20}) {
+      Tensor t = empty({bytes}, kUInt8);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % (uintptr_t{2} << 20), 0u) << bytes << " bytes";
+      uint8_t* data = t.data_ptr<uint8_t>();
+      data[0] = 1;
+      data[bytes - 1] = 2;
+      t.fill_(7);
+      EXPECT_EQ(data[0], 7);
+      EXPECT_EQ(data[bytes - 1], 7);
+    }
+    empty_cache();
+  }
+  Tensor small = empty({1000}, kUInt8);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small.data_ptr()) % 64, 0u) << "small blocks keep 64-byte alignment";
+}
+
 // ---- random numbers ----------------------------------------------------------------------------
 
 // Restores the thread count a test changes.

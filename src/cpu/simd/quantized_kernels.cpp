@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "cpu/quantized_format.h"
 #include "cpu/simd/float_vector.h"
@@ -93,6 +94,7 @@ struct Int4Blocks {
 // same result.
 #if defined(__AVX512F__)
 using ivec = __m512i;
+constexpr int64_t kBlocksPerOperand = 2;
 // Two blocks of signed weights (or one, zero-extended).
 struct SignedPair {
   __m512i magnitude;
@@ -121,6 +123,7 @@ struct VnniDot {
 };
 #elif defined(__AVX2__)
 using ivec = __m256i;
+constexpr int64_t kBlocksPerOperand = 1;
 struct SignedPair {  // one block of signed weights
   __m256i weights, magnitude;
   explicit SignedPair(__m256i w) : weights(w), magnitude(_mm256_sign_epi8(w, w)) {}
@@ -226,15 +229,62 @@ template <int Rows, class Weights, class Dot>
 void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
                   const uint16_t* w_scales, float* c, int64_t ldc) {
   const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Weights::kBlockBytes;
+#if defined(__AVX512F__) || defined(__AVX2__)
+  // Row i's activation operand o: a pair of blocks in the AVX-512 order, or one block.
+  const int64_t operands = (blocks + kBlocksPerOperand - 1) / kBlocksPerOperand;
+  const auto load_operand = [&](int i, int64_t o, bool single) {
+    const int8_t* at = a + i * k + o * kBlocksPerOperand * kQuantBlock;
+#if defined(__AVX512F__)
+    return single ? load_single(at) : Weights::pair_activations(at);
+#else
+    (void)single;
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at));
+#endif
+  };
+  // Unsigned weights: the operands and their offset starts are the same for every weight row,
+  // so they are made once a call (ember-rt, short of room, makes them at each use: same values).
+#if defined(EMBER_RT_CPU)
+  constexpr bool kPrepared = false;
+#else
+  constexpr bool kPrepared = Weights::kUnsigned;
+#endif
+  struct PreparedOperand {
+    ivec activations, start;
+  };
+  [[maybe_unused]] const PreparedOperand* prepared_operands = nullptr;
+  if constexpr (kPrepared) {
+    thread_local std::vector<PreparedOperand> prepared;
+    prepared.resize(static_cast<size_t>(Rows * operands));
+    for (int i = 0; i < Rows; ++i)
+      for (int64_t o = 0; o < operands; ++o) {
+        const ivec activations = load_operand(i, o, (o + 1) * kBlocksPerOperand > blocks);
+        prepared[i * operands + o] = {activations, offset_start<Weights, Dot>(activations)};
+      }
+    prepared_operands = prepared.data();
+  }
+  // The operand and its start (for signed weights, the start is unused).
+  const auto activation_operand = [&](int i, int64_t o, bool single, ivec* start) {
+    if constexpr (kPrepared) {
+      *start = prepared_operands[i * operands + o].start;
+      return prepared_operands[i * operands + o].activations;
+    } else {
+      const ivec activations = load_operand(i, o, single);
+      *start = offset_start<Weights, Dot>(activations);
+      return activations;
+    }
+  };
+#endif
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* row = w + j * row_bytes;
     const uint16_t* row_scales = w_scales + j * blocks;
     float sums[Rows];
     int64_t b = 0;
 #if defined(__AVX512F__)
-    vf acc[Rows];
+    // Two accumulators a row, even and odd pairs of blocks: one chain of dependent FMAs held a
+    // row to a pair per FMA latency (16 weights a cycle), below what two cores stream from DRAM.
+    vf acc[Rows], acc_odd[Rows];
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
+    for (int i = 0; i < Rows; ++i) acc[i] = acc_odd[i] = vset(0.0f);
     // Up to 16 blocks share one conversion of their weight scales and one product with each
     // row's activation scales; each pair of blocks then picks its two scales by a permute. An
     // odd last block runs alone in the register's low half, the high half zero.
@@ -246,20 +296,28 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
       vf scales[Rows];
       EMBER_UNROLLED
       for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
-      __m512i pick = Weights::pair_lane_blocks();
-      int64_t pair = 0;
-      for (; pair + 2 <= group; pair += 2) {
+      const auto add_pair = [&](int64_t pair, vf* sums) {
         const uint8_t* at = row + (b + pair) * Weights::kBlockBytes;
         // Note [Weight streaming]: one prefetch a cache line
         if (Weights::kBlockBytes * 2 >= 64 || (pair & 2) == 0) prefetch_stream_ahead(at);
         const WeightOperand<Weights> weights(Weights::pair(at));
+        const __m512i pick = _mm512_add_epi32(Weights::pair_lane_blocks(), _mm512_set1_epi32(static_cast<int>(pair)));
         EMBER_UNROLLED
         for (int i = 0; i < Rows; ++i) {
-          const __m512i activations = Weights::pair_activations(a + i * k + (b + pair) * kQuantBlock);
-          const __m512i dots = block_dots<Weights, Dot>(weights, activations, offset_start<Weights, Dot>(activations));
-          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), acc[i]);
+          __m512i start;
+          const __m512i activations = activation_operand(i, (b + pair) / 2, false, &start);
+          const __m512i dots = block_dots<Weights, Dot>(weights, activations, start);
+          sums[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), sums[i]);
         }
-        pick = _mm512_add_epi32(pick, _mm512_set1_epi32(2));
+      };
+      int64_t pair = 0;
+      for (; pair + 4 <= group; pair += 4) {
+        add_pair(pair, acc);
+        add_pair(pair + 2, acc_odd);
+      }
+      if (pair + 2 <= group) {
+        add_pair(pair, acc);
+        pair += 2;
       }
       if (pair < group) {
         const __m512i single = _mm512_set1_epi32(static_cast<int>(pair));
@@ -267,33 +325,40 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
             _mm512_zextsi256_si512(Weights::one(row + (b + pair) * Weights::kBlockBytes)));
         EMBER_UNROLLED
         for (int i = 0; i < Rows; ++i) {
-          const __m512i activations = load_single(a + i * k + (b + pair) * kQuantBlock);
-          const __m512i dots = block_dots<Weights, Dot>(weights, activations, offset_start<Weights, Dot>(activations));
-          acc[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(single, scales[i]), acc[i]);
+          __m512i start;
+          const __m512i activations = activation_operand(i, (b + pair) / 2, true, &start);
+          const __m512i dots = block_dots<Weights, Dot>(weights, activations, start);
+          acc_odd[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(single, scales[i]), acc_odd[i]);
         }
       }
     }
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(vadd(acc[i], acc_odd[i]));
 #elif defined(__AVX2__)
-    vf acc[Rows];
+    vf acc[Rows], acc_odd[Rows];  // even and odd blocks, as in the AVX-512 loop
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) acc[i] = vset(0.0f);
-    for (; b < blocks; ++b) {
-      const uint8_t* at = row + b * Weights::kBlockBytes;
-      if (Weights::kBlockBytes >= 32 || (b & 1) == 0) prefetch_stream_ahead(at);
-      if (b % 16 == 0) prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
-      const float wb = scale_to_float(row_scales[b]);
+    for (int i = 0; i < Rows; ++i) acc[i] = acc_odd[i] = vset(0.0f);
+    const auto add_block = [&](int64_t block, vf* sums) {
+      const uint8_t* at = row + block * Weights::kBlockBytes;
+      if (Weights::kBlockBytes >= 32 || (block & 1) == 0) prefetch_stream_ahead(at);
+      if (block % 16 == 0) prefetch_stream_ahead(row_scales + block);  // the scales are a second stream
+      const float wb = scale_to_float(row_scales[block]);
       const WeightOperand<Weights> weights(Weights::one(at));
       EMBER_UNROLLED
       for (int i = 0; i < Rows; ++i) {
-        const __m256i activations = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + i * k + b * kQuantBlock));
-        const __m256i dots = block_dots<Weights, Dot>(weights, activations, offset_start<Weights, Dot>(activations));
-        acc[i] = vfma(_mm256_cvtepi32_ps(dots), vset(a_scales[i * blocks + b] * wb), acc[i]);
+        __m256i start;
+        const __m256i activations = activation_operand(i, block, false, &start);
+        const __m256i dots = block_dots<Weights, Dot>(weights, activations, start);
+        sums[i] = vfma(_mm256_cvtepi32_ps(dots), vset(a_scales[i * blocks + block] * wb), sums[i]);
       }
+    };
+    for (; b + 2 <= blocks; b += 2) {
+      add_block(b, acc);
+      add_block(b + 1, acc_odd);
     }
+    if (b < blocks) add_block(b, acc);
     EMBER_UNROLLED
-    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(acc[i]);
+    for (int i = 0; i < Rows; ++i) sums[i] = hsum_tree(vadd(acc[i], acc_odd[i]));
 #else
     // Baseline only: the vector builds keep no scalar loop, since GCC 12 auto-vectorized one in
     // the VNNI copy into vpdpbusd with the int8 weights taken as unsigned (wrong sums).
