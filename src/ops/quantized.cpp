@@ -2,6 +2,8 @@
 // and the product in cpu/quantized.cpp.
 #include "ember/quantized.h"
 
+#include "cpu/dispatch.h"
+#include "cpu/gemm.h"
 #include "cpu/quantized.h"
 #include "ops/op_utils.h"
 
@@ -96,23 +98,54 @@ std::vector<Tensor> quantized_products(const Tensor& input, const std::vector<Qu
   }
   if (stored.empty()) return {};
   const int64_t in = stored.front().in_features();
-  const Tensor rows = input.reshape({-1, in}).to(kFloat32).contiguous();
+  // bfloat16 and float16 rows are widened and the products narrowed inside the job (two
+  // tensors and ops fewer per product: a decoding step runs a hundred of these).
+  const Tensor rows = input.reshape({-1, in}).contiguous();
   const int64_t m = rows.size(0);
   std::vector<Tensor> products;
   std::vector<cpu::QuantizedGroupMember> members;
+  int64_t total = 0;
   for (const QuantizedWeight& weight : stored) {
-    products.push_back(empty({m, weight.out_features()}, TensorOptions().dtype(kFloat32)));
+    products.push_back(empty({m, weight.out_features()}, TensorOptions().dtype(dtype)));
     members.push_back({cpu_format(weight.format), weight.values.data_ptr(),
-                       static_cast<const uint16_t*>(weight.scales.data_ptr()), weight.out_features(),
-                       products.back().data_ptr<float>(), weight.out_features()});
+                       static_cast<const uint16_t*>(weight.scales.data_ptr()), weight.out_features(), nullptr,
+                       weight.out_features()});
+    total += weight.out_features();
   }
   core::launch("quantized_linear", [&] {
-    return [m, k = in, a = rows.data_ptr<float>(), members] { cpu::gemm_quantized_weight_group(m, k, a, k, members); };
+    std::vector<void*> outputs;
+    for (const Tensor& product : products) outputs.push_back(product.data_ptr());
+    return [m, k = in, total, dtype, a = rows.data_ptr(), members, outputs]() mutable {
+      if (dtype == kFloat32) {
+        for (size_t i = 0; i < members.size(); ++i) members[i].c = static_cast<float*>(outputs[i]);
+        cpu::gemm_quantized_weight_group(m, k, static_cast<const float*>(a), k, members);
+        return;
+      }
+      const bool bf16 = dtype == kBFloat16;
+      thread_local std::vector<float> wide_rows, wide_products;
+      wide_rows.resize(static_cast<size_t>(m * k));
+      wide_products.resize(static_cast<size_t>(m * total));
+      const auto* narrow_rows = static_cast<const uint16_t*>(a);
+      if (bf16) EMBER_KERNEL(gemm_widen_bf16)(narrow_rows, k, m, k, wide_rows.data(), k);
+      else EMBER_KERNEL(gemm_widen_f16)(narrow_rows, k, m, k, wide_rows.data(), k);
+      float* c = wide_products.data();
+      for (cpu::QuantizedGroupMember& member : members) {
+        member.c = c;
+        c += m * member.n;
+      }
+      cpu::gemm_quantized_weight_group(m, k, wide_rows.data(), k, members);
+      for (size_t i = 0; i < members.size(); ++i) {
+        const int64_t n = members[i].n;
+        auto* out = static_cast<uint16_t*>(outputs[i]);
+        if (bf16) EMBER_KERNEL(gemm_narrow_bf16)(members[i].c, n, m, n, 0.0f, out, n);
+        else EMBER_KERNEL(gemm_narrow_f16)(members[i].c, n, m, n, 0.0f, out, n);
+      }
+    };
   });
   std::vector<int64_t> shape = input.sizes();
   for (size_t i = 0; i < products.size(); ++i) {
     shape.back() = stored[i].out_features();
-    products[i] = products[i].to(dtype).reshape(shape);
+    products[i] = products[i].reshape(shape);
   }
   return products;
 }
