@@ -80,6 +80,7 @@ ExportedProgram export_model(const Args& args) {
   options.dtype = parse_dtype(args);
   options.max_seq_len = max_seq_len;
   options.quantize = parse_quantize(args);
+  options.map_weights = true;  // read once, into the program
   models::CausalLM model = models::from_pretrained(dir, options);
   model->eval();
   std::optional<tokenizers::Tokenizer> tokenizer;

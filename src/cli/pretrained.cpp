@@ -35,6 +35,8 @@ const char* kGenerateModelHelp =
     "  --dtype KIND         float32 (default) or bfloat16\n"
     "  --quantize TYPE      weight-only (ember/quantized.h): int8 projections and head, or int4\n"
     "                       projections and an int8 head\n"
+    "  --mmap               use the files' weights mapped, not copied (loads faster, decodes\n"
+    "                       slower: PretrainedOptions::map_weights)\n"
     "  --threads N          thread count\n"
     "Without --greedy, --temperature, --top-k or --top-p, the model's generation_config.json\n"
     "decides: do_sample true samples with its settings, otherwise decoding is greedy.\n";
@@ -52,6 +54,8 @@ const char* kPerplexityHelp =
     "  --dtype KIND         float32 (default) or bfloat16\n"
     "  --quantize TYPE      weight-only (ember/quantized.h): int8 projections and head, or int4\n"
     "                       projections and an int8 head\n"
+    "  --mmap               use the files' weights mapped, not copied (loads faster, decodes\n"
+    "                       slower: PretrainedOptions::map_weights)\n"
     "  --threads N          thread count\n";
 
 const char* kQuantizeHelp =
@@ -71,6 +75,7 @@ models::PretrainedOptions pretrained_options(const Args& args) {
   models::PretrainedOptions options;
   options.dtype = parse_dtype(args);
   options.quantize = parse_quantize(args);
+  options.map_weights = args.get_switch("mmap");
   return options;
 }
 
@@ -111,7 +116,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
     return 0;
   }
   Args args(argv, {"model", "prompt", "max-new-tokens", "temperature", "top-k", "top-p", "seed", "dtype", "quantize", "threads"},
-            {"greedy"});
+            {"greedy", "mmap"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const std::string dir = required(args, "model");
   const int64_t max_new_tokens = args.get_int("max-new-tokens", 128);
@@ -175,7 +180,7 @@ int run_perplexity(const std::vector<std::string>& argv) {
     std::cout << kPerplexityHelp;
     return 0;
   }
-  Args args(argv, {"model", "file", "ctx", "dtype", "quantize", "threads"}, {"json"});
+  Args args(argv, {"model", "file", "ctx", "dtype", "quantize", "threads"}, {"json", "mmap"});
   if (args.has("threads")) set_num_threads(static_cast<int>(args.get_int("threads", 0)));
   const std::string dir = required(args, "model"), file = required(args, "file");
   const int64_t ctx = args.get_int("ctx", 512);

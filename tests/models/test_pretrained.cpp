@@ -326,18 +326,30 @@ INSTANTIATE_TEST_SUITE_P(Variants, PretrainedVariant,
 
 // ---- loading details -------------------------------------------------------------------------
 
-TEST(Pretrained, MatchingDtypeWeightsStayMappedFromTheFile) {
+TEST(Pretrained, MatchingDtypeWeightsStayMappedFromTheFileWhenAsked) {
   models::PretrainedOptions bf16;
   bf16.dtype = kBFloat16;
-  // qwen3's file is bfloat16: mapped as is; llama's is float32: converted once, owned.
+  models::PretrainedOptions mapped_bf16 = bf16, mapped;
+  mapped_bf16.map_weights = mapped.map_weights = true;
+  // qwen3's file is bfloat16: mapped as is when asked, else copied; llama's is float32:
+  // converted once to bfloat16, owned.
+  for (const auto& item : models::from_pretrained(model_dir("qwen3"), mapped_bf16)->named_parameters())
+    EXPECT_TRUE(item.value().storage().read_only()) << item.key();
+  for (const auto& item : models::from_pretrained(model_dir("llama"), mapped)->named_parameters())
+    EXPECT_TRUE(item.value().storage().read_only()) << item.key();
   for (const auto& item : models::from_pretrained(model_dir("qwen3"), bf16)->named_parameters())
-    EXPECT_TRUE(item.value().storage().read_only()) << item.key();
+    EXPECT_FALSE(item.value().storage().read_only()) << item.key();
   for (const auto& item : models::from_pretrained(model_dir("llama"))->named_parameters())
-    EXPECT_TRUE(item.value().storage().read_only()) << item.key();
+    EXPECT_FALSE(item.value().storage().read_only()) << item.key();
   for (const auto& item : models::from_pretrained(model_dir("llama"), bf16)->named_parameters()) {
     EXPECT_FALSE(item.value().storage().read_only()) << item.key();
     EXPECT_EQ(item.value().scalar_type(), kBFloat16);
   }
+  // A model quantized at load leaves its float weights mapped (the products read the blocks).
+  models::PretrainedOptions quantized;
+  quantized.quantize = "int8";
+  for (const auto& item : models::from_pretrained(model_dir("llama"), quantized)->named_parameters())
+    EXPECT_TRUE(item.value().storage().read_only()) << item.key();
 }
 
 TEST(Pretrained, TrainableWeightsAreOwnedAndGetGradients) {

@@ -17,20 +17,27 @@
 namespace ember::models {
 
 struct PretrainedOptions {
-  // Weight and compute dtype: kFloat32 or kBFloat16. Weights stored in it are used as mapped
-  // (no copy); others are converted once, at load.
+  // Weight and compute dtype: kFloat32 or kBFloat16. Weights stored in another are converted
+  // once, at load.
   ScalarType dtype = kFloat32;
   // Longest sequence (prompt + generated) the model accepts; 0: the config's
   // max_position_embeddings.
   int64_t max_seq_len = 0;
-  // Owned, writable weights with requires_grad (full fine-tuning). Off: weights stay read-only
-  // views of the files and require no gradient.
+  // Owned, writable weights with requires_grad (full fine-tuning). Off: the weights require no
+  // gradient (and are read-only views of the files under map_weights).
   bool trainable = false;
   // Weight-only quantization for inference: "" (none), "int8" (the layers' projections and
   // the LM head in blocks of 32 int8 values with a float16 scale, ember/quantized.h) or "int4"
   // (the projections in blocks of 32 4-bit values, the head in int8); embeddings and norms
   // stay in dtype. Not with trainable.
   std::string quantize;
+  // Weights stored in dtype (and the blocks of a directory written by `ember quantize`): true
+  // uses them as read-only views of the mapped files (no copy; pages read on first use, as
+  // llama.cpp's mmap); false copies them into ember's memory, whose large blocks get huge
+  // pages: a decoding step streams every weight, and ran about 10% faster so (bf16
+  // Qwen2.5-0.5B, Zen 5). The float weights a model quantizes at load stay mapped either way
+  // (the products read the blocks); trainable weights are always copies.
+  bool map_weights = false;
 };
 
 // A tensor of the checkpoint: its key and shape.
