@@ -2,7 +2,8 @@
 # ember quantize on pretrained fixtures: the written directory (blocks in model.safetensors with
 # the type in its metadata, config and tokenizer copied) loads back quantized, and ember
 # perplexity and greedy generation on it give what --quantize gives on the original; the int8 and
-# int4 perplexities stay near the float model's; bad flags are one-line errors.
+# int4 perplexities stay near the float model's; --mmap (weights used as mapped) changes no
+# result; bad flags are one-line errors.
 set -euo pipefail
 ember="$1"
 fixtures="$2"
@@ -17,6 +18,7 @@ close() { python3 -c 'import sys; a, b, t = map(float, sys.argv[1:]); sys.exit(a
 for arch in llama gpt2; do
   base="$fixtures/models/$arch"
   float=$(perplexity --model "$base")
+  close "$(perplexity --model "$base" --mmap)" "$float" 1e-12  # weights mapped, not copied
   for type in int8 int4; do
     out="$work/$arch-$type"
     "$ember" quantize --model "$base" --out "$out" --type "$type" | grep -q "^wrote $out ($type, "
@@ -30,6 +32,7 @@ for arch in llama gpt2; do
     stored=$(perplexity --model "$out")
     at_load=$(perplexity --model "$base" --quantize "$type")
     close "$stored" "$at_load" 1e-9
+    close "$(perplexity --model "$out" --mmap)" "$stored" 1e-12  # the blocks used as mapped
     close "$stored" "$float" 0.2  # random fixtures: a loose bound, the trained figures are in docs/QUANTIZATION.md
     [[ "$("$ember" generate --model "$out" --prompt "The old man" --greedy --max-new-tokens 8 2>/dev/null)" == \
        "$("$ember" generate --model "$base" --quantize "$type" --prompt "The old man" --greedy --max-new-tokens 8 2>/dev/null)" ]]
