@@ -61,6 +61,28 @@ TEST(QuantizedLinear, GroupEqualsSeparateLinears) {
                          {"quantized::linear_group", "does not match the weight's in_features 96"});
 }
 
+// bfloat16 and float16 inputs are widened and the products narrowed inside the product's job:
+// the float32 product of the widened input, rounded to the input's dtype, bit for bit.
+TEST(QuantizedLinear, LowPrecisionInputsEqualTheRoundedFloat32Product) {
+  NoGradGuard no_grad;
+  manual_seed(6);
+  const std::vector<quantized::QuantizedWeight> weights = {
+      quantized::quantize(randn({40, 96}) * 0.05, quantized::Format::kInt4),
+      quantized::quantize(randn({24, 96}) * 0.05, quantized::Format::kInt8)};
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{1, 1, 96}, {5, 96}, {2, 6, 96}})
+    for (ScalarType dtype : {kBFloat16, kFloat16}) {
+      const Tensor input = randn(sizes).to(dtype);
+      const std::vector<Tensor> grouped = quantized::linear_group(input, weights);
+      for (size_t i = 0; i < weights.size(); ++i) {
+        const Tensor expected = quantized::linear(input.to(kFloat32), weights[i]).to(dtype);
+        const Tensor single = quantized::linear(input, weights[i]);
+        EXPECT_EQ(single.scalar_type(), dtype);
+        EXPECT_TRUE(equal(single, expected)) << dtype_name(dtype) << " " << IntArrayRef(input.sizes());
+        EXPECT_TRUE(equal(grouped[i], expected)) << dtype_name(dtype) << " member " << i;
+      }
+    }
+}
+
 TEST(QuantizedLinear, BadWeightsAndInputsThrow) {
   NoGradGuard no_grad;
   const Tensor scales = zeros({4, 2}, kFloat16);
