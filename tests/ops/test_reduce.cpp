@@ -342,6 +342,53 @@ TEST(Reduce, MaxMinWithNaNTiesAndInfinities) {
   EXPECT_TRUE(all_equal(make({4, 0, 9, 0}, {2, 2}, kFloat32).argmin(), {1}));
 }
 
+// Long contiguous rows take a vectorized path (a decoding step's argmax over the vocabulary):
+// ties keep their first index, a NaN anywhere (in the first lanes, the middle or the tail)
+// wins at its first position, and -0 / +0 count as equal, as the reference rule says.
+TEST(Reduce, ArgmaxOfLongRowsKeepsTheFirstIndexAndTheFirstNaN) {
+  for (int64_t n : {16, 17, 47, 1000}) {
+    std::vector<double> base(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) base[static_cast<size_t>(i)] = static_cast<double>((i * 37) % 11) - 5.0;
+    std::vector<std::vector<double>> rows = {base};
+    std::vector<double> tied = base;
+    tied[static_cast<size_t>(n / 3)] = 9;
+    tied[static_cast<size_t>(n - 1)] = 9;
+    rows.push_back(tied);
+    for (int64_t at : {int64_t{0}, int64_t{5}, n / 2, n - 1}) {
+      std::vector<double> with_nan = tied;
+      with_nan[static_cast<size_t>(at)] = kNaN;
+      with_nan[static_cast<size_t>(n - 1 - (at == n - 1))] = kNaN;
+      rows.push_back(with_nan);
+    }
+    std::vector<double> zeros_row(static_cast<size_t>(n), -1.0);
+    zeros_row[3] = -0.0;
+    zeros_row[static_cast<size_t>(n - 2)] = 0.0;
+    rows.push_back(zeros_row);
+    std::vector<double> infinities = base;
+    infinities[static_cast<size_t>(n - 1)] = kInf;
+    infinities[1] = -kInf;
+    rows.push_back(infinities);
+    for (ScalarType dtype : {kFloat32, kFloat64, kInt64, kInt32}) {
+      for (const std::vector<double>& row : rows) {
+        const bool has_special = std::any_of(row.begin(), row.end(), [](double v) { return !std::isfinite(v); });
+        if (has_special && !is_floating_point(dtype)) continue;
+        const Tensor x = make(row, {1, n}, dtype);
+        const Slice values_of_row = values(x);
+        const std::string what = std::string(dtype_name(dtype)) + " n=" + std::to_string(n);
+        EXPECT_TRUE(all_equal(x.argmax(1), {ref_argmax(values_of_row)})) << what;
+        EXPECT_TRUE(all_equal(ember::argmin(x, 1), {ref_argmin(values_of_row)})) << what;
+        EXPECT_TRUE(all_equal(x.argmax(), {ref_argmax(values_of_row)})) << what;
+        auto [max_value, max_index] = x.max(1);
+        EXPECT_TRUE(all_equal(max_index, {ref_argmax(values_of_row)})) << what;
+        const double expected = values_of_row[static_cast<size_t>(ref_argmax(values_of_row))];
+        const double got = values(max_value)[0];
+        EXPECT_TRUE(std::isnan(expected) ? std::isnan(got) : (got == expected && std::signbit(got) == std::signbit(expected)))
+            << what;
+      }
+    }
+  }
+}
+
 TEST(Reduce, ArgmaxShapes) {
   Tensor x = make(signed_values(24), {2, 3, 4}, kFloat32);
   EXPECT_EQ(x.argmax().dim(), 0);
