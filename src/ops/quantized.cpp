@@ -98,15 +98,18 @@ std::vector<Tensor> quantized_products(const Tensor& input, const std::vector<Qu
   }
   if (stored.empty()) return {};
   const int64_t in = stored.front().in_features();
-  // bfloat16 and float16 rows are widened and the products narrowed inside the job (two
-  // tensors and ops fewer per product: a decoding step runs a hundred of these).
-  const Tensor rows = input.reshape({-1, in}).contiguous();
-  const int64_t m = rows.size(0);
+  // A decoding step's bfloat16 and float16 rows are widened and its products narrowed inside
+  // the job, in scratch kept by the thread (two tensors and ops fewer per product: a step runs
+  // a hundred of these); a prompt's go through float32 tensors, freed after.
+  const int64_t m = input.numel() / in;
+  const ScalarType job_dtype = m <= cpu::kQuantizedActivationRows ? dtype : kFloat32;
+  const Tensor flat = input.reshape({-1, in});
+  const Tensor rows = (job_dtype == dtype ? flat : flat.to(job_dtype)).contiguous();
   std::vector<Tensor> products;
   std::vector<cpu::QuantizedGroupMember> members;
   int64_t total = 0;
   for (const QuantizedWeight& weight : stored) {
-    products.push_back(empty({m, weight.out_features()}, TensorOptions().dtype(dtype)));
+    products.push_back(empty({m, weight.out_features()}, TensorOptions().dtype(job_dtype)));
     members.push_back({cpu_format(weight.format), weight.values.data_ptr(),
                        static_cast<const uint16_t*>(weight.scales.data_ptr()), weight.out_features(), nullptr,
                        weight.out_features()});
@@ -115,7 +118,7 @@ std::vector<Tensor> quantized_products(const Tensor& input, const std::vector<Qu
   core::launch("quantized_linear", [&] {
     std::vector<void*> outputs;
     for (const Tensor& product : products) outputs.push_back(product.data_ptr());
-    return [m, k = in, total, dtype, a = rows.data_ptr(), members, outputs]() mutable {
+    return [m, k = in, total, dtype = job_dtype, a = rows.data_ptr(), members, outputs]() mutable {
       if (dtype == kFloat32) {
         for (size_t i = 0; i < members.size(); ++i) members[i].c = static_cast<float*>(outputs[i]);
         cpu::gemm_quantized_weight_group(m, k, static_cast<const float*>(a), k, members);
@@ -145,7 +148,7 @@ std::vector<Tensor> quantized_products(const Tensor& input, const std::vector<Qu
   std::vector<int64_t> shape = input.sizes();
   for (size_t i = 0; i < products.size(); ++i) {
     shape.back() = stored[i].out_features();
-    products[i] = products[i].reshape(shape);
+    products[i] = (job_dtype == dtype ? products[i] : products[i].to(dtype)).reshape(shape);
   }
   return products;
 }
