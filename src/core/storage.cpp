@@ -80,11 +80,12 @@ void Storage::reallocate(size_t nbytes) const {
               "only owned storage can be reallocated, this one is ",
               !impl_ ? "undefined" : impl_->kind == Kind::Borrowed ? "borrowed" : "memory-mapped");
   if (core::active_capture()) core::note_storage_reallocated(*this);
+  // The new block is taken while the old one is held: its address differs (graph replay tells
+  // a reallocated storage by its address; malloc may hand a just-freed block straight back), and
+  // a failed allocation leaves the storage as it was.
+  void* fresh = nbytes == 0 ? nullptr : core::allocate_bytes(nbytes);
   core::free_bytes(impl_->data, impl_->nbytes);
-  impl_->data = nullptr;
-  impl_->nbytes = 0;
-  if (nbytes == 0) return;
-  impl_->data = core::allocate_bytes(nbytes);
+  impl_->data = fresh;
   impl_->nbytes = nbytes;
 }
 

@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-#include <vector>
 
 #include "cpu/quantized_format.h"
 #include "cpu/simd/float_vector.h"
@@ -242,36 +241,36 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
 #endif
   };
   // Unsigned weights: the operands and their offset starts are the same for every weight row,
-  // so they are made once a call (ember-rt, short of room, makes them at each use: same values).
+  // so they are made once a call, on the stack (a heap buffer kept by each thread grew on a
+  // worker's first larger call: runs must allocate nothing once warm), for rows up to
+  // kMaxPreparedOperands operands long; longer rows and ember-rt (short of room) make them at
+  // each use: the same values.
 #if defined(EMBER_RT_CPU)
   constexpr bool kPrepared = false;
 #else
   constexpr bool kPrepared = Weights::kUnsigned;
 #endif
+  constexpr int64_t kMaxPreparedOperands = 128;
   struct PreparedOperand {
     ivec activations, start;
   };
-  [[maybe_unused]] const PreparedOperand* prepared_operands = nullptr;
-  if constexpr (kPrepared) {
-    thread_local std::vector<PreparedOperand> prepared;
-    prepared.resize(static_cast<size_t>(Rows * operands));
+  PreparedOperand prepared[kPrepared ? Rows * kMaxPreparedOperands : 1];
+  const bool use_prepared = kPrepared && operands <= kMaxPreparedOperands;
+  if (use_prepared)
     for (int i = 0; i < Rows; ++i)
       for (int64_t o = 0; o < operands; ++o) {
         const ivec activations = load_operand(i, o, (o + 1) * kBlocksPerOperand > blocks);
         prepared[i * operands + o] = {activations, offset_start<Weights, Dot>(activations)};
       }
-    prepared_operands = prepared.data();
-  }
   // The operand and its start (for signed weights, the start is unused).
   const auto activation_operand = [&](int i, int64_t o, bool single, ivec* start) {
-    if constexpr (kPrepared) {
-      *start = prepared_operands[i * operands + o].start;
-      return prepared_operands[i * operands + o].activations;
-    } else {
-      const ivec activations = load_operand(i, o, single);
-      *start = offset_start<Weights, Dot>(activations);
-      return activations;
+    if (use_prepared) {
+      *start = prepared[i * operands + o].start;
+      return prepared[i * operands + o].activations;
     }
+    const ivec activations = load_operand(i, o, single);
+    *start = offset_start<Weights, Dot>(activations);
+    return activations;
   };
 #endif
   for (int64_t j = 0; j < n; ++j) {
