@@ -242,20 +242,20 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
   };
   // Unsigned weights: the operands and their offset starts are the same for every weight row,
   // so they are made once a call, on the stack (a heap buffer kept by each thread grew on a
-  // worker's first larger call: runs must allocate nothing once warm), for rows up to
-  // kMaxPreparedOperands operands long; longer rows and ember-rt (short of room) make them at
-  // each use: the same values.
+  // worker's first larger call: runs must allocate nothing once warm), up to kMaxPrepared of
+  // them (32 KiB at AVX-512: one activation row of up to 16384 values, four of up to 4096);
+  // more, and ember-rt (short of room), make them at each use: the same values.
 #if defined(EMBER_RT_CPU)
   constexpr bool kPrepared = false;
 #else
   constexpr bool kPrepared = Weights::kUnsigned;
 #endif
-  constexpr int64_t kMaxPreparedOperands = 128;
+  constexpr int64_t kMaxPrepared = 256;
   struct PreparedOperand {
     ivec activations, start;
   };
-  PreparedOperand prepared[kPrepared ? Rows * kMaxPreparedOperands : 1];
-  const bool use_prepared = kPrepared && operands <= kMaxPreparedOperands;
+  PreparedOperand prepared[kPrepared ? kMaxPrepared : 1];
+  const bool use_prepared = kPrepared && Rows * operands <= kMaxPrepared;
   if (use_prepared)
     for (int i = 0; i < Rows; ++i)
       for (int64_t o = 0; o < operands; ++o) {
