@@ -63,28 +63,31 @@ struct Speeds {
 };
 
 // Prefill: `prompt` tokens into an empty cache, best of `reps`. Decode: `steps` single-token
-// steps after a 16-token prompt, best of `reps` (tokens per second of the steps alone).
-Speeds measure(models::CausalLMImpl& model, int64_t prompt, int64_t steps, int reps) {
+// steps after a 16-token prompt, best of `reps` (tokens per second of the steps alone), through
+// a CapturedDecoder as `ember generate` decodes (its capture in the warm-up round).
+Speeds measure(models::CausalLM& model, int64_t prompt, int64_t steps, int reps) {
   NoGradGuard no_grad;
-  const int64_t vocab = model.config().vocab_size;
+  const int64_t vocab = model->config().vocab_size;
   const Tensor prompt_ids = randint(0, vocab, {1, prompt});
   Speeds s;
   double best = 1e30;
   for (int r = 0; r <= reps; ++r) {  // the first round warms up
-    models::DecoderCache cache = model.make_cache(1, prompt);
+    models::DecoderCache cache = model->make_cache(1, prompt);
     const auto start = std::chrono::steady_clock::now();
-    model.forward_cached(prompt_ids, cache, /*logits_to_keep=*/1);
+    model->forward_cached(prompt_ids, cache, /*logits_to_keep=*/1);
     if (r > 0) best = std::min(best, milliseconds_since(start));
   }
   s.prefill_tokens_per_s = static_cast<double>(prompt) / best * 1e3;
   best = 1e30;
+  models::DecoderCache cache = model->make_cache(1, 16 + steps);  // one cache: the decoder's graph holds its buffers
+  models::CapturedDecoder decoder(model, cache);
   for (int r = 0; r <= reps; ++r) {
-    models::DecoderCache cache = model.make_cache(1, 16 + steps);
-    Tensor logits = model.forward_cached(prompt_ids.narrow(1, 0, 16), cache, /*logits_to_keep=*/1);
+    for (nn::attention::KVCache& layer : cache.layers) layer.clear();
+    Tensor logits = model->forward_cached(prompt_ids.narrow(1, 0, 16), cache, /*logits_to_keep=*/1);
     const auto start = std::chrono::steady_clock::now();
     for (int64_t i = 0; i < steps; ++i) {
       const Tensor next = logits.reshape({-1}).argmax().reshape({1, 1});
-      logits = model.forward_cached(next, cache, /*logits_to_keep=*/1);
+      logits = decoder.step(next);
     }
     if (r > 0) best = std::min(best, milliseconds_since(start));
   }
@@ -173,7 +176,7 @@ nlohmann::json run(const Options& options) {
       std::filesystem::remove_all(scratch);
       std::filesystem::remove_all(gguf_scratch);
       if (peers) models::save_pretrained(model, scratch.string());  // float weights, read by every peer
-      auto measure_model = [&] { return measure(*model, prompt, steps, 1); };
+      auto measure_model = [&] { return measure(model, prompt, steps, 1); };
       PeerRun transformers{torch, "pretrained_torch.py",
                            sizes + " --reps 1 --dtype " + (dtype == kBFloat16 ? "bfloat16" : "float32")};
       PeerRun llamacpp_own{llamacpp, "pretrained_llamacpp.py",
@@ -197,19 +200,31 @@ nlohmann::json run(const Options& options) {
         if (f16.ran()) add_peer_columns(row, ember, f16.best, "llamacpp_f16_", "");
       }
       results.push_back(row);
-      // The bf16 model quantized (weight-only; its float weights, which the peers read, stay as
-      // they were): the `_int8` and `_int4` rows, each alternated with llama.cpp's Q8_0 / Q4_0
-      // of the same weights.
+      // The bf16 weights quantized (weight-only; the float weights, which the peers read, are the
+      // same): the `_int8` and `_int4` rows, each alternated with llama.cpp's Q8_0 / Q4_0 of the
+      // same weights and with the bf16 model itself, whose speeds in the same windows give the
+      // ratios `*_vs_bf16` (Note [Alternated peers]: the bf16 row's own figures come from other
+      // minutes).
       for (const std::string& type : quantize_types) {
         const std::string name = std::string(c.name) + "_" + type;
         note("ember bench pretrained: " + name);
-        model->quantize(type);
+        models::CausalLM quantized = random_model(config, dtype);
+        quantized->quantize(type);
         const std::string gguf_type = type == "int8" ? "q8_0" : "q4_0";
         PeerRun llamacpp_quantized{llamacpp, "pretrained_llamacpp.py", llamacpp_sizes + " --reps 1 --types " + gguf_type};
-        const Speeds speeds = alternate(rounds, measure_model, {&llamacpp_quantized});
+        Speeds bf16_beside;
+        const Speeds speeds = alternate(
+            rounds,
+            [&] {
+              bf16_beside = best_of(bf16_beside, measure_model());
+              return measure(quantized, prompt, steps, 1);
+            },
+            {&llamacpp_quantized});
         nlohmann::json q = make_row(name, speeds);
-        q["prefill_vs_bf16"] = speeds.prefill_tokens_per_s / ember.prefill_tokens_per_s;
-        q["decode_vs_bf16"] = speeds.decode_tokens_per_s / ember.decode_tokens_per_s;
+        q["bf16_prefill_tokens_per_s"] = bf16_beside.prefill_tokens_per_s;
+        q["bf16_decode_tokens_per_s"] = bf16_beside.decode_tokens_per_s;
+        q["prefill_vs_bf16"] = speeds.prefill_tokens_per_s / bf16_beside.prefill_tokens_per_s;
+        q["decode_vs_bf16"] = speeds.decode_tokens_per_s / bf16_beside.decode_tokens_per_s;
         q["kernel_isa"] = backends::cpu_info().dispatch_isa;  // the level of its decode kernels
         if (llamacpp_quantized.ran()) add_peer_columns(q, speeds, llamacpp_quantized.best, "llamacpp_", "llamacpp");
         results.push_back(q);

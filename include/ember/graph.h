@@ -26,8 +26,10 @@
 //   generator state (CUDA graphs advance the philox offset per replay the same way).
 // - Not capturable yet (they throw at capture, naming themselves): flex_attention and
 //   create_block_mask, the fused linear_cross_entropy, as_strided's backward, nn::init. For a
-//   decode step, GPT::decode_step (a tensor position over a fixed-size cache) replaces
-//   forward_cached, whose shapes grow with the cache.
+//   decode step, GPT::decode_step and CausalLM::decode_step (a tensor position over a
+//   fixed-size cache; nn::attention::decode_attention reads it when its kernel runs) replace
+//   forward_cached, whose shapes grow with the cache; models::CapturedDecoder captures and
+//   replays a pretrained model's step.
 // - An index out of range at replay (embedding, index_select, gather) throws from replay()
 //   before writing that op's output; kernels that ran before it keep their results.
 //

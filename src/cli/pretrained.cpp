@@ -151,6 +151,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
                       .squeeze(0);
   const double prefill_seconds = seconds_since(prefill_start);
 
+  models::CapturedDecoder decoder(model, cache);  // each step replays one captured graph
   tokenizers::DecodeStream stream(tokenizer, /*skip_special_tokens=*/true);
   int64_t generated = 0, decode_steps = 0;  // the first token comes from the prefill's logits
   const auto decode_start = std::chrono::steady_clock::now();
@@ -164,7 +165,7 @@ int run_generate_model(const std::vector<std::string>& argv) {
     ++generated;
     std::cout << stream.step(next) << std::flush;
     if (generated == max_new_tokens || cache.length() == cache_length) break;
-    logits = model->forward_cached(tensor(std::vector<int64_t>{next}).view({1, 1}), cache).select(1, 0).squeeze(0);
+    logits = decoder.step(tensor(std::vector<int64_t>{next}).view({1, 1})).squeeze(0);
     ++decode_steps;
   }
   std::cout << stream.flush() << "\n" << std::flush;

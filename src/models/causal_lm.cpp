@@ -147,6 +147,18 @@ Tensor CausalLMImpl::final_norm(const Tensor& x) const {
   return detail::normalize(x, norm_weight_, norm_bias_, detail::decoder_layout(config_), config_.norm_eps);
 }
 
+Tensor CausalLMImpl::embed(const Tensor& tokens) const {
+  // Gathered in the weights' dtype, then converted: only the rows used, never the whole table.
+  Tensor x = F::embedding(tokens, embedding_).to(compute_dtype_);
+  if (detail::decoder_layout(config_).scale_embedding) {
+    // transformers multiplies by sqrt(hidden) rounded to the compute dtype (55.4256 -> 55.5 in bfloat16).
+    const double scale = std::sqrt(static_cast<double>(config_.hidden_size));
+    x = x * (compute_dtype_ == kBFloat16 ? static_cast<double>(static_cast<float>(BFloat16(static_cast<float>(scale))))
+                                         : static_cast<double>(static_cast<float>(scale)));
+  }
+  return x;
+}
+
 Tensor CausalLMImpl::run(const Tensor& tokens, int64_t start, const Tensor& doc_ids, DecoderCache* cache) {
   EMBER_CHECK(tokens.dim() == 2 && tokens.size(1) > 0 && is_integral(tokens.scalar_type()), kOp,
               "tokens must be integer [batch, time] with time > 0, got ", dtype_name(tokens.scalar_type()), " of shape ",
@@ -154,15 +166,7 @@ Tensor CausalLMImpl::run(const Tensor& tokens, int64_t start, const Tensor& doc_
   const int64_t B = tokens.size(0), T = tokens.size(1);
   EMBER_CHECK(start + T <= max_seq_len_, kOp, "positions ", start, " .. ", start + T - 1, " exceed max_seq_len ",
               max_seq_len_);
-  // Gathered in the weights' dtype, then converted: only the rows used, never the whole table.
-  Tensor x = F::embedding(tokens, embedding_).to(compute_dtype_);
-  const detail::DecoderLayout layout = detail::decoder_layout(config_);
-  if (layout.scale_embedding) {
-    // transformers multiplies by sqrt(hidden) rounded to the compute dtype (55.4256 -> 55.5 in bfloat16).
-    const double scale = std::sqrt(static_cast<double>(config_.hidden_size));
-    x = x * (compute_dtype_ == kBFloat16 ? static_cast<double>(static_cast<float>(BFloat16(static_cast<float>(scale))))
-                                         : static_cast<double>(static_cast<float>(scale)));
-  }
+  Tensor x = embed(tokens);
   if (positions_.defined()) x = x + positions_.narrow(0, start, T).to(compute_dtype_);
   Tensor cos, sin;
   if (config_.uses_rope()) std::tie(cos, sin) = rope_rows(start, T);
@@ -272,21 +276,92 @@ DecoderCache CausalLMImpl::make_cache(int64_t batch, int64_t max_length) const {
   return cache;
 }
 
-Tensor CausalLMImpl::forward_cached(const Tensor& tokens, DecoderCache& cache, int64_t logits_to_keep) {
-  EMBER_CHECK(cache.layers.size() == layers_.size(), kOp, "the cache has ", cache.layers.size(), " layers, the model ",
+void CausalLMImpl::check_cache(const Tensor& tokens, const DecoderCache& cache, const char* op) const {
+  EMBER_CHECK(cache.layers.size() == layers_.size(), op, "the cache has ", cache.layers.size(), " layers, the model ",
               layers_.size());
-  EMBER_CHECK(tokens.dim() == 2 && tokens.size(0) == cache.layers.front().key_buffer().size(0), kOp, "tokens shape ",
-              tokens.sizes(), " does not match the cache's batch ", cache.layers.front().key_buffer().size(0));
+  EMBER_CHECK(tokens.defined() && tokens.dim() == 2 && tokens.size(0) == cache.layers.front().key_buffer().size(0), op,
+              "tokens shape ", tokens.defined() ? tokens.sizes() : IntArrayRef(), " does not match the cache's batch ",
+              cache.layers.front().key_buffer().size(0));
+  EMBER_CHECK(cache.layers.front().key_buffer().scalar_type() == compute_dtype_, op, "the cache holds ",
+              dtype_name(cache.layers.front().key_buffer().scalar_type()), ", the model computes in ",
+              dtype_name(compute_dtype_));
+}
+
+Tensor CausalLMImpl::forward_cached(const Tensor& tokens, DecoderCache& cache, int64_t logits_to_keep) {
+  check_cache(tokens, cache, kOp);
   const int64_t start = cache.length(), max_length = cache.layers.front().max_length();
   EMBER_CHECK(start + tokens.size(1) <= max_length, kOp, "positions ", start, " .. ", start + tokens.size(1) - 1,
               " exceed the cache's max_length ", max_length);
-  EMBER_CHECK(cache.layers.front().key_buffer().scalar_type() == compute_dtype_, kOp, "the cache holds ",
-              dtype_name(cache.layers.front().key_buffer().scalar_type()), ", the model computes in ",
-              dtype_name(compute_dtype_));
   EMBER_CHECK(logits_to_keep >= 0, kOp, "logits_to_keep must be >= 0, got ", logits_to_keep);
   Tensor h = run(tokens, start, {}, &cache);
   if (logits_to_keep > 0 && logits_to_keep < h.size(1)) h = h.narrow(1, h.size(1) - logits_to_keep, logits_to_keep);
   return head(h);
+}
+
+// Note [Captured decoding]
+// A decoding step of a small model spends a millisecond of its few on the host: a 24-layer
+// Qwen2 runs about 500 ops a token, each checking shapes, allocating its output and
+// dispatching its kernel. decode_step gives every position the same shapes and addresses: the
+// position is a tensor, keys and values are written in place (KVCache::assign), and attention
+// (nn::attention::decode_attention) reads the position when its kernel runs, attending to the
+// keys up to it. So CapturedDecoder records the step's kernels once (ember::Graph) and replays
+// them: the host work left is the kernels' own.
+Tensor CausalLMImpl::decode_step(const Tensor& tokens, const Tensor& input_pos, DecoderCache& cache) {
+  constexpr const char* op = "CausalLM::decode_step";
+  check_cache(tokens, cache, op);
+  EMBER_CHECK(tokens.size(1) == 1 && is_integral(tokens.scalar_type()), op, "tokens must be integer [batch, 1], got ",
+              dtype_name(tokens.scalar_type()), " of shape ", tokens.sizes());
+  EMBER_CHECK(input_pos.defined() && input_pos.dim() == 1 && input_pos.size(0) == 1 &&
+                  input_pos.scalar_type() == kInt64,
+              op, "input_pos must be int64 of shape [1], got ",
+              input_pos.defined() ? dtype_name(input_pos.scalar_type()) : "an undefined tensor", " of shape ",
+              input_pos.defined() ? input_pos.sizes() : IntArrayRef());
+  Tensor x = embed(tokens);
+  if (positions_.defined()) x = x + positions_.index_select(0, input_pos).to(compute_dtype_);
+  Tensor cos, sin;
+  if (config_.uses_rope()) {
+    rope_rows(0, cache.layers.front().max_length());  // the tables cover the cache
+    // Widened once here rather than by each layer's two rotations (the tables hold values of
+    // the compute dtype, so the rotation's float32 arithmetic is the same).
+    cos = rope_cos_.index_select(0, input_pos).to(kFloat32);
+    sin = rope_sin_.index_select(0, input_pos).to(kFloat32);
+  }
+  for (size_t i = 0; i < layers_.size(); ++i)
+    x = layers_[i]->decode_step(x, cos, sin, input_pos, cache.layers[i], windows_[layer_window_[i]]);
+  return head(final_norm(x));
+}
+
+CapturedDecoder::CapturedDecoder(CausalLM model, DecoderCache& cache) : model_(std::move(model)), cache_(cache) {
+  EMBER_CHECK(!cache.layers.empty(), "CapturedDecoder", "the cache holds no layers");
+  tokens_ = zeros({cache.layers.front().key_buffer().size(0), 1}, kInt64);
+  position_ = zeros({1}, kInt64);
+}
+
+CapturedDecoder::~CapturedDecoder() = default;
+
+Tensor CapturedDecoder::step(const Tensor& tokens) {
+  constexpr const char* op = "CapturedDecoder";
+  const int64_t position = cache_.length(), max_length = cache_.layers.front().max_length();
+  EMBER_CHECK(position < max_length, op, "the cache is full (", max_length, " positions)");
+  EMBER_CHECK(tokens.defined() && tokens.sizes() == tokens_.sizes() && is_integral(tokens.scalar_type()), op,
+              "tokens must be integer of shape ", tokens_.sizes(), ", got ",
+              tokens.defined() ? tokens.sizes() : IntArrayRef());
+  NoGradGuard no_grad;
+  tokens_.copy_(tokens);
+  position_.data_ptr<int64_t>()[0] = position;
+  Tensor logits;
+  if (graph_) {
+    graph_->replay();
+    logits = logits_;
+  } else {
+    // Eagerly first: the products are tuned and the kernels' scratch grown before the capture.
+    logits = model_->decode_step(tokens_, position_, cache_);
+    auto graph = std::make_unique<Graph>();
+    graph->capture([&] { logits_ = model_->decode_step(tokens_, position_, cache_); });
+    graph_ = std::move(graph);
+  }
+  for (nn::attention::KVCache& layer : cache_.layers) layer.set_length(position + 1);
+  return logits.select(1, 0);
 }
 
 }  // namespace ember::models

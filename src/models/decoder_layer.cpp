@@ -223,12 +223,21 @@ std::vector<Tensor> DecoderLayerImpl::projections(const Tensor& x, std::initiali
   return out;
 }
 
+template <class Attend>
+Tensor DecoderLayerImpl::residual_block(const Tensor& x, Attend attend) {
+  using R = WeightRole;
+  Tensor h = x + attend(normalize(x, weight(R::kInputNorm), weight(R::kInputNormBias), layout_, eps_));
+  return h + mlp(normalize(h, weight(R::kPostAttentionNorm), weight(R::kPostAttentionNormBias), layout_, eps_));
+}
+
 Tensor DecoderLayerImpl::forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
                                  const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
-  using R = WeightRole;
-  Tensor h = x + attention(normalize(x, weight(R::kInputNorm), weight(R::kInputNormBias), layout_, eps_), rope_cos,
-                           rope_sin, mask, cache);
-  return h + mlp(normalize(h, weight(R::kPostAttentionNorm), weight(R::kPostAttentionNormBias), layout_, eps_));
+  return residual_block(x, [&](const Tensor& h) { return attention(h, rope_cos, rope_sin, mask, cache); });
+}
+
+Tensor DecoderLayerImpl::decode_step(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin,
+                                     const Tensor& input_pos, nn::attention::KVCache& cache, int64_t window) {
+  return residual_block(x, [&](const Tensor& h) { return decode_attention(h, rope_cos, rope_sin, input_pos, cache, window); });
 }
 
 Tensor DecoderLayerImpl::rotate(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin) const {
@@ -239,8 +248,8 @@ Tensor DecoderLayerImpl::rotate(const Tensor& x, const Tensor& rope_cos, const T
              -1);
 }
 
-Tensor DecoderLayerImpl::attention(const Tensor& h, const Tensor& rope_cos, const Tensor& rope_sin,
-                                   const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
+DecoderLayerImpl::QueryKeyValue DecoderLayerImpl::query_key_value(const Tensor& h, const Tensor& rope_cos,
+                                                                   const Tensor& rope_sin) {
   using R = WeightRole;
   // h: [B, T, hidden]; q [B, T, Hq * hd], k and v [B, T, Hkv * hd].
   const int64_t B = h.size(0), T = h.size(1), q_width = heads_ * head_dim_, kv_width = kv_heads_ * head_dim_;
@@ -271,6 +280,13 @@ Tensor DecoderLayerImpl::attention(const Tensor& h, const Tensor& rope_cos, cons
     q = rotate(q, rope_cos, rope_sin);
     k = rotate(k, rope_cos, rope_sin);
   }
+  return {q, k, v};
+}
+
+Tensor DecoderLayerImpl::attention(const Tensor& h, const Tensor& rope_cos, const Tensor& rope_sin,
+                                   const nn::attention::BlockMask& mask, nn::attention::KVCache* cache) {
+  const int64_t B = h.size(0), T = h.size(1);
+  auto [q, k, v] = query_key_value(h, rope_cos, rope_sin);
   if (cache) {
     cache->append(k, v);
     k = cache->keys();
@@ -278,7 +294,17 @@ Tensor DecoderLayerImpl::attention(const Tensor& h, const Tensor& rope_cos, cons
   }
   Tensor out = nn::attention::flex_attention(
       q, k, v, mask, nn::attention::FlexAttentionOptions().set_enable_gqa(heads_ != kv_heads_).set_scale(attention_scale_));
-  return projection(out.transpose(1, 2).reshape({B, T, q_width}), R::kOutput, weight(R::kOutputBias));
+  return projection(out.transpose(1, 2).reshape({B, T, heads_ * head_dim_}), WeightRole::kOutput,
+                    weight(WeightRole::kOutputBias));
+}
+
+Tensor DecoderLayerImpl::decode_attention(const Tensor& h, const Tensor& rope_cos, const Tensor& rope_sin,
+                                          const Tensor& input_pos, nn::attention::KVCache& cache, int64_t window) {
+  const QueryKeyValue qkv = query_key_value(h, rope_cos, rope_sin);
+  cache.assign(input_pos, qkv.k, qkv.v);
+  const Tensor out = nn::attention::decode_attention(qkv.q, cache, input_pos, attention_scale_, window);
+  return projection(out.reshape({h.size(0), 1, heads_ * head_dim_}), WeightRole::kOutput,
+                    weight(WeightRole::kOutputBias));
 }
 
 Tensor DecoderLayerImpl::mlp(const Tensor& h) {

@@ -72,10 +72,25 @@ class DecoderLayerImpl : public nn::Module {
   // attend to everything cached under `mask`.
   Tensor forward(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const nn::attention::BlockMask& mask,
                  nn::attention::KVCache* cache);
+  // One token a sequence over a fixed-size cache (CausalLMImpl::decode_step): x [B, 1, hidden];
+  // its key and value are written at input_pos [1] (int64), which the kernels read when they
+  // run, and the queries attend to the cache's keys up to it (window > 0: the last `window`),
+  // so that ember::Graph can capture the step once.
+  Tensor decode_step(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& input_pos,
+                     nn::attention::KVCache& cache, int64_t window);
 
  private:
+  struct QueryKeyValue {
+    Tensor q, k, v;  // [B, Hq, T, hd], [B, Hkv, T, hd], [B, Hkv, T, hd]; q and k rotated
+  };
+  QueryKeyValue query_key_value(const Tensor& h, const Tensor& rope_cos, const Tensor& rope_sin);
+  // x + attend(norm(x)), then the MLP around its residual.
+  template <class Attend>
+  Tensor residual_block(const Tensor& x, Attend attend);
   Tensor attention(const Tensor& h, const Tensor& rope_cos, const Tensor& rope_sin,
                    const nn::attention::BlockMask& mask, nn::attention::KVCache* cache);
+  Tensor decode_attention(const Tensor& h, const Tensor& rope_cos, const Tensor& rope_sin, const Tensor& input_pos,
+                          nn::attention::KVCache& cache, int64_t window);
   Tensor mlp(const Tensor& h);
   Tensor rotate(const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin) const;
   const Tensor& weight(WeightRole role) const { return weights_[static_cast<size_t>(role)]; }

@@ -7,7 +7,10 @@
 #include <limits>
 
 #include "autograd/function.h"
+#include "core/graph_capture.h"
+#include "core/tensor_impl.h"
 #include "cpu/attention/flex_attention.h"
+#include "cpu/parallel.h"
 #include "ember/functions.h"
 
 namespace ember::ops {
@@ -201,6 +204,62 @@ std::pair<Tensor, Tensor> flex_attention(const char* op, const FlexAttentionCall
                      });
   }
   return {out, lse};
+}
+
+Tensor flex_attention_at_position(const char* op, const Tensor& query, const Tensor& keys, const Tensor& values,
+                                  const Tensor& input_pos, std::optional<double> scale, int64_t window) {
+  FlexAttentionCall call;
+  call.query = query;
+  call.key = keys;
+  call.value = values;
+  call.scale = scale;
+  call.enable_gqa = true;
+  const FlexInputs in = validate_inputs(op, call);
+  EMBER_CHECK(query.size(2) == 1 && keys.size(0) == query.size(0), op,
+              "expects one query position per sequence, query [B, Hq, 1, E] with keys of the same batch; got ",
+              query.sizes(), " and ", keys.sizes());
+  EMBER_CHECK(input_pos.defined() && input_pos.dim() == 1 && input_pos.size(0) == 1 && input_pos.scalar_type() == kInt64,
+              op, "input_pos must be int64 of shape [1], got ",
+              input_pos.defined() ? dtype_name(input_pos.scalar_type()) : "an undefined tensor", " of shape ",
+              input_pos.defined() ? input_pos.sizes() : IntArrayRef());
+  EMBER_CHECK(window >= 0, op, "window must be >= 0 (0: none), got ", window);
+  EMBER_CHECK(keys.stride(3) == 1 && values.stride(3) == 1, op, "keys and values need unit steps along their last dim");
+  const int64_t max_length = keys.size(2);
+  const ScalarType dtype = query.scalar_type();
+  Tensor out = core::make_tensor({query.size(0), query.size(1), 1, values.size(3)}, dtype);
+  Tensor lse = core::make_tensor({query.size(0), query.size(1), 1}, dtype == kFloat64 ? kFloat64 : kFloat32);
+  // The decode path's memory for the longest span, made here so that a run allocates nothing.
+  const int64_t slots = cpu::num_threads();
+  Tensor workspace;
+  {
+    cpu::attention::FlexProblem largest;
+    largest.dtype = dtype;
+    largest.batch = query.size(0);
+    largest.heads_q = query.size(1);
+    largest.heads_kv = keys.size(1);
+    largest.q_len = 1;
+    largest.kv_len = max_length;
+    largest.head_dim = query.size(3);
+    largest.value_dim = values.size(3);
+    workspace = core::make_tensor({cpu::attention::flex_forward_workspace_bytes(largest, slots)}, kUInt8);
+  }
+  core::launch(op, [&] {
+    cpu::attention::FlexProblem problem = make_problem(in);
+    problem.workspace = workspace.data_ptr();
+    problem.workspace_slots = slots;
+    return [problem, op, window, max_length, position = input_pos.data_ptr<int64_t>(), key_base = problem.k.data,
+            value_base = problem.v.data, item = static_cast<int64_t>(element_size(dtype)), o = out.data_ptr(),
+            l = lse.data_ptr()]() mutable {
+      const int64_t at = *position;
+      EMBER_CHECK(at >= 0 && at < max_length, op, "input_pos ", at, " outside the cache's [0, ", max_length, ")");
+      const int64_t first = window > 0 ? std::max<int64_t>(0, at + 1 - window) : 0;
+      problem.kv_len = at + 1 - first;
+      problem.k.data = static_cast<const char*>(key_base) + first * problem.k.stride_row * item;
+      problem.v.data = static_cast<const char*>(value_base) + first * problem.v.stride_row * item;
+      cpu::attention::flex_forward(problem, o, l);
+    };
+  });
+  return out;
 }
 
 }  // namespace ember::ops

@@ -47,4 +47,13 @@ struct FlexAttentionCall {
 // backward for query, key, value and the captured tensors. `op` names the caller in errors.
 std::pair<Tensor, Tensor> flex_attention(const char* op, const FlexAttentionCall& call);
 
+// One query position a sequence against a cache's whole buffers at the position input_pos [1]
+// (int64), which the kernel reads when it runs (so that a graph captured once replays at every
+// position): query [B, Hq, 1, E] attends to keys 0 .. input_pos, or with window > 0 to the last
+// `window` of them, of keys [B, Hkv, M, E] and values [B, Hkv, M, Ev] (Hq a multiple of Hkv),
+// through flex attention's decode path; [B, Hq, 1, Ev] in query's dtype, no autograd. A
+// position outside [0, M) is an ember::Error naming `op` when the kernel runs.
+Tensor flex_attention_at_position(const char* op, const Tensor& query, const Tensor& keys, const Tensor& values,
+                                  const Tensor& input_pos, std::optional<double> scale, int64_t window);
+
 }  // namespace ember::ops

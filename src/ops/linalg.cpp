@@ -35,7 +35,8 @@ void check_matmul_dtype(const Tensor& a, const Tensor& b, const char* op) {
 // out[batch, m, n] = a[batch, m, k] @ b[batch, k, n]; a/b 3-D with batch size 1 broadcast.
 void batched_product(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
-  // Every batch entry must share one layout: dense row-major or dense transposed, else copied.
+  // Every batch entry must share one layout: row-major or transposed with unit steps inside a
+  // row, at any distance between entries (a narrowed KV cache's keys), else copied.
   auto prepare = [](const Tensor& t, int64_t& stride) -> MatrixOperand {
     const int64_t rows = t.size(1), cols = t.size(2);
     if (t.size(0) == 1 || t.stride(0) == 0) {
@@ -45,6 +46,13 @@ void batched_product(const Tensor& a, const Tensor& b, const Tensor& out) {
     stride = rows * cols;
     if (t.is_contiguous()) return {t, false, std::max<int64_t>(cols, 1)};
     if (t.transpose(1, 2).is_contiguous()) return {t, true, std::max<int64_t>(rows, 1)};
+    const int64_t rs = t.stride(1), cs = t.stride(2);
+    if (rows > 0 && cols > 0) {
+      stride = t.stride(0);
+      if (cs == 1 && (rs >= cols || rows == 1)) return {t, false, std::max(rs, cols)};
+      if (rs == 1 && (cs >= rows || cols == 1)) return {t, true, std::max(cs, rows)};
+      stride = rows * cols;
+    }
     return {t.contiguous(), false, std::max<int64_t>(cols, 1)};
   };
   int64_t stride_a = 0, stride_b = 0;
@@ -198,12 +206,13 @@ std::vector<Tensor> detail::linear_group(const Tensor& x, const std::vector<Tens
   const Tensor rows = x.reshape({-1, in}).contiguous();
   const int64_t m = rows.size(0);
   std::vector<Tensor> out;
-  std::vector<cpu::GemmGroupMember> members;
-  for (const Tensor& w : weights) {
-    out.push_back(core::make_tensor({m, w.size(0)}, dtype));
-    members.push_back({w.data_ptr(), w.size(0), w.stride(0), out.back().data_ptr(), std::max<int64_t>(w.size(0), 1)});
-  }
+  for (const Tensor& w : weights) out.push_back(core::make_tensor({m, w.size(0)}, dtype));
   core::launch("linear_group", [&] {
+    // The pointers are taken here, where a graph capture records them.
+    std::vector<cpu::GemmGroupMember> members;
+    for (size_t i = 0; i < weights.size(); ++i)
+      members.push_back({weights[i].data_ptr(), weights[i].size(0), weights[i].stride(0), out[i].data_ptr(),
+                         std::max<int64_t>(weights[i].size(0), 1)});
     return [dtype, m, in, a = rows.data_ptr(), lda = std::max<int64_t>(in, 1), members] {
       cpu::gemm_group_nt(dtype, m, in, a, lda, members);
     };

@@ -106,18 +106,22 @@ std::vector<Tensor> quantized_products(const Tensor& input, const std::vector<Qu
   const Tensor flat = input.reshape({-1, in});
   const Tensor rows = (job_dtype == dtype ? flat : flat.to(job_dtype)).contiguous();
   std::vector<Tensor> products;
-  std::vector<cpu::QuantizedGroupMember> members;
   int64_t total = 0;
   for (const QuantizedWeight& weight : stored) {
     products.push_back(empty({m, weight.out_features()}, TensorOptions().dtype(job_dtype)));
-    members.push_back({cpu_format(weight.format), weight.values.data_ptr(),
-                       static_cast<const uint16_t*>(weight.scales.data_ptr()), weight.out_features(), nullptr,
-                       weight.out_features()});
     total += weight.out_features();
   }
   core::launch("quantized_linear", [&] {
+    // The pointers are taken here, where a graph capture records them.
+    std::vector<cpu::QuantizedGroupMember> members;
     std::vector<void*> outputs;
-    for (const Tensor& product : products) outputs.push_back(product.data_ptr());
+    for (size_t i = 0; i < stored.size(); ++i) {
+      const QuantizedWeight& weight = stored[i];
+      members.push_back({cpu_format(weight.format), weight.values.data_ptr(),
+                         static_cast<const uint16_t*>(weight.scales.data_ptr()), weight.out_features(), nullptr,
+                         weight.out_features()});
+      outputs.push_back(products[i].data_ptr());
+    }
     return [m, k = in, total, dtype = job_dtype, a = rows.data_ptr(), members, outputs]() mutable {
       if (dtype == kFloat32) {
         for (size_t i = 0; i < members.size(); ++i) members[i].c = static_cast<float*>(outputs[i]);

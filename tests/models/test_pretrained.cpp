@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -293,6 +294,44 @@ TEST_P(PretrainedFixture, HeldoutPerplexityMatchesTransformers) {
   EXPECT_NEAR(result.nll, nll, 1e-4 * nll);
 }
 
+bool bitwise_equal(const Tensor& a, const Tensor& b) {
+  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
+         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
+}
+
+// Steps from `from` on, eagerly by decode_step and replayed by a CapturedDecoder, against the
+// logits of the full forward; each replayed step equals the eager one bitwise. The caches are
+// longer than the sequence: decode_step attends to the keys up to its position only.
+void expect_captured_steps_match(models::CausalLM& model, const Tensor& ids, const Tensor& full, int64_t from) {
+  const int64_t length = ids.size(1);
+  const double scale = max_abs(full);
+  models::DecoderCache eager = model->make_cache(1, length + 7), captured = model->make_cache(1, length + 7);
+  model->forward_cached(ids.narrow(1, 0, from), eager);
+  model->forward_cached(ids.narrow(1, 0, from), captured);
+  models::CapturedDecoder decoder(model, captured);
+  for (int64_t t = from; t < length; ++t) {
+    const Tensor token = ids.narrow(1, t, 1);
+    const Tensor stepped = model->decode_step(token, tensor(std::vector<int64_t>{t}), eager).select(1, 0);
+    const Tensor replayed = decoder.step(token);
+    EXPECT_EQ(captured.length(), t + 1);
+    EXPECT_TRUE(bitwise_equal(replayed, stepped)) << "position " << t;
+    EXPECT_LE(max_abs_diff(stepped, full.select(1, t)), 1e-5 * scale) << "position " << t;
+  }
+  // forward_cached continues the cache the replays filled, as decode_step continues its own.
+  const Tensor extra = ids.narrow(1, 0, 1);
+  const Tensor continued = model->forward_cached(extra, captured).select(1, 0);
+  EXPECT_EQ(captured.length(), length + 1);
+  const Tensor stepped = model->decode_step(extra, tensor(std::vector<int64_t>{length}), eager).select(1, 0);
+  EXPECT_LE(max_abs_diff(continued, stepped), 1e-5 * scale);
+}
+
+TEST_P(PretrainedFixture, CapturedDecodingMatchesTheFullForward) {
+  const Reference ref = read_reference(GetParam());
+  models::CausalLM model = models::from_pretrained(model_dir(GetParam()));
+  NoGradGuard no_grad;
+  expect_captured_steps_match(model, ref.input_ids, model->forward(ref.input_ids), 10);
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, PretrainedFixture, ::testing::ValuesIn(kArchitectures),
                          [](const auto& info) { return info.param; });
 
@@ -317,6 +356,7 @@ TEST_P(PretrainedVariant, Float32LogitsMatchTransformersAndTheCache) {
   std::vector<Tensor> pieces = {model->forward_cached(ids.narrow(1, 0, 10), cache)};
   for (int64_t t = 10; t < ids.size(1); ++t) pieces.push_back(model->forward_cached(ids.narrow(1, t, 1), cache));
   EXPECT_LE(max_abs_diff(cat(pieces, 1), logits), 1e-5 * scale);
+  expect_captured_steps_match(model, ids, logits, 10);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, PretrainedVariant,

@@ -86,6 +86,34 @@ TEST_P(QuantizedFixture, PromptAndDecodeMatchTheDequantizedModel) {
   EXPECT_GT(worst, 0.0) << "decoding steps quantize their activations";
 }
 
+// Captured decoding (CapturedDecoder) of a quantized model, in float32 and bfloat16: each
+// replayed step equals the eager decode_step bitwise, and in float32 the cached forward's
+// step to float32 rounding (the steps' activations are quantized the same way in both).
+TEST_P(QuantizedFixture, CapturedDecodingEqualsTheEagerSteps) {
+  NoGradGuard no_grad;
+  const auto& [arch, type] = GetParam();
+  const Tensor ids = io::load_safetensors(model_dir(arch) + "/reference.safetensors").at("input_ids").clone();
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    models::PretrainedOptions options;
+    options.quantize = type;
+    options.dtype = dtype;
+    models::CausalLM model = models::from_pretrained(model_dir(arch), options);
+    const int64_t length = ids.size(1);
+    models::DecoderCache cached = model->make_cache(1, length), eager = model->make_cache(1, length),
+                         captured = model->make_cache(1, length);
+    for (models::DecoderCache* cache : {&cached, &eager, &captured}) model->forward_cached(ids.narrow(1, 0, 4), *cache);
+    models::CapturedDecoder decoder(model, captured);
+    for (int64_t t = 4; t < length; ++t) {
+      const Tensor token = ids.narrow(1, t, 1);
+      const Tensor forward = model->forward_cached(token, cached).select(1, 0);
+      const Tensor stepped = model->decode_step(token, tensor(std::vector<int64_t>{t}), eager).select(1, 0);
+      const Tensor replayed = decoder.step(token);
+      EXPECT_TRUE(replayed.equal(stepped)) << arch << " " << type << " " << dtype_name(dtype) << " position " << t;
+      if (dtype == kFloat32) EXPECT_LE(max_abs(stepped - forward), 1e-5 * max_abs(forward)) << arch << " " << type;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Architectures, QuantizedFixture,
                          ::testing::Combine(::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma", "phi3",
                                                               "gpt2"),

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/graph.h"
 #include "ember/models/pretrained_config.h"
 #include "ember/nn.h"
 #include "ember/nn/attention/kv_cache.h"
@@ -93,6 +94,13 @@ class CausalLMImpl : public nn::Module {
   // vocab]: a prompt's prefill needs its last one, and the head is a quarter of a small
   // model's prefill.
   Tensor forward_cached(const Tensor& tokens, DecoderCache& cache, int64_t logits_to_keep = 0);
+  // One token a sequence at position input_pos [1] (int64) over a cache of fixed size: the
+  // position is a tensor that the kernels read when they run (keys and values written by
+  // KVCache::assign, attention by nn::attention::decode_attention), so every call has the same
+  // shapes and addresses and ember::Graph can capture the step once and replay it at each
+  // position (CapturedDecoder). tokens [B, 1] -> logits [B, 1, vocab] (float32), as
+  // forward_cached at that position; the cache's length() does not change.
+  Tensor decode_step(const Tensor& tokens, const Tensor& input_pos, DecoderCache& cache);
 
   // The LM head's weight [vocab, hidden]: the embedding when tied.
   const Tensor& lm_head_weight() const;
@@ -116,6 +124,10 @@ class CausalLMImpl : public nn::Module {
   // Embeds tokens at positions start .. start + T - 1, runs the layers (with the cache when
   // given) and the final norm.
   Tensor run(const Tensor& tokens, int64_t start, const Tensor& doc_ids, DecoderCache* cache);
+  // The embeddings of tokens [B, T] in the compute dtype (scaled where the architecture does).
+  Tensor embed(const Tensor& tokens) const;
+  // Refuses a cache of another model, batch or dtype than `tokens` [B, ...] needs.
+  void check_cache(const Tensor& tokens, const DecoderCache& cache, const char* op) const;
   // Rows start .. start + length - 1 of the rotary tables in the compute dtype, grown on demand.
   std::pair<Tensor, Tensor> rope_rows(int64_t start, int64_t length);
   Tensor final_norm(const Tensor& x) const;
@@ -137,6 +149,31 @@ class CausalLMImpl : public nn::Module {
   std::shared_ptr<const LoraConfig> lora_;  // the adapters' settings (lora.h); null without any
 };
 EMBER_MODULE(CausalLM);
+
+// Decoding through a replayed graph (ember/graph.h): each step replays a captured
+// CausalLMImpl::decode_step instead of dispatching its few hundred ops one by one (Note
+// [Captured decoding] in src/models/causal_lm.cpp). The first step runs eagerly and captures.
+class CapturedDecoder {
+ public:
+  // Steps continue `cache` from its length() (after a prefill by forward_cached). The model and
+  // the cache must outlive the decoder, and neither may change under it: the graph reads the
+  // model's weights (make a new decoder after quantize, set_compute_dtype or adapters) and the
+  // cache's buffers as they were at capture.
+  CapturedDecoder(CausalLM model, DecoderCache& cache);
+  ~CapturedDecoder();
+  CapturedDecoder(const CapturedDecoder&) = delete;
+  CapturedDecoder& operator=(const CapturedDecoder&) = delete;
+  // tokens [B, 1] at position cache.length() -> logits [B, vocab] (float32); the cache's
+  // length grows by one. The logits are the graph's output, which the next step overwrites:
+  // clone them to keep them.
+  Tensor step(const Tensor& tokens);
+
+ private:
+  CausalLM model_;
+  DecoderCache& cache_;
+  Tensor tokens_, position_, logits_;  // the graph's input and output
+  std::unique_ptr<Graph> graph_;
+};
 
 // Reads `dir` (config.json, model.safetensors or model.safetensors.index.json and its shards,
 // generation_config.json if present). Missing or unexpected tensors, wrong shapes or dtypes,

@@ -1,7 +1,9 @@
 #include "ember/nn/attention/kv_cache.h"
 
+#include "core/record_op.h"
 #include "ember/autograd.h"
 #include "ember/functions.h"
+#include "ops/flex_attention.h"
 
 namespace ember::nn::attention {
 namespace {
@@ -82,8 +84,23 @@ void KVCache::assign(const Tensor& input_pos, const Tensor& k, const Tensor& v) 
   values_.scatter_(2, rows.expand(v.sizes()), v.detach());
 }
 
+void KVCache::set_length(int64_t length) {
+  EMBER_CHECK(length >= 0 && length <= max_length(), "KVCache::set_length", "length ", length, " outside [0, ",
+              max_length(), "]");
+  length_ = length;
+}
+
 Tensor KVCache::keys() const { return keys_.narrow(2, 0, length_); }
 Tensor KVCache::values() const { return values_.narrow(2, 0, length_); }
+
+Tensor decode_attention(const Tensor& query, const KVCache& cache, const Tensor& input_pos, std::optional<double> scale,
+                        int64_t window) {
+  EMBER_RECORD_OP("decode_attention", query, input_pos);
+  EMBER_CHECK(!(is_grad_enabled() && query.defined() && query.requires_grad()), "decode_attention",
+              "no backward: run it under NoGradGuard (decoding only)");
+  return ops::flex_attention_at_position("decode_attention", query, cache.key_buffer(), cache.value_buffer(), input_pos,
+                                         scale, window);
+}
 
 PagedKVCache::PagedKVCache(int64_t n_pages, int64_t page_size, int64_t max_batch_size, int64_t heads, int64_t head_dim,
                            int64_t value_dim, ScalarType dtype)

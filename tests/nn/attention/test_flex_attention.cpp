@@ -5,6 +5,7 @@
 
 #include "cpu/capabilities.h"
 #include "nn/attention/reference.h"
+#include "ember/graph.h"
 #include "ember/nn/attention.h"
 
 namespace ember::testutil {
@@ -386,6 +387,73 @@ TEST(PagedKVCache, MatchesAttentionOverTheLogicalCache) {
   cache.erase(0);
   EXPECT_EQ(cache.free_pages(), 6);
   EXPECT_TRUE(throws_error([&] { cache.reserve(1, 1000); }, {"[PagedKVCache]", "free"}));
+}
+
+// ---- decode_attention -----------------------------------------------------------------------------
+
+// The keys a query at `position` sees under decode_attention's rule.
+auto sees_up_to(int64_t position, int64_t window) {
+  return [position, window](auto, auto, auto, auto kv) {
+    return kv <= position && (window == 0 || position - kv < window);
+  };
+}
+
+TEST(DecodeAttention, AttendsToTheKeysUpToThePositionAndItsWindow) {
+  const int64_t B = 2, Hq = 6, Hkv = 2, M = 150, E = 16, Ev = 8;
+  const auto keys = uniform_values(B * Hkv * M * E, -1, 1, 80), vals = uniform_values(B * Hkv * M * Ev, -1, 1, 81);
+  const auto q = uniform_values(B * Hq * E, -1, 1, 82);
+  NoGradGuard no_grad;
+  for (ScalarType dtype : {kFloat32, kBFloat16, kFloat64}) {
+    att::KVCache cache(B, Hkv, M, E, Ev, dtype);
+    cache.assign(arange(M, kInt64), make(keys, {B, Hkv, M, E}, dtype), make(vals, {B, Hkv, M, Ev}, dtype));
+    const Tensor query = make(q, {B, Hq, 1, E}, dtype);
+    for (int64_t window : {0, 37})
+      for (int64_t position : {0, 1, 36, 37, 90, 149}) {
+        const Tensor out = att::decode_attention(query, cache, tensor(std::vector<int64_t>{position}), 0.3, window);
+        ASSERT_EQ(out.sizes(), (std::vector<int64_t>{B, Hq, 1, Ev}));
+        EXPECT_EQ(out.scalar_type(), dtype);
+        const DenseAttention ref = dense_attention(AttentionShape{B, Hq, Hkv, 1, M, E, Ev}, q, keys, vals, {}, 0.3,
+                                                   identity(), sees_up_to(position, window));
+        EXPECT_TRUE(all_close(out, ref.out, attention_tolerance(dtype)))
+            << dtype_name(dtype) << " window " << window << " position " << position;
+      }
+  }
+}
+
+TEST(DecodeAttention, OneCapturedGraphReplaysAtEachPosition) {
+  const int64_t M = 40, E = 8;
+  att::KVCache cache(1, 2, M, E, E);
+  const auto keys = uniform_values(2 * M * E, -1, 1, 83), vals = uniform_values(2 * M * E, -1, 1, 84);
+  cache.assign(arange(M, kInt64), make(keys, {1, 2, M, E}, kFloat32), make(vals, {1, 2, M, E}, kFloat32));
+  const Tensor query = make(uniform_values(4 * E, -1, 1, 85), {1, 4, 1, E}, kFloat32);
+  NoGradGuard no_grad;
+  Tensor position = zeros({1}, kInt64), out;
+  Graph graph;
+  graph.capture([&] { out = att::decode_attention(query, cache, position, std::nullopt, 5); });
+  for (int64_t p : {3, 17, 39, 0}) {
+    position.fill_(p);
+    graph.replay();
+    const Tensor eager = att::decode_attention(query, cache, tensor(std::vector<int64_t>{p}), std::nullopt, 5);
+    EXPECT_TRUE(equal(out, eager)) << "position " << p;
+  }
+  position.fill_(M);
+  EXPECT_TRUE(throws_error([&] { graph.replay(); }, {"[decode_attention]", "input_pos 40", "[0, 40)"}));
+}
+
+TEST(DecodeAttention, BadInputsAreNamedErrors) {
+  att::KVCache cache(1, 2, 10, 4, 4);
+  const Tensor pos = tensor(std::vector<int64_t>{2});
+  NoGradGuard no_grad;
+  EXPECT_TRUE(throws_error([&] { att::decode_attention(zeros({1, 4, 2, 4}), cache, pos); },
+                           {"[decode_attention]", "one query position"}));
+  EXPECT_TRUE(throws_error([&] { att::decode_attention(zeros({1, 3, 1, 4}), cache, pos); },
+                           {"[decode_attention]", "multiple of key heads"}));
+  EXPECT_TRUE(throws_error([&] { att::decode_attention(zeros({1, 4, 1, 4}), cache, pos.to(kInt32)); },
+                           {"[decode_attention]", "input_pos must be int64"}));
+  EXPECT_TRUE(throws_error([&] { att::decode_attention(zeros({1, 4, 1, 4}), cache, tensor(std::vector<int64_t>{-1})); },
+                           {"[decode_attention]", "input_pos -1"}));
+  EXPECT_TRUE(throws_error([&] { att::decode_attention(zeros({1, 4, 1, 4}), cache, pos, std::nullopt, -2); },
+                           {"[decode_attention]", "window"}));
 }
 
 // ---- scaled_dot_product_attention -------------------------------------------------------------------

@@ -3,6 +3,7 @@
 // experimental PagedAttention.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "ember/nn/attention/block_mask.h"
@@ -29,6 +30,9 @@ class KVCache {
   // a tensor, so that a captured decode step (ember/graph.h) writes where each replay's
   // positions say. length() does not change.
   void assign(const Tensor& input_pos, const Tensor& k, const Tensor& v);
+  // Marks the first `length` positions filled (0 <= length <= max_length()), after assign()
+  // wrote them; append() continues from there.
+  void set_length(int64_t length);
   // The whole buffers, [B, H, max_length, E] and [B, H, max_length, Ev].
   const Tensor& key_buffer() const { return keys_; }
   const Tensor& value_buffer() const { return values_; }
@@ -38,6 +42,17 @@ class KVCache {
   Tensor keys_, values_;
   int64_t length_ = 0;
 };
+
+// Attention of one query position a sequence over `cache`'s buffers at the position input_pos
+// [1] (int64), read when the kernel runs, so that a graph captured once (ember/graph.h)
+// replays at every position: query [B, Hq, 1, E] attends to the cache's keys 0 .. input_pos
+// (window > 0: the last `window` of them, input_pos - key < window) and their values, query
+// head h reading key head h / (Hq / Hkv). Flex attention's decoding kernel: the arithmetic of
+// flex_attention over cache.keys() with a causal mask. Returns [B, Hq, 1, Ev] in query's dtype
+// (no gradient; scale defaults to 1 / sqrt(E)). A position outside [0, max_length()) is an
+// ember::Error when the kernel runs.
+Tensor decode_attention(const Tensor& query, const KVCache& cache, const Tensor& input_pos,
+                        std::optional<double> scale = std::nullopt, int64_t window = 0);
 
 // Physical caches k_cache [1, H, n_pages * page_size, E], v_cache [1, H, n_pages *
 // page_size, Ev]; sequence b's logical position p lives at physical position
