@@ -377,6 +377,109 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
   }
 }
 
+#if defined(__AVX512F__)
+// Int4 at AVX-512, four blocks (64 bytes) a load: the register's 128-bit lanes are the four
+// blocks, the low halves of their bytes values 0-15 and the high halves values 16-31, so one
+// AND and one shift give both operands and the weights need no shuffle (a pair a register
+// took a broadcast and a variable shift per 64 weights, and made the int4 products
+// compute-bound beside bf16's streams). The activations are put in that order: per four
+// blocks, `low` holds values 0-15 of each block and `high` values 16-31, with the offset's
+// share as the dots' start. Past the row's end (fewer than four blocks left) the loads are
+// masked to zero, and so are the scales: the missing blocks add nothing.
+struct Int4Quad {
+  __m512i low, high, start;
+};
+
+template <class Dot>
+inline Int4Quad int4_quad_activations(const int8_t* a, int64_t blocks_left) {
+  const __mmask64 first = blocks_left >= 2 ? ~__mmask64{0} : __mmask64{0xFFFFFFFF};
+  const __mmask64 second = blocks_left >= 4 ? ~__mmask64{0} : blocks_left == 3 ? __mmask64{0xFFFFFFFF} : __mmask64{0};
+  const __m512i x0 = _mm512_maskz_loadu_epi8(first, a), x1 = _mm512_maskz_loadu_epi8(second, a + 64);
+  Int4Quad q;
+  q.low = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(2, 0, 2, 0));
+  q.high = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
+  const __m512i zero = _mm512_setzero_si512(), offset = _mm512_set1_epi8(Int4Blocks::kOffset);
+  q.start = _mm512_sub_epi32(zero, Dot::unsigned_dots(Dot::unsigned_dots(zero, offset, q.low), offset, q.high));
+  return q;
+}
+
+template <int Rows, class Dot>
+void product_rows_int4_quads(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
+                             const uint16_t* w_scales, float* c, int64_t ldc) {
+  const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Int4Blocks::kBlockBytes;
+  const int64_t quads = (blocks + 3) / 4;
+  // Made once a call, on the stack, as product_rows' operands (24 KiB: one activation row of up
+  // to 16384 values, four of up to 4096); more, and ember-rt, make them at each use.
+#if defined(EMBER_RT_CPU)
+  constexpr int64_t kMaxPrepared = 1;
+  const bool use_prepared = false;
+#else
+  constexpr int64_t kMaxPrepared = 128;
+  const bool use_prepared = Rows * quads <= kMaxPrepared;
+#endif
+  Int4Quad prepared[kMaxPrepared];
+  if (use_prepared)
+    for (int i = 0; i < Rows; ++i)
+      for (int64_t q = 0; q < quads; ++q)
+        prepared[i * quads + q] = int4_quad_activations<Dot>(a + i * k + q * 4 * kQuantBlock, blocks - q * 4);
+  const __m512i nibble = _mm512_set1_epi8(15);
+  const __m512i lane_blocks = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  for (int64_t j = 0; j < n; ++j) {
+    const uint8_t* row = w + j * row_bytes;
+    const uint16_t* row_scales = w_scales + j * blocks;
+    // Two accumulators a row, even and odd quads (one FMA chain would bound the row).
+    vf acc[Rows], acc_odd[Rows];
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) acc[i] = acc_odd[i] = vset(0.0f);
+    // Up to 16 blocks share one conversion of their weight scales and one product with each
+    // row's activation scales; each quad picks its four by a permute.
+    for (int64_t b = 0; b < blocks; b += 16) {
+      const int64_t group = blocks - b < 16 ? blocks - b : 16;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
+      prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
+      const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, row_scales + b));
+      vf scales[Rows];
+      EMBER_UNROLLED
+      for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
+      for (int64_t q = 0; q < group; q += 4) {
+        const uint8_t* at = row + (b + q) * Int4Blocks::kBlockBytes;
+        prefetch_stream_ahead(at);  // Note [Weight streaming]: one prefetch a cache line
+        const int64_t left = group - q;
+        const __m512i x = left >= 4 ? _mm512_loadu_si512(at)
+                                    : _mm512_maskz_loadu_epi8((__mmask64{1} << (16 * left)) - 1, at);
+        const __m512i low = _mm512_and_si512(x, nibble), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), nibble);
+        const __m512i pick = _mm512_add_epi32(lane_blocks, _mm512_set1_epi32(static_cast<int>(q)));
+        vf* sums = (q & 4) == 0 ? acc : acc_odd;
+        EMBER_UNROLLED
+        for (int i = 0; i < Rows; ++i) {
+          const int64_t quad = (b + q) / 4;
+          const Int4Quad op = use_prepared ? prepared[i * quads + quad]
+                                           : int4_quad_activations<Dot>(a + i * k + quad * 4 * kQuantBlock, blocks - quad * 4);
+          const __m512i dots = Dot::unsigned_dots(Dot::unsigned_dots(op.start, low, op.low), high, op.high);
+          sums[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), sums[i]);
+        }
+      }
+    }
+    EMBER_UNROLLED
+    for (int i = 0; i < Rows; ++i) c[i * ldc + j] = hsum_tree(vadd(acc[i], acc_odd[i]));
+  }
+}
+#endif
+
+// Rows rows of a against every weight row: int4 at AVX-512 by quads, everything else by
+// product_rows.
+template <int Rows, class Weights, class Dot>
+inline void product_row_pass(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
+                             const uint16_t* w_scales, float* c, int64_t ldc) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<Weights, Int4Blocks>) {
+    product_rows_int4_quads<Rows, Dot>(n, blocks, a, a_scales, w, w_scales, c, ldc);
+    return;
+  }
+#endif
+  product_rows<Rows, Weights, Dot>(n, blocks, a, a_scales, w, w_scales, c, ldc);
+}
+
 // All m rows, in passes of 4, 2 and 1.
 template <class Weights, class Dot>
 inline void product_all_rows(int64_t m, int64_t n, int64_t blocks, const int8_t* a, const float* a_scales,
@@ -384,12 +487,12 @@ inline void product_all_rows(int64_t m, int64_t n, int64_t blocks, const int8_t*
   const int64_t k = blocks * kQuantBlock;
   int64_t i = 0;
   for (; i + 4 <= m; i += 4)
-    product_rows<4, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
+    product_row_pass<4, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
   if (m - i >= 2) {
-    product_rows<2, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
+    product_row_pass<2, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
     i += 2;
   }
-  if (i < m) product_rows<1, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
+  if (i < m) product_row_pass<1, Weights, Dot>(n, blocks, a + i * k, a_scales + i * blocks, w, w_scales, c + i * ldc, ldc);
 }
 
 template <class Weights>
