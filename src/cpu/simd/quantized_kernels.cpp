@@ -445,7 +445,7 @@ void product_rows_int4_quads(int64_t n, int64_t blocks, const int8_t* a, const f
       vf scales[Rows];
       EMBER_UNROLLED
       for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
-      for (int64_t q = 0; q < group; q += 4) {
+      const auto add_quad = [&](int64_t q, vf* sums) {
         const uint8_t* at = row + (b + q) * Int4Blocks::kBlockBytes;
         prefetch_values_ahead(at);  // one prefetch a cache line
         const int64_t left = group - q;
@@ -453,7 +453,6 @@ void product_rows_int4_quads(int64_t n, int64_t blocks, const int8_t* a, const f
                                     : _mm512_maskz_loadu_epi8((__mmask64{1} << (16 * left)) - 1, at);
         const __m512i low = _mm512_and_si512(x, nibble), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), nibble);
         const __m512i pick = _mm512_add_epi32(lane_blocks, _mm512_set1_epi32(static_cast<int>(q)));
-        vf* sums = (q & 4) == 0 ? acc : acc_odd;
         EMBER_UNROLLED
         for (int i = 0; i < Rows; ++i) {
           const int64_t quad = (b + q) / 4;
@@ -462,7 +461,14 @@ void product_rows_int4_quads(int64_t n, int64_t blocks, const int8_t* a, const f
           const __m512i dots = Dot::unsigned_dots(Dot::unsigned_dots(op.start, low, op.low), high, op.high);
           sums[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), sums[i]);
         }
+      };
+      // Even and odd quads by name, so that both accumulators stay in registers.
+      int64_t q = 0;
+      for (; q + 4 < group; q += 8) {
+        add_quad(q, acc);
+        add_quad(q + 4, acc_odd);
       }
+      if (q < group) add_quad(q, acc);
     }
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) c[i * ldc + j] = hsum_tree(vadd(acc[i], acc_odd[i]));
