@@ -388,14 +388,21 @@ void product_rows(int64_t n, int64_t blocks, const int8_t* a, const float* a_sca
 // took a broadcast and a variable shift per 64 weights, and made the int4 products
 // compute-bound beside bf16's streams). The activations are put in that order: per four
 // blocks, `low` holds values 0-15 of each block and `high` values 16-31, with the offset's
-// share as the dots' start. Past the row's end (fewer than four blocks left) the loads are
-// masked to zero, and so are the scales: the missing blocks add nothing.
+// share as the dots' start and each block's activation scale on its four lanes. A row is one
+// flat loop over its quads, each taking its four weight scales with one 8-byte load (groups of
+// 16 scales with a permute a quad ran the loop's control in scalar code, half the time of a
+// row of 896 values). Past the row's end (fewer than four blocks left) the loads are masked to
+// zero: the missing blocks add nothing.
 struct Int4Quad {
   __m512i low, high, start;
+  __m512 scale;
 };
 
+// The 16 lanes of a quad's sums take the four blocks' values in order, four lanes each.
+inline __m512i quad_lane_blocks() { return _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0); }
+
 template <class Dot>
-inline Int4Quad int4_quad_activations(const int8_t* a, int64_t blocks_left) {
+inline Int4Quad int4_quad_activations(const int8_t* a, const float* a_scales, int64_t blocks_left) {
   const __mmask64 first = blocks_left >= 2 ? ~__mmask64{0} : __mmask64{0xFFFFFFFF};
   const __mmask64 second = blocks_left >= 4 ? ~__mmask64{0} : blocks_left == 3 ? __mmask64{0xFFFFFFFF} : __mmask64{0};
   const __m512i x0 = _mm512_maskz_loadu_epi8(first, a), x1 = _mm512_maskz_loadu_epi8(second, a + 64);
@@ -404,6 +411,8 @@ inline Int4Quad int4_quad_activations(const int8_t* a, int64_t blocks_left) {
   q.high = _mm512_shuffle_i64x2(x0, x1, _MM_SHUFFLE(3, 1, 3, 1));
   const __m512i zero = _mm512_setzero_si512(), offset = _mm512_set1_epi8(Int4Blocks::kOffset);
   q.start = _mm512_sub_epi32(zero, Dot::unsigned_dots(Dot::unsigned_dots(zero, offset, q.low), offset, q.high));
+  const __mmask8 present = static_cast<__mmask8>((1u << (blocks_left < 4 ? blocks_left : 4)) - 1);
+  q.scale = _mm512_permutexvar_ps(quad_lane_blocks(), _mm512_castps128_ps512(_mm_maskz_loadu_ps(present, a_scales)));
   return q;
 }
 
@@ -411,8 +420,8 @@ template <int Rows, class Dot>
 void product_rows_int4_quads(int64_t n, int64_t blocks, const int8_t* a, const float* a_scales, const uint8_t* w,
                              const uint16_t* w_scales, float* c, int64_t ldc) {
   const int64_t k = blocks * kQuantBlock, row_bytes = blocks * Int4Blocks::kBlockBytes;
-  const int64_t quads = (blocks + 3) / 4;
-  // Made once a call, on the stack, as product_rows' operands (24 KiB: one activation row of up
+  const int64_t quads = (blocks + 3) / 4, full_quads = blocks / 4;
+  // Made once a call, on the stack, as product_rows' operands (32 KiB: one activation row of up
   // to 16384 values, four of up to 4096); more, and ember-rt, make them at each use.
 #if defined(EMBER_RT_CPU)
   constexpr int64_t kMaxPrepared = 1;
@@ -422,54 +431,45 @@ void product_rows_int4_quads(int64_t n, int64_t blocks, const int8_t* a, const f
   const bool use_prepared = Rows * quads <= kMaxPrepared;
 #endif
   Int4Quad prepared[kMaxPrepared];
+  const auto make_operand = [&](int i, int64_t q) {
+    return int4_quad_activations<Dot>(a + i * k + q * 4 * kQuantBlock, a_scales + i * blocks + q * 4, blocks - q * 4);
+  };
   if (use_prepared)
     for (int i = 0; i < Rows; ++i)
-      for (int64_t q = 0; q < quads; ++q)
-        prepared[i * quads + q] = int4_quad_activations<Dot>(a + i * k + q * 4 * kQuantBlock, blocks - q * 4);
-  const __m512i nibble = _mm512_set1_epi8(15);
-  const __m512i lane_blocks = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+      for (int64_t q = 0; q < quads; ++q) prepared[i * quads + q] = make_operand(i, q);
+  const __m512i nibble = _mm512_set1_epi8(15), lane_blocks = quad_lane_blocks();
   for (int64_t j = 0; j < n; ++j) {
     const uint8_t* row = w + j * row_bytes;
     const uint16_t* row_scales = w_scales + j * blocks;
-    // Two accumulators a row, even and odd quads (one FMA chain would bound the row).
+    // Two accumulators a row, even and odd quads (one FMA chain would bound the row), named so
+    // that both stay in registers.
     vf acc[Rows], acc_odd[Rows];
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) acc[i] = acc_odd[i] = vset(0.0f);
-    // Up to 16 blocks share one conversion of their weight scales and one product with each
-    // row's activation scales; each quad picks its four by a permute.
-    for (int64_t b = 0; b < blocks; b += 16) {
-      const int64_t group = blocks - b < 16 ? blocks - b : 16;
-      const __mmask16 lanes = static_cast<__mmask16>((1u << group) - 1);
-      prefetch_stream_ahead(row_scales + b);  // the scales are a second stream
-      const vf w_scale = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, row_scales + b));
-      vf scales[Rows];
+    const auto add_quad = [&](int64_t q, vf* sums, bool partial) {
+      const uint8_t* at = row + q * 4 * Int4Blocks::kBlockBytes;
+      prefetch_values_ahead(at);  // one prefetch a cache line
+      if ((q & 7) == 0) prefetch_stream_ahead(row_scales + q * 4);  // the scales are a second stream
+      const int64_t left = blocks - q * 4;
+      const __m512i x = partial ? _mm512_maskz_loadu_epi8((__mmask64{1} << (16 * left)) - 1, at) : _mm512_loadu_si512(at);
+      const __m128i packed_scales = partial ? _mm_maskz_loadu_epi16(static_cast<__mmask8>((1u << left) - 1), row_scales + q * 4)
+                                            : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row_scales + q * 4));
+      const vf w_scale = _mm512_permutexvar_ps(lane_blocks, _mm512_castps128_ps512(_mm_cvtph_ps(packed_scales)));
+      const __m512i low = _mm512_and_si512(x, nibble), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), nibble);
       EMBER_UNROLLED
-      for (int i = 0; i < Rows; ++i) scales[i] = _mm512_mul_ps(w_scale, _mm512_maskz_loadu_ps(lanes, a_scales + i * blocks + b));
-      const auto add_quad = [&](int64_t q, vf* sums) {
-        const uint8_t* at = row + (b + q) * Int4Blocks::kBlockBytes;
-        prefetch_values_ahead(at);  // one prefetch a cache line
-        const int64_t left = group - q;
-        const __m512i x = left >= 4 ? _mm512_loadu_si512(at)
-                                    : _mm512_maskz_loadu_epi8((__mmask64{1} << (16 * left)) - 1, at);
-        const __m512i low = _mm512_and_si512(x, nibble), high = _mm512_and_si512(_mm512_srli_epi16(x, 4), nibble);
-        const __m512i pick = _mm512_add_epi32(lane_blocks, _mm512_set1_epi32(static_cast<int>(q)));
-        EMBER_UNROLLED
-        for (int i = 0; i < Rows; ++i) {
-          const int64_t quad = (b + q) / 4;
-          const Int4Quad op = use_prepared ? prepared[i * quads + quad]
-                                           : int4_quad_activations<Dot>(a + i * k + quad * 4 * kQuantBlock, blocks - quad * 4);
-          const __m512i dots = Dot::unsigned_dots(Dot::unsigned_dots(op.start, low, op.low), high, op.high);
-          sums[i] = vfma(_mm512_cvtepi32_ps(dots), _mm512_permutexvar_ps(pick, scales[i]), sums[i]);
-        }
-      };
-      // Even and odd quads by name, so that both accumulators stay in registers.
-      int64_t q = 0;
-      for (; q + 4 < group; q += 8) {
-        add_quad(q, acc);
-        add_quad(q + 4, acc_odd);
+      for (int i = 0; i < Rows; ++i) {
+        const Int4Quad op = use_prepared ? prepared[i * quads + q] : make_operand(i, q);
+        const __m512i dots = Dot::unsigned_dots(Dot::unsigned_dots(op.start, low, op.low), high, op.high);
+        sums[i] = vfma(_mm512_mul_ps(_mm512_cvtepi32_ps(dots), op.scale), w_scale, sums[i]);
       }
-      if (q < group) add_quad(q, acc);
+    };
+    int64_t q = 0;
+    for (; q + 2 <= full_quads; q += 2) {
+      add_quad(q, acc, false);
+      add_quad(q + 1, acc_odd, false);
     }
+    if (q < full_quads) add_quad(q++, acc, false);
+    if (q < quads) add_quad(q, acc_odd, true);
     EMBER_UNROLLED
     for (int i = 0; i < Rows; ++i) c[i * ldc + j] = hsum_tree(vadd(acc[i], acc_odd[i]));
   }
