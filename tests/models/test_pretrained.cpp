@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -294,11 +293,6 @@ TEST_P(PretrainedFixture, HeldoutPerplexityMatchesTransformers) {
   EXPECT_NEAR(result.nll, nll, 1e-4 * nll);
 }
 
-bool bitwise_equal(const Tensor& a, const Tensor& b) {
-  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), static_cast<size_t>(a.nbytes())) == 0;
-}
-
 // Steps from `from` on, eagerly by decode_step and replayed by a CapturedDecoder, against the
 // logits of the full forward; each replayed step equals the eager one bitwise. The caches are
 // longer than the sequence: decode_step attends to the keys up to its position only.
@@ -314,7 +308,7 @@ void expect_captured_steps_match(models::CausalLM& model, const Tensor& ids, con
     const Tensor stepped = model->decode_step(token, tensor(std::vector<int64_t>{t}), eager).select(1, 0);
     const Tensor replayed = decoder.step(token);
     EXPECT_EQ(captured.length(), t + 1);
-    EXPECT_TRUE(bitwise_equal(replayed, stepped)) << "position " << t;
+    EXPECT_TRUE(replayed.equal(stepped)) << "position " << t;
     EXPECT_LE(max_abs_diff(stepped, full.select(1, t)), 1e-5 * scale) << "position " << t;
   }
   // forward_cached continues the cache the replays filled, as decode_step continues its own.
