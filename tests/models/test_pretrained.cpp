@@ -414,6 +414,30 @@ TEST(Pretrained, BatchRowsEqualSingleRows) {
   std::vector<Tensor> pieces = {model->forward_cached(batch.narrow(1, 0, 20), cache)};
   for (int64_t t = 20; t < 24; ++t) pieces.push_back(model->forward_cached(batch.narrow(1, t, 1), cache));
   EXPECT_LE(max_abs_diff(cat(pieces, 1), together), 1e-5 * scale);
+  // The same steps replayed by a CapturedDecoder: each sequence's logits as its full forward's.
+  models::DecoderCache captured = model->make_cache(2, 24);
+  model->forward_cached(batch.narrow(1, 0, 20), captured);
+  models::CapturedDecoder decoder(model, captured);
+  for (int64_t t = 20; t < 24; ++t)
+    EXPECT_LE(max_abs_diff(decoder.step(batch.narrow(1, t, 1)), together.select(1, t)), 1e-5 * scale) << t;
+}
+
+TEST(Pretrained, CapturedDecoderRefusesAFullCacheAndOtherShapes) {
+  models::CausalLM model = models::from_pretrained(model_dir("llama"));
+  NoGradGuard no_grad;
+  models::DecoderCache cache = model->make_cache(1, 3);
+  model->forward_cached(ids_tensor({1, 2}), cache);
+  models::CapturedDecoder decoder(model, cache);
+  expect_error([&] { decoder.step(ids_tensor({1, 2})); }, {"[CapturedDecoder]", "tokens must be integer of shape"});
+  expect_error([&] { decoder.step(ids_tensor({1}).to(kFloat32)); }, {"[CapturedDecoder]", "integer"});
+  decoder.step(ids_tensor({3}));
+  EXPECT_EQ(cache.length(), 3);
+  expect_error([&] { decoder.step(ids_tensor({4})); }, {"[CapturedDecoder]", "the cache is full (3 positions)"});
+  expect_error([&] { model->decode_step(ids_tensor({4}), tensor(std::vector<int64_t>{0, 1}), cache); },
+               {"[CausalLM::decode_step]", "input_pos must be int64 of shape [1]"});
+  models::DecoderCache other = model->make_cache(2, 3);
+  expect_error([&] { model->decode_step(ids_tensor({4}), tensor(std::vector<int64_t>{0}), other); },
+               {"[CausalLM::decode_step]", "does not match the cache's batch 2"});
 }
 
 // Full fine-tuning in mixed precision: float32 weights (the optimizer's), bfloat16 compute.
