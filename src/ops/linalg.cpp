@@ -1,4 +1,7 @@
 // matmul, mm, bmm, linear, addmm, outer: shape logic here, the product in cpu::gemm.
+#include <optional>
+#include <utility>
+
 #include "cpu/gemm.h"
 #include "ember/detail/linear_group.h"
 #include "ops/op_utils.h"
@@ -14,14 +17,22 @@ struct MatrixOperand {
   int64_t ld = 1;
 };
 
-MatrixOperand as_matrix(const Tensor& t) {
+// The last two dims of t read in place, row-major or transposed, with their leading
+// dimension; nullopt when neither layout fits (the steps inside a row are not 1).
+std::optional<std::pair<bool, int64_t>> in_place_layout(const Tensor& t) {
   const int64_t nd = t.dim();
   const int64_t rows = t.size(nd - 2), cols = t.size(nd - 1);
   const int64_t rs = t.stride(nd - 2), cs = t.stride(nd - 1);
-  if (cs == 1 && (rs >= std::max<int64_t>(cols, 1) || rows == 1)) return {t, false, std::max<int64_t>(rs, std::max<int64_t>(cols, 1))};
-  if (rs == 1 && (cs >= std::max<int64_t>(rows, 1) || cols == 1)) return {t, true, std::max<int64_t>(cs, std::max<int64_t>(rows, 1))};
-  Tensor c = t.contiguous();
-  return {c, false, std::max<int64_t>(cols, 1)};
+  if (cs == 1 && (rs >= std::max<int64_t>(cols, 1) || rows == 1))
+    return std::pair{false, std::max<int64_t>(rs, std::max<int64_t>(cols, 1))};
+  if (rs == 1 && (cs >= std::max<int64_t>(rows, 1) || cols == 1))
+    return std::pair{true, std::max<int64_t>(cs, std::max<int64_t>(rows, 1))};
+  return std::nullopt;
+}
+
+MatrixOperand as_matrix(const Tensor& t) {
+  if (const auto layout = in_place_layout(t)) return {t, layout->first, layout->second};
+  return {t.contiguous(), false, std::max<int64_t>(t.size(-1), 1)};
 }
 
 void check_matmul_dtype(const Tensor& a, const Tensor& b, const char* op) {
@@ -35,25 +46,19 @@ void check_matmul_dtype(const Tensor& a, const Tensor& b, const char* op) {
 // out[batch, m, n] = a[batch, m, k] @ b[batch, k, n]; a/b 3-D with batch size 1 broadcast.
 void batched_product(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
-  // Every batch entry must share one layout: row-major or transposed with unit steps inside a
-  // row, at any distance between entries (a narrowed KV cache's keys), else copied.
+  // Every batch entry shares one layout (as_matrix's), at any distance from the next (a
+  // narrowed KV cache's keys), else the operand is copied.
   auto prepare = [](const Tensor& t, int64_t& stride) -> MatrixOperand {
-    const int64_t rows = t.size(1), cols = t.size(2);
     if (t.size(0) == 1 || t.stride(0) == 0) {
       stride = 0;
       return as_matrix(t.select(0, 0));
     }
-    stride = rows * cols;
-    if (t.is_contiguous()) return {t, false, std::max<int64_t>(cols, 1)};
-    if (t.transpose(1, 2).is_contiguous()) return {t, true, std::max<int64_t>(rows, 1)};
-    const int64_t rs = t.stride(1), cs = t.stride(2);
-    if (rows > 0 && cols > 0) {
+    if (const auto layout = in_place_layout(t)) {
       stride = t.stride(0);
-      if (cs == 1 && (rs >= cols || rows == 1)) return {t, false, std::max(rs, cols)};
-      if (rs == 1 && (cs >= rows || cols == 1)) return {t, true, std::max(cs, rows)};
-      stride = rows * cols;
+      return {t, layout->first, layout->second};
     }
-    return {t.contiguous(), false, std::max<int64_t>(cols, 1)};
+    stride = t.size(1) * t.size(2);
+    return {t.contiguous(), false, std::max<int64_t>(t.size(2), 1)};
   };
   int64_t stride_a = 0, stride_b = 0;
   MatrixOperand A = prepare(a, stride_a), B = prepare(b, stride_b);
