@@ -34,7 +34,8 @@ inline float scale_to_float(uint16_t half) {
 // The weight formats as the product reads them. int8 blocks are signed values (their sign is
 // moved onto the activations before a product); int4 blocks are the stored unsigned q in [0, 15]
 // (kUnsigned), whose offset of 8 each product takes off as 8 times the activations' sum. In
-// registers: one block in an AVX2 register, a pair of blocks in an AVX-512 register.
+// registers: one block in an AVX2 register; at AVX-512 a pair of int8 blocks a register
+// (product_rows), four int4 blocks a load (product_rows_int4_quads).
 struct Int8Blocks {
   static constexpr int64_t kBlockBytes = kQuantBlock;
   static constexpr bool kUnsigned = false;
@@ -66,22 +67,6 @@ struct Int4Blocks {
     const __m256i packed = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block)));
     return _mm256_and_si256(_mm256_srlv_epi64(packed, _mm256_set_epi64x(4, 4, 0, 0)), _mm256_set1_epi8(15));
   }
-#endif
-#if defined(__AVX512F__)
-  // 32 bytes hold two blocks; the register gets their low halves (values 0-15 of the first
-  // block, then of the second) and then their high halves (values 16-31 of each).
-  static __m512i pair(const uint8_t* blocks) {
-    const __m512i packed = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks)));
-    return _mm512_and_si512(_mm512_srlv_epi64(packed, _mm512_set_epi64(4, 4, 4, 4, 0, 0, 0, 0)),
-                            _mm512_set1_epi8(15));
-  }
-  // The activations put in pair()'s order (one shuffle of 128-bit lanes), so that the weights
-  // need none.
-  static __m512i pair_activations(const int8_t* a) {
-    const __m512i x = _mm512_loadu_si512(a);
-    return _mm512_shuffle_i64x2(x, x, _MM_SHUFFLE(3, 1, 2, 0));
-  }
-  static __m512i pair_lane_blocks() { return _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0); }
 #endif
 };
 
@@ -484,10 +469,12 @@ inline void product_row_pass(int64_t n, int64_t blocks, const int8_t* a, const f
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<Weights, Int4Blocks>) {
     product_rows_int4_quads<Rows, Dot>(n, blocks, a, a_scales, w, w_scales, c, ldc);
-    return;
+  } else {
+    product_rows<Rows, Weights, Dot>(n, blocks, a, a_scales, w, w_scales, c, ldc);
   }
-#endif
+#else
   product_rows<Rows, Weights, Dot>(n, blocks, a, a_scales, w, w_scales, c, ldc);
+#endif
 }
 
 // All m rows, in passes of 4, 2 and 1.
