@@ -324,6 +324,17 @@ TEST_P(PretrainedFixture, CapturedDecodingMatchesTheFullForward) {
   models::CausalLM model = models::from_pretrained(model_dir(GetParam()));
   NoGradGuard no_grad;
   expect_captured_steps_match(model, ref.input_ids, model->forward(ref.input_ids), 10);
+  // Greedy decoding through the decoder gives transformers' continuation.
+  const int64_t steps = static_cast<int64_t>(ref.greedy_ids.size());
+  models::DecoderCache cache = model->make_cache(1, static_cast<int64_t>(ref.prompt_ids.size()) + steps);
+  models::CapturedDecoder decoder(model, cache);
+  std::vector<int64_t> generated;
+  int64_t next = argmax_last(model->forward_cached(ids_tensor(ref.prompt_ids), cache));
+  for (int64_t i = 0; i < steps; ++i) {
+    generated.push_back(next);
+    if (i + 1 < steps) next = decoder.step(ids_tensor({next})).argmax(-1).item<int64_t>();
+  }
+  EXPECT_EQ(generated, ref.greedy_ids);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, PretrainedFixture, ::testing::ValuesIn(kArchitectures),
