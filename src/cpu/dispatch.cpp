@@ -6,8 +6,27 @@
 
 #include "cpu/cpu_info.h"
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace ember::cpu {
 namespace {
+
+// Linux hands a process the AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XTILEDATA); until then a tile instruction faults. Asked once, for the whole process.
+bool amx_permitted() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  static const bool permitted = [] {
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return permitted;
+#else
+  return false;
+#endif
+}
 
 bool supported(Capability level) {
   const IsaFeatures f = detect_isa_features();
@@ -20,6 +39,8 @@ bool supported(Capability level) {
     case Capability::AVX512: return avx512;
     case Capability::AVX512_VNNI: return avx512 && f.avx512_vnni;
     case Capability::AVX512_BF16: return avx512 && f.avx512_vnni && f.avx512_bf16;
+    case Capability::AMX:
+      return avx512 && f.avx512_vnni && f.avx512_bf16 && f.amx_tile && f.amx_bf16 && amx_permitted();
   }
   return false;
 }
@@ -32,14 +53,14 @@ Capability lower_to_supported(Capability wanted) {
 }
 
 Capability from_env() {
-  Capability wanted = Capability::AVX512_BF16;
+  Capability wanted = Capability::AMX;
   if (const char* env = std::getenv("EMBER_CPU_CAPABILITY"))
     for (Capability level : kAllCapabilities)
       if (!std::strcmp(env, capability_name(level))) wanted = level;
   return lower_to_supported(wanted);
 }
 
-const Capability g_best = lower_to_supported(Capability::AVX512_BF16);
+const Capability g_best = lower_to_supported(Capability::AMX);
 std::atomic<Capability> g_current{from_env()};
 
 }  // namespace
@@ -54,6 +75,7 @@ Capability set_cpu_capability(Capability capability) {
 
 const char* capability_name(Capability capability) {
   switch (capability) {
+    case Capability::AMX: return "amx";
     case Capability::AVX512_BF16: return "avx512_bf16";
     case Capability::AVX512_VNNI: return "avx512_vnni";
     case Capability::AVX512: return "avx512";
@@ -65,6 +87,7 @@ const char* capability_name(Capability capability) {
 
 Capability kernel_build(Capability capability) {
   switch (capability) {
+    case Capability::AMX:
     case Capability::AVX512_BF16:
     case Capability::AVX512_VNNI:
     case Capability::AVX512: return Capability::AVX512;
@@ -76,7 +99,8 @@ Capability kernel_build(Capability capability) {
 
 bool cpu_has_vnni() {
   const Capability level = cpu_capability();
-  return level == Capability::AVX2_VNNI || level == Capability::AVX512_VNNI || level == Capability::AVX512_BF16;
+  return level == Capability::AVX2_VNNI || level == Capability::AVX512_VNNI || level == Capability::AVX512_BF16 ||
+         level == Capability::AMX;
 }
 
 bool cpu_has_avx512_bf16() {

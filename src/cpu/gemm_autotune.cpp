@@ -42,7 +42,7 @@ constexpr const char* kFormat = "ember-gemm-autotune";
 constexpr int kFormatVersion = 1;
 // Raised whenever one of ember's own GEMM kernels changes speed, so that tables timed with the
 // old kernels are not trusted (their choices were made against the old timings).
-constexpr int kEmberKernelsRevision = 4;
+constexpr int kEmberKernelsRevision = 5;
 // Candidates are timed in rounds, one run each per round, so that a burst of load on a
 // shared machine hits all of them alike; each scores its fastest run. Rounds go on until
 // kMinRounds have run and kMinSeconds have passed (at most kMaxRounds).
@@ -108,7 +108,7 @@ std::string lowercase_alnum(const std::string& text) {
 // the instruction-set level ember dispatches to.
 std::string library_identity() {
   std::string identity = std::string("ember-") + EMBER_VERSION_STRING + "-kernels" +
-                         std::to_string(kEmberKernelsRevision) + "-" + capability_name(kernel_build(cpu_capability()));
+                         std::to_string(kEmberKernelsRevision) + "-" + capability_name(cpu_capability());
   for (GemmBackend backend : kGemmBackends) {
     const GemmBackendReport& report = gemm_backend_report(backend);
     if (backend != GemmBackend::Ember) identity.append("-").append(gemm_backend_name(backend)).append(report.version);

@@ -1,6 +1,6 @@
 // ember's own GEMM kernels as a backend, for bf16/f16 products: with few rows (decoding a
-// token at a time) a kernel that reads B once, in its storage type; otherwise, for CPUs where
-// no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16), the packed
+// token at a time) a kernel that reads B once, in its storage type; otherwise bf16 on AMX tiles
+// where the CPU has them (Note [AMX GEMM]), and for CPUs where no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16), the packed
 // kernel at the AVX2 level (Note [Packed low-precision GEMM]) or float32 blocks (Note
 // [Low-precision GEMM]) multiplied on the fastest float32 backend.
 //
@@ -8,6 +8,7 @@
 // (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
 // than the blocked path at m <= 4).
 #include <algorithm>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -94,6 +95,31 @@ void packed_products(const GemmArgs& g) {
   });
 }
 
+// A workspace slot 64-byte aligned: tile rows that straddle two cache lines read both (the
+// products ran at 0.6x unaligned).
+float* aligned_workspace(int slot, int64_t floats) {
+  const auto address = reinterpret_cast<uintptr_t>(workspace<float>(slot, floats + 16));
+  return reinterpret_cast<float*>((address + 63) & ~uintptr_t(63));
+}
+
+// Products of many rows on AMX tiles (Note [AMX GEMM] in gemm_packed.h), one tile of C per call.
+void amx_products(const GemmArgs& g) {
+  const auto kernel = EMBER_AMX_KERNEL(gemm_amx_bf16);
+  const int64_t c_item = g.c_float32 ? 4 : 2;
+  for_each_gemm_tile(g.m, g.n, g.k, [&](const GemmTile& t) {
+    const PackedWorkspace sizes = amx_workspace_floats(t.rows, g.k);
+    const char* a = static_cast<const char*>(g.a) + (g.trans_a ? t.i0 : t.i0 * g.lda) * 2;
+    const char* b = static_cast<const char*>(g.b) + (g.trans_b ? t.j0 * g.ldb : t.j0) * 2;
+    char* c = static_cast<char*>(g.c) + (t.i0 * g.ldc + t.j0) * c_item;
+    kernel(PackedGemmTile{g.trans_a, g.trans_b, g.c_float32, t.rows, t.cols, g.k, static_cast<float>(g.alpha),
+                          static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc,
+                          aligned_workspace(0, sizes.a_floats), aligned_workspace(1, sizes.b_floats),
+                          aligned_workspace(2, sizes.c_floats)});
+  });
+}
+
+bool amx_path(const GemmArgs& g) { return g.dtype == kBFloat16 && EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr; }
+
 // The packed kernel where the float32 backends run at the same instruction set as it does:
 // then it saves the whole-block conversions (the blocked path, with its float32 backend, stays
 // where that backend is wider or better tuned than this kernel).
@@ -107,6 +133,7 @@ void ember_gemm_run(const GemmArgs& g) {
   const BlockFormat<float>& format = g.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
   const BlockFormat<float>& c_format = g.c_float32 ? float32_format() : format;
   if (g.m > (g.trans_b ? kFewRowsTransposedB : kFewRowsB)) {
+    if (amx_path(g)) return amx_products(g);
     if (packed_path()) return packed_products(g);
     auto float32_product = [](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
@@ -136,13 +163,16 @@ GemmBackendReport ember_gemm_report() {
   report.version = "built in";
   report.kernel_isa = capability_name(kernel_build(cpu_capability()));
   const bool packed = packed_path();
-  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " +
+  const bool amx = EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr;
+  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " + (amx ? "bf16 on AMX tiles, f16 " : "") +
                   (packed ? std::string("packed float32 panels (") + report.kernel_isa + ")" : "float32 blocks");
+  if (amx) report.kernel_isa = "amx";
   report.fits_cpu = true;
   report.why = std::string("runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 "
                            "with B transposed) read B in place; larger ones ") +
-               (packed ? "widen A and B while packing them for a float32 micro-kernel"
-                       : "run as float32 blocks on the fastest float32 backend");
+               (amx ? "run on AMX-BF16 tiles (bf16; f16 as float32 blocks)"
+                    : packed ? "widen A and B while packing them for a float32 micro-kernel"
+                             : "run as float32 blocks on the fastest float32 backend");
   report.dtypes = {kBFloat16, kFloat16};
   return report;
 }

@@ -58,7 +58,44 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
   return {kPackedMc * kc, kc * (kPackedNc + kPackedMaxNr), k > kPackedSingleKc ? m * (n < kPackedNc ? n : kPackedNc) : 0};
 }
 
+// Note [AMX GEMM]
+// On CPUs with AMX-BF16 (Capability::AMX) ember's backend runs bf16 products of many rows on
+// tiles (Note [AMX tiles] in src/cpu/simd/amx.h), one tile of C per call on the grid of Note
+// [GEMM tiles], with the PackedGemmTile above (its workspaces as raw memory, sizes from
+// amx_workspace_floats). A is packed once per slab of rows into blocks of kAmxMc rows x kAmxKc
+// k values, each contiguous; B kAmxNc columns at a time, over the whole k, into the panels the
+// tiles read (32 columns of k pairs, zero past n and past k up to a multiple of 32). Tile loads
+// straight from A's rows measured 30% slower at 1024^3 and beyond: rows thousands of bytes apart
+// share a few L1 sets. For each kAmxMc rows, k goes by kAmxKc: a panel's kAmxKc rows (16 KB)
+// stay in L1 while the blocks of A's rows pass over them, and the float32 sums of the kAmxMc x
+// kAmxNc block of C wait in a buffer of contiguous 32 x 32 blocks between k blocks (tile loads
+// and stores); the last rounds once into C with alpha and + beta * C. Sums run in k order per
+// element, one thread per tile of C: results do not depend on the thread count.
+inline constexpr int64_t kAmxMc = 128;
+inline constexpr int64_t kAmxNc = 256;
+inline constexpr int64_t kAmxKc = 256;
+inline constexpr int64_t kAmxSlabBytes = int64_t(16) << 20;  // A packed at most this much at a time
+
+// Rows of A packed at a time: all of m where it fits kAmxSlabBytes, else a multiple of kAmxMc.
+inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
+  const int64_t k_blocked = (k + kAmxKc - 1) / kAmxKc * kAmxKc;
+  const int64_t fit = kAmxSlabBytes / (2 * k_blocked) / kAmxMc * kAmxMc;
+  const int64_t slab = fit > kAmxMc ? fit : kAmxMc;
+  return m < slab ? m : slab;
+}
+// Workspace floats of gemm_amx_bf16: a_pack, b_pack, c_acc.
+inline constexpr PackedWorkspace amx_workspace_floats(int64_t m, int64_t k) {
+  const int64_t k_blocked = (k + kAmxKc - 1) / kAmxKc * kAmxKc, k_padded = (k + 31) / 32 * 32;
+  const int64_t slab_rows = (amx_slab_rows(m, k) + kAmxMc - 1) / kAmxMc * kAmxMc;
+  return {slab_rows * k_blocked / 2, k_padded * kAmxNc / 2, kAmxMc * kAmxNc};
+}
+
 }  // namespace ember::cpu
+
+// bf16 products on AMX tiles (EMBER_AMX_KERNEL: null below amx).
+namespace ember::cpu::avx512 {
+void gemm_amx_bf16(const ::ember::cpu::PackedGemmTile& tile);
+}
 
 EMBER_DECLARE_KERNEL(void, gemm_packed_bf16, (const ::ember::cpu::PackedGemmTile& tile))
 EMBER_DECLARE_KERNEL(void, gemm_packed_f16, (const ::ember::cpu::PackedGemmTile& tile))

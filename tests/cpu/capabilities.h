@@ -19,11 +19,11 @@ void for_each_capability_of(const Levels& levels, const Body& body) {
   set_cpu_capability(original);
 }
 
-// The three builds of src/cpu/simd, and the AVX-512 build with its bf16 kernels.
+// The three builds of src/cpu/simd, and the AVX-512 build with its bf16 kernels and with its AMX ones.
 template <typename Body>
 void for_each_capability(const Body& body) {
   constexpr Capability kBuilds[] = {Capability::Baseline, Capability::AVX2, Capability::AVX512,
-                                    Capability::AVX512_BF16};
+                                    Capability::AVX512_BF16, Capability::AMX};
   for_each_capability_of(kBuilds, body);
 }
 

@@ -45,7 +45,9 @@ template <typename T>
 void check_products(const ProductKernels<T>& mm, double tolerance) {
   const int64_t group = mm.k_group, width = mm.panel_width;
   for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
-           {1, 1, 1}, {5, 7, 3}, {8, 32, 64}, {13, 45, 17}, {9, 64, 128}, {3, 100, 2}, {16, 33, 65}}) {
+           {1, 1, 1}, {5, 7, 3}, {8, 32, 64}, {13, 45, 17}, {9, 64, 128}, {3, 100, 2}, {16, 33, 65},
+           // AMX blocks of 32 rows: two row tiles, one, a short last block, k tails past whole chunks.
+           {17, 32, 32}, {33, 64, 96}, {45, 40, 100}, {128, 64, 64}}) {
     SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
     // A[m][k] stored by columns (row stride 1) and B[k][n] by rows with a gap: strided sources.
     const std::vector<BFloat16> a_src = bf16_values(m * k, 1), b_src = bf16_values(k * (n + 3), 2);
@@ -120,8 +122,12 @@ TEST(FlexProducts, MatchFloat64OnEveryInstructionSet) {
     // bfloat16 operands: exact products, float32 sums.
     const auto bf16_table = EMBER_BF16_KERNEL(flex_products_bf16);
     const ProductKernels<float>* bf16 = bf16_table ? bf16_table() : nullptr;
-    EXPECT_EQ(bf16 != nullptr, cpu_capability() == Capability::AVX512_BF16);
+    EXPECT_EQ(bf16 != nullptr, capability_at_least(Capability::AVX512_BF16));
     if (bf16) check_products(*bf16, 1e-6);
+    // The same operands on AMX tiles.
+    const auto amx_table = EMBER_AMX_KERNEL(flex_products_amx);
+    EXPECT_EQ(amx_table != nullptr, cpu_capability() == Capability::AMX);
+    if (amx_table) check_products(*amx_table(), 1e-6);
   });
 }
 

@@ -16,6 +16,7 @@
 #include "cpu/capabilities.h"
 #include "cpu/gemm.h"
 #include "cpu/gemm_backend.h"
+#include "cpu/gemm_packed.h"
 #include "cpu/parallel.h"
 #include "ember/error.h"
 
@@ -277,6 +278,59 @@ TEST(Gemm, PackedLowPrecisionMatchesFloat64) {
   });
   set_num_threads(threads);
   set_forced_gemm_backend(forced);
+}
+
+// ember's bf16 products on AMX tiles (Note [AMX GEMM]), where the CPU has them: sizes that cross
+// its 32 x 32 blocks (one or two row tiles, short last blocks), its kAmxMc row blocks, kAmxNc
+// column packs and kAmxKc k blocks (the float32 sums kept between them), k past whole chunks of
+// 32, every transpose, alpha and beta, padded rows, float32 C; results bitwise the same at 1, 2
+// and 3 threads.
+TEST(Gemm, AmxMatchesFloat64) {
+  const Capability original = cpu_capability();
+  if (set_cpu_capability(Capability::AMX) != Capability::AMX) {
+    set_cpu_capability(original);
+    GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
+  }
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  const int threads = num_threads();
+  set_forced_gemm_backend(GemmBackend::Ember);
+  struct Size { int64_t m, n, k; };
+  const Size sizes[] = {{9, 17, 5}, {16, 32, 32}, {17, 33, 64}, {33, 300, 70}, {kAmxMc + 1, kAmxNc + 3, kAmxKc + 40}};
+  for (Size s : sizes)
+    for (int trans = 0; trans < 4; ++trans)
+      for (double beta : {0.0, 0.5}) run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
+  for (int trans = 0; trans < 4; ++trans) {
+    const Case t{kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, 100, -1.5, 0.5, 3, 5, 7};
+    SCOPED_TRACE(t.name() + " into float32");
+    std::mt19937 rng(7);
+    Matrix a = make_a(t), b = make_b(t), c(kFloat32, t.m, t.n, t.n + 7);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    c.fill_random(rng);
+    const Matrix c0 = c;
+    gemm_float32_out(kBFloat16, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta,
+                     static_cast<float*>(c.data()), c.ld);
+    Case as_float32 = t;
+    as_float32.dtype = kFloat32;
+    expect_matches(as_float32, a, b, c0, c);
+  }
+  const Case t{kBFloat16, false, true, 300, 600, 300, 1.0, 0.0};  // several tiles of C
+  std::mt19937 rng(11);
+  Matrix a = make_a(t), b = make_b(t);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  std::vector<Matrix> results;
+  for (int count : {1, 2, 3}) {
+    set_num_threads(count);
+    results.emplace_back(kBFloat16, t.m, t.n, t.n);
+    gemm(kBFloat16, t.trans_a, t.trans_b, t.m, t.n, t.k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0,
+         results.back().data(), t.n);
+  }
+  EXPECT_EQ(results[0].bytes, results[1].bytes);
+  EXPECT_EQ(results[0].bytes, results[2].bytes);
+  set_num_threads(threads);
+  set_forced_gemm_backend(forced);
+  set_cpu_capability(original);
 }
 
 // bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,

@@ -1,6 +1,7 @@
 #include "cpu/attention/flex_attention.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -23,12 +24,16 @@ template <> const TileKernels<float>& tile_kernels<float>() { return *EMBER_KERN
 template <> const TileKernels<double>& tile_kernels<double>() { return *EMBER_KERNEL(flex_tile_kernels_f64)(); }
 
 // The products' table for tiles of T and operands of `dtype` (Note [Attention products]):
-// bfloat16 operands where the CPU multiplies them (EMBER_BF16_KERNEL), else T.
+// bfloat16 operands where the CPU multiplies them (on AMX tiles, EMBER_AMX_KERNEL, else
+// VDPBF16PS, EMBER_BF16_KERNEL), else T.
 template <typename T> const ProductKernels<T>& products_for(ScalarType dtype);
 template <> const ProductKernels<double>& products_for<double>(ScalarType) { return *EMBER_KERNEL(flex_products_f64)(); }
 template <> const ProductKernels<float>& products_for<float>(ScalarType dtype) {
-  const auto bf16 = EMBER_BF16_KERNEL(flex_products_bf16);
-  return dtype == kBFloat16 && bf16 ? *bf16() : *EMBER_KERNEL(flex_products_f32)();
+  if (dtype == kBFloat16) {
+    if (const auto amx = EMBER_AMX_KERNEL(flex_products_amx)) return *amx();
+    if (const auto bf16 = EMBER_BF16_KERNEL(flex_products_bf16)) return *bf16();
+  }
+  return *EMBER_KERNEL(flex_products_f32)();
 }
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -37,12 +42,15 @@ int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 // Per-thread scratch buffers, grown on demand and kept between calls.
 enum Buffer { kQ, kOut, kKeyT, kValueT, kScores, kGrad, kDmod, kRaw, kTransposed, kOperand, kAccA, kAccB, kRowA,
               kRowB, kNumBuffers };
+// 64-byte aligned, as the workspace's areas are: an AMX tile row or a vector that straddles two
+// cache lines reads both (the AMX products ran at 0.6x unaligned).
 template <typename T>
 T* scratch(Buffer which, int64_t size) {
-  thread_local std::vector<T> buffers[kNumBuffers];
+  thread_local std::vector<char> buffers[kNumBuffers];
   auto& buffer = buffers[which];
-  if (buffer.size() < static_cast<size_t>(size)) buffer.resize(static_cast<size_t>(size));
-  return buffer.data();
+  const size_t bytes = static_cast<size_t>(size) * sizeof(T) + 64;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return reinterpret_cast<T*>((reinterpret_cast<uintptr_t>(buffer.data()) + 63) & ~uintptr_t(63));
 }
 
 const char* at(const Operand& o, int64_t b, int64_t h, int64_t row, size_t item) {

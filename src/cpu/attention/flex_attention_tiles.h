@@ -26,8 +26,9 @@ namespace ember::cpu::attention {
 // bfloat16 operands once per tile (operand_rows), as flash kernels on GPUs round them; tables
 // of T operands take the tiles as they are, Pᵀ and dSᵀ too (gemm_transposed_tile). AMX-BF16
 // tiles read the same layouts (A by rows of k pairs, B in pairs of k values, 16 columns per
-// tile): a table whose gemm runs TDPBF16PS over 32-wide panels plugs in beside the AVX512-BF16
-// one, chosen where the kernels pick a table for a dtype (products_for in flex_attention.cpp).
+// tile): the AMX table's gemm runs TDPBF16PS over the same 32-wide panels (Note [AMX tiles] in
+// src/cpu/simd/amx.h), chosen above the AVX512-BF16 one where the kernels pick a table for a
+// dtype (products_for in flex_attention.cpp).
 template <typename T>
 struct ProductKernels {
   int64_t panel_width;
@@ -82,7 +83,9 @@ EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::TileKernels<float>*, flex_ti
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::TileKernels<double>*, flex_tile_kernels_f64, ())
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<float>*, flex_products_f32, ())
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<double>*, flex_products_f64, ())
-// bfloat16 operands on VDPBF16PS (EMBER_BF16_KERNEL: null below avx512_bf16).
+// bfloat16 operands on VDPBF16PS (EMBER_BF16_KERNEL: null below avx512_bf16), and the same
+// operands on AMX tiles (EMBER_AMX_KERNEL: null below amx).
 namespace ember::cpu::avx512 {
 const ::ember::cpu::attention::ProductKernels<float>* flex_products_bf16();
+const ::ember::cpu::attention::ProductKernels<float>* flex_products_amx();
 }

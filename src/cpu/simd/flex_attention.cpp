@@ -6,7 +6,9 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "cpu/attention/flex_attention_tiles.h"
+#include "cpu/simd/amx.h"
 #include "cpu/simd/float_vector.h"
+#include "cpu/simd/pair_panels.h"
 
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
@@ -456,6 +458,15 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
   }
 }
 
+// Keys and values into pair panels: bfloat16 ones by vector loads (gathers for keys, whose
+// pairs lie along their rows), others converted one by one.
+void pack_panels_bf16(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
+                      void* dst) {
+  if (dtype != kBFloat16) return pack_panels<uint16_t, kPanel, 2>(dtype, src, row_stride, col_stride, k, n, dst);
+  pack_pair_panels(static_cast<const uint16_t*>(src), row_stride, col_stride, k, n, (k + 1) / 2 * 2,
+                   static_cast<uint16_t*>(dst));
+}
+
 // The probabilities and score gradients become A operands here, once per tile, 16 lanes at a
 // time (VCVTNEPS2BF16 rounds to nearest even, as float_to_bf16).
 EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose,
@@ -477,7 +488,57 @@ EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64
 const ProductKernels<float> kBf16Products = {
     .panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t), .tiles_are_operands = false,
     .gemm = gemm_bf16, .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
-    .pack_panels = pack_panels<uint16_t, kPanel, 2>, .operand_rows = operand_rows_bf16};
+    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16};
+
+// ---- bfloat16 products on AMX tiles (Note [AMX tiles]) ---------------------------------------
+// The same operands as the VDPBF16PS table, multiplied in blocks of 32 x 32 on tiles over the
+// whole 32-value chunks of k; the pairs past the last whole chunk (a head size that is no
+// multiple of 32) are added by the VDPBF16PS kernel, as is a k shorter than one chunk. The
+// tiles load and store C where it lies (scaled there after, for the scores' alpha); only a
+// scaled sum added to C goes through a block of its own.
+EMBER_AMX_TARGET void gemm_amx(const void* a_operand, int64_t lda, const void* b_operand, float* c, int64_t ldc,
+                               int64_t m, int64_t n, int64_t k, float alpha, bool accumulate) {
+  const uint16_t* a = static_cast<const uint16_t*>(a_operand);
+  const uint16_t* b_panels = static_cast<const uint16_t*>(b_operand);
+  const int64_t k_pairs = (k + 1) / 2, chunks = k_pairs / amx::kChunkPairs;
+  const int64_t tail_pairs = k_pairs - chunks * amx::kChunkPairs;
+  if (chunks == 0) return gemm_bf16(a_operand, lda, b_operand, c, ldc, m, n, k, alpha, accumulate);
+  const bool in_place = !accumulate || alpha == 1.0f;
+  alignas(64) float block[amx::kBlock * amx::kBlock];
+  const vf scale = vset(alpha);
+  int configured = 0;
+  for (int64_t j = 0; j < n; j += kPanel) {
+    const uint16_t* panel = b_panels + j * 2 * k_pairs;
+    for (int64_t i = 0; i < m; i += amx::kBlock) {
+      const int rows = static_cast<int>(m - i < amx::kBlock ? m - i : amx::kBlock);
+      amx::configure_rows(rows, &configured);
+      float* ci = c + i * ldc + j;
+      if (in_place) {
+        amx::block_product_rows(rows, a + i * lda, lda * 2, panel, chunks, accumulate ? ci : nullptr, ci, ldc);
+        if (alpha != 1.0f)
+          for (int r = 0; r < rows; ++r)
+            for (int v = 0; v < kPanel; v += kNativeWidth) vstore(ci + r * ldc + v, vmul(scale, vload(ci + r * ldc + v)));
+      } else {
+        amx::block_product_rows(rows, a + i * lda, lda * 2, panel, chunks, nullptr, block, amx::kBlock);
+        for (int r = 0; r < rows; ++r)
+          for (int v = 0; v < kPanel; v += kNativeWidth) {
+            float* out = ci + r * ldc + v;
+            vstore(out, vfma(scale, vload(block + r * amx::kBlock + v), vload(out)));
+          }
+      }
+      if (tail_pairs > 0)
+        for (int r0 = 0; r0 < rows; r0 += kBf16Rows)
+          bf16_micro_kernel(a + (i + r0) * lda + 2 * chunks * amx::kChunkPairs, lda,
+                            rows - r0 < kBf16Rows ? rows - r0 : kBf16Rows,
+                            panel + chunks * amx::kChunkPairs * 2 * kPanel, ci + r0 * ldc, ldc, tail_pairs, alpha, true);
+    }
+  }
+}
+
+const ProductKernels<float> kAmxProducts = {
+    .panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t), .tiles_are_operands = false,
+    .gemm = gemm_amx, .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
+    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16};
 #endif
 }  // namespace
 
@@ -487,6 +548,7 @@ const attention::ProductKernels<float>* flex_products_f32() { return &kFloatProd
 const attention::ProductKernels<double>* flex_products_f64() { return &kDoubleProducts; }
 #if defined(__AVX512F__)
 const attention::ProductKernels<float>* flex_products_bf16() { return &kBf16Products; }
+const attention::ProductKernels<float>* flex_products_amx() { return &kAmxProducts; }
 #endif
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY

@@ -1,0 +1,125 @@
+// ember's bf16 GEMM on AMX tiles (Note [AMX GEMM] in cpu/gemm_packed.h), in the AVX-512 build
+// only (EMBER_AMX_KERNEL); the other builds compile nothing here.
+// GCC 12 warns inside its own AVX-512 headers (_mm512_undefined_*, GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "cpu/gemm_packed.h"
+#include "cpu/simd/amx.h"
+#include "cpu/simd/pair_panels.h"
+
+#if defined(__AVX512F__) && !defined(EMBER_RT_CPU)
+
+namespace ember::cpu::EMBER_CPU_CAPABILITY {
+namespace {
+
+using amx::kBlock;
+using amx::kChunkPairs;
+using amx::kPanelElements;
+constexpr int64_t kChunk = 2 * kChunkPairs;  // k values per tile product
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// A[i][p] (i < rows, p < k) into blocks of kAmxMc rows x kAmxKc k values (rows kAmxKc apart,
+// zero past k up to k_padded), block (ib, pb) at dst + (ib * k_blocks + pb) * kAmxMc * kAmxKc:
+// each block a tile product reads is contiguous (A's own rows, thousands of bytes apart, share a
+// few L1 sets and evict each other). A[i][p] lies at a[i * row_stride + p * col_stride].
+void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t k,
+                   int64_t k_padded, uint16_t* dst) {
+  const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
+  auto at = [&](int64_t i, int64_t p) {
+    return dst + ((i / kAmxMc) * k_blocks + p / kAmxKc) * kAmxMc * kAmxKc + (i % kAmxMc) * kAmxKc + p % kAmxKc;
+  };
+  if (col_stride == 1) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
+        const int64_t stored = k - p0 < kAmxKc ? (k > p0 ? k - p0 : 0) : kAmxKc;
+        const int64_t width = k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc;
+        std::memcpy(at(i, p0), a + i * row_stride + p0, static_cast<size_t>(stored) * 2);
+        std::memset(at(i, p0) + stored, 0, static_cast<size_t>(width - stored) * 2);
+      }
+    return;
+  }
+  // A stored transposed: 16 x 16 pieces, so reads and writes both move along cache lines.
+  for (int64_t i0 = 0; i0 < rows; i0 += 16)
+    for (int64_t p0 = 0; p0 < k_padded; p0 += 16)
+      for (int64_t i = i0; i < i0 + 16 && i < rows; ++i) {
+        uint16_t* out = at(i, p0);
+        for (int64_t p = p0; p < p0 + 16; ++p) out[p - p0] = p < k ? a[i * row_stride + p * col_stride] : 0;
+      }
+}
+
+// C rows (float32 accumulators acc, ld_acc) into C: alpha * acc + beta * C, rounded to bf16
+// unless C is float32.
+EMBER_AMX_TARGET void store_c(const float* acc, int64_t ld_acc, int64_t rows, int64_t cols, float alpha, float beta,
+                              bool c_float32, void* c, int64_t ldc) {
+  const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 lanes = cols - j >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (cols - j)) - 1);
+      __m512 value = _mm512_mul_ps(scale, _mm512_maskz_loadu_ps(lanes, acc + i * ld_acc + j));
+      if (c_float32) {
+        float* out = static_cast<float*>(c) + i * ldc + j;
+        if (beta != 0.0f) value = _mm512_fmadd_ps(keep, _mm512_maskz_loadu_ps(lanes, out), value);
+        _mm512_mask_storeu_ps(out, lanes, value);
+      } else {
+        uint16_t* out = static_cast<uint16_t*>(c) + i * ldc + j;
+        if (beta != 0.0f) {
+          const __m256i stored = _mm256_maskz_loadu_epi16(lanes, out);
+          const __m512 wide = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(stored), 16));
+          value = _mm512_fmadd_ps(keep, wide, value);
+        }
+        _mm256_mask_storeu_epi16(out, lanes, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(value)));
+      }
+    }
+}
+
+}  // namespace
+
+EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
+  const uint16_t* a = static_cast<const uint16_t*>(t.a);
+  const uint16_t* b = static_cast<const uint16_t*>(t.b);
+  const int64_t k_padded = round_up(t.k, kChunk), pairs = k_padded / 2;
+  const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
+  const int64_t slab = amx_slab_rows(t.m, t.k);
+  constexpr int64_t kBlocksPerRow = kAmxNc / kBlock;  // 32 x 32 blocks of the float32 sums, each contiguous
+  uint16_t* a_pack = reinterpret_cast<uint16_t*>(t.a_pack);
+  uint16_t* b_pack = reinterpret_cast<uint16_t*>(t.b_pack);
+  const int64_t c_item = t.c_float32 ? 4 : 2;
+  int configured = 0;
+  for (int64_t s0 = 0; s0 < t.m; s0 += slab) {
+    const int64_t slab_rows = t.m - s0 < slab ? t.m - s0 : slab;
+    pack_a_blocks(a + (t.trans_a ? s0 : s0 * t.lda), t.trans_a ? 1 : t.lda, t.trans_a ? t.lda : 1, slab_rows, t.k,
+                  k_padded, a_pack);
+    for (int64_t j0 = 0; j0 < t.n; j0 += kAmxNc) {
+      const int64_t cols = t.n - j0 < kAmxNc ? t.n - j0 : kAmxNc;
+      pack_pair_panels(b + (t.trans_b ? j0 * t.ldb : j0), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, cols,
+                       k_padded, b_pack);
+      for (int64_t i0 = 0; i0 < slab_rows; i0 += kAmxMc) {
+        const int64_t rows = slab_rows - i0 < kAmxMc ? slab_rows - i0 : kAmxMc;
+        for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
+          const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
+          const uint16_t* a_block = a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
+          for (int64_t jb = 0; jb < cols; jb += kBlock) {
+            const uint16_t* panel = b_pack + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
+            for (int64_t ib = 0; ib < rows; ib += kBlock) {
+              const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
+              amx::configure_rows(block_rows, &configured);
+              float* sums = t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock;
+              amx::block_product_rows(block_rows, a_block + ib * kAmxKc, kAmxKc * 2, panel, chunks,
+                                      p0 == 0 ? nullptr : sums, sums, kBlock);
+            }
+          }
+        }
+        for (int64_t ib = 0; ib < rows; ib += kBlock)
+          for (int64_t jb = 0; jb < cols; jb += kBlock)
+            store_c(t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock, kBlock,
+                    rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock, t.alpha, t.beta,
+                    t.c_float32, static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+      }
+    }
+  }
+}
+
+}  // namespace ember::cpu::EMBER_CPU_CAPABILITY
+
+#endif

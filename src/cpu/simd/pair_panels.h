@@ -1,0 +1,76 @@
+// The pair panels of bfloat16 B operands, the form VDPBF16PS and AMX tiles read (Note
+// [Attention products], Note [AMX tiles]), packed from bfloat16 storage with AVX-512 in the
+// AVX-512 build; the other builds see nothing here. Inline-safe.
+#pragma once
+#include "cpu/simd/simd_common.h"
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+
+namespace ember::cpu::EMBER_CPU_CAPABILITY {
+
+constexpr int64_t kPairPanel = 32;  // columns a panel
+
+// bfloat16 B[p][j] (j < n, p < k) into panels of 32 columns of k pairs, zero past n and past k
+// up to k_padded (even): panel q at dst + q * k_padded * 32, each pair row 64 values. B[p][j]
+// lies at b[p * row_stride + j * col_stride].
+inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
+                             int64_t k_padded, uint16_t* dst) {
+  const int64_t pairs = k_padded / 2;
+  for (int64_t j0 = 0; j0 < n; j0 += kPairPanel) {
+    uint16_t* panel = dst + (j0 / kPairPanel) * pairs * (2 * kPairPanel);
+    const int64_t width = n - j0 < kPairPanel ? n - j0 : kPairPanel;
+    if (col_stride == 1) {
+      // Rows of B: two rows' 32 columns interleaved into the pair row.
+      static const uint16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                        8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+      static const uint16_t kHigh[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                         24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+      const __m512i low = _mm512_loadu_si512(kLow), high = _mm512_loadu_si512(kHigh);
+      const __mmask32 lanes = width == kPairPanel ? ~__mmask32(0) : static_cast<__mmask32>((1u << width) - 1);
+      for (int64_t q = 0; q < pairs; ++q) {
+        const int64_t p = 2 * q;
+        const __m512i even = p < k ? _mm512_maskz_loadu_epi16(lanes, b + p * row_stride + j0) : _mm512_setzero_si512();
+        const __m512i odd =
+            p + 1 < k ? _mm512_maskz_loadu_epi16(lanes, b + (p + 1) * row_stride + j0) : _mm512_setzero_si512();
+        _mm512_storeu_si512(panel + q * (2 * kPairPanel), _mm512_permutex2var_epi16(even, low, odd));
+        _mm512_storeu_si512(panel + q * (2 * kPairPanel) + 32, _mm512_permutex2var_epi16(even, high, odd));
+      }
+      continue;
+    }
+    // Columns of B lie along memory (B = Wᵀ, the weight of a linear layer): a pair is one
+    // 32-bit word of a column, gathered 16 columns at a time.
+    const int64_t whole_pairs = k / 2;
+    const bool gather = row_stride == 1 && col_stride * (kPairPanel - 1) < (int64_t(1) << 30);
+    for (int half = 0; half < 2; ++half) {
+      const int64_t first = j0 + 16 * half, count = width - 16 * half;
+      if (count <= 0) {
+        for (int64_t q = 0; q < pairs; ++q)
+          _mm512_storeu_si512(panel + q * (2 * kPairPanel) + 32 * half, _mm512_setzero_si512());
+        continue;
+      }
+      const __mmask16 lanes = count >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << count) - 1);
+      const __m512i offsets =
+          _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                             _mm512_set1_epi32(static_cast<int32_t>(col_stride)));
+      for (int64_t q = 0; q < pairs; ++q) {
+        uint16_t* row = panel + q * (2 * kPairPanel) + 32 * half;
+        if (gather && q < whole_pairs) {
+          const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, offsets,
+                                                            b + first * col_stride + 2 * q, 2);
+          _mm512_storeu_si512(row, words);
+          continue;
+        }
+        for (int64_t j = 0; j < 16; ++j) {
+          const bool inside = j < count;
+          row[2 * j] = inside && 2 * q < k ? b[(2 * q) * row_stride + (first + j) * col_stride] : 0;
+          row[2 * j + 1] = inside && 2 * q + 1 < k ? b[(2 * q + 1) * row_stride + (first + j) * col_stride] : 0;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ember::cpu::EMBER_CPU_CAPABILITY
+
+#endif
