@@ -291,6 +291,20 @@ const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_
   return buffer;
 }
 
+// One online-softmax step over a score tile (TileKernels::softmax_step), the probabilities
+// then an A operand: the tile itself, `buffer` filled from it, or `buffer` written by the
+// softmax directly where the table fuses the two.
+template <typename T>
+const void* softmax_operand(const Layout<T>& g, T* scores, int64_t rows, int64_t cols, T* row_max, T* row_sum, T* acc,
+                            int64_t acc_cols, void* buffer) {
+  if (g.mm.softmax_to_operand) {
+    g.mm.softmax_to_operand(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, acc_cols, buffer, g.ld_s);
+    return buffer;
+  }
+  g.k.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, acc_cols);
+  return tile_operand(g, scores, rows, cols, buffer);
+}
+
 // C (cols x n) += alpha * tileᵀ · B for a T tile (rows x cols, ld_s): the tile read where it
 // lies where the table can, else through its transposed operand copy in `buffer`.
 template <typename T>
@@ -366,9 +380,8 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
         if (cols <= 0) return;
         g.mm.gemm(t.q, g.ld_qe, keys.block(b, hk, kvb), t.scores, g.ld_s, rows, cols, E, scale, false);
         apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, t.scores, g.ld_s), partial, TilePass::Forward);
-        K.softmax_step(t.scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
-        g.mm.gemm(tile_operand(g, t.scores, rows, cols, t.probs), g.ld_s, values.block(b, hk, kvb), acc, g.ld_ev, rows,
-                  Ev, cols, T(1), true);
+        g.mm.gemm(softmax_operand(g, t.scores, rows, cols, row_max, row_sum, acc, Ev, t.probs), g.ld_s,
+                  values.block(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, T(1), true);
       });
       // A row that saw nothing (fully masked) gives output 0 and lse -inf.
       T* row_lse = lse + (b * p.heads_q + h) * p.q_len + q0;
@@ -495,9 +508,8 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
         tile.rows_per_head = p.q_len;
         apply_mods(p, tile, partial, TilePass::Forward);
         g.mm.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, Ev, t.value);
-        K.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, Ev);
-        g.mm.gemm(tile_operand(g, scores, rows, cols, t.probs), g.ld_s, t.value, acc, g.ld_ev, rows, Ev, cols, T(1),
-                  true);
+        g.mm.gemm(softmax_operand(g, scores, rows, cols, row_max, row_sum, acc, Ev, t.probs), g.ld_s, t.value, acc,
+                  g.ld_ev, rows, Ev, cols, T(1), true);
       }
     }
   });

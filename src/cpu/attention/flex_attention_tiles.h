@@ -55,6 +55,11 @@ struct ProductKernels {
   // transpose (dst then has cols rows); zero up to the next multiple of k_group.
   void (*operand_rows)(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose, void* dst,
                        int64_t ld_dst);
+  // TileKernels::softmax_step with the probabilities written as A operand rows (ld_operand)
+  // instead of into the tile, as operand_rows would make them. Null: softmax_step, then
+  // operand_rows where tiles are not operands.
+  void (*softmax_to_operand)(T* scores, int64_t ld, int64_t rows, int64_t cols, T* row_max, T* row_sum, T* acc,
+                             int64_t ld_acc, int64_t acc_cols, void* operand, int64_t ld_operand) = nullptr;
 };
 
 template <typename T>

@@ -44,8 +44,12 @@ static inline vf vexp_shifted(vf x, vf shift_log2e) {
   p = vfma(p, f, vset(2.4022650696e-1f));
   p = vfma(p, f, vset(6.9314718056e-1f));
   p = vfma(p, f, vset(1.0f));
+#if defined(__AVX512F__)
+  return vzero_below(t, _mm512_scalef_ps(p, n), -126.0f);  // p * 2^n in one instruction
+#else
   const vf scale = vfloat_bits(vi_exponent(vi_add(vto_int(n), vi_set(127))));
   return vzero_below(t, vmul(p, scale), -126.0f);
+#endif
 }
 
 // ---- float32 micro-kernel ----------------------------------------------------------------
@@ -139,11 +143,16 @@ static inline void for_each_vector(float* s, int64_t cols, float pad, F fn) {
   }
 }
 
+// The row reductions run as trees: a lane-by-lane chain per row cost a third of the softmax.
 static inline float row_max_f32(const float* s, int64_t cols) {
   vf m = vset(kNegInf);
   int64_t c = 0;
   for (; c + kNativeWidth <= cols; c += kNativeWidth) m = vmax(m, vload(s + c));
+#if defined(__AVX512F__)
+  float result = _mm512_reduce_max_ps(m);
+#else
   float result = hmax(m);
+#endif
   for (; c < cols; ++c) result = s[c] > result ? s[c] : result;
   return result;
 }
@@ -157,7 +166,7 @@ static inline float exp_sum_f32(float* s, int64_t cols, float max) {
     sum = vadd(sum, e);
     return e;
   });
-  return hsum(sum);
+  return hsum_tree(sum);
 }
 
 static inline void scale_row_f32(float* row, int64_t cols, float factor) {
@@ -458,6 +467,44 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
   }
 }
 
+// softmax_step_f32 with the probabilities left as bfloat16 A operand rows (zero up to the next
+// pair) instead of in the tile: the tile's float32 probabilities are never stored and read back.
+// The same values as softmax_step_f32 then operand_rows_bf16, bit for bit.
+EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_t rows, int64_t cols, float* row_max,
+                                               float* row_sum, float* acc, int64_t ld_acc, int64_t acc_cols,
+                                               void* operand, int64_t ld_operand) {
+  uint16_t* out = static_cast<uint16_t*>(operand);
+  const int64_t padded = cols + cols % 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* s = scores + r * ld;
+    uint16_t* o = out + r * ld_operand;
+    const float tile_max = row_max_f32(s, cols);
+    const float new_max = tile_max > row_max[r] ? tile_max : row_max[r];
+    if (new_max == kNegInf) {  // nothing visible in this row so far
+      for (int64_t c = 0; c < padded; ++c) o[c] = 0;
+      continue;
+    }
+    const vf shift = vset(-new_max * 1.44269504088896341f);
+    vf sum = vset(0.0f);
+    for (int64_t c = 0; c < padded; c += kNativeWidth) {
+      const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
+      const vf e = vexp_shifted(_mm512_mask_loadu_ps(vset(kNegInf), lanes, s + c), shift);
+      sum = vadd(sum, e);
+      const __mmask16 stored = static_cast<__mmask16>((1u << (n + (n % 2))) - 1);  // the pair's zero too
+      _mm256_mask_storeu_epi16(o + c, stored, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
+    }
+    const float total = hsum_tree(sum);
+    if (new_max != row_max[r]) {
+      const float alpha = row_max[r] == kNegInf ? 0.0f : __builtin_expf(row_max[r] - new_max);
+      row_sum[r] *= alpha;
+      scale_row_f32(acc + r * ld_acc, acc_cols, alpha);
+      row_max[r] = new_max;
+    }
+    row_sum[r] += total;
+  }
+}
+
 // Keys and values into pair panels: bfloat16 ones by vector loads (gathers for keys, whose
 // pairs lie along their rows), others converted one by one.
 void pack_panels_bf16(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
@@ -488,7 +535,7 @@ EMBER_BF16_TARGET void operand_rows_bf16(const float* src, int64_t ld_src, int64
 const ProductKernels<float> kBf16Products = {
     .panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t), .tiles_are_operands = false,
     .gemm = gemm_bf16, .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
-    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16};
+    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16, .softmax_to_operand = softmax_to_operand_bf16};
 
 // ---- bfloat16 products on AMX tiles (Note [AMX tiles]) ---------------------------------------
 // The same operands as the VDPBF16PS table, multiplied in blocks of 32 x 32 on tiles over the
@@ -538,7 +585,7 @@ EMBER_AMX_TARGET void gemm_amx(const void* a_operand, int64_t lda, const void* b
 const ProductKernels<float> kAmxProducts = {
     .panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t), .tiles_are_operands = false,
     .gemm = gemm_amx, .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
-    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16};
+    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16, .softmax_to_operand = softmax_to_operand_bf16};
 #endif
 }  // namespace
 
