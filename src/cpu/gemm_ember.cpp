@@ -107,14 +107,16 @@ void amx_products(const GemmArgs& g) {
   const auto kernel = EMBER_AMX_KERNEL(gemm_amx_bf16);
   const int64_t c_item = g.c_float32 ? 4 : 2;
   for_each_gemm_tile(g.m, g.n, g.k, [&](const GemmTile& t) {
-    const PackedWorkspace sizes = amx_workspace_floats(t.rows, g.k);
     const char* a = static_cast<const char*>(g.a) + (g.trans_a ? t.i0 : t.i0 * g.lda) * 2;
     const char* b = static_cast<const char*>(g.b) + (g.trans_b ? t.j0 * g.ldb : t.j0) * 2;
     char* c = static_cast<char*>(g.c) + (t.i0 * g.ldc + t.j0) * c_item;
-    kernel(PackedGemmTile{g.trans_a, g.trans_b, g.c_float32, t.rows, t.cols, g.k, static_cast<float>(g.alpha),
-                          static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc,
-                          aligned_workspace(0, sizes.a_floats), aligned_workspace(1, sizes.b_floats),
-                          aligned_workspace(2, sizes.c_floats)});
+    PackedGemmTile tile{g.trans_a, g.trans_b, g.c_float32, t.rows, t.cols, g.k, static_cast<float>(g.alpha),
+                        static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc, nullptr, nullptr, nullptr};
+    const PackedWorkspace sizes = amx_workspace_floats(tile);
+    tile.a_pack = sizes.a_floats > 0 ? aligned_workspace(0, sizes.a_floats) : nullptr;
+    tile.b_pack = aligned_workspace(1, sizes.b_floats);
+    tile.c_acc = aligned_workspace(2, sizes.c_floats);
+    kernel(tile);
   });
 }
 

@@ -63,7 +63,8 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // tiles (Note [AMX tiles] in src/cpu/simd/amx.h), one tile of C per call on the grid of Note
 // [GEMM tiles], with the PackedGemmTile above (its workspaces as raw memory, sizes from
 // amx_workspace_floats). A is packed once per slab of rows into blocks of kAmxMc rows x kAmxKc
-// k values, each contiguous; B kAmxNc columns at a time, over the whole k, into the panels the
+// k values, each contiguous, unless a tile of C one column pack wide reads it where it lies
+// (amx_reads_a_in_place); B kAmxNc columns at a time, over the whole k, into the panels the
 // tiles read (32 columns of k pairs, zero past n and past k up to a multiple of 32). Tile loads
 // straight from A's rows measured 30% slower at 1024^3 and beyond: rows thousands of bytes apart
 // share a few L1 sets. For each kAmxMc rows, k goes by kAmxKc: a panel's kAmxKc rows (16 KB)
@@ -83,11 +84,18 @@ inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
   const int64_t slab = fit > kAmxMc ? fit : kAmxMc;
   return m < slab ? m : slab;
 }
-// Workspace floats of gemm_amx_bf16: a_pack, b_pack, c_acc.
-inline constexpr PackedWorkspace amx_workspace_floats(int64_t m, int64_t k) {
-  const int64_t k_blocked = (k + kAmxKc - 1) / kAmxKc * kAmxKc, k_padded = (k + 31) / 32 * 32;
-  const int64_t slab_rows = (amx_slab_rows(m, k) + kAmxMc - 1) / kAmxMc * kAmxMc;
-  return {slab_rows * k_blocked / 2, k_padded * kAmxNc / 2, kAmxMc * kAmxNc};
+// Whether gemm_amx_bf16 reads A's rows where they lie: stored by rows over whole 32-value
+// chunks of k, each row on a cache line's start, and used by one column pack only (n <=
+// kAmxNc: packing would not be repaid). Rows a multiple of 2 KB apart share too few L1 sets.
+inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
+  return !t.trans_a && t.k % 32 == 0 && t.n <= kAmxNc && t.lda % 32 == 0 && t.lda % 1024 != 0 &&
+         reinterpret_cast<uintptr_t>(t.a) % 64 == 0;
+}
+// Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place), b_pack, c_acc.
+inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
+  const int64_t k_blocked = (t.k + kAmxKc - 1) / kAmxKc * kAmxKc, k_padded = (t.k + 31) / 32 * 32;
+  const int64_t slab_rows = (amx_slab_rows(t.m, t.k) + kAmxMc - 1) / kAmxMc * kAmxMc;
+  return {amx_reads_a_in_place(t) ? 0 : slab_rows * k_blocked / 2, k_padded * kAmxNc / 2, kAmxMc * kAmxNc};
 }
 
 }  // namespace ember::cpu

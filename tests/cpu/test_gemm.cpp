@@ -314,6 +314,31 @@ TEST(Gemm, AmxMatchesFloat64) {
     as_float32.dtype = kFloat32;
     expect_matches(as_float32, a, b, c0, c);
   }
+  // A read where it lies (rows on cache lines, one column pack, whole chunks of k): buffers
+  // aligned here, as tensors are; rows of 16-100 and the float64 sums of the stored values.
+  for (int64_t k : {32, 96, 544}) {
+    const int64_t m = 100, n = 70;
+    std::vector<uint16_t> storage(static_cast<size_t>(m * k + k * n + 64));
+    uint16_t* a = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) / 2;
+    uint16_t* b = a + m * k;
+    std::mt19937 values(static_cast<uint32_t>(k));
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (int64_t i = 0; i < m * k + k * n; ++i) a[i] = BFloat16(dist(values)).bits;
+    std::vector<uint16_t> c(static_cast<size_t>(m * n));
+    gemm(kBFloat16, false, false, m, n, k, 1.0, a, k, b, n, 0.0, c.data(), n);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double x = BFloat16::to_float(a[i * k + p]) * double(BFloat16::to_float(b[p * n + j]));
+          sum += x;
+          magnitude += std::abs(x);
+        }
+        wrong += std::abs(BFloat16::to_float(c[i * n + j]) - sum) > 0x1p-8 * std::abs(sum) + 1e-6 * magnitude;
+      }
+    EXPECT_EQ(wrong, 0) << "A in place, k " << k;
+  }
   const Case t{kBFloat16, false, true, 300, 600, 300, 1.0, 0.0};  // several tiles of C
   std::mt19937 rng(11);
   Matrix a = make_a(t), b = make_b(t);

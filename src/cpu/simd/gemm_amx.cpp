@@ -23,7 +23,7 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // zero past k up to k_padded), block (ib, pb) at dst + (ib * k_blocks + pb) * kAmxMc * kAmxKc:
 // each block a tile product reads is contiguous (A's own rows, thousands of bytes apart, share a
 // few L1 sets and evict each other). A[i][p] lies at a[i * row_stride + p * col_stride].
-void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t k,
+EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t k,
                    int64_t k_padded, uint16_t* dst) {
   const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
   auto at = [&](int64_t i, int64_t p) {
@@ -39,13 +39,29 @@ void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64_t col_stride, in
       }
     return;
   }
-  // A stored transposed: 16 x 16 pieces, so reads and writes both move along cache lines.
-  for (int64_t i0 = 0; i0 < rows; i0 += 16)
-    for (int64_t p0 = 0; p0 < k_padded; p0 += 16)
-      for (int64_t i = i0; i < i0 + 16 && i < rows; ++i) {
-        uint16_t* out = at(i, p0);
-        for (int64_t p = p0; p < p0 + 16; ++p) out[p - p0] = p < k ? a[i * row_stride + p * col_stride] : 0;
-      }
+  // A stored transposed (a[p * col_stride + i]): two rows at a time, 16 pairs of k a step. A
+  // 32-bit gather from k row 2p at column i holds (A[i][2p], A[i + 1][2p]), one from row 2p + 1
+  // the next values of k: the two rows' pairs are their low and high halves put together.
+  const bool gather = col_stride * k < (int64_t(1) << 31);
+  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i low_half = _mm512_set1_epi32(0xffff);
+  // k outer: the 32 rows of a step stay in L1 while the pairs of columns move along their lines.
+  const int64_t gathered = gather ? rows / 2 * 2 : 0;
+  for (int64_t p0 = 0; p0 < k_padded; p0 += kChunk)
+    for (int64_t i = 0; i < gathered; i += 2) {
+      const __m512i even_rows = _mm512_mullo_epi32(_mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(p0 / 2))),
+                                                   _mm512_set1_epi32(static_cast<int32_t>(2 * col_stride)));
+      // Pairs wholly inside k, and those whose second value is.
+      const int64_t whole = (k - p0) / 2, first = (k - p0 + 1) / 2;
+      const __mmask16 even_lanes = first >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (first > 0 ? first : 0)) - 1);
+      const __mmask16 odd_lanes = whole >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (whole > 0 ? whole : 0)) - 1);
+      const __m512i even = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), even_lanes, even_rows, a + i, 2);
+      const __m512i odd = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), odd_lanes, even_rows, a + col_stride + i, 2);
+      _mm512_storeu_si512(at(i, p0), _mm512_or_si512(_mm512_and_si512(even, low_half), _mm512_slli_epi32(odd, 16)));
+      _mm512_storeu_si512(at(i + 1, p0), _mm512_or_si512(_mm512_srli_epi32(even, 16), _mm512_andnot_si512(low_half, odd)));
+    }
+  for (int64_t i = gathered; i < rows; ++i)  // the last of an odd count (a 32-bit read would pass the row's end)
+    for (int64_t p = 0; p < k_padded; ++p) *at(i, p) = p < k ? a[i * row_stride + p * col_stride] : 0;
 }
 
 // C rows (float32 accumulators acc, ld_acc) into C: alpha * acc + beta * C, rounded to bf16
@@ -86,10 +102,12 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   uint16_t* b_pack = reinterpret_cast<uint16_t*>(t.b_pack);
   const int64_t c_item = t.c_float32 ? 4 : 2;
   int configured = 0;
+  const bool a_in_place = amx_reads_a_in_place(t);
   for (int64_t s0 = 0; s0 < t.m; s0 += slab) {
     const int64_t slab_rows = t.m - s0 < slab ? t.m - s0 : slab;
-    pack_a_blocks(a + (t.trans_a ? s0 : s0 * t.lda), t.trans_a ? 1 : t.lda, t.trans_a ? t.lda : 1, slab_rows, t.k,
-                  k_padded, a_pack);
+    if (!a_in_place)
+      pack_a_blocks(a + (t.trans_a ? s0 : s0 * t.lda), t.trans_a ? 1 : t.lda, t.trans_a ? t.lda : 1, slab_rows, t.k,
+                    k_padded, a_pack);
     for (int64_t j0 = 0; j0 < t.n; j0 += kAmxNc) {
       const int64_t cols = t.n - j0 < kAmxNc ? t.n - j0 : kAmxNc;
       pack_pair_panels(b + (t.trans_b ? j0 * t.ldb : j0), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, cols,
@@ -98,14 +116,17 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
         const int64_t rows = slab_rows - i0 < kAmxMc ? slab_rows - i0 : kAmxMc;
         for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
           const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
-          const uint16_t* a_block = a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
+          // A's rows for this block: packed, or where they lie.
+          const uint16_t* a_block = a_in_place ? a + (s0 + i0) * t.lda + p0
+                                               : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
+          const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
           for (int64_t jb = 0; jb < cols; jb += kBlock) {
             const uint16_t* panel = b_pack + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
             for (int64_t ib = 0; ib < rows; ib += kBlock) {
               const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
               amx::configure_rows(block_rows, &configured);
               float* sums = t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock;
-              amx::block_product_rows(block_rows, a_block + ib * kAmxKc, kAmxKc * 2, panel, chunks,
+              amx::block_product_rows(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
                                       p0 == 0 ? nullptr : sums, sums, kBlock);
             }
           }
