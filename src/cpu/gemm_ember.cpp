@@ -102,21 +102,61 @@ float* aligned_workspace(int slot, int64_t floats) {
   return reinterpret_cast<float*>((address + 63) & ~uintptr_t(63));
 }
 
-// Products of many rows on AMX tiles (Note [AMX GEMM] in gemm_packed.h), one tile of C per call.
+// Products of many rows on AMX tiles (Note [AMX GEMM] in gemm_packed.h): B packed once, then
+// tasks of rows (and column groups) on the pool sharing it.
 void amx_products(const GemmArgs& g) {
-  const auto kernel = EMBER_AMX_KERNEL(gemm_amx_bf16);
   const int64_t c_item = g.c_float32 ? 4 : 2;
-  for_each_gemm_tile(g.m, g.n, g.k, [&](const GemmTile& t) {
-    const char* a = static_cast<const char*>(g.a) + (g.trans_a ? t.i0 : t.i0 * g.lda) * 2;
-    const char* b = static_cast<const char*>(g.b) + (g.trans_b ? t.j0 * g.ldb : t.j0) * 2;
-    char* c = static_cast<char*>(g.c) + (t.i0 * g.ldc + t.j0) * c_item;
-    PackedGemmTile tile{g.trans_a, g.trans_b, g.c_float32, t.rows, t.cols, g.k, static_cast<float>(g.alpha),
-                        static_cast<float>(g.beta), a, g.lda, b, g.ldb, c, g.ldc, nullptr, nullptr, nullptr};
-    const PackedWorkspace sizes = amx_workspace_floats(tile);
-    tile.a_pack = sizes.a_floats > 0 ? aligned_workspace(0, sizes.a_floats) : nullptr;
-    tile.b_pack = aligned_workspace(1, sizes.b_floats);
-    tile.c_acc = aligned_workspace(2, sizes.c_floats);
-    kernel(tile);
+  const int64_t k_padded = (g.k + 31) / 32 * 32, n_padded = (g.n + 31) / 32 * 32;
+  auto tile_at = [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
+    return PackedGemmTile{g.trans_a,
+                          g.trans_b,
+                          g.c_float32,
+                          rows,
+                          cols,
+                          g.k,
+                          static_cast<float>(g.alpha),
+                          static_cast<float>(g.beta),
+                          static_cast<const char*>(g.a) + (g.trans_a ? i0 : i0 * g.lda) * 2,
+                          g.lda,
+                          static_cast<const char*>(g.b) + (g.trans_b ? j0 * g.ldb : j0) * 2,
+                          g.ldb,
+                          static_cast<char*>(g.c) + (i0 * g.ldc + j0) * c_item,
+                          g.ldc,
+                          nullptr,
+                          nullptr,
+                          nullptr};
+  };
+  // The caller's buffer, read by every task (the pool's threads see it through the pointer).
+  float* shared_b = aligned_workspace(1, k_padded * n_padded / 2);
+  const int64_t packs = (g.n + kAmxNc - 1) / kAmxNc;
+  const auto pack = EMBER_AMX_KERNEL(gemm_amx_pack_b);
+  parallel_for(0, packs, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t q = lo; q < hi; ++q) {
+      PackedGemmTile t = tile_at(0, q * kAmxNc, 0, std::min(kAmxNc, g.n - q * kAmxNc));
+      t.b_pack = shared_b + q * kAmxNc * k_padded / 2;
+      pack(t);
+    }
+  });
+  // Two tasks a thread where the rows allow: rows in multiples of 32 (a block of C), columns in
+  // column packs. A task packs its rows of A once per column group.
+  const int64_t wanted = 2 * num_threads();
+  const int64_t rows = std::clamp<int64_t>((g.m + wanted - 1) / wanted + 31, 32, 512) / 32 * 32;
+  const int64_t row_tasks = (g.m + rows - 1) / rows;
+  const int64_t groups = std::min(packs, std::max<int64_t>(1, (wanted + row_tasks - 1) / row_tasks));
+  const int64_t cols = (packs + groups - 1) / groups * kAmxNc;
+  const int64_t col_tasks = (g.n + cols - 1) / cols;
+  const auto kernel = EMBER_AMX_KERNEL(gemm_amx_bf16);
+  parallel_for(0, row_tasks * col_tasks, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t i0 = task / col_tasks * rows, j0 = task % col_tasks * cols;
+      PackedGemmTile t = tile_at(i0, j0, std::min(rows, g.m - i0), std::min(cols, g.n - j0));
+      t.b_packed = true;
+      t.b_pack = shared_b + j0 * k_padded / 2;
+      const PackedWorkspace sizes = amx_workspace_floats(t);
+      t.a_pack = sizes.a_floats > 0 ? aligned_workspace(0, sizes.a_floats) : nullptr;
+      t.c_acc = aligned_workspace(2, sizes.c_floats);
+      kernel(t);
+    }
   });
 }
 

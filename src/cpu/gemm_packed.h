@@ -46,6 +46,7 @@ struct PackedGemmTile {
   float* a_pack;
   float* b_pack;
   float* c_acc;
+  bool b_packed = false;  // gemm_amx_bf16: b_pack already holds the tile's B panels (gemm_amx_pack_b)
 };
 
 inline constexpr int64_t packed_k_block(int64_t k) { return k <= kPackedSingleKc ? k : kPackedKc; }
@@ -60,18 +61,21 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 
 // Note [AMX GEMM]
 // On CPUs with AMX-BF16 (Capability::AMX) ember's backend runs bf16 products of many rows on
-// tiles (Note [AMX tiles] in src/cpu/simd/amx.h), one tile of C per call on the grid of Note
-// [GEMM tiles], with the PackedGemmTile above (its workspaces as raw memory, sizes from
-// amx_workspace_floats). A is packed once per slab of rows into blocks of kAmxMc rows x kAmxKc
-// k values, each contiguous, unless a tile of C one column pack wide reads it where it lies
-// (amx_reads_a_in_place); B kAmxNc columns at a time, over the whole k, into the panels the
-// tiles read (32 columns of k pairs, zero past n and past k up to a multiple of 32). Tile loads
-// straight from A's rows measured 30% slower at 1024^3 and beyond: rows thousands of bytes apart
-// share a few L1 sets. For each kAmxMc rows, k goes by kAmxKc: a panel's kAmxKc rows (16 KB)
-// stay in L1 while the blocks of A's rows pass over them, and the float32 sums of the kAmxMc x
-// kAmxNc block of C wait in a buffer of contiguous 32 x 32 blocks between k blocks (tile loads
-// and stores); the last rounds once into C with alpha and + beta * C. Sums run in k order per
-// element, one thread per tile of C: results do not depend on the thread count.
+// tiles (Note [AMX tiles] in src/cpu/simd/amx.h). B is packed once for the whole product, a
+// column pack of kAmxNc per task on the pool, into the panels the tiles read (32 columns of k
+// pairs, zero past n and past k up to a multiple of 32); then tasks of rows (and of column
+// groups where rows alone are too few for the pool) share it, each a PackedGemmTile (its
+// workspaces as raw memory, sizes from amx_workspace_floats). A task packs its rows of A once
+// (a slab at most kAmxSlabBytes) into blocks of kAmxMc rows x kAmxKc k values, each
+// contiguous, unless it is one column pack wide and reads A where it lies
+// (amx_reads_a_in_place). With the tile grid of the other backends (Note [GEMM tiles]) every
+// 256 x 256 tile packed its own rows of A and columns of B: half the time of 2048^3 went to
+// packing. For each kAmxMc rows, k goes by kAmxKc: a panel's kAmxKc rows (16 KB) stay in L1
+// while the blocks of A's rows pass over them, and the float32 sums of the kAmxMc x kAmxNc
+// block of C wait in a buffer of contiguous 32 x 32 blocks between k blocks (tile loads and
+// stores); the last rounds once into C with alpha and + beta * C. Every buffer a tile reads is
+// 64-byte aligned (rows straddling two cache lines ran at 0.6x). Sums run in k order per
+// element, whatever the tasks: results do not depend on the thread count.
 inline constexpr int64_t kAmxMc = 128;
 inline constexpr int64_t kAmxNc = 256;
 inline constexpr int64_t kAmxKc = 256;
@@ -91,18 +95,23 @@ inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
   return !t.trans_a && t.k % 32 == 0 && t.n <= kAmxNc && t.lda % 32 == 0 && t.lda % 1024 != 0 &&
          reinterpret_cast<uintptr_t>(t.a) % 64 == 0;
 }
-// Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place), b_pack, c_acc.
+// Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place), b_pack (all the
+// tile's panels when b_packed, else one column pack), c_acc.
 inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t k_blocked = (t.k + kAmxKc - 1) / kAmxKc * kAmxKc, k_padded = (t.k + 31) / 32 * 32;
   const int64_t slab_rows = (amx_slab_rows(t.m, t.k) + kAmxMc - 1) / kAmxMc * kAmxMc;
-  return {amx_reads_a_in_place(t) ? 0 : slab_rows * k_blocked / 2, k_padded * kAmxNc / 2, kAmxMc * kAmxNc};
+  const int64_t b_columns = t.b_packed ? (t.n + 31) / 32 * 32 : kAmxNc;
+  return {amx_reads_a_in_place(t) ? 0 : slab_rows * k_blocked / 2, k_padded * b_columns / 2, kAmxMc * kAmxNc};
 }
 
 }  // namespace ember::cpu
 
-// bf16 products on AMX tiles (EMBER_AMX_KERNEL: null below amx).
+// bf16 products on AMX tiles (EMBER_AMX_KERNEL: null below amx), and the packing of B alone:
+// the panels of the tile's columns, over the whole k, into tile.b_pack (k rounded up to 32
+// times n rounded up to 32 values), for tiles that share them (b_packed).
 namespace ember::cpu::avx512 {
 void gemm_amx_bf16(const ::ember::cpu::PackedGemmTile& tile);
+void gemm_amx_pack_b(const ::ember::cpu::PackedGemmTile& tile);
 }
 
 EMBER_DECLARE_KERNEL(void, gemm_packed_bf16, (const ::ember::cpu::PackedGemmTile& tile))

@@ -110,8 +110,10 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
                     k_padded, a_pack);
     for (int64_t j0 = 0; j0 < t.n; j0 += kAmxNc) {
       const int64_t cols = t.n - j0 < kAmxNc ? t.n - j0 : kAmxNc;
-      pack_pair_panels(b + (t.trans_b ? j0 * t.ldb : j0), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, cols,
-                       k_padded, b_pack);
+      const uint16_t* panels = t.b_packed ? b_pack + j0 * k_padded : b_pack;
+      if (!t.b_packed)
+        pack_pair_panels(b + (t.trans_b ? j0 * t.ldb : j0), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, cols,
+                         k_padded, b_pack);
       for (int64_t i0 = 0; i0 < slab_rows; i0 += kAmxMc) {
         const int64_t rows = slab_rows - i0 < kAmxMc ? slab_rows - i0 : kAmxMc;
         for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
@@ -121,7 +123,7 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
                                                : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
           const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
           for (int64_t jb = 0; jb < cols; jb += kBlock) {
-            const uint16_t* panel = b_pack + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
+            const uint16_t* panel = panels + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
             for (int64_t ib = 0; ib < rows; ib += kBlock) {
               const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
               amx::configure_rows(block_rows, &configured);
@@ -139,6 +141,11 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
       }
     }
   }
+}
+
+EMBER_AMX_TARGET void gemm_amx_pack_b(const PackedGemmTile& t) {
+  pack_pair_panels(static_cast<const uint16_t*>(t.b), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, t.n,
+                   round_up(t.k, kChunk), reinterpret_cast<uint16_t*>(t.b_pack));
 }
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY

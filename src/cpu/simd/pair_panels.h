@@ -17,27 +17,32 @@ constexpr int64_t kPairPanel = 32;  // columns a panel
 inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
                              int64_t k_padded, uint16_t* dst) {
   const int64_t pairs = k_padded / 2;
-  for (int64_t j0 = 0; j0 < n; j0 += kPairPanel) {
-    uint16_t* panel = dst + (j0 / kPairPanel) * pairs * (2 * kPairPanel);
-    const int64_t width = n - j0 < kPairPanel ? n - j0 : kPairPanel;
-    if (col_stride == 1) {
-      // Rows of B: two rows' 32 columns interleaved into the pair row.
-      static const uint16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
-                                        8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
-      static const uint16_t kHigh[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
-                                         24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
-      const __m512i low = _mm512_loadu_si512(kLow), high = _mm512_loadu_si512(kHigh);
-      const __mmask32 lanes = width == kPairPanel ? ~__mmask32(0) : static_cast<__mmask32>((1u << width) - 1);
-      for (int64_t q = 0; q < pairs; ++q) {
-        const int64_t p = 2 * q;
+  if (col_stride == 1) {
+    // Rows of B: two rows' 32 columns interleaved into a panel's pair row, every panel of the
+    // two rows in turn, so that both rows are read along their length.
+    static const uint16_t kLow[32] = {0,  32, 1,  33, 2,  34, 3,  35, 4,  36, 5,  37, 6,  38, 7,  39,
+                                      8,  40, 9,  41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    static const uint16_t kHigh[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22, 54, 23, 55,
+                                       24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62, 31, 63};
+    const __m512i low = _mm512_loadu_si512(kLow), high = _mm512_loadu_si512(kHigh);
+    for (int64_t q = 0; q < pairs; ++q) {
+      const int64_t p = 2 * q;
+      for (int64_t j0 = 0; j0 < n; j0 += kPairPanel) {
+        const int64_t width = n - j0 < kPairPanel ? n - j0 : kPairPanel;
+        const __mmask32 lanes = width == kPairPanel ? ~__mmask32(0) : static_cast<__mmask32>((1u << width) - 1);
         const __m512i even = p < k ? _mm512_maskz_loadu_epi16(lanes, b + p * row_stride + j0) : _mm512_setzero_si512();
         const __m512i odd =
             p + 1 < k ? _mm512_maskz_loadu_epi16(lanes, b + (p + 1) * row_stride + j0) : _mm512_setzero_si512();
-        _mm512_storeu_si512(panel + q * (2 * kPairPanel), _mm512_permutex2var_epi16(even, low, odd));
-        _mm512_storeu_si512(panel + q * (2 * kPairPanel) + 32, _mm512_permutex2var_epi16(even, high, odd));
+        uint16_t* row = dst + (j0 / kPairPanel) * pairs * (2 * kPairPanel) + q * (2 * kPairPanel);
+        _mm512_storeu_si512(row, _mm512_permutex2var_epi16(even, low, odd));
+        _mm512_storeu_si512(row + 32, _mm512_permutex2var_epi16(even, high, odd));
       }
-      continue;
     }
+    return;
+  }
+  for (int64_t j0 = 0; j0 < n; j0 += kPairPanel) {
+    uint16_t* panel = dst + (j0 / kPairPanel) * pairs * (2 * kPairPanel);
+    const int64_t width = n - j0 < kPairPanel ? n - j0 : kPairPanel;
     // Columns of B lie along memory (B = Wᵀ, the weight of a linear layer): a pair is one
     // 32-bit word of a column, gathered 16 columns at a time.
     const int64_t whole_pairs = k / 2;
