@@ -23,7 +23,7 @@ struct CpuInfo {
   std::string model;                    // the brand string
   std::vector<std::string> extensions;  // "avx2", "avx512f", "avx512_bf16", "amx_bf16", ...
   std::string vector_isa;               // the widest the CPU has: "avx512", "avx2", "avx", "sse"
-  std::string dispatch_isa;             // what ember's kernels use: avx512_vnni, avx512, avx2_vnni, avx2 or baseline (lowered by EMBER_CPU_CAPABILITY)
+  std::string dispatch_isa;             // what ember's kernels use: avx512_amx, avx512_bf16, avx512_vnni, avx512, avx2_vnni, avx2 or baseline (lowered by EMBER_CPU_CAPABILITY)
   int logical_cpus = 0;                 // CPUs this process may run on
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
 };

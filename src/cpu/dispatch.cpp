@@ -75,7 +75,7 @@ Capability set_cpu_capability(Capability capability) {
 
 const char* capability_name(Capability capability) {
   switch (capability) {
-    case Capability::AMX: return "amx";
+    case Capability::AMX: return "avx512_amx";
     case Capability::AVX512_BF16: return "avx512_bf16";
     case Capability::AVX512_VNNI: return "avx512_vnni";
     case Capability::AVX512: return "avx512";

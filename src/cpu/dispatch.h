@@ -23,11 +23,11 @@
 // float32 path (and EMBER_CPU_CAPABILITY=avx512_vnni or below selects that path on a CPU with
 // the instructions).
 //
-// Above it, amx is avx512_bf16 plus AMX-BF16 tiles (TDPBF16PS) where the OS grants the process
-// the tile state (Linux's arch_prctl request, made once when the level is first asked for).
-// Its kernels also live in the AVX-512 build, with target("amx-tile,amx-bf16"), reached
-// through EMBER_AMX_KERNEL(name) as the bf16 ones are; each configures the tiles of its own
-// thread (Note [AMX tiles] in src/cpu/simd/amx.h).
+// Above it, avx512_amx is avx512_bf16 plus AMX-BF16 tiles (TDPBF16PS) where the OS grants the
+// process the tile state (Linux's arch_prctl request, made once as the library loads). Its
+// kernels also live in the AVX-512 build, with target("amx-tile,amx-bf16"), reached through
+// EMBER_AMX_KERNEL(name) as the bf16 ones are; each configures the tiles of its own thread
+// (Note [AMX tiles] in src/cpu/simd/amx.h).
 #pragma once
 
 namespace ember::cpu {
@@ -47,8 +47,8 @@ inline constexpr Capability kAllCapabilities[] = {Capability::Baseline,    Capab
                                                   Capability::AMX};
 
 // Best level the CPU and OS support, lowered by
-// EMBER_CPU_CAPABILITY=baseline|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16|amx (to the best
-// supported level at or below the one named).
+// EMBER_CPU_CAPABILITY=baseline|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16|avx512_amx (to
+// the best supported level at or below the one named).
 Capability cpu_capability();
 const char* capability_name(Capability capability);
 // The build of src/cpu/simd a level runs: Baseline, AVX2 or AVX512.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -404,8 +405,11 @@ GemmBackend auto_backend(const GemmArgs& args) {
 
 GemmBackend choose_gemm_backend(const GemmArgs& args) {
   if (const std::optional<GemmBackend> forced = forced_gemm_backend(); forced && gemm_can_run(*forced, args)) {
+    // The message is built once per backend: products after the first allocate nothing (a
+    // warm program run must not: tests/runtime/standalone/no_allocation.cpp).
+    static std::atomic<bool> warned[std::size(kGemmBackends)];
     const GemmBackendReport& report = gemm_backend_report(*forced);
-    if (!report.fits_cpu)
+    if (!report.fits_cpu && !warned[static_cast<size_t>(*forced)].exchange(true))
       warn_once(std::string("EMBER_GEMM_BACKEND=") + gemm_backend_name(*forced) + " runs a kernel that does not fit " +
                 "this CPU: " + report.why);
     return *forced;

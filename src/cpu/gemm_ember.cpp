@@ -1,8 +1,9 @@
 // ember's own GEMM kernels as a backend, for bf16/f16 products: with few rows (decoding a
-// token at a time) a kernel that reads B once, in its storage type; otherwise bf16 on AMX tiles
-// where the CPU has them (Note [AMX GEMM]), and for CPUs where no backend has a bf16/f16 kernel (oneDNN has none below AVX512-BF16 / -FP16), the packed
-// kernel at the AVX2 level (Note [Packed low-precision GEMM]) or float32 blocks (Note
-// [Low-precision GEMM]) multiplied on the fastest float32 backend.
+// token at a time) a kernel that reads B once, in its storage type; otherwise bf16 on AMX
+// tiles where the CPU has them (Note [AMX GEMM]), and for CPUs where no backend has a bf16/f16
+// kernel (oneDNN has none below AVX512-BF16 / -FP16) the packed kernel at the AVX2 level (Note
+// [Packed low-precision GEMM]) or float32 blocks (Note [Low-precision GEMM]) multiplied on the
+// fastest float32 backend.
 //
 // With few rows a product is bound by reading B: widening B to float32 first or packing it
 // (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
@@ -206,9 +207,10 @@ GemmBackendReport ember_gemm_report() {
   report.kernel_isa = capability_name(kernel_build(cpu_capability()));
   const bool packed = packed_path();
   const bool amx = EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr;
-  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " + (amx ? "bf16 on AMX tiles, f16 " : "") +
+  report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " +
+                  (amx ? "bf16 on AMX tiles, f16 " : "") +
                   (packed ? std::string("packed float32 panels (") + report.kernel_isa + ")" : "float32 blocks");
-  if (amx) report.kernel_isa = "amx";
+  if (amx) report.kernel_isa = "avx512_amx";
   report.fits_cpu = true;
   report.why = std::string("runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 "
                            "with B transposed) read B in place; larger ones ") +

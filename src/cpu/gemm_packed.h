@@ -106,7 +106,7 @@ inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
 
 }  // namespace ember::cpu
 
-// bf16 products on AMX tiles (EMBER_AMX_KERNEL: null below amx), and the packing of B alone:
+// bf16 products on AMX tiles (EMBER_AMX_KERNEL: null below avx512_amx), and the packing of B alone:
 // the panels of the tile's columns, over the whole k, into tile.b_pack (k rounded up to 32
 // times n rounded up to 32 values), for tiles that share them (b_packed).
 namespace ember::cpu::avx512 {

@@ -89,7 +89,7 @@ EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::TileKernels<double>*, flex_t
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<float>*, flex_products_f32, ())
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<double>*, flex_products_f64, ())
 // bfloat16 operands on VDPBF16PS (EMBER_BF16_KERNEL: null below avx512_bf16), and the same
-// operands on AMX tiles (EMBER_AMX_KERNEL: null below amx).
+// operands on AMX tiles (EMBER_AMX_KERNEL: null below avx512_amx).
 namespace ember::cpu::avx512 {
 const ::ember::cpu::attention::ProductKernels<float>* flex_products_bf16();
 const ::ember::cpu::attention::ProductKernels<float>* flex_products_amx();

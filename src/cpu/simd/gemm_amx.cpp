@@ -23,8 +23,8 @@ int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // zero past k up to k_padded), block (ib, pb) at dst + (ib * k_blocks + pb) * kAmxMc * kAmxKc:
 // each block a tile product reads is contiguous (A's own rows, thousands of bytes apart, share a
 // few L1 sets and evict each other). A[i][p] lies at a[i * row_stride + p * col_stride].
-EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64_t col_stride, int64_t rows, int64_t k,
-                   int64_t k_padded, uint16_t* dst) {
+EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64_t col_stride, int64_t rows,
+                                    int64_t k, int64_t k_padded, uint16_t* dst) {
   const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
   auto at = [&](int64_t i, int64_t p) {
     return dst + ((i / kAmxMc) * k_blocks + p / kAmxKc) * kAmxMc * kAmxKc + (i % kAmxMc) * kAmxKc + p % kAmxKc;
@@ -42,24 +42,27 @@ EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64
   // A stored transposed (a[p * col_stride + i]): two rows at a time, 16 pairs of k a step. A
   // 32-bit gather from k row 2p at column i holds (A[i][2p], A[i + 1][2p]), one from row 2p + 1
   // the next values of k: the two rows' pairs are their low and high halves put together.
-  const bool gather = col_stride * k < (int64_t(1) << 31);
-  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i low_half = _mm512_set1_epi32(0xffff);
-  // k outer: the 32 rows of a step stay in L1 while the pairs of columns move along their lines.
+  const bool gather = col_stride * k_padded < (int64_t(1) << 31);  // int32 indices
   const int64_t gathered = gather ? rows / 2 * 2 : 0;
-  for (int64_t p0 = 0; p0 < k_padded; p0 += kChunk)
+  const __m512i pair_index = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i low_half = _mm512_set1_epi32(0xffff);
+  auto lanes_below = [](int64_t count) {
+    return count >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << count) - 1);
+  };
+  // k outer: the 32 rows of a step stay in L1 while the pairs of columns move along their lines.
+  for (int64_t p0 = 0; p0 < k_padded; p0 += kChunk) {
+    const __m512i offsets = _mm512_mullo_epi32(_mm512_add_epi32(pair_index, _mm512_set1_epi32(int32_t(p0 / 2))),
+                                               _mm512_set1_epi32(static_cast<int32_t>(2 * col_stride)));
+    const __mmask16 first_inside = lanes_below((k - p0 + 1) / 2), second_inside = lanes_below((k - p0) / 2);
     for (int64_t i = 0; i < gathered; i += 2) {
-      const __m512i even_rows = _mm512_mullo_epi32(_mm512_add_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(p0 / 2))),
-                                                   _mm512_set1_epi32(static_cast<int32_t>(2 * col_stride)));
-      // Pairs wholly inside k, and those whose second value is.
-      const int64_t whole = (k - p0) / 2, first = (k - p0 + 1) / 2;
-      const __mmask16 even_lanes = first >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (first > 0 ? first : 0)) - 1);
-      const __mmask16 odd_lanes = whole >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (whole > 0 ? whole : 0)) - 1);
-      const __m512i even = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), even_lanes, even_rows, a + i, 2);
-      const __m512i odd = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), odd_lanes, even_rows, a + col_stride + i, 2);
-      _mm512_storeu_si512(at(i, p0), _mm512_or_si512(_mm512_and_si512(even, low_half), _mm512_slli_epi32(odd, 16)));
-      _mm512_storeu_si512(at(i + 1, p0), _mm512_or_si512(_mm512_srli_epi32(even, 16), _mm512_andnot_si512(low_half, odd)));
+      const __m512i first = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), first_inside, offsets, a + i, 2);
+      const __m512i second =
+          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), second_inside, offsets, a + col_stride + i, 2);
+      _mm512_storeu_si512(at(i, p0), _mm512_or_si512(_mm512_and_si512(first, low_half), _mm512_slli_epi32(second, 16)));
+      _mm512_storeu_si512(at(i + 1, p0),
+                          _mm512_or_si512(_mm512_srli_epi32(first, 16), _mm512_andnot_si512(low_half, second)));
     }
+  }
   for (int64_t i = gathered; i < rows; ++i)  // the last of an odd count (a 32-bit read would pass the row's end)
     for (int64_t p = 0; p < k_padded; ++p) *at(i, p) = p < k ? a[i * row_stride + p * col_stride] : 0;
 }

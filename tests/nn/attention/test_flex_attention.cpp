@@ -216,9 +216,9 @@ TEST(FlexAttention, HalfPrecisionAccumulatesInFloat) {
 }
 
 // From avx512_bf16 up, bfloat16 products take bfloat16 operands (VDPBF16PS, on AMX tiles at
-// amx; P and dS rounded to bfloat16 per tile); below, they widen to float32. Odd head sizes and
+// avx512_amx; P and dS rounded to bfloat16 per tile); below, they widen to float32. Odd head sizes and
 // ragged blocks pad the pairs of k values (and leave pairs past whole 32-value chunks to
-// VDPBF16PS at amx); the last shape takes the decode path.
+// VDPBF16PS at avx512_amx); the last shape takes the decode path.
 TEST(FlexAttention, Bfloat16OnEveryInstructionSet) {
   cpu::for_each_capability([] {
     CaseOptions o;
