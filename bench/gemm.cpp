@@ -4,8 +4,8 @@
 // rows also carry their speed-up over the float32 row of the same shape. The interleaved
 // rows run a product and an elementwise op in turn, as a training step does, to show whether
 // a backend's threads get in the way of the pool's (Note [oneDNN threads]). Where a Python with
-// PyTorch is found, torch.matmul runs every float32 and bfloat16 product row right after
-// (bench/peers/gemm_torch.py): torch_gflops, and auto_vs_torch.
+// PyTorch is found, torch.matmul runs each float32 and bfloat16 product row right after ember's
+// timing of that row (bench/peers/gemm_torch.py): torch_gflops, and auto_vs_torch.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -46,22 +46,17 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-// torch.matmul on the product rows, in one process after ember's rows: torch_gflops and
-// auto_vs_torch (ember's auto rate over torch's).
-void add_torch_columns(const std::vector<std::string>& products, const Options& options, nlohmann::json& results) {
-  const std::string python = torch_python();
-  if (python.empty()) {
-    note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
-    return;
-  }
-  std::string arguments = std::string("--reps ") + (options.quick ? "3" : "9");
-  for (const std::string& product : products) arguments += " --product " + product;
+// torch.matmul on one product row, right after ember's timing of it (this machine's speed may
+// change from minute to minute): torch_gflops and auto_vs_torch (ember's auto rate over
+// torch's). One process a row: its start-up is not timed.
+void add_torch_columns(const std::string& python, const std::string& product, const Options& options,
+                       nlohmann::json& r) {
+  const std::string arguments = std::string("--reps ") + (options.quick ? "3" : "9") + " --product " + product;
   for (const nlohmann::json& peer : run_peer(python, "gemm_torch.py", arguments))
-    for (nlohmann::json& r : results)
-      if (peer.contains("name") && r["name"] == peer["name"]) {
-        r["torch_gflops"] = peer.at("gflops").get<double>();
-        r["auto_vs_torch"] = r["auto_gflops"].get<double>() / r["torch_gflops"].get<double>();
-      }
+    if (peer.contains("name") && r["name"] == peer["name"]) {
+      r["torch_gflops"] = peer.at("gflops").get<double>();
+      r["auto_vs_torch"] = r["auto_gflops"].get<double>() / r["torch_gflops"].get<double>();
+    }
 }
 
 nlohmann::json run(const Options& options) {
@@ -74,7 +69,8 @@ nlohmann::json run(const Options& options) {
     return options.quick ? std::max(1, reps / 3) : reps;
   };
   std::map<std::string, double> f32_auto_gflops;  // by shape, for the low-precision rows
-  std::vector<std::string> products;              // the torch peer's --product arguments
+  const std::string python = torch_python();
+  if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
   auto row = [&](ScalarType dtype, const Shape& s) {
     const int reps = reps_for(s);
     const double gflop = 2.0 * s.m * s.k * s.n / 1e9;
@@ -110,13 +106,15 @@ nlohmann::json run(const Options& options) {
     const std::string shape_key = shape_name(kFloat32, s);
     if (dtype == kFloat32) f32_auto_gflops[shape_key] = auto_gflops;
     else if (f32_auto_gflops.count(shape_key)) r["speedup_vs_f32"] = auto_gflops / f32_auto_gflops[shape_key];
+    // Not float16: PyTorch's CPU float16 matmul takes minutes for 1024^3 on CPUs without AVX512-FP16.
+    if (!python.empty() && dtype != kFloat16)
+      add_torch_columns(python,
+                        r["name"].get<std::string>() + "," + dtype_name(dtype) + "," + std::to_string(s.m) + "," +
+                            std::to_string(s.k) + "," + std::to_string(s.n) + "," + (s.trans_a ? "1" : "0") + "," +
+                            (s.trans_b ? "1" : "0"),
+                        options, r);
     note(r.dump());
     results.push_back(r);
-    // Not float16: PyTorch's CPU float16 matmul takes minutes for 1024^3 on CPUs without AVX512-FP16.
-    if (dtype != kFloat16)
-      products.push_back(r["name"].get<std::string>() + "," + dtype_name(dtype) + "," + std::to_string(s.m) + "," +
-                         std::to_string(s.k) + "," + std::to_string(s.n) + "," + (s.trans_a ? "1" : "0") + "," +
-                         (s.trans_b ? "1" : "0"));
   };
   // The default GPT's products at 16 x 128 tokens: wq/wk/wv/wo (192 -> 576 / 192), w1/w3 and
   // w2 of SwiGLU (192 <-> 512); forward x @ W^T, then grad_x = dy @ W and grad_W = dy^T @ x.
@@ -154,7 +152,6 @@ nlohmann::json run(const Options& options) {
   note(r.dump());
   results.push_back(r);
   backends::set_gemm_backend(starting_backend);
-  add_torch_columns(products, options, results);
   return results;
 }
 
