@@ -223,6 +223,39 @@ TEST(Gemm, FewRowsMatchFloat64) {
   set_forced_gemm_backend(forced);
 }
 
+// gemm_float32_out for case t (bf16/f16 operands) against float64, C float32 throughout.
+void expect_float32_output_matches(const Case& t) {
+  SCOPED_TRACE(t.name() + " into float32");
+  std::mt19937 rng(7);
+  Matrix a = make_a(t), b = make_b(t), c(kFloat32, t.m, t.n, t.n + 7);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  c.fill_random(rng);
+  const Matrix c0 = c;
+  gemm_float32_out(t.dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta,
+                   static_cast<float*>(c.data()), c.ld);
+  Case as_float32 = t;
+  as_float32.dtype = kFloat32;
+  expect_matches(as_float32, a, b, c0, c);
+}
+
+// gemm for case t (alpha 1, beta 0) at 1, 2 and 3 threads: the same bits each time.
+void expect_same_bits_at_1_2_3_threads(const Case& t) {
+  std::mt19937 rng(11);
+  Matrix a = make_a(t), b = make_b(t);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  std::vector<Matrix> results;
+  for (int count : {1, 2, 3}) {
+    set_num_threads(count);
+    results.emplace_back(t.dtype, t.m, t.n, t.n);
+    gemm(t.dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0,
+         results.back().data(), t.n);
+  }
+  EXPECT_EQ(results[0].bytes, results[1].bytes) << t.name();
+  EXPECT_EQ(results[0].bytes, results[2].bytes) << t.name();
+}
+
 // ember's bf16/f16 products of many rows on every instruction set (the packed kernel where it
 // runs, Note [Packed low-precision GEMM]): sizes that cross its strips and panels (6 rows, 16
 // or 32 columns), its row and column blocks (96, 512; 4096 rows a call) and its k blocks (one
@@ -242,38 +275,12 @@ TEST(Gemm, PackedLowPrecisionMatchesFloat64) {
   });
   for_each_capability([] {
     for (ScalarType dtype : {kBFloat16, kFloat16})
-      for (int trans = 0; trans < 4; ++trans) {
-        const Case t{dtype, (trans & 1) != 0, (trans & 2) != 0, 37, 45, 400, -1.5, 0.5, 3, 5, 7};
-        SCOPED_TRACE(t.name() + " into float32");
-        std::mt19937 rng(7);
-        Matrix a = make_a(t), b = make_b(t), c(kFloat32, t.m, t.n, t.n + 7);
-        a.fill_random(rng);
-        b.fill_random(rng);
-        c.fill_random(rng);
-        const Matrix c0 = c;
-        gemm_float32_out(dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta,
-                         static_cast<float*>(c.data()), c.ld);
-        Case as_float32 = t;
-        as_float32.dtype = kFloat32;
-        expect_matches(as_float32, a, b, c0, c);
-      }
+      for (int trans = 0; trans < 4; ++trans)
+        expect_float32_output_matches({dtype, (trans & 1) != 0, (trans & 2) != 0, 37, 45, 400, -1.5, 0.5, 3, 5, 7});
   });
   for_each_capability([] {
     for (ScalarType dtype : {kBFloat16, kFloat16}) {
-      const Case t{dtype, false, true, 300, 200, 700, 1.0, 0.0};  // several tiles, three k blocks
-      std::mt19937 rng(11);
-      Matrix a = make_a(t), b = make_b(t);
-      a.fill_random(rng);
-      b.fill_random(rng);
-      std::vector<Matrix> results;
-      for (int count : {1, 2, 3}) {
-        set_num_threads(count);
-        results.emplace_back(dtype, t.m, t.n, t.n);
-        gemm(dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0,
-             results.back().data(), t.n);
-      }
-      EXPECT_EQ(results[0].bytes, results[1].bytes) << t.name();
-      EXPECT_EQ(results[0].bytes, results[2].bytes) << t.name();
+      expect_same_bits_at_1_2_3_threads({dtype, false, true, 300, 200, 700, 1.0, 0.0});  // several tiles, 3 k blocks
     }
   });
   set_num_threads(threads);
@@ -299,21 +306,8 @@ TEST(Gemm, AmxMatchesFloat64) {
   for (Size s : sizes)
     for (int trans = 0; trans < 4; ++trans)
       for (double beta : {0.0, 0.5}) run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
-  for (int trans = 0; trans < 4; ++trans) {
-    const Case t{kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, 100, -1.5, 0.5, 3, 5, 7};
-    SCOPED_TRACE(t.name() + " into float32");
-    std::mt19937 rng(7);
-    Matrix a = make_a(t), b = make_b(t), c(kFloat32, t.m, t.n, t.n + 7);
-    a.fill_random(rng);
-    b.fill_random(rng);
-    c.fill_random(rng);
-    const Matrix c0 = c;
-    gemm_float32_out(kBFloat16, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta,
-                     static_cast<float*>(c.data()), c.ld);
-    Case as_float32 = t;
-    as_float32.dtype = kFloat32;
-    expect_matches(as_float32, a, b, c0, c);
-  }
+  for (int trans = 0; trans < 4; ++trans)
+    expect_float32_output_matches({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, 100, -1.5, 0.5, 3, 5, 7});
   // A read where it lies (rows on cache lines, one column pack, whole chunks of k): buffers
   // aligned here, as tensors are; rows of 16-100 and the float64 sums of the stored values.
   for (int64_t k : {32, 96, 544}) {
@@ -339,20 +333,7 @@ TEST(Gemm, AmxMatchesFloat64) {
       }
     EXPECT_EQ(wrong, 0) << "A in place, k " << k;
   }
-  const Case t{kBFloat16, false, true, 300, 600, 300, 1.0, 0.0};  // several tiles of C
-  std::mt19937 rng(11);
-  Matrix a = make_a(t), b = make_b(t);
-  a.fill_random(rng);
-  b.fill_random(rng);
-  std::vector<Matrix> results;
-  for (int count : {1, 2, 3}) {
-    set_num_threads(count);
-    results.emplace_back(kBFloat16, t.m, t.n, t.n);
-    gemm(kBFloat16, t.trans_a, t.trans_b, t.m, t.n, t.k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0,
-         results.back().data(), t.n);
-  }
-  EXPECT_EQ(results[0].bytes, results[1].bytes);
-  EXPECT_EQ(results[0].bytes, results[2].bytes);
+  expect_same_bits_at_1_2_3_threads({kBFloat16, false, true, 300, 600, 300, 1.0, 0.0});  // several tasks of C
   set_num_threads(threads);
   set_forced_gemm_backend(forced);
   set_cpu_capability(original);

@@ -174,6 +174,20 @@ static inline void scale_row_f32(float* row, int64_t cols, float factor) {
   for_each_vector(row, cols, 0.0f, [&](vf x) { return vmul(x, f); });
 }
 
+// A tile's part of a row's online softmax: the running max moves to new_max (the running sum
+// and the accumulator row rescaled by exp(old - new)), then the tile's sum (taken at new_max)
+// joins the running sum.
+static inline void add_to_row(float new_max, float tile_sum, float& row_max, float& row_sum, float* acc_row,
+                              int64_t acc_cols) {
+  if (new_max != row_max) {
+    const float alpha = row_max == kNegInf ? 0.0f : __builtin_expf(row_max - new_max);
+    row_sum *= alpha;
+    scale_row_f32(acc_row, acc_cols, alpha);
+    row_max = new_max;
+  }
+  row_sum += tile_sum;
+}
+
 void softmax_step_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, float* row_max, float* row_sum,
                       float* acc, int64_t ld_acc, int64_t acc_cols) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -185,13 +199,7 @@ void softmax_step_f32(float* scores, int64_t ld, int64_t rows, int64_t cols, flo
       continue;
     }
     const float sum = exp_sum_f32(s, cols, new_max);
-    if (new_max != row_max[r]) {
-      const float alpha = row_max[r] == kNegInf ? 0.0f : __builtin_expf(row_max[r] - new_max);
-      row_sum[r] *= alpha;
-      scale_row_f32(acc + r * ld_acc, acc_cols, alpha);
-      row_max[r] = new_max;
-    }
-    row_sum[r] += sum;
+    add_to_row(new_max, sum, row_max[r], row_sum[r], acc + r * ld_acc, acc_cols);
   }
 }
 
@@ -494,14 +502,7 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
       const __mmask16 stored = static_cast<__mmask16>((1u << (n + (n % 2))) - 1);  // the pair's zero too
       _mm256_mask_storeu_epi16(o + c, stored, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
     }
-    const float total = hsum_tree(sum);
-    if (new_max != row_max[r]) {
-      const float alpha = row_max[r] == kNegInf ? 0.0f : __builtin_expf(row_max[r] - new_max);
-      row_sum[r] *= alpha;
-      scale_row_f32(acc + r * ld_acc, acc_cols, alpha);
-      row_max[r] = new_max;
-    }
-    row_sum[r] += total;
+    add_to_row(new_max, hsum_tree(sum), row_max[r], row_sum[r], acc + r * ld_acc, acc_cols);
   }
 }
 
