@@ -46,8 +46,9 @@ void check_products(const ProductKernels<T>& mm, double tolerance) {
   const int64_t group = mm.k_group, width = mm.panel_width;
   for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{
            {1, 1, 1}, {5, 7, 3}, {8, 32, 64}, {13, 45, 17}, {9, 64, 128}, {3, 100, 2}, {16, 33, 65},
-           // AMX blocks of 32 rows: two row tiles, one, a short last block, k tails past whole chunks.
-           {17, 32, 32}, {33, 64, 96}, {45, 40, 100}, {128, 64, 64}}) {
+           // AMX blocks of 32 rows: two row tiles, one, a short last block, k tails past whole chunks;
+           // B by columns: blocks of 16 pairs by 32 columns transposed, the rest gathered.
+           {17, 32, 32}, {33, 64, 96}, {45, 40, 100}, {128, 64, 64}, {8, 70, 70}}) {
     SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " k " + std::to_string(k));
     // A[m][k] stored by columns (row stride 1) and B[k][n] by rows with a gap: strided sources.
     const std::vector<BFloat16> a_src = bf16_values(m * k, 1), b_src = bf16_values(k * (n + 3), 2);
@@ -58,6 +59,15 @@ void check_products(const ProductKernels<T>& mm, double tolerance) {
         b(static_cast<size_t>(ldc * round_up(k, group) * mm.operand_bytes), 7);
     mm.pack_rows(kBFloat16, a_src.data(), 1, m, m, k, a.data(), lda);
     mm.pack_panels(kBFloat16, b_src.data(), n + 3, 1, k, n, b.data());
+    {
+      // The same B stored by columns (as keys are), k contiguous: the same panels, byte for byte.
+      std::vector<BFloat16> by_columns(static_cast<size_t>(n * (k + 5)));
+      for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) by_columns[j * (k + 5) + p] = b_src[p * (n + 3) + j];
+      std::vector<char> b_columns(b.size(), 7);
+      mm.pack_panels(kBFloat16, by_columns.data(), 1, k + 5, k, n, b_columns.data());
+      EXPECT_EQ(b_columns, b) << "panels packed from B stored by columns";
+    }
     for (int64_t i = 0; i < m; ++i)
       for (int64_t p = k; p < lda; ++p) EXPECT_EQ(value_of(mm, a, i * lda + p), 0.0) << "A's padding";
     // Elements of C (started at 0.5) off 0.375 * A·B (+ 0.5 when accumulate) in float64.
@@ -95,19 +105,24 @@ void check_products(const ProductKernels<T>& mm, double tolerance) {
       }
     }
   }
-  // A tile as an operand, as is and transposed, with its padding zeroed.
-  const int64_t rows = 7, cols = 11, ld = 16;
-  std::vector<T> tile(static_cast<size_t>(rows * ld));
-  for (size_t i = 0; i < tile.size(); ++i) tile[i] = static_cast<T>(std::ldexp(static_cast<double>(i) - 40.0, -3));
-  for (bool transpose : {false, true}) {
-    const int64_t out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols, ld_out = 16;
-    std::vector<char> out(static_cast<size_t>(out_rows * ld_out * mm.operand_bytes), 7);
-    mm.operand_rows(tile.data(), ld, rows, cols, transpose, out.data(), ld_out);
-    for (int64_t r = 0; r < out_rows; ++r) {
-      for (int64_t c = 0; c < out_cols; ++c)
-        EXPECT_EQ(value_of(mm, out, r * ld_out + c), static_cast<double>(transpose ? tile[c * ld + r] : tile[r * ld + c]))
-            << "transpose " << transpose << " at " << r << ", " << c;
-      for (int64_t c = out_cols; c < round_up(out_cols, group); ++c) EXPECT_EQ(value_of(mm, out, r * ld_out + c), 0.0);
+  // A tile as an operand, as is and transposed, with its padding zeroed: a small one, and one
+  // of whole blocks of 32 rows by 16 columns (transposed in registers) with ragged edges.
+  for (const auto& [rows, cols, ld] : std::vector<std::array<int64_t, 3>>{{7, 11, 16}, {69, 45, 48}}) {
+    std::vector<T> tile(static_cast<size_t>(rows * ld));
+    for (size_t i = 0; i < tile.size(); ++i)
+      tile[i] = static_cast<T>(std::ldexp(static_cast<double>(i % 200) - 40.0, -3));
+    for (bool transpose : {false, true}) {
+      const int64_t out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols;
+      const int64_t ld_out = round_up(out_cols, 16);
+      std::vector<char> out(static_cast<size_t>(out_rows * ld_out * mm.operand_bytes), 7);
+      mm.operand_rows(tile.data(), ld, rows, cols, transpose, out.data(), ld_out);
+      for (int64_t r = 0; r < out_rows; ++r) {
+        for (int64_t c = 0; c < out_cols; ++c)
+          EXPECT_EQ(value_of(mm, out, r * ld_out + c),
+                    static_cast<double>(transpose ? tile[c * ld + r] : tile[r * ld + c]))
+              << rows << "x" << cols << " transpose " << transpose << " at " << r << ", " << c;
+        for (int64_t c = out_cols; c < round_up(out_cols, group); ++c) EXPECT_EQ(value_of(mm, out, r * ld_out + c), 0.0);
+      }
     }
   }
 }

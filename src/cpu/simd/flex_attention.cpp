@@ -461,8 +461,23 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
   static const uint16_t kInterleave[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
                                            8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   const __m512i interleave = _mm512_loadu_si512(kInterleave);
+  // 32 rows by 16 columns at a time: 16 words of pairs a row pair, transposed in registers into
+  // a column's 16 pairs each.
+  int64_t r0 = 0;
+  for (; r0 + 32 <= rows; r0 += 32)
+    for (int64_t c = 0; c + kNativeWidth <= cols; c += kNativeWidth) {
+      __m512i block[16];
+      for (int i = 0; i < 16; ++i) {
+        const float* even = src + (r0 + 2 * i) * ld_src + c;
+        const __m512i rounded = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(vload(even + ld_src), vload(even)));
+        block[i] = _mm512_permutexvar_epi16(interleave, rounded);
+      }
+      transpose_16x16_epi32(block);
+      for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dst + (c + i) * ld_dst + r0, block[i]);
+    }
+  const int64_t whole_columns = r0 > 0 ? cols / kNativeWidth * kNativeWidth : 0;  // done above for rows < r0
   for (int64_t r = 0; r < rows; r += 2) {
-    for (int64_t c = 0; c < cols; c += kNativeWidth) {
+    for (int64_t c = r < r0 ? whole_columns : 0; c < cols; c += kNativeWidth) {
       const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
       const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
       const vf even = _mm512_maskz_loadu_ps(lanes, src + r * ld_src + c);

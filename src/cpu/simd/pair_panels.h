@@ -11,6 +11,32 @@ namespace ember::cpu::EMBER_CPU_CAPABILITY {
 
 constexpr int64_t kPairPanel = 32;  // columns a panel
 
+// rows[i] = the i-th row of a 16 x 16 block of 32-bit values, transposed in place: 32-bit and
+// 64-bit unpacks within 128-bit lanes, then two rounds of 128-bit lane shuffles.
+inline void transpose_16x16_epi32(__m512i* rows) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(rows[i], rows[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(rows[i], rows[i + 1]);
+  }
+  for (int g = 0; g < 16; g += 4) {  // u[g + c]: rows g..g+3 of columns c, c+4, c+8, c+12 (lane j: c + 4j)
+    u[g] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+    u[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+    u[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+    u[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+  }
+  for (int c = 0; c < 4; ++c) {
+    const __m512i even_lanes_top = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x88);
+    const __m512i odd_lanes_top = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xdd);
+    const __m512i even_lanes_bottom = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x88);
+    const __m512i odd_lanes_bottom = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xdd);
+    rows[c] = _mm512_shuffle_i32x4(even_lanes_top, even_lanes_bottom, 0x88);
+    rows[c + 8] = _mm512_shuffle_i32x4(even_lanes_top, even_lanes_bottom, 0xdd);
+    rows[c + 4] = _mm512_shuffle_i32x4(odd_lanes_top, odd_lanes_bottom, 0x88);
+    rows[c + 12] = _mm512_shuffle_i32x4(odd_lanes_top, odd_lanes_bottom, 0xdd);
+  }
+}
+
 // bfloat16 B[p][j] (j < n, p < k) into panels of 32 columns of k pairs, zero past n and past k
 // up to k_padded (even): panel q at dst + q * k_padded * 32, each pair row 64 values. B[p][j]
 // lies at b[p * row_stride + j * col_stride].
@@ -43,14 +69,26 @@ inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_
   for (int64_t j0 = 0; j0 < n; j0 += kPairPanel) {
     uint16_t* panel = dst + (j0 / kPairPanel) * pairs * (2 * kPairPanel);
     const int64_t width = n - j0 < kPairPanel ? n - j0 : kPairPanel;
-    // Columns of B lie along memory (B = Wᵀ, the weight of a linear layer): a pair is one
-    // 32-bit word of a column, gathered 16 columns at a time.
+    // Columns of B lie along memory (B = Wᵀ, the weight of a linear layer, or attention's
+    // keys): a pair is one 32-bit word of a column. 16 columns by 16 pairs are loaded a column
+    // each and transposed in registers; the rest are gathered 16 columns at a time.
     const int64_t whole_pairs = k / 2;
+    int64_t transposed = 0;  // pairs done by the transposes
+    if (row_stride == 1 && width == kPairPanel)
+      for (; transposed + 16 <= whole_pairs; transposed += 16)
+        for (int half = 0; half < 2; ++half) {
+          __m512i block[16];
+          for (int j = 0; j < 16; ++j)
+            block[j] = _mm512_loadu_si512(b + (j0 + 16 * half + j) * col_stride + 2 * transposed);
+          transpose_16x16_epi32(block);
+          for (int q = 0; q < 16; ++q)
+            _mm512_storeu_si512(panel + (transposed + q) * (2 * kPairPanel) + 32 * half, block[q]);
+        }
     const bool gather = row_stride == 1 && col_stride * (kPairPanel - 1) < (int64_t(1) << 30);
     for (int half = 0; half < 2; ++half) {
       const int64_t first = j0 + 16 * half, count = width - 16 * half;
       if (count <= 0) {
-        for (int64_t q = 0; q < pairs; ++q)
+        for (int64_t q = transposed; q < pairs; ++q)
           _mm512_storeu_si512(panel + q * (2 * kPairPanel) + 32 * half, _mm512_setzero_si512());
         continue;
       }
@@ -58,7 +96,7 @@ inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_
       const __m512i offsets =
           _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                              _mm512_set1_epi32(static_cast<int32_t>(col_stride)));
-      for (int64_t q = 0; q < pairs; ++q) {
+      for (int64_t q = transposed; q < pairs; ++q) {
         uint16_t* row = panel + q * (2 * kPairPanel) + 32 * half;
         if (gather && q < whole_pairs) {
           const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, offsets,
