@@ -521,8 +521,8 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
   }
 }
 
-// Keys and values into pair panels: bfloat16 ones by vector loads (gathers for keys, whose
-// pairs lie along their rows), others converted one by one.
+// Keys and values into pair panels: bfloat16 ones by vector loads (keys, whose pairs lie along
+// their rows, transposed 16 x 16 words at a time), others converted one by one.
 void pack_panels_bf16(ScalarType dtype, const void* src, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
                       void* dst) {
   if (dtype != kBFloat16) return pack_panels<uint16_t, kPanel, 2>(dtype, src, row_stride, col_stride, k, n, dst);
