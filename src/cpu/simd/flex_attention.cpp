@@ -462,8 +462,9 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
                                            8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   const __m512i interleave = _mm512_loadu_si512(kInterleave);
   // 32 rows by 16 columns at a time: 16 words of pairs a row pair, transposed in registers into
-  // a column's 16 pairs each.
+  // a column's 16 pairs each (not in ember-rt, which runs no backward: Note [Runtime size]).
   int64_t r0 = 0;
+#ifndef EMBER_RT_CPU
   for (; r0 + 32 <= rows; r0 += 32)
     for (int64_t c = 0; c + kNativeWidth <= cols; c += kNativeWidth) {
       __m512i block[16];
@@ -475,6 +476,7 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
       transpose_16x16_epi32(block);
       for (int i = 0; i < 16; ++i) _mm512_storeu_si512(dst + (c + i) * ld_dst + r0, block[i]);
     }
+#endif
   const int64_t whole_columns = r0 > 0 ? cols / kNativeWidth * kNativeWidth : 0;  // done above for rows < r0
   for (int64_t r = 0; r < rows; r += 2) {
     for (int64_t c = r < r0 ? whole_columns : 0; c < cols; c += kNativeWidth) {

@@ -74,6 +74,7 @@ inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_
     // each and transposed in registers; the rest are gathered 16 columns at a time.
     const int64_t whole_pairs = k / 2;
     int64_t transposed = 0;  // pairs done by the transposes
+#ifndef EMBER_RT_CPU  // ember-rt gathers them all: the same bytes, in less code (Note [Runtime size])
     if (row_stride == 1 && width == kPairPanel)
       for (; transposed + 16 <= whole_pairs; transposed += 16)
         for (int half = 0; half < 2; ++half) {
@@ -84,6 +85,7 @@ inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_
           for (int q = 0; q < 16; ++q)
             _mm512_storeu_si512(panel + (transposed + q) * (2 * kPairPanel) + 32 * half, block[q]);
         }
+#endif
     const bool gather = row_stride == 1 && col_stride * (kPairPanel - 1) < (int64_t(1) << 30);
     for (int half = 0; half < 2; ++half) {
       const int64_t first = j0 + 16 * half, count = width - 16 * half;
