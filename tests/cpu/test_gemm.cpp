@@ -287,20 +287,29 @@ TEST(Gemm, PackedLowPrecisionMatchesFloat64) {
   set_forced_gemm_backend(forced);
 }
 
+// The AMX level and ember's backend forced for a test's lifetime (where the CPU has AMX-BF16);
+// the level, backend and thread count restored after.
+struct AmxEmberBackend {
+  Capability original = cpu_capability();
+  std::optional<GemmBackend> forced = forced_gemm_backend();
+  int threads = num_threads();
+  bool available = set_cpu_capability(Capability::AMX) == Capability::AMX;
+  AmxEmberBackend() { set_forced_gemm_backend(GemmBackend::Ember); }
+  ~AmxEmberBackend() {
+    set_num_threads(threads);
+    set_forced_gemm_backend(forced);
+    set_cpu_capability(original);
+  }
+};
+
 // ember's bf16 products on AMX tiles (Note [AMX GEMM]), where the CPU has them: sizes that cross
 // its 32 x 32 blocks (one or two row tiles, short last blocks), its kAmxMc row blocks, kAmxNc
 // column packs and kAmxKc k blocks (the float32 sums kept between them), k past whole chunks of
 // 32, every transpose, alpha and beta, padded rows, float32 C; results bitwise the same at 1, 2
 // and 3 threads.
 TEST(Gemm, AmxMatchesFloat64) {
-  const Capability original = cpu_capability();
-  if (set_cpu_capability(Capability::AMX) != Capability::AMX) {
-    set_cpu_capability(original);
-    GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
-  }
-  const std::optional<GemmBackend> forced = forced_gemm_backend();
-  const int threads = num_threads();
-  set_forced_gemm_backend(GemmBackend::Ember);
+  const AmxEmberBackend amx;
+  if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
   struct Size { int64_t m, n, k; };
   const Size sizes[] = {{9, 17, 5}, {16, 32, 32}, {17, 33, 64}, {33, 300, 70}, {kAmxMc + 1, kAmxNc + 3, kAmxKc + 40}};
   for (Size s : sizes)
@@ -334,9 +343,54 @@ TEST(Gemm, AmxMatchesFloat64) {
     EXPECT_EQ(wrong, 0) << "A in place, k " << k;
   }
   expect_same_bits_at_1_2_3_threads({kBFloat16, false, true, 300, 600, 300, 1.0, 0.0});  // several tasks of C
-  set_num_threads(threads);
-  set_forced_gemm_backend(forced);
-  set_cpu_capability(original);
+}
+
+// f16 products on the bf16 tiles as exact bf16 parts (Note [f16 on AMX-BF16]): f16 C within
+// f16's rounding, float32 C within float32 accumulation (all four parts: exact products),
+// blocks of kBlock crossed in m and k, bitwise the same at 1, 2 and 3 threads; and inf/NaN
+// operands give float32's results (the blocks holding them computed as float32 blocks).
+TEST(Gemm, AmxFloat16MatchesFloat64) {
+  const AmxEmberBackend amx;
+  if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
+  struct Size { int64_t m, n, k; };
+  for (Size s : {Size{9, 17, 5}, Size{33, 300, 70}, Size{kAmxMc + 1, kAmxNc + 3, kAmxKc + 40}, Size{40, 33, 2100},
+                 Size{2100, 9, 40}})
+    for (int trans = 0; trans < 4; ++trans)
+      for (double beta : {0.0, 0.5}) run_case({kFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
+  for (int trans = 0; trans < 4; ++trans) {
+    expect_float32_output_matches({kFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, 100, -1.5, 0.5, 3, 5, 7});
+    expect_float32_output_matches({kFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 9, 2100, 1.0, 0.0});
+  }
+  expect_same_bits_at_1_2_3_threads({kFloat16, false, true, 300, 600, 300, 1.0, 0.0});
+
+  // Rows past kBlock hold infs and a NaN in A, and B a zero where an inf meets it (inf * 0:
+  // NaN); the first row block has none.
+  const int64_t m = 2100, n = 20, k = 30;
+  Matrix a(kFloat16, m, k, k), b(kFloat16, k, n, n), c(kFloat16, m, n, n);
+  std::mt19937 rng(3);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  a.set(2050, 4, std::numeric_limits<double>::infinity());
+  a.set(2070, 9, -std::numeric_limits<double>::infinity());
+  a.set(2080, 12, std::numeric_limits<double>::quiet_NaN());
+  b.set(9, 5, 0.0);
+  gemm(kFloat16, false, false, m, n, k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0, c.data(), c.ld);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0.0, magnitude = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        sum += a.get(i, p) * b.get(p, j);
+        magnitude += std::abs(a.get(i, p) * b.get(p, j));
+      }
+      const double got = c.get(i, j);
+      const bool ok = std::isfinite(sum) ? std::abs(got - sum) <= 0x1p-11 * std::abs(sum) + 0x1p-18 * magnitude + 1e-7
+                                         : (std::isnan(sum) ? std::isnan(got) : got == sum);
+      if (!ok && wrong++ < 5) ADD_FAILURE() << "at (" << i << ", " << j << "): got " << got << ", expected " << sum;
+    }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_TRUE(std::isinf(c.get(2050, 0)) && std::isnan(c.get(2070, 5)) && std::isnan(c.get(2080, 0)) &&
+              std::isfinite(c.get(100, 3)));
 }
 
 // bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,

@@ -151,6 +151,27 @@ EMBER_AMX_TARGET void gemm_amx_pack_b(const PackedGemmTile& t) {
                    round_up(t.k, kChunk), reinterpret_cast<uint16_t*>(t.b_pack));
 }
 
+EMBER_AMX_TARGET bool split_f16_for_amx(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst,
+                                        int64_t ld_dst, int64_t part_stride, bool a_parts) {
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000);
+  __mmask16 non_finite = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* in = src + r * ld;
+    uint16_t* out = dst + r * ld_dst;
+    for (int64_t c = 0; c < cols; c += 16) {
+      const __mmask16 lanes = cols - c >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (cols - c)) - 1);
+      const __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, in + c));
+      const __m256i hi = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
+      const __m512 hi_value = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+      const __m256i lo = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(x, hi_value)));
+      non_finite |= _mm512_mask_cmpeq_epi32_mask(lanes, _mm512_and_si512(_mm512_castps_si512(x), exponent), exponent);
+      for (int part = 0; part < 4; ++part)  // A: hi, hi, lo, lo; B: hi, lo, hi, lo
+        _mm256_mask_storeu_epi16(out + part * part_stride + c, lanes, (a_parts ? part < 2 : part % 2 == 0) ? hi : lo);
+    }
+  }
+  return non_finite == 0;
+}
+
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY
 
 #endif
