@@ -27,6 +27,21 @@ void gemm(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, in
 void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                       const void* a, int64_t lda, const void* b, int64_t ldb, double beta, float* c, int64_t ldc);
 
+// Note [Products sharing B on AMX]
+// For a caller that multiplies one bf16 B by many blocks of A from its own pool tasks (the
+// fused loss's tiles), where the CPU has AMX-BF16 (amx_products_available): B packed once
+// into the panels the tiles read (amx_pack_b, into packed: amx_packed_b_size(k, n) values,
+// 64-byte aligned), then products on the calling thread alone into a float32 C (Note [AMX
+// GEMM]), each packing A as it goes. With `accumulate` the sums start from C itself: calls that
+// split k at multiples of 32 make one chain of float32 additions per element, the same values
+// however the caller cuts its k (chunks of tokens, tiles of classes) or its rows.
+bool amx_products_available();
+int64_t amx_packed_b_size(int64_t k, int64_t n);
+void amx_pack_b(bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb, uint16_t* packed);
+// C[m, n] = op(A) B (+ C when accumulate); A bf16, stored [m, k] or [k, m] when trans_a.
+void amx_product_packed_b(bool trans_a, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                          const uint16_t* packed_b, bool accumulate, float* c, int64_t ldc);
+
 // gemm for i in [0, batch) on matrices a + i * stride_a, b + i * stride_b, c + i * stride_c
 // (strides in elements; stride 0 broadcasts an input). Many small products run in parallel
 // on the ember thread pool, larger ones one after another on all threads.

@@ -253,6 +253,28 @@ bool packed_path() { return kernel_build(cpu_capability()) == Capability::AVX2; 
 
 }  // namespace
 
+bool amx_products_available() { return EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr; }
+
+int64_t amx_packed_b_size(int64_t k, int64_t n) { return (k + 31) / 32 * 32 * ((n + 31) / 32 * 32); }
+
+void amx_pack_b(bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb, uint16_t* packed) {
+  PackedGemmTile t{false, trans_b, true, 0, n, k, 1.0f, 0.0f, nullptr, 0, b, ldb, nullptr, 0, nullptr,
+                   reinterpret_cast<float*>(packed), nullptr};
+  EMBER_AMX_KERNEL(gemm_amx_pack_b)(t);
+}
+
+void amx_product_packed_b(bool trans_a, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                          const uint16_t* packed_b, bool accumulate, float* c, int64_t ldc) {
+  PackedGemmTile t{trans_a, false, true, m, n, k, 1.0f, 0.0f, a, lda, nullptr, 0, c, ldc, nullptr,
+                   reinterpret_cast<float*>(const_cast<uint16_t*>(packed_b)), nullptr};
+  t.b_packed = true;
+  t.continue_c = accumulate;
+  const PackedWorkspace sizes = amx_workspace_floats(t);
+  t.a_pack = sizes.a_floats > 0 ? aligned_workspace(0, sizes.a_floats) : nullptr;
+  t.c_acc = aligned_workspace(2, sizes.c_floats);
+  EMBER_AMX_KERNEL(gemm_amx_bf16)(t);
+}
+
 bool ember_gemm_can_run(const GemmArgs& g) { return g.dtype == kBFloat16 || g.dtype == kFloat16; }
 
 void ember_gemm_run(const GemmArgs& g) {

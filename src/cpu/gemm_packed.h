@@ -47,6 +47,9 @@ struct PackedGemmTile {
   float* b_pack;
   float* c_acc;
   bool b_packed = false;  // gemm_amx_bf16: b_pack already holds the tile's B panels (gemm_amx_pack_b)
+  // gemm_amx_bf16, float32 C, alpha 1: the sums start from C itself (beta unused), so that
+  // calls splitting k at multiples of 32 make one chain of additions per element.
+  bool continue_c = false;
 };
 
 inline constexpr int64_t packed_k_block(int64_t k) { return k <= kPackedSingleKc ? k : kPackedKc; }

@@ -176,6 +176,19 @@ float* thread_buffer(int64_t count) {
   return buffer.data();
 }
 
+// A 64-byte aligned buffer of `values` bf16 values (tile loads straddling cache lines run slower).
+uint16_t* aligned_values(std::vector<uint16_t>& buffer, int64_t values) {
+  if (static_cast<int64_t>(buffer.size()) < values + 32) buffer.resize(static_cast<size_t>(values + 32));
+  const auto address = reinterpret_cast<uintptr_t>(buffer.data());
+  return reinterpret_cast<uint16_t*>((address + 63) & ~uintptr_t(63));
+}
+
+// The calling thread's buffer for one tile's packed B panels, kept between tiles.
+uint16_t* panel_buffer(int64_t values) {
+  thread_local std::vector<uint16_t> buffer;
+  return aligned_values(buffer, values);
+}
+
 // A product operand: `dtype` values from `data` with row stride `ld`.
 struct Operand {
   ScalarType dtype;
@@ -193,6 +206,7 @@ class Driver {
         ws_(ws),
         low_(is_low_precision(p.dtype)),
         widened_(p.dtype == kFloat16),
+        amx_(std::is_same_v<Acc, float> && p.dtype == kBFloat16 && amx_products_available()),
         class_tile_(class_tile(p.classes)),
         rows_{p, scale, static_cast<const Acc*>(p.bias), static_cast<const Acc*>(p.class_weight),
               class_weight_sum(p), out.grad_x || out.grad_weight || out.grad_bias} {}
@@ -274,6 +288,20 @@ class Driver {
   // logits [rows, classes] = x @ weight^T, in parallel over class tiles.
   void compute_logits(const Operand& x, int64_t rows, Acc* logits) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (amx_) {  // each weight tile packed once for all the chunk's rows
+        return for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
+          const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
+          uint16_t* packed = panel_buffer(amx_packed_b_size(hidden, count));
+          amx_pack_b(true, hidden, count, static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight, p_.ld_weight,
+                     packed);
+          for (int64_t b0 = 0; b0 < rows; b0 += block)  // A's rows packed a block at a time, in L2
+            amx_product_packed_b(false, std::min(block, rows - b0), count, hidden,
+                                 static_cast<const uint16_t*>(x.data) + b0 * x.ld, x.ld, packed, false,
+                                 logits + b0 * classes + v0, classes);
+        });
+      }
+    }
     for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
       const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
       const Operand w = weight_tile(v0, count, 0, hidden);
@@ -302,6 +330,30 @@ class Driver {
     });
   }
 
+  // compute_grad_x's products where amx_: groups of token blocks, as many as keep the pool busy,
+  // each weight tile packed once a group; every element's sum one chain over the classes in
+  // order, whatever the groups.
+  void grad_x_on_amx(const Operand& d, int64_t rows, float* grad_x) const {
+    const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block, class_step = kLceClassTile;
+    const int64_t hidden_tiles = tile_count(hidden, kLceHiddenTile), blocks = tile_count(rows, block);
+    const int64_t groups = std::clamp<int64_t>(tile_count(2 * num_threads(), hidden_tiles), 1, blocks);
+    const int64_t group_rows = tile_count(blocks, groups) * block;
+    for_each_tile(tile_count(rows, group_rows) * hidden_tiles, [&](int64_t t) {
+      const int64_t r0 = (t / hidden_tiles) * group_rows, h0 = (t % hidden_tiles) * kLceHiddenTile;
+      const int64_t count = std::min(group_rows, rows - r0), width = std::min(kLceHiddenTile, hidden - h0);
+      uint16_t* packed = panel_buffer(amx_packed_b_size(class_step, width));
+      for (int64_t v0 = 0; v0 < classes; v0 += class_step) {
+        const int64_t span = std::min(class_step, classes - v0);
+        amx_pack_b(false, span, width, static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight + h0,
+                   p_.ld_weight, packed);
+        for (int64_t b0 = r0; b0 < r0 + count; b0 += block)  // A's rows packed a block at a time, in L2
+          amx_product_packed_b(false, std::min(block, r0 + count - b0), width, span,
+                               static_cast<const uint16_t*>(d.data) + b0 * d.ld + v0, d.ld, packed, v0 > 0,
+                               grad_x + b0 * hidden + h0, hidden);
+      }
+    });
+  }
+
   // grad_x rows [c0, c0 + rows) = d @ weight, in parallel over (token block, hidden tile),
   // summing class tiles in order: one product over all classes (k = 128256) ran 10-20% slower
   // on oneDNN, and float16 widens its weight tiles.
@@ -310,16 +362,20 @@ class Driver {
     const int64_t hidden_tiles = tile_count(hidden, kLceHiddenTile);
     Acc* grad_x = low_ ? reinterpret_cast<Acc*>(ws_.grad_x_wide) : static_cast<Acc*>(out_.grad_x) + c0 * hidden;
     const int64_t class_step = kLceClassTile;
-    for_each_tile(tile_count(rows, block) * hidden_tiles, [&](int64_t t) {
-      const int64_t b0 = (t / hidden_tiles) * block, h0 = (t % hidden_tiles) * kLceHiddenTile;
-      const int64_t count = std::min(block, rows - b0), width = std::min(kLceHiddenTile, hidden - h0);
-      for (int64_t v0 = 0; v0 < classes; v0 += class_step) {
-        const int64_t span = std::min(class_step, classes - v0);
-        const Operand w = weight_tile(v0, span, h0, width);
-        product(false, false, count, width, span, d, b0 * d.ld + v0, w, 0, v0 == 0 ? 0.0 : 1.0,
-                grad_x + b0 * hidden + h0, hidden);
-      }
-    });
+    if (amx_) {
+      grad_x_on_amx(d, rows, reinterpret_cast<float*>(grad_x));
+    } else {
+      for_each_tile(tile_count(rows, block) * hidden_tiles, [&](int64_t t) {
+        const int64_t b0 = (t / hidden_tiles) * block, h0 = (t % hidden_tiles) * kLceHiddenTile;
+        const int64_t count = std::min(block, rows - b0), width = std::min(kLceHiddenTile, hidden - h0);
+        for (int64_t v0 = 0; v0 < classes; v0 += class_step) {
+          const int64_t span = std::min(class_step, classes - v0);
+          const Operand w = weight_tile(v0, span, h0, width);
+          product(false, false, count, width, span, d, b0 * d.ld + v0, w, 0, v0 == 0 ? 0.0 : 1.0,
+                  grad_x + b0 * hidden + h0, hidden);
+        }
+      });
+    }
     if (low_) {
       const int64_t item = static_cast<int64_t>(element_size(p_.dtype));
       narrow_rows(p_.dtype, ws_.grad_x_wide, rows, hidden, static_cast<char*>(out_.grad_x) + c0 * hidden * item);
@@ -330,6 +386,26 @@ class Driver {
   void accumulate_grad_weight(const Operand& d, const Operand& x, int64_t rows) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     Acc* grad_weight = static_cast<Acc*>(out_.grad_weight);
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (amx_) {
+        // The chunk's x packed once (column packs on the pool), shared by every class tile; each
+        // element's sum one chain over all tokens in order, whatever the chunks.
+        const int64_t k_padded = (rows + 31) / 32 * 32;
+        uint16_t* packed = aligned_values(x_panels_, amx_packed_b_size(rows, hidden));
+        parallel_for(0, tile_count(hidden, kLceHiddenTile), 1, [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t h0 = t * kLceHiddenTile;
+            amx_pack_b(false, rows, std::min(kLceHiddenTile, hidden - h0), static_cast<const uint16_t*>(x.data) + h0,
+                       x.ld, packed + h0 * k_padded);
+          }
+        });
+        return for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
+          const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
+          amx_product_packed_b(true, count, hidden, rows, static_cast<const uint16_t*>(d.data) + v0, d.ld, packed, true,
+                               grad_weight + v0 * hidden, hidden);
+        });
+      }
+    }
     for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
       const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
       for (int64_t b0 = 0; b0 < rows; b0 += block)
@@ -343,6 +419,10 @@ class Driver {
   const LceWorkspace& ws_;
   const bool low_;
   const bool widened_;  // float16: operands widened to float32 (its products would underflow d)
+  // bf16 where the CPU has AMX-BF16: B operands packed once and shared (Note [Products sharing
+  // B on AMX]); the packed x of the chunk for the weight gradient.
+  const bool amx_;
+  mutable std::vector<uint16_t> x_panels_;
   const int64_t class_tile_;
   const RowPass<Acc> rows_;
 };

@@ -14,7 +14,10 @@ namespace ember::cpu {
 // tiles whose shapes depend only on the problem (token_block rows, at most kLceClassTile classes,
 // kLceHiddenTile hidden columns, the last tile of each shorter), each tile is one BLAS call
 // made from the ember pool (where gemm keeps BLAS single-threaded), and sums over tiles run
-// in a fixed order.
+// in a fixed order. bf16 on CPUs with AMX-BF16 goes to the tiles directly instead, each B
+// packed once and shared by the products that use it (Note [Products sharing B on AMX]: a
+// weight tile by all of a chunk's token blocks, a chunk's x by every class tile), where each
+// element's sum is one chain in k order, so values do not depend on tiles, chunks or threads.
 constexpr int64_t kLceClassTile = 512;
 constexpr int64_t kLceHiddenTile = 256;
 

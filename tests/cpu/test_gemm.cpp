@@ -393,6 +393,47 @@ TEST(Gemm, AmxFloat16MatchesFloat64) {
               std::isfinite(c.get(100, 3)));
 }
 
+// Products sharing one packed B (Note [Products sharing B on AMX]): against float64, A plain
+// and transposed, edges of blocks and packs; with `accumulate`, k cut at multiples of 32 into
+// calls gives the same bits as one call.
+TEST(Gemm, AmxProductsSharingPackedB) {
+  const AmxEmberBackend amx;
+  if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
+  ASSERT_TRUE(amx_products_available());
+  const int64_t m = 70, n = 300, k = 200;
+  for (bool trans_a : {false, true}) {
+    SCOPED_TRACE(trans_a ? "A transposed" : "A plain");
+    const Case t{kBFloat16, trans_a, false, m, n, k};
+    std::mt19937 rng(9);
+    Matrix a = make_a(t), b = make_b(t), zero(kFloat32, m, n, n + 3);
+    a.fill_random(rng);
+    b.fill_random(rng);
+    zero.fill(0.0);
+    std::vector<uint16_t> storage(static_cast<size_t>(amx_packed_b_size(k, n) + 32));
+    uint16_t* packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 / 2;
+    amx_pack_b(false, k, n, b.data(), b.ld, packed);
+    Matrix whole(kFloat32, m, n, n + 3);
+    whole.fill(std::numeric_limits<double>::quiet_NaN());  // not read without accumulate
+    amx_product_packed_b(trans_a, m, n, k, a.data(), a.ld, packed, false, static_cast<float*>(whole.data()), whole.ld);
+    Case as_float32 = t;
+    as_float32.dtype = kFloat32;
+    expect_matches(as_float32, a, b, zero, whole);
+    // The same k in calls of 64, 96 and 40, each from its own packed rows of B.
+    Matrix pieces = zero;
+    const auto* a_values = static_cast<const uint16_t*>(a.data());
+    const auto* b_values = static_cast<const uint16_t*>(b.data());
+    for (auto [p0, depth] : {std::pair<int64_t, int64_t>{0, 64}, {64, 96}, {160, 40}}) {
+      amx_pack_b(false, depth, n, b_values + p0 * b.ld, b.ld, packed);
+      amx_product_packed_b(trans_a, m, n, depth, a_values + (trans_a ? p0 * a.ld : p0), a.ld, packed, true,
+                           static_cast<float*>(pieces.data()), pieces.ld);
+    }
+    int64_t different = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) different += pieces.get(i, j) != whole.get(i, j);
+    EXPECT_EQ(different, 0);
+  }
+}
+
 // bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,
 // C never rounded to the operands' type.
 TEST(Gemm, Float32OutputOfLowPrecisionOperands) {

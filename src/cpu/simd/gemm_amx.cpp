@@ -67,6 +67,17 @@ EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64
     for (int64_t p = 0; p < k_padded; ++p) *at(i, p) = p < k ? a[i * row_stride + p * col_stride] : 0;
 }
 
+// A float32 block of C (rows x cols, ldc) into a 32 x 32 block of sums, zero past its edges.
+EMBER_AMX_TARGET void load_c(const float* c, int64_t ldc, int64_t rows, int64_t cols, float* sums) {
+  const __mmask16 low = cols >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << cols) - 1);
+  const __mmask16 high = cols >= 32 ? __mmask16(0xffff) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
+  for (int64_t i = 0; i < kBlock; ++i) {
+    const bool inside = i < rows;
+    _mm512_store_ps(sums + i * kBlock, inside ? _mm512_maskz_loadu_ps(low, c + i * ldc) : _mm512_setzero_ps());
+    _mm512_store_ps(sums + i * kBlock + 16, inside ? _mm512_maskz_loadu_ps(high, c + i * ldc + 16) : _mm512_setzero_ps());
+  }
+}
+
 // C rows (float32 accumulators acc, ld_acc) into C: alpha * acc + beta * C, rounded to bf16
 // unless C is float32.
 EMBER_AMX_TARGET void store_c(const float* acc, int64_t ld_acc, int64_t rows, int64_t cols, float alpha, float beta,
@@ -119,6 +130,12 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
                          k_padded, b_pack);
       for (int64_t i0 = 0; i0 < slab_rows; i0 += kAmxMc) {
         const int64_t rows = slab_rows - i0 < kAmxMc ? slab_rows - i0 : kAmxMc;
+        if (t.continue_c)  // C's blocks into the sums, zero past its edges
+          for (int64_t ib = 0; ib < rows; ib += kBlock)
+            for (int64_t jb = 0; jb < cols; jb += kBlock)
+              load_c(static_cast<const float*>(t.c) + (s0 + i0 + ib) * t.ldc + j0 + jb, t.ldc,
+                     rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock,
+                     t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock);
         for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
           const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
           // A's rows for this block: packed, or where they lie.
@@ -132,15 +149,15 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
               amx::configure_rows(block_rows, &configured);
               float* sums = t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock;
               amx::block_product_rows(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
-                                      p0 == 0 ? nullptr : sums, sums, kBlock);
+                                      p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
             }
           }
         }
         for (int64_t ib = 0; ib < rows; ib += kBlock)
           for (int64_t jb = 0; jb < cols; jb += kBlock)
             store_c(t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock, kBlock,
-                    rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock, t.alpha, t.beta,
-                    t.c_float32, static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+                    rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock, t.alpha,
+                    t.continue_c ? 0.0f : t.beta, t.c_float32, static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
       }
     }
   }
