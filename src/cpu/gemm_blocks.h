@@ -23,8 +23,7 @@ extern const BlockFormat<float> kBFloat16Format;
 extern const BlockFormat<float> kFloat16Format;
 const BlockFormat<float>& float32_format();  // plain copies
 
-// Per-thread block buffers, kept between calls (slots 0-5, the largest size asked each; 3-5
-// hold the split operands of f16 products on AMX, Note [f16 on AMX-BF16] in gemm_ember.cpp):
+// Per-thread block buffers, kept between calls (slots 0-2, the largest size asked each):
 // with buffers allocated per call, bf16 2048^3 measured 15-20% slower (page faults).
 template <typename Acc>
 Acc* workspace(int slot, int64_t count) {
@@ -32,7 +31,7 @@ Acc* workspace(int slot, int64_t count) {
     std::unique_ptr<Acc[]> data;
     int64_t size = 0;
   };
-  thread_local Buffer buffers[6];
+  thread_local Buffer buffers[3];
   Buffer& buffer = buffers[slot];
   if (buffer.size < count) {
     buffer.data.reset();  // the old buffer goes first: its memory may serve the new one

@@ -1,7 +1,6 @@
 // ember's own GEMM kernels as a backend, for bf16/f16 products: with few rows (decoding a
 // token at a time) a kernel that reads B once, in its storage type; otherwise bf16 on AMX
-// tiles where the CPU has them (Note [AMX GEMM]), f16 there as bf16 parts (Note [f16 on
-// AMX-BF16]), and for CPUs where no backend has a bf16/f16
+// tiles where the CPU has them (Note [AMX GEMM]), and for CPUs where no backend has a bf16/f16
 // kernel (oneDNN has none below AVX512-BF16 / -FP16) the packed kernel at the AVX2 level (Note
 // [Packed low-precision GEMM]) or float32 blocks (Note [Low-precision GEMM]) multiplied on the
 // fastest float32 backend.
@@ -10,7 +9,6 @@
 // (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
 // than the blocked path at m <= 4).
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -176,75 +174,7 @@ void float32_block_products(const GemmArgs& g) {
                       g.ldb, static_cast<float>(g.beta), static_cast<char*>(g.c), g.ldc);
 }
 
-// Note [f16 on AMX-BF16]
-// CPUs with AMX-BF16 but not AMX-FP16 (AVX512-FP16 sums in f16) run f16 products of many rows
-// on the bf16 tiles. An f16 value x is exactly hi + lo, hi = x rounded to bf16 and lo = x - hi
-// (f16 has 11 significant bits, bf16 8, so lo has at most 3). Along k, A' = [hi(A) | hi(A) |
-// lo(A) | lo(A)] and B' = [hi(B) ; lo(B) ; hi(B) ; lo(B)] make A'B' = AB: one bf16 product of
-// depth 4k on the tiles, every product exact and float32 sums (Note [AMX GEMM]), as a float32
-// product of the widened values. (Leaving out lo(A) lo(B), each under 2^-16 of |a b|, saves a
-// quarter but fails float32's accuracy where sums cancel: the Gemm tests saw it.) The split is
-// made kBlock x kBlock at a time (workspace slots 3-5, bounded whatever the shape)
-// into a float32 block of C, rounded once into C with + beta * C. A value that is not finite
-// would not give float32's inf or NaN (inf - inf in lo, inf * 0 in a cross term): a block of
-// C whose operands hold one is computed as float32 blocks instead.
-void f16_split_products(const GemmArgs& g) {
-  const auto split = EMBER_AMX_KERNEL(split_f16_for_amx);
-  constexpr int parts = 4;
-  const BlockFormat<float>& c_format = g.c_float32 ? float32_format() : kFloat16Format;
-  const int64_t block_m = std::min(g.m, kBlock), block_n = std::min(g.n, kBlock), block_k = std::min(g.k, kBlock);
-  auto* a_split = reinterpret_cast<uint16_t*>(aligned_workspace(3, parts * block_m * block_k / 2 + 1));
-  auto* b_split = reinterpret_cast<uint16_t*>(aligned_workspace(4, parts * block_k * block_n / 2 + 1));
-  float* c_block = aligned_workspace(5, block_m * block_n);
-  const int64_t c_item = static_cast<int64_t>(c_format.element_size);
-  const uint16_t* a = static_cast<const uint16_t*>(g.a);
-  const uint16_t* b = static_cast<const uint16_t*>(g.b);
-  // Splits the stored block at (row0, col0) of an operand; k runs along its rows when k_rows.
-  auto split_block = [&](const uint16_t* base, int64_t ld, int64_t row0, int64_t col0, int64_t rows, int64_t cols,
-                         bool k_rows, int64_t kp, uint16_t* dst, bool a_parts) {
-    const int64_t ld_dst = k_rows ? cols : parts * kp, part_stride = k_rows ? kp * cols : kp;
-    std::atomic<bool> finite{true};
-    for_row_chunks(rows, cols, [&](int64_t r0, int64_t r1) {
-      if (!split(base + (row0 + r0) * ld + col0, ld, r1 - r0, cols, dst + r0 * ld_dst, ld_dst, part_stride, a_parts))
-        finite.store(false, std::memory_order_relaxed);
-    });
-    return finite.load();
-  };
-  for (int64_t j0 = 0; j0 < g.n; j0 += kBlock) {
-    const int64_t nj = std::min(kBlock, g.n - j0);
-    for (int64_t i0 = 0; i0 < g.m; i0 += kBlock) {
-      const int64_t mi = std::min(kBlock, g.m - i0);
-      bool finite = true;
-      for (int64_t p0 = 0; p0 < g.k && finite; p0 += kBlock) {
-        const int64_t kp = std::min(kBlock, g.k - p0);
-        finite = split_block(a, g.lda, g.trans_a ? p0 : i0, g.trans_a ? i0 : p0, g.trans_a ? kp : mi,
-                             g.trans_a ? mi : kp, g.trans_a, kp, a_split, true) &&
-                 split_block(b, g.ldb, g.trans_b ? j0 : p0, g.trans_b ? p0 : j0, g.trans_b ? nj : kp,
-                             g.trans_b ? kp : nj, !g.trans_b, kp, b_split, false);
-        if (finite)
-          amx_products(GemmArgs{kBFloat16, g.trans_a, g.trans_b, mi, nj, parts * kp, g.alpha, a_split,
-                                g.trans_a ? mi : parts * kp, b_split, g.trans_b ? parts * kp : nj,
-                                p0 == 0 ? 0.0 : 1.0, c_block, nj, true});
-      }
-      char* c_origin = static_cast<char*>(g.c) + (i0 * g.ldc + j0) * c_item;
-      if (!finite) {
-        float32_block_products(GemmArgs{g.dtype, g.trans_a, g.trans_b, mi, nj, g.k, g.alpha,
-                                        a + (g.trans_a ? i0 : i0 * g.lda), g.lda,
-                                        b + (g.trans_b ? j0 * g.ldb : j0), g.ldb, g.beta, c_origin, g.ldc,
-                                        g.c_float32});
-        continue;
-      }
-      const float beta = static_cast<float>(g.beta);
-      for_row_chunks(mi, nj, [&](int64_t r0, int64_t r1) {
-        c_format.narrow(c_block + r0 * nj, nj, r1 - r0, nj, beta, c_origin + r0 * g.ldc * c_item, g.ldc);
-      });
-    }
-  }
-}
-
-bool amx_path(const GemmArgs& g) {
-  return (g.dtype == kBFloat16 || g.dtype == kFloat16) && EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr;
-}
+bool amx_path(const GemmArgs& g) { return g.dtype == kBFloat16 && EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr; }
 
 // The packed kernel where the float32 backends run at the same instruction set as it does:
 // then it saves the whole-block conversions (the blocked path, with its float32 backend, stays
@@ -279,7 +209,7 @@ bool ember_gemm_can_run(const GemmArgs& g) { return g.dtype == kBFloat16 || g.dt
 
 void ember_gemm_run(const GemmArgs& g) {
   if (g.m > (g.trans_b ? kFewRowsTransposedB : kFewRowsB)) {
-    if (amx_path(g)) return g.dtype == kBFloat16 ? amx_products(g) : f16_split_products(g);
+    if (amx_path(g)) return amx_products(g);
     if (packed_path()) return packed_products(g);
     return float32_block_products(g);
   }
@@ -304,14 +234,14 @@ GemmBackendReport ember_gemm_report() {
   const bool packed = packed_path();
   const bool amx = EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr;
   report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " +
-                  (amx      ? std::string("bf16 and f16 (as bf16 parts) on AMX tiles")
+                  (amx      ? std::string("bf16 on AMX tiles, f16 as float32 blocks")
                    : packed ? std::string("packed float32 panels (") + report.kernel_isa + ")"
                             : std::string("float32 blocks"));
   if (amx) report.kernel_isa = "avx512_amx";
   report.fits_cpu = true;
   report.why = std::string("runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 "
                            "with B transposed) read B in place; larger ones ") +
-               (amx ? "run on AMX-BF16 tiles (f16 as exact bf16 parts, three products)"
+               (amx ? "run on AMX-BF16 tiles (bf16; f16 as float32 blocks)"
                     : packed ? "widen A and B while packing them for a float32 micro-kernel"
                              : "run as float32 blocks on the fastest float32 backend");
   report.dtypes = {kBFloat16, kFloat16};

@@ -115,12 +115,6 @@ inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
 namespace ember::cpu::avx512 {
 void gemm_amx_bf16(const ::ember::cpu::PackedGemmTile& tile);
 void gemm_amx_pack_b(const ::ember::cpu::PackedGemmTile& tile);
-// f16 values of a rows x cols block (row stride ld) split into bf16 parts for the tiles (Note
-// [f16 on AMX-BF16] in gemm_ember.cpp): element (r, c) goes to dst[r * ld_dst + c] and to the
-// three places part_stride apart after it, as (hi, hi, lo, lo) with a_parts, else (hi, lo, hi,
-// lo). False where a value is not finite (then the parts are not to be used).
-bool split_f16_for_amx(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst, int64_t ld_dst,
-                       int64_t part_stride, bool a_parts);
 }
 
 EMBER_DECLARE_KERNEL(void, gemm_packed_bf16, (const ::ember::cpu::PackedGemmTile& tile))

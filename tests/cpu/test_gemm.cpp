@@ -345,54 +345,6 @@ TEST(Gemm, AmxMatchesFloat64) {
   expect_same_bits_at_1_2_3_threads({kBFloat16, false, true, 300, 600, 300, 1.0, 0.0});  // several tasks of C
 }
 
-// f16 products on the bf16 tiles as exact bf16 parts (Note [f16 on AMX-BF16]): f16 C within
-// f16's rounding, float32 C within float32 accumulation (all four parts: exact products),
-// blocks of kBlock crossed in m and k, bitwise the same at 1, 2 and 3 threads; and inf/NaN
-// operands give float32's results (the blocks holding them computed as float32 blocks).
-TEST(Gemm, AmxFloat16MatchesFloat64) {
-  const AmxEmberBackend amx;
-  if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
-  struct Size { int64_t m, n, k; };
-  for (Size s : {Size{9, 17, 5}, Size{33, 300, 70}, Size{kAmxMc + 1, kAmxNc + 3, kAmxKc + 40}, Size{40, 33, 2100},
-                 Size{2100, 9, 40}})
-    for (int trans = 0; trans < 4; ++trans)
-      for (double beta : {0.0, 0.5}) run_case({kFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
-  for (int trans = 0; trans < 4; ++trans) {
-    expect_float32_output_matches({kFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, 100, -1.5, 0.5, 3, 5, 7});
-    expect_float32_output_matches({kFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 9, 2100, 1.0, 0.0});
-  }
-  expect_same_bits_at_1_2_3_threads({kFloat16, false, true, 300, 600, 300, 1.0, 0.0});
-
-  // Rows past kBlock hold infs and a NaN in A, and B a zero where an inf meets it (inf * 0:
-  // NaN); the first row block has none.
-  const int64_t m = 2100, n = 20, k = 30;
-  Matrix a(kFloat16, m, k, k), b(kFloat16, k, n, n), c(kFloat16, m, n, n);
-  std::mt19937 rng(3);
-  a.fill_random(rng);
-  b.fill_random(rng);
-  a.set(2050, 4, std::numeric_limits<double>::infinity());
-  a.set(2070, 9, -std::numeric_limits<double>::infinity());
-  a.set(2080, 12, std::numeric_limits<double>::quiet_NaN());
-  b.set(9, 5, 0.0);
-  gemm(kFloat16, false, false, m, n, k, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0, c.data(), c.ld);
-  int64_t wrong = 0;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double sum = 0.0, magnitude = 0.0;
-      for (int64_t p = 0; p < k; ++p) {
-        sum += a.get(i, p) * b.get(p, j);
-        magnitude += std::abs(a.get(i, p) * b.get(p, j));
-      }
-      const double got = c.get(i, j);
-      const bool ok = std::isfinite(sum) ? std::abs(got - sum) <= 0x1p-11 * std::abs(sum) + 0x1p-18 * magnitude + 1e-7
-                                         : (std::isnan(sum) ? std::isnan(got) : got == sum);
-      if (!ok && wrong++ < 5) ADD_FAILURE() << "at (" << i << ", " << j << "): got " << got << ", expected " << sum;
-    }
-  EXPECT_EQ(wrong, 0);
-  EXPECT_TRUE(std::isinf(c.get(2050, 0)) && std::isnan(c.get(2070, 5)) && std::isnan(c.get(2080, 0)) &&
-              std::isfinite(c.get(100, 3)));
-}
-
 // Products sharing one packed B (Note [Products sharing B on AMX]): against float64, A plain
 // and transposed, edges of blocks and packs; with `accumulate`, k cut at multiples of 32 into
 // calls gives the same bits as one call.

@@ -70,11 +70,12 @@ EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64
 // A float32 block of C (rows x cols, ldc) into a 32 x 32 block of sums, zero past its edges.
 EMBER_AMX_TARGET void load_c(const float* c, int64_t ldc, int64_t rows, int64_t cols, float* sums) {
   const __mmask16 low = cols >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 high = cols >= 32 ? __mmask16(0xffff) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : 0;
+  const __mmask16 high =
+      cols >= 32 ? __mmask16(0xffff) : cols > 16 ? static_cast<__mmask16>((1u << (cols - 16)) - 1) : __mmask16(0);
   for (int64_t i = 0; i < kBlock; ++i) {
-    const bool inside = i < rows;
-    _mm512_store_ps(sums + i * kBlock, inside ? _mm512_maskz_loadu_ps(low, c + i * ldc) : _mm512_setzero_ps());
-    _mm512_store_ps(sums + i * kBlock + 16, inside ? _mm512_maskz_loadu_ps(high, c + i * ldc + 16) : _mm512_setzero_ps());
+    const __mmask16 row_low = i < rows ? low : __mmask16(0), row_high = i < rows ? high : __mmask16(0);
+    _mm512_store_ps(sums + i * kBlock, _mm512_maskz_loadu_ps(row_low, c + i * ldc));
+    _mm512_store_ps(sums + i * kBlock + 16, _mm512_maskz_loadu_ps(row_high, c + i * ldc + 16));
   }
 }
 
@@ -157,7 +158,8 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
           for (int64_t jb = 0; jb < cols; jb += kBlock)
             store_c(t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock, kBlock,
                     rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock, t.alpha,
-                    t.continue_c ? 0.0f : t.beta, t.c_float32, static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+                    t.continue_c ? 0.0f : t.beta, t.c_float32,
+                    static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
       }
     }
   }
@@ -166,27 +168,6 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
 EMBER_AMX_TARGET void gemm_amx_pack_b(const PackedGemmTile& t) {
   pack_pair_panels(static_cast<const uint16_t*>(t.b), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, t.n,
                    round_up(t.k, kChunk), reinterpret_cast<uint16_t*>(t.b_pack));
-}
-
-EMBER_AMX_TARGET bool split_f16_for_amx(const uint16_t* src, int64_t ld, int64_t rows, int64_t cols, uint16_t* dst,
-                                        int64_t ld_dst, int64_t part_stride, bool a_parts) {
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000);
-  __mmask16 non_finite = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* in = src + r * ld;
-    uint16_t* out = dst + r * ld_dst;
-    for (int64_t c = 0; c < cols; c += 16) {
-      const __mmask16 lanes = cols - c >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (cols - c)) - 1);
-      const __m512 x = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, in + c));
-      const __m256i hi = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x));
-      const __m512 hi_value = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
-      const __m256i lo = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(x, hi_value)));
-      non_finite |= _mm512_mask_cmpeq_epi32_mask(lanes, _mm512_and_si512(_mm512_castps_si512(x), exponent), exponent);
-      for (int part = 0; part < 4; ++part)  // A: hi, hi, lo, lo; B: hi, lo, hi, lo
-        _mm256_mask_storeu_epi16(out + part * part_stride + c, lanes, (a_parts ? part < 2 : part % 2 == 0) ? hi : lo);
-    }
-  }
-  return non_finite == 0;
 }
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY
