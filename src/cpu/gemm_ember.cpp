@@ -130,14 +130,7 @@ void amx_products(const GemmArgs& g) {
   // The caller's buffer, read by every task (the pool's threads see it through the pointer).
   float* shared_b = aligned_workspace(1, k_padded * n_padded / 2);
   const int64_t packs = (g.n + kAmxNc - 1) / kAmxNc;
-  const auto pack = EMBER_AMX_KERNEL(gemm_amx_pack_b);
-  parallel_for(0, packs, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t q = lo; q < hi; ++q) {
-      PackedGemmTile t = tile_at(0, q * kAmxNc, 0, std::min(kAmxNc, g.n - q * kAmxNc));
-      t.b_pack = shared_b + q * kAmxNc * k_padded / 2;
-      pack(t);
-    }
-  });
+  amx_pack_b(g.trans_b, g.k, g.n, g.b, g.ldb, reinterpret_cast<uint16_t*>(shared_b));
   // Two tasks a thread where the rows allow: rows in multiples of 32 (a block of C), columns in
   // column packs. A task packs its rows of A once per column group.
   const int64_t wanted = 2 * num_threads();
@@ -187,10 +180,20 @@ bool amx_products_available() { return EMBER_AMX_KERNEL(gemm_amx_bf16) != nullpt
 
 int64_t amx_packed_b_size(int64_t k, int64_t n) { return (k + 31) / 32 * 32 * ((n + 31) / 32 * 32); }
 
+// A column pack of kAmxNc per pool task (serial when called from a pool task); the panels of
+// columns j0.. start at packed + j0 * k rounded up to 32.
 void amx_pack_b(bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb, uint16_t* packed) {
-  PackedGemmTile t{false, trans_b, true, 0, n, k, 1.0f, 0.0f, nullptr, 0, b, ldb, nullptr, 0, nullptr,
-                   reinterpret_cast<float*>(packed), nullptr};
-  EMBER_AMX_KERNEL(gemm_amx_pack_b)(t);
+  const auto pack = EMBER_AMX_KERNEL(gemm_amx_pack_b);
+  const int64_t k_padded = (k + 31) / 32 * 32;
+  parallel_for(0, (n + kAmxNc - 1) / kAmxNc, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t q = lo; q < hi; ++q) {
+      const int64_t j0 = q * kAmxNc;
+      const PackedGemmTile t{false, trans_b, true, 0, std::min(kAmxNc, n - j0), k, 1.0f, 0.0f, nullptr, 0,
+                             static_cast<const uint16_t*>(b) + (trans_b ? j0 * ldb : j0), ldb, nullptr, 0, nullptr,
+                             reinterpret_cast<float*>(packed + j0 * k_padded), nullptr};
+      pack(t);
+    }
+  });
 }
 
 void amx_product_packed_b(bool trans_a, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,

@@ -390,15 +390,8 @@ class Driver {
       if (amx_) {
         // The chunk's x packed once (column packs on the pool), shared by every class tile; each
         // element's sum one chain over all tokens in order, whatever the chunks.
-        const int64_t k_padded = (rows + 31) / 32 * 32;
         uint16_t* packed = aligned_values(x_panels_, amx_packed_b_size(rows, hidden));
-        parallel_for(0, tile_count(hidden, kLceHiddenTile), 1, [&](int64_t t0, int64_t t1) {
-          for (int64_t t = t0; t < t1; ++t) {
-            const int64_t h0 = t * kLceHiddenTile;
-            amx_pack_b(false, rows, std::min(kLceHiddenTile, hidden - h0), static_cast<const uint16_t*>(x.data) + h0,
-                       x.ld, packed + h0 * k_padded);
-          }
-        });
+        amx_pack_b(false, rows, hidden, x.data, x.ld, packed);
         return for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
           const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
           amx_product_packed_b(true, count, hidden, rows, static_cast<const uint16_t*>(d.data) + v0, d.ld, packed, true,
