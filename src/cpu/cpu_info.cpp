@@ -87,6 +87,7 @@ IsaFeatures detect_isa_features() {
   const uint64_t xcr = osxsave ? xcr0() : 0;
   const bool os_avx = (xcr & 0x6) == 0x6, os_avx512 = os_avx && (xcr & 0xe0) == 0xe0;
   const bool os_amx = (xcr & 0x60000) == 0x60000;
+  f.intel = r0.ebx == 0x756e6547 && r0.edx == 0x49656e69 && r0.ecx == 0x6c65746e;  // "Genu" "ineI" "ntel"
   f.avx = os_avx && bit(r1.ecx, 28);
   f.fma = os_avx && bit(r1.ecx, 12);
   f.f16c = os_avx && bit(r1.ecx, 29);

@@ -18,6 +18,7 @@ struct IsaFeatures {
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
   bool avx512_vnni = false, avx512_bf16 = false, avx512_fp16 = false, avx_vnni = false;
   bool amx_tile = false, amx_bf16 = false, amx_int8 = false, amx_fp16 = false;
+  bool intel = false;  // the vendor is GenuineIntel (Note [Weight streaming]'s prefetch hint)
 
   Isa best_vector_isa() const;
 };

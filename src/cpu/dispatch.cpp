@@ -65,6 +65,8 @@ std::atomic<Capability> g_current{from_env()};
 
 }  // namespace
 
+extern const bool g_stream_prefetch_temporal = detect_isa_features().intel;
+
 Capability cpu_capability() { return g_current.load(std::memory_order_relaxed); }
 
 Capability set_cpu_capability(Capability capability) {
