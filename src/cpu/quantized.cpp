@@ -7,7 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "cpu/cpu_info.h"
 #include "cpu/gemm.h"
+#ifndef EMBER_RT_CPU
+#include "cpu/gemm_backend.h"
+#endif
 #include "cpu/parallel.h"
 #include "ember/dtype.h"
 #include "ember/error.h"
@@ -71,6 +75,19 @@ void quantize_int4_block(const float* x, float d, uint8_t* packed) {
 }  // namespace
 
 const char* quant_format_name(QuantFormat format) { return format == QuantFormat::Int4 ? "int4" : "int8"; }
+
+bool quantized_prompts_on_amx() {
+#ifdef EMBER_RT_CPU
+  return false;
+#else
+  static const bool has_amx_int8 = detect_isa_features().amx_int8;
+  if (!has_amx_int8 || !capability_at_least(Capability::AMX)) return false;
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  return !forced || *forced == GemmBackend::Ember;
+#endif
+}
+
+bool quantizes_activations(int64_t m) { return m <= kQuantizedActivationRows || quantized_prompts_on_amx(); }
 
 void quantize_weight_rows(QuantFormat format, const float* w, int64_t rows, int64_t k, int64_t ld, void* values,
                           uint16_t* scales) {
@@ -137,7 +154,7 @@ void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t l
   if (record.active()) record.event()->flops = 2.0 * double(m) * double(rows) * double(k);
 #endif
   const int64_t blocks = k / kQuantBlock;
-  if (m > kQuantizedActivationRows) {
+  if (!quantizes_activations(m)) {
     // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has at most 19
     // significant bits) and multiplied on the float32 GEMM, which beats the int8 kernel at
     // many rows. Chunks are fixed by the shape, so results do not depend on the thread count.
@@ -163,6 +180,30 @@ void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t l
   int8_t* a_values = a_value_buffer.data();
   float* a_scales = a_scale_buffer.data();
   quantize_int8_activation_rows(a, m, k, lda, a_values, a_scales);
+#ifndef EMBER_RT_CPU
+  if (m > kQuantizedActivationRows) {
+    // A prompt on AMX-INT8 tiles: the members' weight rows in chunks of up to
+    // kQuantizedAmxColumns, narrower when that leaves a thread with little to do.
+    int64_t chunk = kQuantizedAmxColumns;
+    while (chunk > kQuantizedAmxGroup && (rows + chunk - 1) / chunk < 4 * num_threads()) chunk /= 2;
+    std::vector<std::pair<const QuantizedGroupMember*, int64_t>> chunks;
+    for (const QuantizedGroupMember& member : members)
+      for (int64_t j0 = 0; j0 < member.n; j0 += chunk) chunks.emplace_back(&member, j0);
+    parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t lo, int64_t hi) {
+      thread_local std::vector<uint8_t> scratch;
+      scratch.resize(static_cast<size_t>(quantized_amx_scratch_bytes(blocks)));
+      for (int64_t q = lo; q < hi; ++q) {
+        const QuantizedGroupMember& member = *chunks[q].first;
+        const int64_t j0 = chunks[q].second;
+        avx512::quantized_product_amx(member.format, m, std::min(chunk, member.n - j0), blocks, a_values, a_scales,
+                                      static_cast<const uint8_t*>(member.values) +
+                                          j0 * quantized_row_bytes(member.format, k),
+                                      member.scales + j0 * blocks, member.c + j0, member.ldc, scratch.data());
+      }
+    });
+    return;
+  }
+#endif
   const auto kernel = EMBER_KERNEL(quantized_product_rows);
   const bool vnni = cpu_has_vnni();
   // Each thread streams one contiguous share of the members' rows (Note [Weight streaming] in

@@ -27,8 +27,24 @@ namespace ember::cpu {
 // activations as they are, so the prompt's tokens see no activation rounding.
 
 // Products of up to this many rows quantize their activations; longer ones (a prompt) widen
-// the weights to float32 chunk by chunk and run the float32 GEMM.
+// the weights to float32 chunk by chunk and run the float32 GEMM, unless they run on AMX-INT8
+// tiles (Note [Quantized prompts on AMX]).
 constexpr int64_t kQuantizedActivationRows = 8;
+
+// Note [Quantized prompts on AMX]
+// Where the CPU has AMX-INT8 (dispatch level avx512_amx) a prompt's product quantizes its
+// activations as decoding does and runs the blocks' int8 products on tiles (TDPBSSD: 16 x 16
+// int32 sums of 32 products each, exact), then adds each block's sums times both scales in
+// float32, block after block: the same arithmetic as the few-rows kernels, in another order,
+// and what llama.cpp's AMX path computes. Each call packs up to kQuantizedAmxColumns weight rows
+// (int4 widened to q - 8) as tiles once and passes every 32 activation rows over them; a
+// column's result does not depend on the split, so not on the thread count. Not in ember-rt
+// (no AMX code there: Note [Runtime size]) and not when EMBER_GEMM_BACKEND forces openblas or
+// onednn: then prompts widen the weights as at the other levels, every product on that backend.
+// Whether this process's prompt products run on AMX-INT8 tiles.
+bool quantized_prompts_on_amx();
+// Whether a product of m rows quantizes its activations to int8 blocks.
+bool quantizes_activations(int64_t m);
 
 // Bytes a weight row of k values takes in `format` (k a multiple of kQuantBlock).
 constexpr int64_t quantized_row_bytes(QuantFormat format, int64_t k) { return format == QuantFormat::Int4 ? k / 2 : k; }
@@ -72,6 +88,14 @@ EMBER_DECLARE_KERNEL(void, q8_quantize_rows,
 EMBER_DECLARE_KERNEL(void, dequantize_rows,
                      (::ember::cpu::QuantFormat format, const void* values, const uint16_t* scales, int64_t rows,
                       int64_t k, float* out))
+// The AVX-512 build's AMX-INT8 prompt product (Note [Quantized prompts on AMX]): weight rows
+// [0, n), n <= kQuantizedAmxColumns, against m rows of int8 activation blocks (k apart);
+// scratch: quantized_amx_scratch_bytes(blocks) bytes.
+namespace ember::cpu::avx512 {
+void quantized_product_amx(::ember::cpu::QuantFormat format, int64_t m, int64_t n, int64_t blocks, const int8_t* a,
+                           const float* a_scales, const void* w, const uint16_t* w_scales, float* c, int64_t ldc,
+                           void* scratch);
+}  // namespace ember::cpu::avx512
 // vnni: the int8 dot products through VNNI (vpdpbusd), where cpu_has_vnni().
 EMBER_DECLARE_KERNEL(void, quantized_product_rows,
                      (::ember::cpu::QuantFormat format, bool vnni, int64_t m, int64_t n, int64_t blocks,

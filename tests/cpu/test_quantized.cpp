@@ -11,6 +11,7 @@
 
 #include "cpu/capabilities.h"
 #include "cpu/dispatch.h"
+#include "cpu/gemm_backend.h"
 #include "cpu/parallel.h"
 #include "cpu/quantized.h"
 #include "ember/dtype.h"
@@ -186,7 +187,7 @@ TEST(QuantizedProduct, MatchesFloat64OfDequantizedValues) {
                 }
                 double expected = 0, magnitude = 0;
                 for (int64_t p = 0; p < k; ++p) {
-                  const double activation = m <= kQuantizedActivationRows
+                  const double activation = quantizes_activations(m)
                                                 ? double(as[i * blocks + p / 32]) * aq[i * k + p]
                                                 : double(a[i * lda + p]);
                   const double term = activation * wq.value(j, p);
@@ -223,6 +224,72 @@ TEST(QuantizedProduct, VnniGivesTheSameBits) {
     }
   }
   set_cpu_capability(original);
+}
+
+// Prompts on AMX-INT8 tiles (Note [Quantized prompts on AMX]): rows across the tiles' 16 and
+// the steps' 32, columns across the groups of 32 and the calls' chunks, against float64 of the
+// quantized activations and weights; bitwise the same on one thread; extreme integers exact;
+// with OpenBLAS forced, the weights widened and the activations as they are.
+TEST(QuantizedProduct, PromptsOnAmxTiles) {
+  if (!quantized_prompts_on_amx()) GTEST_SKIP() << "no AMX-INT8 at this dispatch level";
+  const int threads = num_threads();
+  for (QuantFormat format : kFormats) {
+    SCOPED_TRACE(quant_format_name(format));
+    for (int64_t m : {9, 16, 17, 32, 33, 70})
+      for (int64_t k : {32, 96, 2080})
+        for (int64_t n : {1, 17, 32, 33, 100, 129, 300}) {
+          const int64_t lda = k + 3, ldc = n + 2, blocks = k / kQuantBlock;
+          std::vector<float> w = random_floats(n * k, 0.03f, 21), a = random_floats(m * lda, 1.5f, 22);
+          const Quantized wq = quantize(format, w, n, k, k);
+          std::vector<int8_t> aq(m * k);
+          std::vector<float> as(m * blocks);
+          quantize_int8_activation_rows(a.data(), m, k, lda, aq.data(), as.data());
+          std::vector<float> c(m * ldc, std::numeric_limits<float>::quiet_NaN()), c_one_thread(m * ldc);
+          gemm_quantized_weight(format, m, n, k, a.data(), lda, wq.values.data(), wq.scales.data(), c.data(), ldc);
+          set_num_threads(1);
+          gemm_quantized_weight(format, m, n, k, a.data(), lda, wq.values.data(), wq.scales.data(),
+                                c_one_thread.data(), ldc);
+          set_num_threads(threads);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              if (j >= n) {
+                ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written";
+                continue;
+              }
+              ASSERT_EQ(c[i * ldc + j], c_one_thread[i * ldc + j]) << "m " << m << " k " << k << " n " << n;
+              double expected = 0, magnitude = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                const double term = double(as[i * blocks + p / 32]) * aq[i * k + p] * wq.value(j, p);
+                expected += term;
+                magnitude += std::fabs(term);
+              }
+              ASSERT_NEAR(c[i * ldc + j], expected, magnitude * 1e-5 + 1e-30)
+                  << "m " << m << " k " << k << " n " << n << " at " << i << "," << j;
+            }
+        }
+  }
+  // -128 (another quantizer's int8) and int4's -8 and 7 against activations of +-127.
+  const int64_t m = 20, k = 64, n = 3;
+  std::vector<float> a(m * k, -127.0f), c(m * n);
+  for (int64_t p = 0; p < k; ++p) a[k + p] = 127.0f;  // row 1
+  std::vector<uint16_t> ws(n * 2, detail::float_to_half(1.0f));
+  std::vector<int8_t> int8_values(n * k, -128);
+  gemm_quantized_weight(QuantFormat::Int8, m, n, k, a.data(), k, int8_values.data(), ws.data(), c.data(), n);
+  EXPECT_EQ(c[0], 64.0 * 127 * 128);
+  EXPECT_EQ(c[n], -64.0 * 127 * 128);
+  std::vector<uint8_t> int4_values(n * k / 2, 0x00);  // 0 - 8
+  std::fill(int4_values.begin() + k / 2, int4_values.end(), 0xFF);  // 15 - 8 from the second weight row on
+  gemm_quantized_weight(QuantFormat::Int4, m, n, k, a.data(), k, int4_values.data(), ws.data(), c.data(), n);
+  EXPECT_EQ(c[0], 64.0 * 127 * 8);
+  EXPECT_EQ(c[1], 64.0 * -127 * 7);
+  EXPECT_EQ(c[n + 2], 64.0 * 127 * 7);
+  // OpenBLAS forced: every product on it, the prompt's weights widened.
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  set_forced_gemm_backend(GemmBackend::OpenBLAS);
+  EXPECT_FALSE(quantized_prompts_on_amx());
+  EXPECT_FALSE(quantizes_activations(kQuantizedActivationRows + 1));
+  EXPECT_TRUE(quantizes_activations(kQuantizedActivationRows));
+  set_forced_gemm_backend(forced);
 }
 
 // Weights larger than one parallel chunk (about 256 KB of values) on two or more threads:

@@ -2,6 +2,7 @@
 // against the float64 product with the dequantized weight, and the errors of bad weights.
 #include <gtest/gtest.h>
 
+#include "cpu/quantized.h"
 #include "ember/ember.h"
 #include "test_support.h"
 
@@ -19,14 +20,26 @@ TEST(QuantizedLinear, PromptMatchesFloat64OfDequantizedWeight) {
     EXPECT_EQ(q.in_features(), 96);
     EXPECT_EQ(q.values.scalar_type(), format == quantized::Format::kInt4 ? kUInt8 : kInt8);
     EXPECT_EQ(q.values.size(1), format == quantized::Format::kInt4 ? 48 : 96);
-    // 2 x 6 = 12 rows: more than the 8 a decoding step has, so the activations stay float.
+    // 2 x 6 = 12 rows: more than the 8 a decoding step has, so the activations stay float,
+    // unless prompts run on AMX-INT8 tiles (Note [Quantized prompts on AMX]): then the
+    // reference takes them quantized in blocks of 32 as the product does.
     const Tensor input = randn({2, 6, 96});
+    Tensor activations = input.to(kFloat64);
+    if (cpu::quantizes_activations(12)) {
+      std::vector<int8_t> values(12 * 96);
+      std::vector<float> scales(12 * 3);
+      const Tensor rows = input.reshape({12, 96}).contiguous();
+      cpu::quantize_int8_activation_rows(rows.data_ptr<float>(), 12, 96, 96, values.data(), scales.data());
+      std::vector<double> quantized(12 * 96);
+      for (size_t i = 0; i < quantized.size(); ++i) quantized[i] = double(scales[i / 32]) * values[i];
+      activations = tensor(quantized, TensorOptions().dtype(kFloat64)).reshape({2, 6, 96});
+    }
     const Tensor widened = quantized::dequantize(q, kFloat64);
     EXPECT_LE((widened - weight.to(kFloat64)).abs().max().item<double>(),
               weight.abs().max().item<double>() / (format == quantized::Format::kInt4 ? 8 : 127))
         << "within one step of the largest block's scale";
-    const Tensor expected = input.to(kFloat64).matmul(widened.t()) + bias.to(kFloat64);
-    const Tensor magnitude = input.to(kFloat64).abs().matmul(widened.abs().t());
+    const Tensor expected = activations.matmul(widened.t()) + bias.to(kFloat64);
+    const Tensor magnitude = activations.abs().matmul(widened.abs().t());
     const Tensor result = quantized::linear(input, q, bias);
     EXPECT_EQ(result.sizes(), (std::vector<int64_t>{2, 6, 40}));
     EXPECT_EQ(result.scalar_type(), kFloat32);
