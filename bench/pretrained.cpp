@@ -184,6 +184,7 @@ nlohmann::json run(const Options& options) {
       const Speeds ember = alternate(rounds, measure_model, {&transformers, &llamacpp_own});
       auto make_row = [&](const std::string& name, const Speeds& speeds) {
         return nlohmann::json{{"name", name},
+                              {"cpu", backends::cpu_info().model},
                               {"prefill_tokens", prompt},
                               {"decode_tokens", steps},
                               {"threads", get_num_threads()},
@@ -226,6 +227,8 @@ nlohmann::json run(const Options& options) {
         q["prefill_vs_bf16"] = speeds.prefill_tokens_per_s / bf16_beside.prefill_tokens_per_s;
         q["decode_vs_bf16"] = speeds.decode_tokens_per_s / bf16_beside.decode_tokens_per_s;
         q["kernel_isa"] = backends::cpu_info().dispatch_isa;  // the level of its decode kernels
+        // Its prompt's products (Note [Quantized prompts on AMX]).
+        q["prefill_kernel"] = quantized::prompt_kernel();
         if (llamacpp_quantized.ran()) add_peer_columns(q, speeds, llamacpp_quantized.best, "llamacpp_", "llamacpp");
         results.push_back(q);
       }

@@ -6,7 +6,11 @@ through llama-cpp-python, as llama-bench's pp/tg tests do. Prints one JSON row p
 {"type": "bf16", "prefill_tokens_per_s": X, "decode_tokens_per_s": Y}.
 
 Needs numpy, `gguf` and `llama-cpp-python` from PyPI (the latter compiles llama.cpp);
---check-logits also needs torch and transformers. A development-time peer: not part of the
+--check-logits also needs torch and transformers. On a Xeon with AMX-INT8, llama-cpp-python
+0.3.36's default (native) build died with SIGILL in its AMX matrix product at the first Q8_0
+prompt; built with CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+-DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DGGML_AMX_TILE=OFF
+-DGGML_AMX_INT8=OFF" it runs (its decoding uses the vector kernels either way). A development-time peer: not part of the
 tests. EMBER_LLAMACPP_PYTHON names the python that has them.
 
   python3 bench/peers/pretrained_llamacpp.py --model DIR [--types bf16,f16,q8_0,q4_0]

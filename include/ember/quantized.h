@@ -46,6 +46,10 @@ Tensor dequantize(const QuantizedWeight& weight, ScalarType dtype = kFloat32);
 // input [..., in_features] (float32, bf16 or f16) times the weight's transpose, plus bias:
 // [..., out_features] in input's dtype. Inference only: no gradient flows through it.
 Tensor linear(const Tensor& input, const QuantizedWeight& weight, const Tensor& bias = {});
+// What products of more rows than a decoding step's run here: "amx_int8" (the activations
+// quantized as a step's are, the blocks' products on AMX-INT8 tiles) or "widened_float32" (the
+// weights widened, the activations as they are, the float32 GEMM).
+const char* prompt_kernel();
 // linear(input, w) for every w (no bias), the products of a decoding step in one job: one
 // input against a layer's query, key and value weights (Note [Grouped products]).
 std::vector<Tensor> linear_group(const Tensor& input, const std::vector<QuantizedWeight>& weights);

@@ -33,6 +33,8 @@ void check_weight(Format format, const Tensor& values, const Tensor& scales, con
 
 const char* format_name(Format format) { return cpu::quant_format_name(cpu_format(format)); }
 
+const char* prompt_kernel() { return cpu::quantized_prompts_on_amx() ? "amx_int8" : "widened_float32"; }
+
 Format parse_format(const std::string& name, const std::string& op) {
   if (name == "int8") return Format::kInt8;
   if (name == "int4") return Format::kInt4;

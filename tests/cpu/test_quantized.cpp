@@ -57,6 +57,58 @@ Quantized quantize(QuantFormat format, const std::vector<float>& w, int64_t rows
   return q;
 }
 
+// One product's operands: weights [n, k] quantized in `format`, activations [m, lda] and the
+// int8 blocks the products make of them.
+struct ProductCase {
+  int64_t m, n, k, lda;
+  Quantized weights;
+  std::vector<float> a;
+  std::vector<int8_t> a_values;
+  std::vector<float> a_scales;
+
+  // gemm_quantized_weight's c [m, ldc], its padding NaN.
+  std::vector<float> product(int64_t ldc) const {
+    std::vector<float> c(m * ldc, std::numeric_limits<float>::quiet_NaN());
+    gemm_quantized_weight(weights.format, m, n, k, a.data(), lda, weights.values.data(), weights.scales.data(),
+                          c.data(), ldc);
+    return c;
+  }
+
+  // c [m, ldc] against the float64 sum of the activations (their int8 blocks, or as they are)
+  // times the dequantized weights, to float32 accumulation; the padding unwritten.
+  ::testing::AssertionResult matches_float64(const std::vector<float>& c, int64_t ldc, bool quantized) const {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const float got = c[i * ldc + j];
+        if (j >= n) {
+          if (!std::isnan(got)) return ::testing::AssertionFailure() << "padding written at " << i << "," << j;
+          continue;
+        }
+        double expected = 0, magnitude = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double activation =
+              quantized ? double(a_scales[i * (k / kQuantBlock) + p / kQuantBlock]) * a_values[i * k + p]
+                        : double(a[i * lda + p]);
+          expected += activation * weights.value(j, p);
+          magnitude += std::fabs(activation * weights.value(j, p));
+        }
+        if (!(std::fabs(got - expected) <= magnitude * 1e-5 + 1e-30))
+          return ::testing::AssertionFailure() << "m " << m << " k " << k << " n " << n << " at " << i << "," << j
+                                               << ": " << got << " against " << expected;
+      }
+    return ::testing::AssertionSuccess();
+  }
+};
+
+ProductCase product_case(QuantFormat format, int64_t m, int64_t n, int64_t k, int64_t lda, float spread,
+                         uint32_t seed) {
+  const std::vector<float> w = random_floats(n * k, 0.03f, seed);
+  ProductCase c{m, n, k, lda, quantize(format, w, n, k, k), random_floats(m * lda, spread, seed + 1),
+                std::vector<int8_t>(m * k), std::vector<float>(m * k / kQuantBlock)};
+  quantize_int8_activation_rows(c.a.data(), m, k, lda, c.a_values.data(), c.a_scales.data());
+  return c;
+}
+
 }  // namespace
 
 // Each block: scale = float16(max|w| / 127), values the nearest integers to w / scale, so
@@ -171,32 +223,8 @@ TEST(QuantizedProduct, MatchesFloat64OfDequantizedValues) {
         // prepared operands at AVX2 (Rows * operands > 256), which then make them at each use.
         for (int64_t k : {32, 96, 128, 544, 896, 2080})
           for (int64_t n : {1, 7, 33}) {
-            const int64_t lda = k + 5, ldc = n + 3, blocks = k / kQuantBlock;
-            std::vector<float> w = random_floats(n * k, 0.03f, 3), a = random_floats(m * lda, 1.5f, 4);
-            const Quantized wq = quantize(format, w, n, k, k);
-            std::vector<int8_t> aq(m * k);
-            std::vector<float> as(m * blocks);
-            quantize_int8_activation_rows(a.data(), m, k, lda, aq.data(), as.data());
-            std::vector<float> c(m * ldc, std::numeric_limits<float>::quiet_NaN());
-            gemm_quantized_weight(format, m, n, k, a.data(), lda, wq.values.data(), wq.scales.data(), c.data(), ldc);
-            for (int64_t i = 0; i < m; ++i)
-              for (int64_t j = 0; j < ldc; ++j) {
-                if (j >= n) {
-                  ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written";
-                  continue;
-                }
-                double expected = 0, magnitude = 0;
-                for (int64_t p = 0; p < k; ++p) {
-                  const double activation = quantizes_activations(m)
-                                                ? double(as[i * blocks + p / 32]) * aq[i * k + p]
-                                                : double(a[i * lda + p]);
-                  const double term = activation * wq.value(j, p);
-                  expected += term;
-                  magnitude += std::fabs(term);
-                }
-                ASSERT_NEAR(c[i * ldc + j], expected, magnitude * 1e-5 + 1e-30)
-                    << "m " << m << " k " << k << " n " << n << " at " << i << "," << j;
-              }
+            const ProductCase product = product_case(format, m, n, k, k + 5, 1.5f, 3);
+            ASSERT_TRUE(product.matches_float64(product.product(n + 3), n + 3, quantizes_activations(m)));
           }
     });
   }
@@ -238,34 +266,14 @@ TEST(QuantizedProduct, PromptsOnAmxTiles) {
     for (int64_t m : {9, 16, 17, 32, 33, 70})
       for (int64_t k : {32, 96, 2080})
         for (int64_t n : {1, 17, 32, 33, 100, 129, 300}) {
-          const int64_t lda = k + 3, ldc = n + 2, blocks = k / kQuantBlock;
-          std::vector<float> w = random_floats(n * k, 0.03f, 21), a = random_floats(m * lda, 1.5f, 22);
-          const Quantized wq = quantize(format, w, n, k, k);
-          std::vector<int8_t> aq(m * k);
-          std::vector<float> as(m * blocks);
-          quantize_int8_activation_rows(a.data(), m, k, lda, aq.data(), as.data());
-          std::vector<float> c(m * ldc, std::numeric_limits<float>::quiet_NaN()), c_one_thread(m * ldc);
-          gemm_quantized_weight(format, m, n, k, a.data(), lda, wq.values.data(), wq.scales.data(), c.data(), ldc);
+          const ProductCase product = product_case(format, m, n, k, k + 3, 1.5f, 21);
+          const std::vector<float> c = product.product(n + 2);
+          ASSERT_TRUE(product.matches_float64(c, n + 2, true));
           set_num_threads(1);
-          gemm_quantized_weight(format, m, n, k, a.data(), lda, wq.values.data(), wq.scales.data(),
-                                c_one_thread.data(), ldc);
+          const std::vector<float> c_one_thread = product.product(n + 2);
           set_num_threads(threads);
-          for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < ldc; ++j) {
-              if (j >= n) {
-                ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "padding written";
-                continue;
-              }
-              ASSERT_EQ(c[i * ldc + j], c_one_thread[i * ldc + j]) << "m " << m << " k " << k << " n " << n;
-              double expected = 0, magnitude = 0;
-              for (int64_t p = 0; p < k; ++p) {
-                const double term = double(as[i * blocks + p / 32]) * aq[i * k + p] * wq.value(j, p);
-                expected += term;
-                magnitude += std::fabs(term);
-              }
-              ASSERT_NEAR(c[i * ldc + j], expected, magnitude * 1e-5 + 1e-30)
-                  << "m " << m << " k " << k << " n " << n << " at " << i << "," << j;
-            }
+          ASSERT_EQ(std::memcmp(c.data(), c_one_thread.data(), c.size() * sizeof(float)), 0)
+              << "m " << m << " k " << k << " n " << n;  // NaN padding compared as bits
         }
   }
   // -128 (another quantizer's int8) and int4's -8 and 7 against activations of +-127.
@@ -299,27 +307,13 @@ TEST(QuantizedProduct, ManyChunksOnThePool) {
   const int threads = num_threads();
   for (QuantFormat format : kFormats) {
     SCOPED_TRACE(quant_format_name(format));
-    const int64_t k = 1024, n = 700, blocks = k / kQuantBlock;
-    std::vector<float> w = random_floats(n * k, 0.03f, 7), a = random_floats(2 * k, 1.0f, 8);
-    const Quantized wq = quantize(format, w, n, k, k);
-    std::vector<int8_t> aq(2 * k);
-    std::vector<float> as(2 * blocks), c(2 * n), c_one_thread(2 * n);
-    quantize_int8_activation_rows(a.data(), 2, k, k, aq.data(), as.data());
+    const ProductCase product = product_case(format, 2, 700, 1024, 1024, 1.0f, 7);
     set_num_threads(1);
-    gemm_quantized_weight(format, 2, n, k, a.data(), k, wq.values.data(), wq.scales.data(), c_one_thread.data(), n);
+    const std::vector<float> c_one_thread = product.product(700);
     set_num_threads(std::max(threads, 2));
-    gemm_quantized_weight(format, 2, n, k, a.data(), k, wq.values.data(), wq.scales.data(), c.data(), n);
+    const std::vector<float> c = product.product(700);
     EXPECT_EQ(std::memcmp(c.data(), c_one_thread.data(), c.size() * sizeof(float)), 0);
-    for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double expected = 0, magnitude = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          const double term = double(as[i * blocks + p / 32]) * aq[i * k + p] * wq.value(j, p);
-          expected += term;
-          magnitude += std::fabs(term);
-        }
-        ASSERT_NEAR(c[i * n + j], expected, magnitude * 1e-5) << i << "," << j;
-      }
+    EXPECT_TRUE(product.matches_float64(c, 700, true));
   }
   set_num_threads(threads);
 }

@@ -25,6 +25,7 @@ TEST(QuantizedLinear, PromptMatchesFloat64OfDequantizedWeight) {
     // reference takes them quantized in blocks of 32 as the product does.
     const Tensor input = randn({2, 6, 96});
     Tensor activations = input.to(kFloat64);
+    EXPECT_STREQ(quantized::prompt_kernel(), cpu::quantizes_activations(12) ? "amx_int8" : "widened_float32");
     if (cpu::quantizes_activations(12)) {
       std::vector<int8_t> values(12 * 96);
       std::vector<float> scales(12 * 3);
