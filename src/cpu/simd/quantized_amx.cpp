@@ -49,7 +49,7 @@ EMBER_AMX_INT8_TARGET void pack_group(QuantFormat format, int64_t n, int64_t blo
     const int64_t first = half * 16, count = n - first < 16 ? (n > first ? n - first : 0) : 16;
     const __mmask16 inside = count >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << count) - 1);
     const __m512i offsets = _mm512_mullo_epi32(column, _mm512_set1_epi32(static_cast<int32_t>(row_bytes)));
-    const uint8_t* base = w + first * row_bytes;
+    const uint8_t* base = count > 0 ? w + first * row_bytes : w;  // no lanes read when count is 0
     for (int64_t b = 0; b < blocks; ++b) {
       int8_t* tile = tiles + (b * 2 + half) * kTileBytes;
       const uint8_t* block = base + b * block_bytes;
