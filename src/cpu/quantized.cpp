@@ -155,9 +155,10 @@ void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t l
 #endif
   const int64_t blocks = k / kQuantBlock;
   if (!quantizes_activations(m)) {
-    // A prompt: each chunk of weight rows widened to float32 (exactly: d * q has at most 19
-    // significant bits) and multiplied on the float32 GEMM, which beats the int8 kernel at
-    // many rows. Chunks are fixed by the shape, so results do not depend on the thread count.
+    // A prompt without AMX-INT8: each chunk of weight rows widened to float32 (exactly: d * q
+    // has at most 19 significant bits) and multiplied on the float32 GEMM, which beats the
+    // few-rows int8 kernel at many rows. Chunks are fixed by the shape, so results do not depend
+    // on the thread count.
     for (const QuantizedGroupMember& member : members) {
       const uint8_t* w_bytes = static_cast<const uint8_t*>(member.values);
       const int64_t row_bytes = quantized_row_bytes(member.format, k);
@@ -186,10 +187,13 @@ void gemm_quantized_weight_group(int64_t m, int64_t k, const float* a, int64_t l
     // kQuantizedAmxColumns, narrower when that leaves a thread with little to do.
     int64_t chunk = kQuantizedAmxColumns;
     while (chunk > kQuantizedAmxGroup && (rows + chunk - 1) / chunk < 4 * num_threads()) chunk /= 2;
-    std::vector<std::pair<const QuantizedGroupMember*, int64_t>> chunks;
+    // The caller's list, read by the pool through a pointer (as the activations are).
+    thread_local std::vector<std::pair<const QuantizedGroupMember*, int64_t>> chunk_list;
+    chunk_list.clear();
     for (const QuantizedGroupMember& member : members)
-      for (int64_t j0 = 0; j0 < member.n; j0 += chunk) chunks.emplace_back(&member, j0);
-    parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t j0 = 0; j0 < member.n; j0 += chunk) chunk_list.emplace_back(&member, j0);
+    const std::pair<const QuantizedGroupMember*, int64_t>* chunks = chunk_list.data();
+    parallel_for(0, static_cast<int64_t>(chunk_list.size()), 1, [&](int64_t lo, int64_t hi) {
       thread_local std::vector<uint8_t> scratch;
       scratch.resize(static_cast<size_t>(quantized_amx_scratch_bytes(blocks)));
       for (int64_t q = lo; q < hi; ++q) {
