@@ -84,7 +84,7 @@ EMBER_AMX_INT8_TARGET void quantized_product_amx(QuantFormat format, int64_t m, 
                                                  const uint16_t* w_scales, float* c, int64_t ldc, void* scratch) {
   const int64_t groups = (n + kGroupCols - 1) / kGroupCols, k = blocks * kQuantBlock;
   const int64_t row_bytes = format == QuantFormat::Int4 ? k / 2 : k;
-  // scratch: the groups' tiles, their scales, the float32 sums of each group, the int32 sums.
+  // scratch: the groups' tiles, their scales, the float32 sums of each group, two steps' int32 sums.
   int8_t* tiles = static_cast<int8_t*>(scratch);
   float* scales = reinterpret_cast<float*>(tiles + groups * blocks * 2 * kTileBytes);
   float* sums = scales + groups * blocks * kGroupCols;
