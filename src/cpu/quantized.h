@@ -24,7 +24,8 @@ namespace ember::cpu {
 // starting at -8 times the activations' sum), and adds the blocks' sums times both scales in float32: a decoding step reads
 // every weight once. A prompt's products (more than kQuantizedActivationRows rows) are bound by
 // arithmetic, not by reading the weights: they widen the weights to float32 and keep the
-// activations as they are, so the prompt's tokens see no activation rounding.
+// activations as they are, so the prompt's tokens see no activation rounding; except on
+// AMX-INT8, where they quantize them as a step does (Note [Quantized prompts on AMX]).
 
 // Products of up to this many rows quantize their activations; longer ones (a prompt) widen
 // the weights to float32 chunk by chunk and run the float32 GEMM, unless they run on AMX-INT8
