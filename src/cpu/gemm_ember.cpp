@@ -9,6 +9,7 @@
 // (oneDNN) costs more than the product; gemm_few_rows reads B once, in place (3-5x faster
 // than the blocked path at m <= 4).
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -103,11 +104,33 @@ float* aligned_workspace(int slot, int64_t floats) {
   return reinterpret_cast<float*>((address + 63) & ~uintptr_t(63));
 }
 
+// B's panels for the tiles (amx_pack_b), of bf16 or split float16 (Note [float16 on AMX-BF16]):
+// a column pack of kAmxNc per pool task; float16 is packed as stored into the task's own
+// buffer first.
+void pack_b_panels(bool f16, bool c_float32, bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb,
+                   uint16_t* packed) {
+  const auto pack = EMBER_AMX_KERNEL(gemm_amx_pack_b);
+  const int64_t tile_k = amx_tile_k(k, f16, c_float32);
+  parallel_for(0, (n + kAmxNc - 1) / kAmxNc, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t q = lo; q < hi; ++q) {
+      const int64_t j0 = q * kAmxNc;
+      PackedGemmTile t{false, trans_b, c_float32, 0, std::min(kAmxNc, n - j0), k, 1.0f, 0.0f, nullptr, 0,
+                       static_cast<const uint16_t*>(b) + (trans_b ? j0 * ldb : j0), ldb, nullptr, 0, nullptr,
+                       reinterpret_cast<float*>(packed + j0 * tile_k), nullptr};
+      t.f16 = f16;
+      if (f16) t.a_pack = aligned_workspace(3, amx_f16_pack_b_stage_floats(k));
+      pack(t);
+    }
+  });
+}
+
 // Products of many rows on AMX tiles (Note [AMX GEMM] in gemm_packed.h): B packed once, then
-// tasks of rows (and column groups) on the pool sharing it.
+// tasks of rows (and column groups) on the pool sharing it. float16 operands are split into
+// bf16 parts as they are packed (Note [float16 on AMX-BF16]).
 void amx_products(const GemmArgs& g) {
   const int64_t c_item = g.c_float32 ? 4 : 2;
-  const int64_t k_padded = (g.k + 31) / 32 * 32, n_padded = (g.n + 31) / 32 * 32;
+  const bool f16 = g.dtype == kFloat16;
+  const int64_t k_padded = amx_tile_k(g.k, f16, g.c_float32), n_padded = (g.n + 31) / 32 * 32;
   auto tile_at = [&](int64_t i0, int64_t j0, int64_t rows, int64_t cols) {
     return PackedGemmTile{g.trans_a,
                           g.trans_b,
@@ -130,7 +153,7 @@ void amx_products(const GemmArgs& g) {
   // The caller's buffer, read by every task (the pool's threads see it through the pointer).
   float* shared_b = aligned_workspace(1, k_padded * n_padded / 2);
   const int64_t packs = (g.n + kAmxNc - 1) / kAmxNc;
-  amx_pack_b(g.trans_b, g.k, g.n, g.b, g.ldb, reinterpret_cast<uint16_t*>(shared_b));
+  pack_b_panels(f16, g.c_float32, g.trans_b, g.k, g.n, g.b, g.ldb, reinterpret_cast<uint16_t*>(shared_b));
   // Two tasks a thread where the rows allow: rows in multiples of 32 (a block of C), columns in
   // column packs. A task packs its rows of A once per column group.
   const int64_t wanted = 2 * num_threads();
@@ -145,6 +168,7 @@ void amx_products(const GemmArgs& g) {
       const int64_t i0 = task / col_tasks * rows, j0 = task % col_tasks * cols;
       PackedGemmTile t = tile_at(i0, j0, std::min(rows, g.m - i0), std::min(cols, g.n - j0));
       t.b_packed = true;
+      t.f16 = f16;
       t.b_pack = shared_b + j0 * k_padded / 2;
       const PackedWorkspace sizes = amx_workspace_floats(t);
       t.a_pack = sizes.a_floats > 0 ? aligned_workspace(0, sizes.a_floats) : nullptr;
@@ -167,7 +191,27 @@ void float32_block_products(const GemmArgs& g) {
                       g.ldb, static_cast<float>(g.beta), static_cast<char*>(g.c), g.ldc);
 }
 
-bool amx_path(const GemmArgs& g) { return g.dtype == kBFloat16 && EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr; }
+// Whether a float16 matrix (rows x cols, ld apart) holds an infinity or a NaN: exponent bits
+// all set, i.e. (bits & 0x7c00) + 0x400 reaching bit 15. Rows on the pool.
+bool has_non_finite_f16(const void* data, int64_t rows, int64_t cols, int64_t ld) {
+  const uint16_t* values = static_cast<const uint16_t*>(data);
+  std::atomic<bool> found{false};
+  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(cols, 1)), [&](int64_t r0, int64_t r1) {
+    uint16_t marks = 0;
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j = 0; j < cols; ++j) marks |= static_cast<uint16_t>((values[r * ld + j] & 0x7c00) + 0x400);
+    if (marks & 0x8000) found.store(true, std::memory_order_relaxed);
+  });
+  return found.load();
+}
+
+// AMX tiles for bf16, and for float16 whose operands are all finite: split parts of an
+// infinity would meet zero low parts of the other operand (inf x 0 = NaN where a b is inf).
+bool amx_path(const GemmArgs& g) {
+  if (EMBER_AMX_KERNEL(gemm_amx_bf16) == nullptr) return false;
+  return g.dtype == kBFloat16 || (!has_non_finite_f16(g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.lda) &&
+                                  !has_non_finite_f16(g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.ldb));
+}
 
 // The packed kernel where the float32 backends run at the same instruction set as it does:
 // then it saves the whole-block conversions (the blocked path, with its float32 backend, stays
@@ -183,17 +227,7 @@ int64_t amx_packed_b_size(int64_t k, int64_t n) { return (k + 31) / 32 * 32 * ((
 // A column pack of kAmxNc per pool task (serial when called from a pool task); the panels of
 // columns j0.. start at packed + j0 * k rounded up to 32.
 void amx_pack_b(bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb, uint16_t* packed) {
-  const auto pack = EMBER_AMX_KERNEL(gemm_amx_pack_b);
-  const int64_t k_padded = (k + 31) / 32 * 32;
-  parallel_for(0, (n + kAmxNc - 1) / kAmxNc, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t q = lo; q < hi; ++q) {
-      const int64_t j0 = q * kAmxNc;
-      const PackedGemmTile t{false, trans_b, true, 0, std::min(kAmxNc, n - j0), k, 1.0f, 0.0f, nullptr, 0,
-                             static_cast<const uint16_t*>(b) + (trans_b ? j0 * ldb : j0), ldb, nullptr, 0, nullptr,
-                             reinterpret_cast<float*>(packed + j0 * k_padded), nullptr};
-      pack(t);
-    }
-  });
+  pack_b_panels(false, true, trans_b, k, n, b, ldb, packed);
 }
 
 void amx_product_packed_b(bool trans_a, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
@@ -237,14 +271,14 @@ GemmBackendReport ember_gemm_report() {
   const bool packed = packed_path();
   const bool amx = EMBER_AMX_KERNEL(gemm_amx_bf16) != nullptr;
   report.kernel = std::string("few-rows bf16/f16 (") + report.kernel_isa + "), else " +
-                  (amx      ? std::string("bf16 on AMX tiles, f16 as float32 blocks")
+                  (amx      ? std::string("bf16 and split f16 on AMX-BF16 tiles")
                    : packed ? std::string("packed float32 panels (") + report.kernel_isa + ")"
                             : std::string("float32 blocks"));
   if (amx) report.kernel_isa = "avx512_amx";
   report.fits_cpu = true;
   report.why = std::string("runtime-dispatched SIMD (EMBER_CPU_CAPABILITY): bf16/f16 products of up to 4 rows (8 "
                            "with B transposed) read B in place; larger ones ") +
-               (amx ? "run on AMX-BF16 tiles (bf16; f16 as float32 blocks)"
+               (amx ? "run on AMX-BF16 tiles (f16 split into bf16 high and low parts)"
                     : packed ? "widen A and B while packing them for a float32 micro-kernel"
                              : "run as float32 blocks on the fastest float32 backend");
   report.dtypes = {kBFloat16, kFloat16};

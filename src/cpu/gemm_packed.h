@@ -50,6 +50,9 @@ struct PackedGemmTile {
   // gemm_amx_bf16, float32 C, alpha 1: the sums start from C itself (beta unused), so that
   // calls splitting k at multiples of 32 make one chain of additions per element.
   bool continue_c = false;
+  // gemm_amx_bf16: A, B (and C unless c_float32) are float16, each operand split into bf16
+  // parts (Note [float16 on AMX-BF16]); B must be b_packed, by gemm_amx_pack_b.
+  bool f16 = false;
 };
 
 inline constexpr int64_t packed_k_block(int64_t k) { return k <= kPackedSingleKc ? k : kPackedKc; }
@@ -84,6 +87,31 @@ inline constexpr int64_t kAmxNc = 256;
 inline constexpr int64_t kAmxKc = 256;
 inline constexpr int64_t kAmxSlabBytes = int64_t(16) << 20;  // A packed at most this much at a time
 
+// Note [float16 on AMX-BF16]
+// AMX-BF16 has no float16 products (AMX-FP16 is a later extension) and AVX512-FP16 sums in
+// float16, so float16 products of many rows run on the bf16 tiles with each operand split in
+// two bf16 values: x = hi + lo with hi = x rounded to bf16 and lo = x - hi. A float16 value has
+// 11 significant bits; hi keeps 8, and lo, a multiple of x's float16 ulp at most hi's half ulp,
+// has at most 3: both are exact, so x = hi + lo exactly (non-finite x: hi = x, lo = 0). The
+// products of bf16 values are exact in the tiles' float32 sums, so
+//   a b = ah bh + ah bl + al bh + al bl
+// are four tile products of exact terms, summed in float32 as the float32 path sums a b. The
+// split is done while packing: each 32-value chunk of k becomes `terms` chunks, A's as
+// (hi, hi, lo, lo) and B's as (hi, lo, hi, lo), so the product is an ordinary bf16 product of
+// `terms` times the k. With a float16 C and k >= kSplitThreeTermsMinK the last term is
+// dropped (three terms, 3/4 of the tile work): |al bl| <= 2^-16 |a b|, so the error it leaves,
+// at most 2^-16 sum |a b|, is within the bound of float32 summation itself ((k - 1) 2^-24
+// sum |a b|) and far below C's rounding (2^-11 |c|, but for sums that cancel). A float32 C,
+// or a shorter k, keeps all four.
+inline constexpr int64_t kSplitThreeTermsMinK = 256;
+inline constexpr int64_t amx_split_terms(bool f16, bool c_float32, int64_t k) {
+  return f16 ? (c_float32 || k < kSplitThreeTermsMinK ? 4 : 3) : 1;
+}
+// The k of the tiles' bf16 product: k rounded up to 32, times the split's terms.
+inline constexpr int64_t amx_tile_k(int64_t k, bool f16, bool c_float32) {
+  return (k + 31) / 32 * 32 * amx_split_terms(f16, c_float32, k);
+}
+
 // Rows of A packed at a time: all of m where it fits kAmxSlabBytes, else a multiple of kAmxMc.
 inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
   const int64_t k_blocked = (k + kAmxKc - 1) / kAmxKc * kAmxKc;
@@ -95,23 +123,30 @@ inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
 // chunks of k, each row on a cache line's start, and used by one column pack only (n <=
 // kAmxNc: packing would not be repaid). Rows a multiple of 2 KB apart share too few L1 sets.
 inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
-  return !t.trans_a && t.k % 32 == 0 && t.n <= kAmxNc && t.lda % 32 == 0 && t.lda % 1024 != 0 &&
+  return !t.f16 && !t.trans_a && t.k % 32 == 0 && t.n <= kAmxNc && t.lda % 32 == 0 && t.lda % 1024 != 0 &&
          reinterpret_cast<uintptr_t>(t.a) % 64 == 0;
 }
-// Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place), b_pack (all the
-// tile's panels when b_packed, else one column pack), c_acc.
+// Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place; with float16, the
+// split slab, then the slab as stored), b_pack (all the tile's panels when b_packed, else one
+// column pack), c_acc. gemm_amx_pack_b of float16 takes a_pack for one column pack as stored:
+// amx_f16_pack_b_stage_floats(k).
 inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
-  const int64_t k_blocked = (t.k + kAmxKc - 1) / kAmxKc * kAmxKc, k_padded = (t.k + 31) / 32 * 32;
-  const int64_t slab_rows = (amx_slab_rows(t.m, t.k) + kAmxMc - 1) / kAmxMc * kAmxMc;
+  const int64_t k_padded = amx_tile_k(t.k, t.f16, t.c_float32);
+  const int64_t k_blocked = (k_padded + kAmxKc - 1) / kAmxKc * kAmxKc;
+  const int64_t slab_rows = (amx_slab_rows(t.m, k_padded) + kAmxMc - 1) / kAmxMc * kAmxMc;
+  const int64_t stored_k_blocked = (t.k + kAmxKc - 1) / kAmxKc * kAmxKc;
+  const int64_t a_floats = amx_reads_a_in_place(t) ? 0 : slab_rows * (k_blocked + (t.f16 ? stored_k_blocked : 0)) / 2;
   const int64_t b_columns = t.b_packed ? (t.n + 31) / 32 * 32 : kAmxNc;
-  return {amx_reads_a_in_place(t) ? 0 : slab_rows * k_blocked / 2, k_padded * b_columns / 2, kAmxMc * kAmxNc};
+  return {a_floats, k_padded * b_columns / 2, kAmxMc * kAmxNc};
 }
+inline constexpr int64_t amx_f16_pack_b_stage_floats(int64_t k) { return (k + 31) / 32 * 32 * kAmxNc / 2; }
 
 }  // namespace ember::cpu
 
-// bf16 products on AMX tiles (EMBER_AMX_KERNEL: null below avx512_amx), and the packing of B alone:
-// the panels of the tile's columns, over the whole k, into tile.b_pack (k rounded up to 32
-// times n rounded up to 32 values), for tiles that share them (b_packed).
+// bf16 (and split float16) products on AMX tiles (EMBER_AMX_KERNEL: null below avx512_amx), and
+// the packing of B alone: the panels of the tile's columns, over the whole k, into tile.b_pack
+// (amx_tile_k times n rounded up to 32 values), for tiles that share them (b_packed); float16
+// B (at most kAmxNc columns a call) is first packed as stored into tile.a_pack.
 namespace ember::cpu::avx512 {
 void gemm_amx_bf16(const ::ember::cpu::PackedGemmTile& tile);
 void gemm_amx_pack_b(const ::ember::cpu::PackedGemmTile& tile);

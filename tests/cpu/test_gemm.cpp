@@ -345,6 +345,55 @@ TEST(Gemm, AmxMatchesFloat64) {
   expect_same_bits_at_1_2_3_threads({kBFloat16, false, true, 300, 600, 300, 1.0, 0.0});  // several tasks of C
 }
 
+// float16 products on the bf16 tiles, each operand split into bf16 high and low parts (Note
+// [float16 on AMX-BF16]): the sizes, transposes, alpha/beta and thread counts of the bf16
+// test, k below and above kSplitThreeTermsMinK (four terms, then three), within the float32
+// summation bound; with a float32 C (four terms) float32 accuracy; values that bf16 cannot hold
+// come out exact; non-finite values take another path and propagate.
+TEST(Gemm, AmxFloat16MatchesFloat64) {
+  const AmxEmberBackend amx;
+  if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
+  struct Size { int64_t m, n, k; };
+  const Size sizes[] = {{9, 17, 5}, {17, 33, 64}, {33, 300, 70}, {kAmxMc + 1, kAmxNc + 3, kAmxKc + 40}, {40, 50, 700}};
+  for (Size s : sizes)
+    for (int trans = 0; trans < 4; ++trans)
+      for (double beta : {0.0, 0.5}) run_case({kFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
+  for (int trans = 0; trans < 4; ++trans)
+    for (int64_t k : {100, 300})
+      expect_float32_output_matches({kFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, k, -1.5, 0.5, 3, 5, 7});
+  expect_same_bits_at_1_2_3_threads({kFloat16, false, true, 300, 600, 300, 1.0, 0.0});
+  // 1 + 2^-10 (11 significant bits; bf16 holds 8): (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20 exactly in
+  // float32, and 1 + 2^-9 in float16; a bf16 operand would give 1.
+  const int64_t m = 20, n = 20;
+  Matrix a(kFloat16, m, 1, 1), b(kFloat16, 1, n, n), c32(kFloat32, m, n, n), c16(kFloat16, m, n, n);
+  a.fill(1.0 + 0x1p-10);
+  b.fill(1.0 + 0x1p-10);
+  gemm_float32_out(kFloat16, false, false, m, n, 1, 1.0, a.data(), 1, b.data(), n, 0.0, static_cast<float*>(c32.data()),
+                   n);
+  gemm(kFloat16, false, false, m, n, 1, 1.0, a.data(), 1, b.data(), n, 0.0, c16.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      ASSERT_EQ(c32.get(i, j), 1.0 + 0x1p-9 + 0x1p-20) << i << ", " << j;
+      ASSERT_EQ(c16.get(i, j), 1.0 + 0x1p-9) << i << ", " << j;
+    }
+  // An infinity in A or B, a NaN: as the float32 product of the same values.
+  for (int operand = 0; operand < 2; ++operand) {
+    Matrix x(kFloat16, m, 40, 40), y(kFloat16, 40, n, n), out(kFloat16, m, n, n);
+    x.fill(1.0);
+    y.fill(1.0);
+    (operand == 0 ? x : y).set(3, 3, std::numeric_limits<double>::infinity());
+    (operand == 0 ? x : y).set(5, 5, std::numeric_limits<double>::quiet_NaN());
+    gemm(kFloat16, false, false, m, n, 40, 1.0, x.data(), 40, y.data(), n, 0.0, out.data(), n);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const bool nan = operand == 0 ? i == 5 : j == 5, inf = operand == 0 ? i == 3 : j == 3;
+        const double got = out.get(i, j);
+        if (nan) EXPECT_TRUE(std::isnan(got)) << operand << ": " << i << ", " << j;
+        else EXPECT_EQ(got, inf ? std::numeric_limits<double>::infinity() : 40.0) << operand << ": " << i << ", " << j;
+      }
+  }
+}
+
 // Products sharing one packed B (Note [Products sharing B on AMX]): against float64, A plain
 // and transposed, edges of blocks and packs; with `accumulate`, k cut at multiples of 32 into
 // calls gives the same bits as one call.

@@ -19,16 +19,42 @@ constexpr int64_t kChunk = 2 * kChunkPairs;  // k values per tile product
 
 int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
+// Where A[i][p] lies in blocks of kAmxMc rows x kAmxKc k values of a slab over k_padded.
+inline uint16_t* a_block_at(uint16_t* blocks, int64_t k_padded, int64_t i, int64_t p) {
+  const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
+  return blocks + ((i / kAmxMc) * k_blocks + p / kAmxKc) * kAmxMc * kAmxKc + (i % kAmxMc) * kAmxKc + p % kAmxKc;
+}
+
+// 32 float16 values split into bf16 parts, hi = x rounded and lo = x - hi, both exact (Note
+// [float16 on AMX-BF16]); lo is 0 where x is not finite (x - hi is NaN there).
+struct SplitChunk {
+  __m512i hi, lo;
+};
+EMBER_AMX_TARGET inline SplitChunk split_f16(const uint16_t* x) {
+  const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+  const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 16)));
+  const __m512i hi = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(x1, x0));
+  auto remainder = [](__m512 value, __m256i rounded) {
+    const __m512 difference =
+        _mm512_sub_ps(value, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(rounded), 16)));
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(difference, difference, _CMP_ORD_Q), difference);
+  };
+  const __m512 lo0 = remainder(x0, _mm512_castsi512_si256(hi)), lo1 = remainder(x1, _mm512_extracti64x4_epi64(hi, 1));
+  return {hi, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(lo1, lo0))};
+}
+
+// Term `term` of a split: A's parts in the order (hi, hi, lo, lo), B's (hi, lo, hi, lo).
+inline __m512i split_term(const SplitChunk& parts, bool a_order, int64_t term) {
+  return (a_order ? term >= 2 : term % 2 == 1) ? parts.lo : parts.hi;
+}
+
 // A[i][p] (i < rows, p < k) into blocks of kAmxMc rows x kAmxKc k values (rows kAmxKc apart,
 // zero past k up to k_padded), block (ib, pb) at dst + (ib * k_blocks + pb) * kAmxMc * kAmxKc:
 // each block a tile product reads is contiguous (A's own rows, thousands of bytes apart, share a
 // few L1 sets and evict each other). A[i][p] lies at a[i * row_stride + p * col_stride].
 EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64_t col_stride, int64_t rows,
                                     int64_t k, int64_t k_padded, uint16_t* dst) {
-  const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
-  auto at = [&](int64_t i, int64_t p) {
-    return dst + ((i / kAmxMc) * k_blocks + p / kAmxKc) * kAmxMc * kAmxKc + (i % kAmxMc) * kAmxKc + p % kAmxKc;
-  };
+  auto at = [&](int64_t i, int64_t p) { return a_block_at(dst, k_padded, i, p); };
   if (col_stride == 1) {
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
@@ -80,9 +106,9 @@ EMBER_AMX_TARGET void load_c(const float* c, int64_t ldc, int64_t rows, int64_t 
 }
 
 // C rows (float32 accumulators acc, ld_acc) into C: alpha * acc + beta * C, rounded to bf16
-// unless C is float32.
+// (f16: float16) unless C is float32.
 EMBER_AMX_TARGET void store_c(const float* acc, int64_t ld_acc, int64_t rows, int64_t cols, float alpha, float beta,
-                              bool c_float32, void* c, int64_t ldc) {
+                              bool c_float32, bool f16, void* c, int64_t ldc) {
   const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; j += 16) {
@@ -92,6 +118,10 @@ EMBER_AMX_TARGET void store_c(const float* acc, int64_t ld_acc, int64_t rows, in
         float* out = static_cast<float*>(c) + i * ldc + j;
         if (beta != 0.0f) value = _mm512_fmadd_ps(keep, _mm512_maskz_loadu_ps(lanes, out), value);
         _mm512_mask_storeu_ps(out, lanes, value);
+      } else if (f16) {
+        uint16_t* out = static_cast<uint16_t*>(c) + i * ldc + j;
+        if (beta != 0.0f) value = _mm512_fmadd_ps(keep, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes, out)), value);
+        _mm256_mask_storeu_epi16(out, lanes, _mm512_cvtps_ph(value, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
       } else {
         uint16_t* out = static_cast<uint16_t*>(c) + i * ldc + j;
         if (beta != 0.0f) {
@@ -109,9 +139,11 @@ EMBER_AMX_TARGET void store_c(const float* acc, int64_t ld_acc, int64_t rows, in
 EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   const uint16_t* a = static_cast<const uint16_t*>(t.a);
   const uint16_t* b = static_cast<const uint16_t*>(t.b);
-  const int64_t k_padded = round_up(t.k, kChunk), pairs = k_padded / 2;
+  // k of the tiles' product: with float16, each chunk of 32 split into `terms` chunks.
+  const int64_t terms = amx_split_terms(t.f16, t.c_float32, t.k), stored_k_padded = round_up(t.k, kChunk);
+  const int64_t k_padded = stored_k_padded * terms, pairs = k_padded / 2;
   const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
-  const int64_t slab = amx_slab_rows(t.m, t.k);
+  const int64_t slab = amx_slab_rows(t.m, k_padded);
   constexpr int64_t kBlocksPerRow = kAmxNc / kBlock;  // 32 x 32 blocks of the float32 sums, each contiguous
   uint16_t* a_pack = reinterpret_cast<uint16_t*>(t.a_pack);
   uint16_t* b_pack = reinterpret_cast<uint16_t*>(t.b_pack);
@@ -120,9 +152,19 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   const bool a_in_place = amx_reads_a_in_place(t);
   for (int64_t s0 = 0; s0 < t.m; s0 += slab) {
     const int64_t slab_rows = t.m - s0 < slab ? t.m - s0 : slab;
-    if (!a_in_place)
-      pack_a_blocks(a + (t.trans_a ? s0 : s0 * t.lda), t.trans_a ? 1 : t.lda, t.trans_a ? t.lda : 1, slab_rows, t.k,
-                    k_padded, a_pack);
+    const uint16_t* a_rows = a + (t.trans_a ? s0 : s0 * t.lda);
+    if (t.f16) {  // packed as stored after the split slab, then split into it
+      uint16_t* stored = a_pack + round_up(slab, kAmxMc) * k_blocks * kAmxKc;
+      pack_a_blocks(a_rows, t.trans_a ? 1 : t.lda, t.trans_a ? t.lda : 1, slab_rows, t.k, stored_k_padded, stored);
+      for (int64_t i = 0; i < slab_rows; ++i)
+        for (int64_t p = 0; p < stored_k_padded; p += kChunk) {
+          const SplitChunk parts = split_f16(a_block_at(stored, stored_k_padded, i, p));
+          for (int64_t term = 0; term < terms; ++term)  // the terms' chunks may lie in two k blocks
+            _mm512_storeu_si512(a_block_at(a_pack, k_padded, i, p * terms + term * kChunk), split_term(parts, true, term));
+        }
+    } else if (!a_in_place) {
+      pack_a_blocks(a_rows, t.trans_a ? 1 : t.lda, t.trans_a ? t.lda : 1, slab_rows, t.k, k_padded, a_pack);
+    }
     for (int64_t j0 = 0; j0 < t.n; j0 += kAmxNc) {
       const int64_t cols = t.n - j0 < kAmxNc ? t.n - j0 : kAmxNc;
       const uint16_t* panels = t.b_packed ? b_pack + j0 * k_padded : b_pack;
@@ -158,7 +200,7 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
           for (int64_t jb = 0; jb < cols; jb += kBlock)
             store_c(t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock, kBlock,
                     rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock, t.alpha,
-                    t.continue_c ? 0.0f : t.beta, t.c_float32,
+                    t.continue_c ? 0.0f : t.beta, t.c_float32, t.f16,
                     static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
       }
     }
@@ -166,8 +208,25 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
 }
 
 EMBER_AMX_TARGET void gemm_amx_pack_b(const PackedGemmTile& t) {
-  pack_pair_panels(static_cast<const uint16_t*>(t.b), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, t.n,
-                   round_up(t.k, kChunk), reinterpret_cast<uint16_t*>(t.b_pack));
+  const uint16_t* b = static_cast<const uint16_t*>(t.b);
+  const int64_t row_stride = t.trans_b ? 1 : t.ldb, col_stride = t.trans_b ? t.ldb : 1;
+  const int64_t stored_k_padded = round_up(t.k, kChunk);
+  if (!t.f16) {
+    pack_pair_panels(b, row_stride, col_stride, t.k, t.n, stored_k_padded, reinterpret_cast<uint16_t*>(t.b_pack));
+    return;
+  }
+  // Panels as stored into a_pack, then each chunk (kChunkPairs pair rows) split into `terms`.
+  const int64_t terms = amx_split_terms(true, t.c_float32, t.k);
+  uint16_t* stored = reinterpret_cast<uint16_t*>(t.a_pack);
+  pack_pair_panels(b, row_stride, col_stride, t.k, t.n, stored_k_padded, stored);
+  const int64_t chunk = kChunkPairs * kPanelElements, chunks = stored_k_padded / kChunk;
+  uint16_t* split = reinterpret_cast<uint16_t*>(t.b_pack);
+  for (int64_t q = 0; q < (t.n + kBlock - 1) / kBlock * chunks; ++q)  // every panel's chunks in turn
+    for (int64_t r = 0; r < chunk; r += 32) {
+      const SplitChunk parts = split_f16(stored + q * chunk + r);
+      for (int64_t term = 0; term < terms; ++term)
+        _mm512_storeu_si512(split + (q * terms + term) * chunk + r, split_term(parts, false, term));
+    }
 }
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY
