@@ -68,7 +68,6 @@ nlohmann::json run(const Options& options) {
     const int reps = flops > 1e10 ? 5 : flops > 1e9 ? 9 : flops > 1e7 ? 21 : 51;
     return options.quick ? std::max(1, reps / 3) : reps;
   };
-  std::map<std::string, double> f32_auto_gflops;  // by shape, for the low-precision rows
   const std::string python = torch_python();
   if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
   auto row = [&](ScalarType dtype, const Shape& s) {
@@ -83,29 +82,46 @@ nlohmann::json run(const Options& options) {
     backends::set_gemm_backend("auto");
     r["auto_backend"] = backends::gemm_backend_for(dtype, s.m, s.k, s.n, s.trans_a, s.trans_b);  // tuned here
     // One run of each in turn per repetition, so that load on a shared machine hits all
-    // alike; each backend's median.
+    // alike; each backend's median. A bf16/f16 row also times the float32 product of the same
+    // shape (auto) in the same turns, for speedup_vs_f32.
     std::map<std::string, std::vector<double>> ms;
-    for (int rep = -1; rep < reps; ++rep) {
+    const std::string kFloat32Turn = "float32 auto";
+    const bool low_precision = dtype != kFloat32;
+    auto [a32, b32] = low_precision ? operands(kFloat32, s) : std::pair<Tensor, Tensor>{};
+    auto timed_ms = [](const Tensor& x, const Tensor& y) {
+      const auto start = std::chrono::steady_clock::now();
+      Tensor c = matmul(x, y);
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    };
+    for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up
       for (const std::string& backend : timed) {
         backends::set_gemm_backend(backend);
-        const auto start = std::chrono::steady_clock::now();
-        Tensor c = matmul(a, b);
-        if (rep >= 0)  // rep -1 warms up
-          ms[backend].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        const double elapsed = timed_ms(a, b);
+        if (rep >= 0) ms[backend].push_back(elapsed);
+      }
+      if (low_precision) {
+        backends::set_gemm_backend("auto");
+        const double elapsed = timed_ms(a32, b32);
+        if (rep >= 0) ms[kFloat32Turn].push_back(elapsed);
       }
     }
-    double best = 0;
+    double best = 0, float32_gflops = 0;
     for (auto& [backend, times] : ms) {
       std::sort(times.begin(), times.end());
       const double gflops = gflop / times[times.size() / 2] * 1e3;
+      if (backend == kFloat32Turn) {
+        float32_gflops = gflops;
+        continue;
+      }
       r[backend + "_gflops"] = gflops;
       if (backend != "auto") best = std::max(best, gflops);
     }
     const double auto_gflops = r["auto_gflops"].get<double>();
     r["auto_vs_best"] = auto_gflops / best;
-    const std::string shape_key = shape_name(kFloat32, s);
-    if (dtype == kFloat32) f32_auto_gflops[shape_key] = auto_gflops;
-    else if (f32_auto_gflops.count(shape_key)) r["speedup_vs_f32"] = auto_gflops / f32_auto_gflops[shape_key];
+    if (low_precision) {
+      r["f32_auto_gflops"] = float32_gflops;
+      r["speedup_vs_f32"] = auto_gflops / float32_gflops;
+    }
     // Not float16: PyTorch's CPU float16 matmul takes minutes for 1024^3 on CPUs without AVX512-FP16.
     if (!python.empty() && dtype != kFloat16)
       add_torch_columns(python,
