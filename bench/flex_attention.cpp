@@ -1,11 +1,15 @@
 // `ember bench flex_attention` (alias `flex`): flex_attention with a causal sliding window
 // against dense scaled_dot_product_attention given the same mask as attn_mask, and the BLAS
-// sgemm rate of this machine, measured side by side, in float32 and bfloat16; where a Python
+// sgemm rate of this machine, measured side by side, in float32 and bfloat16 (a bfloat16 row
+// also runs the float32 step on the same values in turns with its own: bf16_vs_f32); where a Python
 // with PyTorch is found, PyTorch's compiled flex_attention forward on the same shapes right
 // after (bench/peers/flex_attention_torch.py); `--only TEXT` runs the rows whose names contain
 // TEXT. `ember bench flex_attention_decode` (alias `flex-decode`): one decoding step.
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "bench.h"
 #include "ember/ember.h"
@@ -41,21 +45,45 @@ nlohmann::json run_row(const Row& row, int64_t heads, bool quick) {
   const auto window = static_cast<int32_t>(row.window ? row.window : S);
   Tensor q = randn({1, heads, S, D}).to(row.dtype), k = randn({1, heads, S, D}).to(row.dtype),
          v = randn({1, heads, S, D}).to(row.dtype);
+  Tensor grad = row.backward ? randn({1, heads, S, D}).to(row.dtype) : Tensor();
   att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(window), 1, 1, S, S);
+  // The row's step on given operands: the forward, or the forward and backward.
+  auto step_of = [&](Tensor q_in, Tensor k_in, Tensor v_in, Tensor grad_in) {
+    if (row.backward)
+      for (Tensor* t : {&q_in, &k_in, &v_in}) t->requires_grad_();
+    return [=, &mask]() {
+      Tensor out = att::flex_attention(q_in, k_in, v_in, mask);
+      if (row.backward) out.backward(grad_in);
+    };
+  };
   const double mask_ms = time_ms([&] { att::create_block_mask(att::sliding_window_mask(window), 1, 1, S, S); }, 1);
   const int reps = quick ? 2 : 3;
   const double sgemm = sgemm_gflops();  // next to the flex timing: the machine may be shared
   double flex_ms, sdpa_ms;
   Tensor dense_mask = att::create_mask(att::sliding_window_mask(window), 1, 1, S, S);
+  // The float32 step on the same values, for a low-precision row's bf16_vs_f32.
+  const bool low_precision = row.dtype != kFloat32;
+  const std::function<void()> step = step_of(q, k, v, grad);
+  const std::function<void()> float32_step =
+      low_precision ? step_of(q.detach().to(kFloat32), k.detach().to(kFloat32), v.detach().to(kFloat32),
+                              row.backward ? grad.to(kFloat32) : Tensor())
+                    : std::function<void()>();
+  flex_ms = time_ms(step, reps);
   if (row.backward) {
     for (Tensor* t : {&q, &k, &v}) t->requires_grad_();
-    Tensor grad = randn({1, heads, S, D}).to(row.dtype);
-    flex_ms = time_ms([&] { Tensor(att::flex_attention(q, k, v, mask)).backward(grad); }, reps);
     sdpa_ms = time_ms([&] { att::scaled_dot_product_attention(q, k, v, dense_mask).backward(grad); }, 1);
   } else {
-    flex_ms = time_ms([&] { Tensor out = att::flex_attention(q, k, v, mask); }, reps);
     sdpa_ms = time_ms([&] { Tensor out = att::scaled_dot_product_attention(q, k, v, dense_mask); }, 1);
   }
+  // Low precision against float32 in turns (the machine's speed moves between rows): the
+  // median of the turns' ratios of float32's time to this row's.
+  std::vector<double> turn_ratios;
+  if (low_precision)
+    for (int turn = 0; turn < reps; ++turn) {
+      const double low_ms = time_ms(step, 1);
+      turn_ratios.push_back(time_ms(float32_step, 1) / low_ms);
+    }
+  std::sort(turn_ratios.begin(), turn_ratios.end());
   const int64_t blocks = mask.kv_num_blocks.sum(kInt64).item<int64_t>() + mask.full_kv_num_blocks.sum(kInt64).item<int64_t>();
   // q·k and p·v per visited block: 4 * 128 * 128 * D flops; the backward does 2.5x that.
   const double flops = 4.0 * 128 * 128 * D * static_cast<double>(blocks * heads) * (row.backward ? 3.5 : 1.0);
@@ -68,6 +96,7 @@ nlohmann::json run_row(const Row& row, int64_t heads, bool quick) {
                       {"flex_gflops", flops / flex_ms / 1e6},
                       {"sgemm_gflops", sgemm},
                       {"create_block_mask_ms", mask_ms}};
+  if (low_precision) r["bf16_vs_f32"] = turn_ratios[turn_ratios.size() / 2];
   note(r.dump());
   return r;
 }
