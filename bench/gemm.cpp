@@ -1,11 +1,12 @@
 // `ember bench gemm`: ember::matmul on every GEMM backend that can run each product, and on
 // the autotuned choice ("auto"), side by side in one run. Rows cover square products, the
 // default GPT's products (forward and both backward forms) and a decoding product; bf16/f16
-// rows also carry their speed-up over the float32 row of the same shape. The interleaved
-// rows run a product and an elementwise op in turn, as a training step does, to show whether
-// a backend's threads get in the way of the pool's (Note [oneDNN threads]). Where a Python with
-// PyTorch is found, torch.matmul runs each float32 and bfloat16 product row right after ember's
-// timing of that row (bench/peers/gemm_torch.py): torch_gflops, and auto_vs_torch.
+// rows also carry their speed-up over the float32 product of the same shape, timed in the same
+// turns. The interleaved rows run a product and an elementwise op in turn, as a training step
+// does, to show whether a backend's threads get in the way of the pool's (Note [oneDNN
+// threads]). Where a Python with PyTorch is found, each float32 and bfloat16 row runs in three
+// turns of ember's repetitions and torch.matmul's (bench/peers/gemm_torch.py): torch_gflops,
+// and auto_vs_torch.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -46,17 +47,18 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-// torch.matmul on one product row, right after ember's timing of it (this machine's speed may
-// change from minute to minute): torch_gflops and auto_vs_torch (ember's auto rate over
-// torch's). One process a row: its start-up is not timed.
-void add_torch_columns(const std::string& python, const std::string& product, const Options& options,
-                       nlohmann::json& r) {
-  const std::string arguments = std::string("--reps ") + (options.quick ? "3" : "9") + " --product " + product;
+// torch.matmul's rate on one product (`reps` runs, their median), in a process of its own
+// (its start-up untimed); 0 where the peer gives none.
+double torch_matmul_gflops(const std::string& python, const std::string& name, const std::string& product, int reps) {
+  const std::string arguments = "--reps " + std::to_string(reps) + " --product " + product;
   for (const nlohmann::json& peer : run_peer(python, "gemm_torch.py", arguments))
-    if (peer.contains("name") && r["name"] == peer["name"]) {
-      r["torch_gflops"] = peer.at("gflops").get<double>();
-      r["auto_vs_torch"] = r["auto_gflops"].get<double>() / r["torch_gflops"].get<double>();
-    }
+    if (peer.contains("name") && peer["name"] == name) return peer.at("gflops").get<double>();
+  return 0.0;
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 nlohmann::json run(const Options& options) {
@@ -93,16 +95,35 @@ nlohmann::json run(const Options& options) {
       Tensor c = matmul(x, y);
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     };
-    for (int rep = -1; rep < reps; ++rep) {  // rep -1 warms up
-      for (const std::string& backend : timed) {
-        backends::set_gemm_backend(backend);
-        const double elapsed = timed_ms(a, b);
-        if (rep >= 0) ms[backend].push_back(elapsed);
+    // With PyTorch (not float16: its CPU float16 matmul took minutes for 1024^3 on CPUs without
+    // AVX512-FP16), three turns of ember's repetitions each followed by torch.matmul's:
+    // auto_vs_torch is the median of the turns' ratios, torch_gflops of torch's turns.
+    const bool with_torch = !python.empty() && dtype != kFloat16;
+    const int turns = with_torch ? 3 : 1, turn_reps = (reps + turns - 1) / turns;
+    const std::string product = r["name"].get<std::string>() + "," + dtype_name(dtype) + "," + std::to_string(s.m) +
+                                "," + std::to_string(s.k) + "," + std::to_string(s.n) + "," +
+                                (s.trans_a ? "1" : "0") + "," + (s.trans_b ? "1" : "0");
+    std::vector<double> torch_turns, turn_ratios;
+    for (int turn = 0; turn < turns; ++turn) {
+      std::vector<double> auto_ms;
+      for (int rep = turn == 0 ? -1 : 0; rep < turn_reps; ++rep) {  // rep -1 warms up
+        for (const std::string& backend : timed) {
+          backends::set_gemm_backend(backend);
+          const double elapsed = timed_ms(a, b);
+          if (rep < 0) continue;
+          ms[backend].push_back(elapsed);
+          if (backend == "auto") auto_ms.push_back(elapsed);
+        }
+        if (low_precision) {
+          backends::set_gemm_backend("auto");
+          const double elapsed = timed_ms(a32, b32);
+          if (rep >= 0) ms[kFloat32Turn].push_back(elapsed);
+        }
       }
-      if (low_precision) {
-        backends::set_gemm_backend("auto");
-        const double elapsed = timed_ms(a32, b32);
-        if (rep >= 0) ms[kFloat32Turn].push_back(elapsed);
+      const double torch_gflops = with_torch ? torch_matmul_gflops(python, r["name"], product, turn_reps) : 0.0;
+      if (torch_gflops > 0) {
+        torch_turns.push_back(torch_gflops);
+        turn_ratios.push_back(gflop / median_of(auto_ms) * 1e3 / torch_gflops);
       }
     }
     double best = 0, float32_gflops = 0;
@@ -122,13 +143,10 @@ nlohmann::json run(const Options& options) {
       r["f32_auto_gflops"] = float32_gflops;
       r["speedup_vs_f32"] = auto_gflops / float32_gflops;
     }
-    // Not float16: PyTorch's CPU float16 matmul takes minutes for 1024^3 on CPUs without AVX512-FP16.
-    if (!python.empty() && dtype != kFloat16)
-      add_torch_columns(python,
-                        r["name"].get<std::string>() + "," + dtype_name(dtype) + "," + std::to_string(s.m) + "," +
-                            std::to_string(s.k) + "," + std::to_string(s.n) + "," + (s.trans_a ? "1" : "0") + "," +
-                            (s.trans_b ? "1" : "0"),
-                        options, r);
+    if (!torch_turns.empty()) {
+      r["torch_gflops"] = median_of(torch_turns);
+      r["auto_vs_torch"] = median_of(turn_ratios);
+    }
     note(r.dump());
     results.push_back(r);
   };
