@@ -1,10 +1,11 @@
 // `ember bench flex_attention` (alias `flex`): flex_attention with a causal sliding window
 // against dense scaled_dot_product_attention given the same mask as attn_mask, and the BLAS
 // sgemm rate of this machine, measured side by side, in float32 and bfloat16 (a bfloat16 row
-// also runs the float32 step on the same values in turns with its own: bf16_vs_f32); where a Python
-// with PyTorch is found, PyTorch's compiled flex_attention forward on the same shapes right
-// after (bench/peers/flex_attention_torch.py); `--only TEXT` runs the rows whose names contain
-// TEXT. `ember bench flex_attention_decode` (alias `flex-decode`): one decoding step.
+// also runs the float32 step on the same values in turns with its own: bf16_vs_f32); where a
+// Python with PyTorch is found, PyTorch's compiled flex_attention forward on the same shape
+// right after each forward row (bench/peers/flex_attention_torch.py); `--only TEXT` runs the
+// rows whose names contain TEXT. `ember bench flex_attention_decode` (alias `flex-decode`): one
+// decoding step.
 
 #include <algorithm>
 #include <cmath>
@@ -97,7 +98,6 @@ nlohmann::json run_row(const Row& row, int64_t heads, bool quick) {
                       {"sgemm_gflops", sgemm},
                       {"create_block_mask_ms", mask_ms}};
   if (low_precision) r["bf16_vs_f32"] = turn_ratios[turn_ratios.size() / 2];
-  note(r.dump());
   return r;
 }
 
@@ -117,25 +117,18 @@ std::vector<Row> bench_rows() {
   return rows;
 }
 
-// PyTorch's compiled flex_attention on the forward rows, in one process after ember's rows
-// (each row's compile untimed): torch_flex_ms and flex_vs_torch (torch's time over ember's).
-void add_torch_columns(const std::vector<Row>& rows, int64_t heads, nlohmann::json& results) {
-  const std::string python = torch_python();
-  if (python.empty()) {
-    note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
-    return;
-  }
-  std::string arguments = "--heads " + std::to_string(heads);
-  for (const Row& row : rows)
-    if (!row.backward)
-      arguments += " --row " + row.name + "," + std::to_string(row.seq) + "," + std::to_string(row.window) + "," +
-                   dtype_name(row.dtype);
+// PyTorch's compiled flex_attention on a forward row, in a process of its own right after
+// ember's timing of that row (its compile untimed): torch_flex_ms and flex_vs_torch (torch's
+// time over ember's).
+void add_torch_columns(const std::string& python, const Row& row, int64_t heads, nlohmann::json& r) {
+  const std::string arguments = "--heads " + std::to_string(heads) + " --row " + row.name + "," +
+                                std::to_string(row.seq) + "," + std::to_string(row.window) + "," +
+                                dtype_name(row.dtype);
   for (const nlohmann::json& peer : run_peer(python, "flex_attention_torch.py", arguments))
-    for (nlohmann::json& r : results)
-      if (peer.contains("name") && r["name"] == peer["name"]) {
-        r["torch_flex_ms"] = peer.at("ms").get<double>();
-        r["flex_vs_torch"] = r["torch_flex_ms"].get<double>() / r["flex_ms"].get<double>();
-      }
+    if (peer.contains("name") && r["name"] == peer["name"]) {
+      r["torch_flex_ms"] = peer.at("ms").get<double>();
+      r["flex_vs_torch"] = r["torch_flex_ms"].get<double>() / r["flex_ms"].get<double>();
+    }
 }
 
 nlohmann::json run(const Options& options) {
@@ -144,9 +137,15 @@ nlohmann::json run(const Options& options) {
   std::vector<Row> rows;
   for (const Row& row : bench_rows())
     if (row.name.find(options.only) != std::string::npos) rows.push_back(row);
+  const std::string python = torch_python();
+  if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
   nlohmann::json results = nlohmann::json::array();
-  for (const Row& row : rows) results.push_back(run_row(row, heads, options.quick));
-  add_torch_columns(rows, heads, results);
+  for (const Row& row : rows) {
+    nlohmann::json r = run_row(row, heads, options.quick);
+    if (!python.empty() && !row.backward) add_torch_columns(python, row, heads, r);
+    note(r.dump());
+    results.push_back(r);
+  }
   return results;
 }
 
