@@ -15,6 +15,12 @@
 
 namespace ember::bench {
 
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 std::map<std::string, Suite>& registry() {
   static std::map<std::string, Suite> suites;
   return suites;
@@ -40,9 +46,7 @@ StepTimes time_step(const std::function<void()>& fn, int reps) {
     cpu.push_back(process_cpu_ms() - cpu_start);
     wall.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  std::sort(wall.begin(), wall.end());
-  std::sort(cpu.begin(), cpu.end());
-  return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
+  return {median(wall), median(cpu)};
 }
 
 double time_ms(const std::function<void()>& fn, int reps) { return time_step(fn, reps).wall_ms; }

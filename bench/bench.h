@@ -33,6 +33,9 @@ struct Register {
   }
 };
 
+// The upper median of `values` (always one of them; 0 when there are none): robust to the odd
+// slow run on a shared machine.
+double median(std::vector<double> values);
 // Median wall time in milliseconds of `fn` over `reps` runs after one warm-up run.
 double time_ms(const std::function<void()>& fn, int reps);
 // Median wall and process CPU milliseconds of fn over reps runs (after one warm-up). On a

@@ -84,7 +84,6 @@ nlohmann::json run_row(const Row& row, int64_t heads, bool quick) {
       const double low_ms = time_ms(step, 1);
       turn_ratios.push_back(time_ms(float32_step, 1) / low_ms);
     }
-  std::sort(turn_ratios.begin(), turn_ratios.end());
   const int64_t blocks = mask.kv_num_blocks.sum(kInt64).item<int64_t>() + mask.full_kv_num_blocks.sum(kInt64).item<int64_t>();
   // q·k and p·v per visited block: 4 * 128 * 128 * D flops; the backward does 2.5x that.
   const double flops = 4.0 * 128 * 128 * D * static_cast<double>(blocks * heads) * (row.backward ? 3.5 : 1.0);
@@ -97,7 +96,7 @@ nlohmann::json run_row(const Row& row, int64_t heads, bool quick) {
                       {"flex_gflops", flops / flex_ms / 1e6},
                       {"sgemm_gflops", sgemm},
                       {"create_block_mask_ms", mask_ms}};
-  if (low_precision) r["bf16_vs_f32"] = turn_ratios[turn_ratios.size() / 2];
+  if (low_precision) r["bf16_vs_f32"] = median(turn_ratios);
   return r;
 }
 

@@ -67,11 +67,6 @@ models::GPTConfig bench_gpt() {
 
 int measured_steps(const Options& options) { return options.quick ? 3 : 10; }
 
-// The upper median: always one of the values (run_row finds its step).
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0.0 : values[values.size() / 2];
-}
 
 // ---- a rank -----------------------------------------------------------------------------------
 

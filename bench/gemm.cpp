@@ -56,11 +56,6 @@ double torch_matmul_gflops(const std::string& python, const std::string& name, c
   return 0.0;
 }
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 nlohmann::json run(const Options& options) {
   manual_seed(0);
   nlohmann::json results = nlohmann::json::array();
@@ -123,7 +118,7 @@ nlohmann::json run(const Options& options) {
       const double torch_gflops = with_torch ? torch_matmul_gflops(python, r["name"], product, turn_reps) : 0.0;
       if (torch_gflops > 0) {
         torch_turns.push_back(torch_gflops);
-        turn_ratios.push_back(gflop / median_of(auto_ms) * 1e3 / torch_gflops);
+        turn_ratios.push_back(gflop / median(auto_ms) * 1e3 / torch_gflops);
       }
     }
     double best = 0, float32_gflops = 0;
@@ -144,8 +139,8 @@ nlohmann::json run(const Options& options) {
       r["speedup_vs_f32"] = auto_gflops / float32_gflops;
     }
     if (!torch_turns.empty()) {
-      r["torch_gflops"] = median_of(torch_turns);
-      r["auto_vs_torch"] = median_of(turn_ratios);
+      r["torch_gflops"] = median(torch_turns);
+      r["auto_vs_torch"] = median(turn_ratios);
     }
     note(r.dump());
     results.push_back(r);

@@ -29,7 +29,5 @@ class GptStep {
   int64_t index_ = 0;
 };
 
-// The median of `values`: robust to the odd slow step on a shared machine.
-double median(std::vector<double> values);
 
 }  // namespace ember::bench

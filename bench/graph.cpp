@@ -18,10 +18,6 @@ namespace {
 
 namespace F = nn::functional;
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
 
 // Microseconds per call of `eager` and `replay`, alternating rounds of `calls` calls each.
 nlohmann::json compare(const std::string& name, const std::function<void()>& eager,

@@ -71,10 +71,6 @@ nlohmann::json run_row(const Shape& s, ScalarType dtype, int turns, const std::s
     torch_ms.push_back(rows.front().at("ms").get<double>());
     ratios.push_back(fused.ms / torch_ms.back());
   }
-  auto median = [](std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values[values.size() / 2];
-  };
   if (!fused_ms.empty()) fused.ms = median(fused_ms);
 
   const double base = static_cast<double>(resident + gradients);

@@ -21,7 +21,6 @@
 #include <optional>
 
 #include "bench.h"
-#include "gpt_step.h"  // median
 #include "ember/ember.h"
 #include "ember/export.h"
 #include "ember/models/gpt.h"
