@@ -79,21 +79,24 @@ EMBER_AMX_TARGET inline void start_sums(const float* c, int64_t ld) {
 }
 
 // Tiles 0-3 += A[rows][chunks * 32] x panel chunks; A rows `a_stride` bytes apart, the panel's
-// pair rows kPanelBytes apart.
-template <bool TwoRowTiles>
+// pair rows kPanelBytes apart. StreamA loads A with the hint that it is not reused soon
+// (TILELOADDT1), for callers whose A passes once over a panel kept in L1.
+template <bool TwoRowTiles, bool StreamA>
 EMBER_AMX_TARGET inline void add_products(const uint16_t* a, int64_t a_stride, const uint16_t* panel, int64_t chunks) {
   const char* a_bytes = reinterpret_cast<const char*>(a);
   const char* b_bytes = reinterpret_cast<const char*>(panel);
   for (int64_t q = 0; q < chunks; ++q) {
     const char* aq = a_bytes + q * 64;
     const char* bq = b_bytes + q * kChunkPairs * kPanelBytes;
-    _tile_loadd(4, aq, a_stride);
+    if constexpr (StreamA) _tile_stream_loadd(4, aq, a_stride);
+    else _tile_loadd(4, aq, a_stride);
     _tile_loadd(6, bq, kPanelBytes);
     _tile_loadd(7, bq + 64, kPanelBytes);
     _tile_dpbf16ps(0, 4, 6);
     _tile_dpbf16ps(1, 4, 7);
     if constexpr (TwoRowTiles) {
-      _tile_loadd(5, aq + 16 * a_stride, a_stride);
+      if constexpr (StreamA) _tile_stream_loadd(5, aq + 16 * a_stride, a_stride);
+      else _tile_loadd(5, aq + 16 * a_stride, a_stride);
       _tile_dpbf16ps(2, 5, 6);
       _tile_dpbf16ps(3, 5, 7);
     }
@@ -113,19 +116,20 @@ EMBER_AMX_TARGET inline void store_sums(float* out, int64_t ld) {
 
 // out = (c_in, or 0 when null) + A x panel chunks for a block of up to 32 rows (float32 blocks
 // [32][ld_block]). The configuration for its rows must be loaded.
-template <bool TwoRowTiles>
+template <bool TwoRowTiles, bool StreamA>
 EMBER_AMX_TARGET inline void block_product(const uint16_t* a, int64_t a_stride, const uint16_t* panel,
                                            int64_t chunks, const float* c_in, float* out, int64_t ld_block) {
   start_sums<TwoRowTiles>(c_in, ld_block);
-  add_products<TwoRowTiles>(a, a_stride, panel, chunks);
+  add_products<TwoRowTiles, StreamA>(a, a_stride, panel, chunks);
   store_sums<TwoRowTiles>(out, ld_block);
 }
 
-// block_product for a block of `rows` rows (1-32): two row tiles or one.
+// block_product for a block of `rows` rows (1-32): two row tiles or one (StreamA: add_products).
+template <bool StreamA = false>
 EMBER_AMX_TARGET inline void block_product_rows(int rows, const uint16_t* a, int64_t a_stride, const uint16_t* panel,
                                                 int64_t chunks, const float* c_in, float* out, int64_t ld_block) {
-  if (rows > 16) block_product<true>(a, a_stride, panel, chunks, c_in, out, ld_block);
-  else block_product<false>(a, a_stride, panel, chunks, c_in, out, ld_block);
+  if (rows > 16) block_product<true, StreamA>(a, a_stride, panel, chunks, c_in, out, ld_block);
+  else block_product<false, StreamA>(a, a_stride, panel, chunks, c_in, out, ld_block);
 }
 
 }  // namespace ember::cpu::EMBER_CPU_CAPABILITY::amx

@@ -144,7 +144,6 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   const int64_t k_padded = stored_k_padded * terms, pairs = k_padded / 2;
   const int64_t k_blocks = (k_padded + kAmxKc - 1) / kAmxKc;
   const int64_t slab = amx_slab_rows(t.m, k_padded);
-  constexpr int64_t kBlocksPerRow = kAmxNc / kBlock;  // 32 x 32 blocks of the float32 sums, each contiguous
   uint16_t* a_pack = reinterpret_cast<uint16_t*>(t.a_pack);
   uint16_t* b_pack = reinterpret_cast<uint16_t*>(t.b_pack);
   const int64_t c_item = t.c_float32 ? 4 : 2;
@@ -173,35 +172,33 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
                          k_padded, b_pack);
       for (int64_t i0 = 0; i0 < slab_rows; i0 += kAmxMc) {
         const int64_t rows = slab_rows - i0 < kAmxMc ? slab_rows - i0 : kAmxMc;
-        if (t.continue_c)  // C's blocks into the sums, zero past its edges
-          for (int64_t ib = 0; ib < rows; ib += kBlock)
-            for (int64_t jb = 0; jb < cols; jb += kBlock)
+        // Column by column of blocks, its sums (kAmxMc x 32 floats) staying in L1 over the k blocks.
+        for (int64_t jb = 0; jb < cols; jb += kBlock) {
+          const int64_t block_cols = cols - jb < kBlock ? cols - jb : kBlock;
+          if (t.continue_c)  // C's blocks into the sums, zero past its edges
+            for (int64_t ib = 0; ib < rows; ib += kBlock)
               load_c(static_cast<const float*>(t.c) + (s0 + i0 + ib) * t.ldc + j0 + jb, t.ldc,
-                     rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock,
-                     t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock);
-        for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
-          const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
-          // A's rows for this block: packed, or where they lie.
-          const uint16_t* a_block = a_in_place ? a + (s0 + i0) * t.lda + p0
-                                               : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
-          const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
-          for (int64_t jb = 0; jb < cols; jb += kBlock) {
+                     rows - ib < kBlock ? rows - ib : kBlock, block_cols, t.c_acc + ib * kBlock);
+          for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
+            const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
+            // A's rows for this block: packed, or where they lie.
+            const uint16_t* a_block = a_in_place ? a + (s0 + i0) * t.lda + p0
+                                                 : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
+            const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
             const uint16_t* panel = panels + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
             for (int64_t ib = 0; ib < rows; ib += kBlock) {
               const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
               amx::configure_rows(block_rows, &configured);
-              float* sums = t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock;
-              amx::block_product_rows(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
-                                      p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
+              float* sums = t.c_acc + ib * kBlock;
+              amx::block_product_rows<true>(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
+                                            p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
             }
           }
-        }
-        for (int64_t ib = 0; ib < rows; ib += kBlock)
-          for (int64_t jb = 0; jb < cols; jb += kBlock)
-            store_c(t.c_acc + ((ib / kBlock) * kBlocksPerRow + jb / kBlock) * kBlock * kBlock, kBlock,
-                    rows - ib < kBlock ? rows - ib : kBlock, cols - jb < kBlock ? cols - jb : kBlock, t.alpha,
+          for (int64_t ib = 0; ib < rows; ib += kBlock)
+            store_c(t.c_acc + ib * kBlock, kBlock, rows - ib < kBlock ? rows - ib : kBlock, block_cols, t.alpha,
                     t.continue_c ? 0.0f : t.beta, t.c_float32, t.f16,
                     static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+        }
       }
     }
   }
