@@ -41,6 +41,11 @@ void amx_pack_b(bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb, 
 // C[m, n] = op(A) B (+ C when accumulate); A bf16, stored [m, k] or [k, m] when trans_a.
 void amx_product_packed_b(bool trans_a, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                           const uint16_t* packed_b, bool accumulate, float* c, int64_t ldc);
+// Cᵀ[n, m] = A B, stored transposed (element (i, j) at c[j * ldc + i]): the same sums as
+// amx_product_packed_b of Bᵀ Aᵀ, with A read by rows (a weight [classes, hidden] as stored)
+// where that product would transpose it into panels.
+void amx_product_packed_b_transposed_c(int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                                       const uint16_t* packed_b, float* c, int64_t ldc);
 
 // gemm for i in [0, batch) on matrices a + i * stride_a, b + i * stride_b, c + i * stride_c
 // (strides in elements; stride 0 broadcasts an input). Many small products run in parallel

@@ -53,6 +53,9 @@ struct PackedGemmTile {
   // gemm_amx_bf16: A, B (and C unless c_float32) are float16, each operand split into bf16
   // parts (Note [float16 on AMX-BF16]); B must be b_packed, by gemm_amx_pack_b.
   bool f16 = false;
+  // gemm_amx_bf16, float32 C, not continue_c: C is stored transposed, element (i, j) at
+  // c[j * ldc + i] (the fused loss's logits from the weight as A, Note [Products sharing B on AMX]).
+  bool transposed_c = false;
 };
 
 inline constexpr int64_t packed_k_block(int64_t k) { return k <= kPackedSingleKc ? k : kPackedKc; }
@@ -124,9 +127,11 @@ inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
 }
 // Whether gemm_amx_bf16 reads A's rows where they lie: stored by rows over whole 32-value
 // chunks of k, each row on a cache line's start, and used by one column pack only (n <=
-// kAmxNc: packing would not be repaid). Rows a multiple of 2 KB apart share too few L1 sets.
+// kAmxNc: packing would not be repaid). Its tiles load with the streaming hint (Note [AMX
+// GEMM]), so rows a multiple of 2 KB apart are read in place too: packed, they ran 6-26% slower
+// at lda 1024-4096 (one thread, alternated in one process, 2026-12-06).
 inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
-  return !t.f16 && !t.trans_a && t.k % 32 == 0 && t.n <= kAmxNc && t.lda % 32 == 0 && t.lda % 1024 != 0 &&
+  return !t.f16 && !t.trans_a && t.k % 32 == 0 && t.n <= kAmxNc && t.lda % 32 == 0 &&
          reinterpret_cast<uintptr_t>(t.a) % 64 == 0;
 }
 // Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place; with float16, the

@@ -289,16 +289,14 @@ class Driver {
   void compute_logits(const Operand& x, int64_t rows, Acc* logits) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     if constexpr (std::is_same_v<Acc, float>) {
-      if (amx_) {  // each weight tile packed once for all the chunk's rows
+      if (amx_) {  // logits tileᵀ = weight tile x chunkᵀ: the weight read by rows, the chunk packed once
+        uint16_t* packed = aligned_values(x_panels_, amx_packed_b_size(hidden, rows));
+        amx_pack_b(true, hidden, rows, x.data, x.ld, packed);
         return for_each_tile(tile_count(classes, class_tile_), [&](int64_t t) {
           const int64_t v0 = t * class_tile_, count = std::min(class_tile_, classes - v0);
-          uint16_t* packed = panel_buffer(amx_packed_b_size(hidden, count));
-          amx_pack_b(true, hidden, count, static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight, p_.ld_weight,
-                     packed);
-          for (int64_t b0 = 0; b0 < rows; b0 += block)  // A's rows packed a block at a time, in L2
-            amx_product_packed_b(false, std::min(block, rows - b0), count, hidden,
-                                 static_cast<const uint16_t*>(x.data) + b0 * x.ld, x.ld, packed, false,
-                                 logits + b0 * classes + v0, classes);
+          amx_product_packed_b_transposed_c(count, rows, hidden,
+                                            static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight, p_.ld_weight,
+                                            packed, logits + v0, classes);
         });
       }
     }

@@ -16,8 +16,10 @@ namespace ember::cpu {
 // made from the ember pool (where gemm keeps BLAS single-threaded), and sums over tiles run
 // in a fixed order. bf16 on CPUs with AMX-BF16 goes to the tiles directly instead, each B
 // packed once and shared by the products that use it (Note [Products sharing B on AMX]: a
-// weight tile by all of a chunk's token blocks, a chunk's x by every class tile), where each
-// element's sum is one chain in k order, so values do not depend on tiles, chunks or threads.
+// chunk's x by every class tile, for the logits with the weight tile as A read by rows and the
+// logits stored transposed, and for the weight gradient; a weight tile by the chunk's token
+// blocks for grad_x), where each element's sum is one chain in k order, so values do not
+// depend on tiles, chunks or threads.
 constexpr int64_t kLceClassTile = 512;
 constexpr int64_t kLceHiddenTile = 256;
 

@@ -435,6 +435,58 @@ TEST(Gemm, AmxProductsSharingPackedB) {
   }
 }
 
+// C stored transposed (the fused loss's logits, the weight as A): against float64, with A
+// packed and read in place (rows 2 KB apart), columns past one pack and edges of blocks; the
+// same bits as the product with the operands' roles swapped; nothing written past C's rows.
+TEST(Gemm, AmxProductTransposedC) {
+  const AmxEmberBackend amx;
+  if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
+  struct Shape {
+    int64_t m, n, k, lda;
+  };
+  for (const Shape& s : {Shape{70, 300, 200, 203}, Shape{96, 40, 256, 1024}, Shape{33, 17, 64, 64}}) {
+    SCOPED_TRACE(testing::Message() << s.m << "x" << s.n << "x" << s.k << " lda " << s.lda);
+    std::mt19937 rng(11);
+    Matrix a(kBFloat16, s.m, s.k, s.lda), b_rows(kBFloat16, s.n, s.k, s.k), zero(kFloat32, s.m, s.n, s.n);
+    a.fill_random(rng);
+    b_rows.fill_random(rng);  // B stored [n, k], as the fused loss's chunk of x
+    zero.fill(0.0);
+    auto aligned = [](std::vector<uint16_t>& storage, size_t values) {
+      storage.assign(values + 32, 0);
+      return storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 / 2;
+    };
+    std::vector<uint16_t> a_storage, b_storage, swapped_storage;
+    uint16_t* a_values = aligned(a_storage, a.bytes.size() / 2);
+    std::memcpy(a_values, a.data(), a.bytes.size());
+    uint16_t* packed = aligned(b_storage, static_cast<size_t>(amx_packed_b_size(s.k, s.n)));
+    amx_pack_b(true, s.k, s.n, b_rows.data(), b_rows.ld, packed);
+    Matrix out(kFloat32, s.n, s.m, s.m + 5);
+    out.fill(std::numeric_limits<double>::quiet_NaN());
+    amx_product_packed_b_transposed_c(s.m, s.n, s.k, a_values, s.lda, packed, static_cast<float*>(out.data()), out.ld);
+    Matrix b(kBFloat16, s.k, s.n, s.n), c(kFloat32, s.m, s.n, s.n);
+    for (int64_t i = 0; i < s.m; ++i)
+      for (int64_t j = 0; j < s.n; ++j) c.set(i, j, out.get(j, i));
+    for (int64_t p = 0; p < s.k; ++p)
+      for (int64_t j = 0; j < s.n; ++j) b.set(p, j, b_rows.get(j, p));
+    expect_matches({kFloat32, false, false, s.m, s.n, s.k}, a, b, zero, c);
+    int64_t written_past = 0;
+    for (int64_t j = 0; j + 1 < s.n; ++j)
+      for (int64_t i = s.m; i < out.ld; ++i) written_past += !std::isnan(out.get(j, i));
+    EXPECT_EQ(written_past, 0);
+    // Bᵀ Aᵀ: A packed as the B of the swapped product, B's rows its A.
+    uint16_t* a_packed = aligned(swapped_storage, static_cast<size_t>(amx_packed_b_size(s.k, s.m)));
+    amx_pack_b(true, s.k, s.m, a_values, s.lda, a_packed);
+    Matrix swapped(kFloat32, s.n, s.m, s.m + 5);
+    amx_product_packed_b(false, s.n, s.m, s.k, b_rows.data(), b_rows.ld, a_packed, false,
+                         static_cast<float*>(swapped.data()), swapped.ld);
+    int64_t different = 0;
+    for (int64_t j = 0; j < s.n; ++j)
+      for (int64_t i = 0; i < s.m; ++i) different += std::memcmp(&swapped.bytes[(j * swapped.ld + i) * 4],
+                                                                  &out.bytes[(j * out.ld + i) * 4], 4) != 0;
+    EXPECT_EQ(different, 0);
+  }
+}
+
 // bf16/f16 operands into a float32 C on every backend that takes them: float32 accuracy,
 // C never rounded to the operands' type.
 TEST(Gemm, Float32OutputOfLowPrecisionOperands) {

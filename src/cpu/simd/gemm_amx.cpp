@@ -134,6 +134,27 @@ EMBER_AMX_TARGET void store_c(const float* acc, int64_t ld_acc, int64_t rows, in
     }
 }
 
+// A block of float32 sums (rows x cols of a 32 x 32 block, kBlock apart) into float32 C
+// transposed: sums[i][j] to c[j * ldc + i] as alpha * sum + beta * C, 16 x 16 at a time.
+EMBER_AMX_TARGET void store_c_transposed(const float* acc, int64_t rows, int64_t cols, float alpha, float beta,
+                                         float* c, int64_t ldc) {
+  const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
+  for (int64_t i0 = 0; i0 < rows; i0 += 16)
+    for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+      __m512i block[16];
+      for (int64_t i = 0; i < 16; ++i) block[i] = _mm512_load_si512(acc + (i0 + i) * kBlock + j0);
+      transpose_16x16_epi32(block);  // block[j]: column j0 + j of the sums, rows i0..i0 + 15
+      const int64_t lanes_count = rows - i0 < 16 ? rows - i0 : 16;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << lanes_count) - 1);
+      for (int64_t j = 0; j < 16 && j0 + j < cols; ++j) {
+        float* out = c + (j0 + j) * ldc + i0;
+        __m512 value = _mm512_mul_ps(scale, _mm512_castsi512_ps(block[j]));
+        if (beta != 0.0f) value = _mm512_fmadd_ps(keep, _mm512_maskz_loadu_ps(lanes, out), value);
+        _mm512_mask_storeu_ps(out, lanes, value);
+      }
+    }
+}
+
 }  // namespace
 
 EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
@@ -194,10 +215,15 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
                                             p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
             }
           }
-          for (int64_t ib = 0; ib < rows; ib += kBlock)
-            store_c(t.c_acc + ib * kBlock, kBlock, rows - ib < kBlock ? rows - ib : kBlock, block_cols, t.alpha,
-                    t.continue_c ? 0.0f : t.beta, t.c_float32, t.f16,
-                    static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+          for (int64_t ib = 0; ib < rows; ib += kBlock) {
+            const int64_t block_rows = rows - ib < kBlock ? rows - ib : kBlock;
+            if (t.transposed_c)
+              store_c_transposed(t.c_acc + ib * kBlock, block_rows, block_cols, t.alpha, t.beta,
+                                 static_cast<float*>(t.c) + (j0 + jb) * t.ldc + s0 + i0 + ib, t.ldc);
+            else
+              store_c(t.c_acc + ib * kBlock, kBlock, block_rows, block_cols, t.alpha, t.continue_c ? 0.0f : t.beta,
+                      t.c_float32, t.f16, static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+          }
         }
       }
     }
