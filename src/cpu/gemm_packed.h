@@ -136,8 +136,9 @@ inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
 }
 // Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place; with float16, the
 // split slab, then the slab as stored), b_pack (all the tile's panels when b_packed, else one
-// column pack), c_acc (the sums of one column of 32 x 32 blocks). gemm_amx_pack_b of float16
-// takes a_pack for one column pack as stored: amx_f16_pack_b_stage_floats(k).
+// column pack), c_acc (the sums of one column of 32 x 32 blocks; of a column pack's, continuing
+// C). gemm_amx_pack_b of float16 takes a_pack for one column pack as stored:
+// amx_f16_pack_b_stage_floats(k).
 inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t k_padded = amx_tile_k(t.k, t.f16, t.c_float32);
   const int64_t k_blocked = (k_padded + kAmxKc - 1) / kAmxKc * kAmxKc;
@@ -145,7 +146,7 @@ inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t stored_k_blocked = (t.k + kAmxKc - 1) / kAmxKc * kAmxKc;
   const int64_t a_floats = amx_reads_a_in_place(t) ? 0 : slab_rows * (k_blocked + (t.f16 ? stored_k_blocked : 0)) / 2;
   const int64_t b_columns = t.b_packed ? (t.n + 31) / 32 * 32 : kAmxNc;
-  return {a_floats, k_padded * b_columns / 2, kAmxMc * 32};
+  return {a_floats, k_padded * b_columns / 2, kAmxMc * (t.continue_c ? kAmxNc : 32)};
 }
 inline constexpr int64_t amx_f16_pack_b_stage_floats(int64_t k) { return (k + 31) / 32 * 32 * kAmxNc / 2; }
 

@@ -230,7 +230,7 @@ class Driver {
       if (!out_.grad_x && !out_.grad_weight) continue;
       const Operand d = gradient_operand(logits, rows);
       if (out_.grad_x) compute_grad_x(d, rows, c0);
-      if (out_.grad_weight) accumulate_grad_weight(d, x, rows);
+      if (out_.grad_weight) add_grad_weight(d, x, rows, c0);
     }
   }
 
@@ -269,20 +269,36 @@ class Driver {
   }
 
   // The chunk's d = d loss / d logits as the backward products' operand: the float32/float64
-  // logits buffer, or for bf16 inputs d rounded to bf16 in place, packed at the start of each
-  // row (row stride 2 * classes bf16 values), so both products run as bf16 x bf16 products.
+  // logits buffer, or for bf16 inputs d rounded to bf16, so both products run as bf16 x bf16
+  // products: into the group's buffer after the chunks already there (Note [Deferred weight
+  // gradient]), else in place, packed at the start of each row (row stride 2 * classes).
   Operand gradient_operand(Acc* logits, int64_t rows) const {
     const int64_t classes = p_.classes;
     if (p_.dtype != kBFloat16) return {acc_dtype<Acc>, logits, classes};
+    uint16_t* group_rows = ws_.deferred_tokens > 0 ? ws_.deferred_grad + pending_ * classes : nullptr;
     parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
-      uint16_t* rounded = reinterpret_cast<uint16_t*>(thread_buffer((classes + 1) / 2));
+      uint16_t* rounded = group_rows ? nullptr : reinterpret_cast<uint16_t*>(thread_buffer((classes + 1) / 2));
       for (int64_t r = r0; r < r1; ++r) {
         float* row = reinterpret_cast<float*>(logits) + r * classes;
-        EMBER_KERNEL(gemm_narrow_bf16)(row, classes, 1, classes, 0.0f, rounded, classes);
-        std::memcpy(row, rounded, static_cast<size_t>(classes) * 2);
+        EMBER_KERNEL(gemm_narrow_bf16)(row, classes, 1, classes, 0.0f, group_rows ? group_rows + r * classes : rounded,
+                                       classes);
+        if (!group_rows) std::memcpy(row, rounded, static_cast<size_t>(classes) * 2);
       }
     });
+    if (group_rows) return {kBFloat16, group_rows, classes};
     return {kBFloat16, logits, 2 * classes};
+  }
+
+  // grad_weight += the chunk's d^T x now, or once its group of chunks is complete (Note
+  // [Deferred weight gradient]).
+  void add_grad_weight(const Operand& d, const Operand& x, int64_t rows, int64_t c0) {
+    if (ws_.deferred_tokens == 0) return accumulate_grad_weight(d, x, rows);
+    if (pending_ == 0) pending_c0_ = c0;
+    pending_ += rows;
+    if (pending_ + p_.chunk_tokens <= ws_.deferred_tokens && c0 + rows < p_.tokens) return;
+    accumulate_grad_weight({kBFloat16, ws_.deferred_grad, p_.classes},
+                           {kBFloat16, static_cast<const uint16_t*>(p_.x) + pending_c0_ * p_.ld_x, p_.ld_x}, pending_);
+    pending_ = 0;
   }
 
   // logits [rows, classes] = x @ weight^T, in parallel over class tiles.
@@ -416,9 +432,17 @@ class Driver {
   mutable std::vector<uint16_t> x_panels_;
   const int64_t class_tile_;
   const RowPass<Acc> rows_;
+  // Tokens whose d waits in ws_.deferred_grad for the weight gradient, from token pending_c0_.
+  int64_t pending_ = 0, pending_c0_ = 0;
 };
 
 }  // namespace
+
+int64_t lce_deferred_gradient_tokens(ScalarType dtype, int64_t chunk_tokens, int64_t classes, int64_t memory_budget) {
+  if (dtype != kBFloat16 || !amx_products_available()) return 0;
+  const int64_t chunks = memory_budget / std::max<int64_t>(1, 2 * chunk_tokens * classes);
+  return chunks >= 2 ? chunks * chunk_tokens : 0;
+}
 
 void linear_cross_entropy(const LceProblem& problem, const LceGradScale& scale, const LceOutputs& out,
                           const LceWorkspace& workspace) {

@@ -170,6 +170,11 @@ Results run_kernel(const Problem& p, const LinearCrossEntropyParams& o, const cp
   Tensor x_wide, grad_x_wide;
   if (is_low_precision(dtype)) grad_x_wide = empty({chunk_rows, p.hidden}, kFloat32);
   if (dtype == kFloat16) x_wide = empty({chunk_rows, p.hidden}, kFloat32);
+  Tensor deferred_grad;  // Note [Deferred weight gradient]
+  if (wanted.weight) {
+    const int64_t tokens = cpu::lce_deferred_gradient_tokens(dtype, chunk_rows, p.classes, o.memory_budget);
+    if (tokens > chunk_rows && p.tokens > chunk_rows) deferred_grad = empty({std::min(tokens, p.tokens), p.classes}, kBFloat16);
+  }
 
   cpu::LceProblem problem;
   problem.dtype = dtype;
@@ -194,7 +199,8 @@ Results run_kernel(const Problem& p, const LinearCrossEntropyParams& o, const cp
   cpu::LceOutputs out{r.row_ce.data_ptr<double>(), r.row_lse.data_ptr<double>(), pointer(r.grad_x),
                       pointer(r.grad_weight), pointer(r.grad_bias)};
   cpu::LceWorkspace workspace{logits.data_ptr(), static_cast<float*>(pointer(x_wide)),
-                              static_cast<float*>(pointer(grad_x_wide))};
+                              static_cast<float*>(pointer(grad_x_wide)), static_cast<uint16_t*>(pointer(deferred_grad)),
+                              deferred_grad.defined() ? deferred_grad.size(0) : 0};
   cpu::linear_cross_entropy(problem, scale, out, workspace);
   // Rounded once, here, so that only the input-dtype copies are kept until backward.
   if (acc != dtype) {
