@@ -229,8 +229,12 @@ class Driver {
       if (out_.grad_bias) accumulate_grad_bias(logits, rows);
       if (!out_.grad_x && !out_.grad_weight) continue;
       const Operand d = gradient_operand(logits, rows);
+      if (ws_.deferred_tokens > 0) {
+        add_to_group(rows, c0);
+        continue;
+      }
       if (out_.grad_x) compute_grad_x(d, rows, c0);
-      if (out_.grad_weight) add_grad_weight(d, x, rows, c0);
+      if (out_.grad_weight) accumulate_grad_weight(d, x, rows);
     }
   }
 
@@ -270,8 +274,8 @@ class Driver {
 
   // The chunk's d = d loss / d logits as the backward products' operand: the float32/float64
   // logits buffer, or for bf16 inputs d rounded to bf16, so both products run as bf16 x bf16
-  // products: into the group's buffer after the chunks already there (Note [Deferred weight
-  // gradient]), else in place, packed at the start of each row (row stride 2 * classes).
+  // products: into the group's buffer after the chunks already there (Note [Deferred
+  // gradients]), else in place, packed at the start of each row (row stride 2 * classes).
   Operand gradient_operand(Acc* logits, int64_t rows) const {
     const int64_t classes = p_.classes;
     if (p_.dtype != kBFloat16) return {acc_dtype<Acc>, logits, classes};
@@ -289,15 +293,17 @@ class Driver {
     return {kBFloat16, logits, 2 * classes};
   }
 
-  // grad_weight += the chunk's d^T x now, or once its group of chunks is complete (Note
-  // [Deferred weight gradient]).
-  void add_grad_weight(const Operand& d, const Operand& x, int64_t rows, int64_t c0) {
-    if (ws_.deferred_tokens == 0) return accumulate_grad_weight(d, x, rows);
+  // The chunk's d joins its group (Note [Deferred gradients]); a full group, or the last,
+  // goes to grad_x and grad_weight as one chunk of all its tokens.
+  void add_to_group(int64_t rows, int64_t c0) {
     if (pending_ == 0) pending_c0_ = c0;
     pending_ += rows;
     if (pending_ + p_.chunk_tokens <= ws_.deferred_tokens && c0 + rows < p_.tokens) return;
-    accumulate_grad_weight({kBFloat16, ws_.deferred_grad, p_.classes},
-                           {kBFloat16, static_cast<const uint16_t*>(p_.x) + pending_c0_ * p_.ld_x, p_.ld_x}, pending_);
+    const Operand d{kBFloat16, ws_.deferred_grad, p_.classes};
+    if (out_.grad_x) compute_grad_x(d, pending_, pending_c0_);
+    if (out_.grad_weight)
+      accumulate_grad_weight(d, {kBFloat16, static_cast<const uint16_t*>(p_.x) + pending_c0_ * p_.ld_x, p_.ld_x},
+                             pending_);
     pending_ = 0;
   }
 
@@ -432,7 +438,7 @@ class Driver {
   mutable std::vector<uint16_t> x_panels_;
   const int64_t class_tile_;
   const RowPass<Acc> rows_;
-  // Tokens whose d waits in ws_.deferred_grad for the weight gradient, from token pending_c0_.
+  // Tokens whose d waits in ws_.deferred_grad for the gradients, from token pending_c0_.
   int64_t pending_ = 0, pending_c0_ = 0;
 };
 

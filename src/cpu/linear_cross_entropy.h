@@ -67,21 +67,24 @@ struct LceWorkspace {
   void* logits = nullptr;
   float* x_wide = nullptr;
   float* grad_x_wide = nullptr;
-  // bf16 logits gradients of deferred_tokens tokens (0: none kept), lce_deferred_gradient_tokens.
+  // bf16 logits gradients of deferred_tokens tokens (0: none kept), lce_deferred_gradient_tokens;
+  // grad_x_wide then holds that many rows.
   uint16_t* deferred_grad = nullptr;
   int64_t deferred_tokens = 0;
 };
 
-// Note [Deferred weight gradient]
+// Note [Deferred gradients]
 // Where bf16 products run on AMX tiles, the weight gradient's float32 [classes, hidden]
 // accumulator is read and written by every pass that adds to it: at v128256 h1024 that is
-// 1 GB a 128-token chunk (the default budget's), more time than the chunk's products take. So
-// the chunks' bf16 logits gradients wait in a buffer of as many whole chunks as fit in
-// memory_budget (2 bytes a class a token, two at least, else none: the loss then takes up to
-// twice the budget), and grad_W adds one product over them all: each element's sum is the same
-// chain of float32 additions in token order (Note [Products sharing B on AMX]), so the same
-// bits, the accumulator passed once a group. At the default budget v128256 keeps two chunks,
-// v32000 (512-token chunks) none.
+// 1 GB a 128-token chunk (the default budget's), more time than the chunk's products take;
+// and grad_x packs every weight tile into panels once a chunk. So the chunks' bf16 logits
+// gradients wait in a buffer of as many whole chunks as fit in memory_budget (2 bytes a class
+// a token, two at least, else none: the loss then takes up to twice the budget), and a full
+// group goes to grad_x and grad_W as one chunk of all its tokens: each element's sum is the
+// same chain of float32 additions (over classes for grad_x, over tokens in order for grad_W,
+// Note [Products sharing B on AMX]), so the same bits, with the accumulator passed and the
+// weight packed once a group. At the default budget v128256 keeps two chunks, v32000
+// (512-token chunks) none.
 int64_t lce_deferred_gradient_tokens(ScalarType dtype, int64_t chunk_tokens, int64_t classes, int64_t memory_budget);
 
 void linear_cross_entropy(const LceProblem& problem, const LceGradScale& scale, const LceOutputs& out,

@@ -167,14 +167,16 @@ Results run_kernel(const Problem& p, const LinearCrossEntropyParams& o, const cp
 
   const int64_t chunk_rows = std::min(p.chunk_tokens, p.tokens);
   Tensor logits = empty({chunk_rows, p.classes}, acc);
-  Tensor x_wide, grad_x_wide;
-  if (is_low_precision(dtype)) grad_x_wide = empty({chunk_rows, p.hidden}, kFloat32);
-  if (dtype == kFloat16) x_wide = empty({chunk_rows, p.hidden}, kFloat32);
-  Tensor deferred_grad;  // Note [Deferred weight gradient]
-  if (wanted.weight) {
+  Tensor deferred_grad;  // Note [Deferred gradients]
+  if (wanted.x || wanted.weight) {
     const int64_t tokens = cpu::lce_deferred_gradient_tokens(dtype, chunk_rows, p.classes, o.memory_budget);
-    if (tokens > chunk_rows && p.tokens > chunk_rows) deferred_grad = empty({std::min(tokens, p.tokens), p.classes}, kBFloat16);
+    if (tokens > chunk_rows && p.tokens > chunk_rows)
+      deferred_grad = empty({std::min(tokens, p.tokens), p.classes}, kBFloat16);
   }
+  const int64_t grad_rows = deferred_grad.defined() ? deferred_grad.size(0) : chunk_rows;
+  Tensor x_wide, grad_x_wide;
+  if (is_low_precision(dtype)) grad_x_wide = empty({grad_rows, p.hidden}, kFloat32);
+  if (dtype == kFloat16) x_wide = empty({chunk_rows, p.hidden}, kFloat32);
 
   cpu::LceProblem problem;
   problem.dtype = dtype;

@@ -322,8 +322,8 @@ TEST(LinearCrossEntropy, IndependentOfChunkSizeAndThreadCount) {
     expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(2 * kBlock), true, {}),
                          reference);
     expect_bitwise_equal(evaluate(fused, in, o, true, {}), reference);  // auto: one chunk
-    // A budget of two token blocks of float32 logits: chunks of 256 tokens, and on AMX the weight
-    // gradient waits for groups of two chunks (Note [Deferred weight gradient]), then the last.
+    // A budget of two token blocks of float32 logits: chunks of 256 tokens, and on AMX the
+    // gradients wait for groups of two chunks (Note [Deferred gradients]), then the last.
     expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).memory_budget(2 * kBlock * 2100 * 4),
                                   true, {}),
                          reference);
