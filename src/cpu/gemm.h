@@ -31,8 +31,9 @@ void gemm_float32_out(ScalarType dtype, bool trans_a, bool trans_b, int64_t m, i
 // For a caller that multiplies one bf16 B by many blocks of A from its own pool tasks (the
 // fused loss's tiles), where the CPU has AMX-BF16 (amx_products_available): B packed once
 // into the panels the tiles read (amx_pack_b, into packed: amx_packed_b_size(k, n) values,
-// 64-byte aligned; column packs on the pool, serially from a pool task), then products on the calling thread alone into a float32 C (Note [AMX
-// GEMM]), each packing A as it goes. With `accumulate` the sums start from C itself: calls that
+// 64-byte aligned; column packs on the pool, serially from a pool task), then products on the
+// calling thread alone into a float32 C (Note [AMX GEMM]), each packing A as it goes or reading
+// it where it lies. With `accumulate` the sums start from C itself: calls that
 // split k at multiples of 32 make one chain of float32 additions per element, the same values
 // however the caller cuts its k (chunks of tokens, tiles of classes) or its rows.
 bool amx_products_available();
