@@ -231,9 +231,14 @@ void amx_pack_b(bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb, 
 }
 
 namespace {
-// A product on the calling thread over B panels packed by amx_pack_b.
-void run_packed_b(PackedGemmTile t) {
+// A product on the calling thread over B panels packed by amx_pack_b, into float32 C.
+void run_packed_b(bool trans_a, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda, const uint16_t* packed_b,
+                  float* c, int64_t ldc, bool continue_c, bool transposed_c) {
+  PackedGemmTile t{trans_a, false, true, m, n, k, 1.0f, 0.0f, a, lda, nullptr, 0, c, ldc, nullptr,
+                   reinterpret_cast<float*>(const_cast<uint16_t*>(packed_b)), nullptr};
   t.b_packed = true;
+  t.continue_c = continue_c;
+  t.transposed_c = transposed_c;
   const PackedWorkspace sizes = amx_workspace_floats(t);
   t.a_pack = sizes.a_floats > 0 ? aligned_workspace(0, sizes.a_floats) : nullptr;
   t.c_acc = aligned_workspace(2, sizes.c_floats);
@@ -243,18 +248,12 @@ void run_packed_b(PackedGemmTile t) {
 
 void amx_product_packed_b(bool trans_a, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                           const uint16_t* packed_b, bool accumulate, float* c, int64_t ldc) {
-  PackedGemmTile t{trans_a, false, true, m, n, k, 1.0f, 0.0f, a, lda, nullptr, 0, c, ldc, nullptr,
-                   reinterpret_cast<float*>(const_cast<uint16_t*>(packed_b)), nullptr};
-  t.continue_c = accumulate;
-  run_packed_b(t);
+  run_packed_b(trans_a, m, n, k, a, lda, packed_b, c, ldc, accumulate, false);
 }
 
 void amx_product_packed_b_transposed_c(int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                                        const uint16_t* packed_b, float* c, int64_t ldc) {
-  PackedGemmTile t{false, false, true, m, n, k, 1.0f, 0.0f, a, lda, nullptr, 0, c, ldc, nullptr,
-                   reinterpret_cast<float*>(const_cast<uint16_t*>(packed_b)), nullptr};
-  t.transposed_c = true;
-  run_packed_b(t);
+  run_packed_b(false, m, n, k, a, lda, packed_b, c, ldc, false, true);
 }
 
 bool ember_gemm_can_run(const GemmArgs& g) { return g.dtype == kBFloat16 || g.dtype == kFloat16; }
