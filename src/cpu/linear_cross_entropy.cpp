@@ -446,7 +446,9 @@ class Driver {
 
 int64_t lce_deferred_gradient_tokens(ScalarType dtype, int64_t chunk_tokens, int64_t classes, int64_t memory_budget) {
   if (dtype != kBFloat16 || !amx_products_available()) return 0;
-  const int64_t chunks = memory_budget / std::max<int64_t>(1, 2 * chunk_tokens * classes);
+  // Two bytes a class a token in up to twice the budget: bf16 rows of as many tokens as the
+  // budget holds in float32.
+  const int64_t chunks = memory_budget / std::max<int64_t>(1, chunk_tokens * classes);
   return chunks >= 2 ? chunks * chunk_tokens : 0;
 }
 

@@ -78,13 +78,15 @@ struct LceWorkspace {
 // accumulator is read and written by every pass that adds to it: at v128256 h1024 that is
 // 1 GB a 128-token chunk (the default budget's), more time than the chunk's products take;
 // and grad_x packs every weight tile into panels once a chunk. So the chunks' bf16 logits
-// gradients wait in a buffer of as many whole chunks as fit in memory_budget (2 bytes a class
-// a token, two at least, else none: the loss then takes up to twice the budget), and a full
-// group goes to grad_x and grad_W as one chunk of all its tokens: each element's sum is the
-// same chain of float32 additions (over classes for grad_x, over tokens in order for grad_W,
-// Note [Products sharing B on AMX]), so the same bits, with the accumulator passed and the
-// weight packed once a group. At the default budget v128256 keeps two chunks, v32000
-// (512-token chunks) none.
+// gradients wait in a buffer of as many whole chunks as fit in twice memory_budget (2 bytes a
+// class a token: as many tokens as the budget holds in float32; two chunks at least, else
+// none: the loss then takes up to three times the budget), and a full group goes to grad_x
+// and grad_W as one chunk of all its tokens: each element's sum is the same chain of float32
+// additions (over classes for grad_x, over tokens in order for grad_W, Note [Products sharing
+// B on AMX]), so the same bits, with the accumulator passed and the weight packed once a
+// group. At the default budget v128256 (128-token chunks) and v32000 (512-token chunks) keep
+// four chunks. Groups of two ran 0.79-0.86x of one at v128256, groups of four 0.69-0.75x
+// (whole step, alternated in one process, Xeon with AMX, 2026-12-06).
 int64_t lce_deferred_gradient_tokens(ScalarType dtype, int64_t chunk_tokens, int64_t classes, int64_t memory_budget);
 
 void linear_cross_entropy(const LceProblem& problem, const LceGradScale& scale, const LceOutputs& out,

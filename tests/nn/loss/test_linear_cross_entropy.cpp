@@ -322,11 +322,17 @@ TEST(LinearCrossEntropy, IndependentOfChunkSizeAndThreadCount) {
     expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(2 * kBlock), true, {}),
                          reference);
     expect_bitwise_equal(evaluate(fused, in, o, true, {}), reference);  // auto: one chunk
-    // A budget of two token blocks of float32 logits: chunks of 256 tokens, and on AMX the
-    // gradients wait for groups of two chunks (Note [Deferred gradients]), then the last.
+    // On AMX the gradients wait for groups of chunks (Note [Deferred gradients]). A budget of
+    // two token blocks of float32 logits: chunks of 256 tokens, all three in one group.
     expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).memory_budget(2 * kBlock * 2100 * 4),
                                   true, {}),
                          reference);
+    // Chunks of one block and a budget of two blocks of bf16 gradients: groups of two chunks,
+    // then a last group of one chunk and a part.
+    expect_bitwise_equal(
+        evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(kBlock).memory_budget(2 * kBlock * 2100), true,
+                 {}),
+        reference);
     const int threads = get_num_threads();
     set_num_threads(1);
     expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(3 * kBlock), true, {}),
