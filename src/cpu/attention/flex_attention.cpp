@@ -291,14 +291,36 @@ const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_
   return buffer;
 }
 
-// One online-softmax step over a score tile (TileKernels::softmax_step), the probabilities
-// then an A operand: the tile itself, `buffer` filled from it, or `buffer` written by the
-// softmax directly where the table fuses the two.
+// Note [Scale in the softmax]
+// The scores are q·k times `scale`. Where the product table applies an alpha in a pass of its
+// own over the tile (AMX tiles store their sums as they are) and no score_mod must see the
+// scaled scores, the product runs with alpha 1 and the fused softmax multiplies each score by
+// the scale in a register on its way to exp: the same products, rounded the same way, so the
+// same bits, with one pass over the tile saved. For a positive scale a mask_mod commutes with
+// it (-inf stays -inf), and the row max is the scale times the unscaled one (rounding is
+// monotonic).
+
+// The scale's two factors, in the score product and in the softmax: (scale, 1) or (1, scale).
 template <typename T>
-const void* softmax_operand(const Layout<T>& g, T* scores, int64_t rows, int64_t cols, T* row_max, T* row_sum, T* acc,
-                            int64_t acc_cols, void* buffer) {
+struct ScoreScale {
+  T in_product, in_softmax;
+  ScoreScale(const FlexProblem& p, const Layout<T>& g) {
+    const bool in_softmax_pass = g.mm.alpha_is_a_pass && g.mm.softmax_to_operand && !p.score_mod && p.scale > 0;
+    in_product = in_softmax_pass ? T(1) : static_cast<T>(p.scale);
+    in_softmax = in_softmax_pass ? static_cast<T>(p.scale) : T(1);
+  }
+};
+
+// One online-softmax step over a score tile (TileKernels::softmax_step) of the scores times
+// score_scale (1 unless ScoreScale says otherwise), the probabilities then an A operand: the
+// tile itself, `buffer` filled from it, or `buffer` written by the softmax directly where the
+// table fuses the two.
+template <typename T>
+const void* softmax_operand(const Layout<T>& g, T* scores, int64_t rows, int64_t cols, T score_scale, T* row_max,
+                            T* row_sum, T* acc, int64_t acc_cols, void* buffer) {
   if (g.mm.softmax_to_operand) {
-    g.mm.softmax_to_operand(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, acc_cols, buffer, g.ld_s);
+    g.mm.softmax_to_operand(scores, g.ld_s, rows, cols, score_scale, row_max, row_sum, acc, g.ld_ev, acc_cols, buffer,
+                            g.ld_s);
     return buffer;
   }
   g.k.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, acc_cols);
@@ -358,7 +380,7 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
   const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
-  const T scale = static_cast<T>(p.scale);
+  const ScoreScale<T> scale(p, g);
   T* lse = static_cast<T*>(lse_out);
   const ForwardWorkspace<T> w(p, g, p.workspace, p.workspace_slots);
   const PackedBlocks<T> keys = pack_keys(p, g, p.k, E, Form::TransposedPanels, p.workspace ? w.keys : nullptr);
@@ -378,9 +400,9 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
-        g.mm.gemm(t.q, g.ld_qe, keys.block(b, hk, kvb), t.scores, g.ld_s, rows, cols, E, scale, false);
+        g.mm.gemm(t.q, g.ld_qe, keys.block(b, hk, kvb), t.scores, g.ld_s, rows, cols, E, scale.in_product, false);
         apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, t.scores, g.ld_s), partial, TilePass::Forward);
-        g.mm.gemm(softmax_operand(g, t.scores, rows, cols, row_max, row_sum, acc, Ev, t.probs), g.ld_s,
+        g.mm.gemm(softmax_operand(g, t.scores, rows, cols, scale.in_softmax, row_max, row_sum, acc, Ev, t.probs), g.ld_s,
                   values.block(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, T(1), true);
       });
       // A row that saw nothing (fully masked) gives output 0 and lse -inf.
@@ -476,6 +498,7 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
   const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const DecodeShape d(p, g);
+  const ScoreScale<T> scale(p, g);
   const int64_t E = p.head_dim, Ev = p.value_dim, rows = d.rows, heads = d.heads, splits = d.splits;
   // Without a workspace, the shared buffers come from memory of its own (the slots are unused).
   std::unique_ptr<char[]> owned;
@@ -503,12 +526,12 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) continue;
         g.mm.pack_panels(p.dtype, at(p.k, b, hk, kv0, g.item), p.k.stride_col, p.k.stride_row, E, cols, t.key_t);
-        g.mm.gemm(t.q, g.ld_qe, t.key_t, scores, g.ld_s, rows, cols, E, static_cast<T>(p.scale), false);
+        g.mm.gemm(t.q, g.ld_qe, t.key_t, scores, g.ld_s, rows, cols, E, scale.in_product, false);
         ScoreTile tile = make_tile(b, h0, 0, kv0, rows, cols, scores, g.ld_s);
         tile.rows_per_head = p.q_len;
         apply_mods(p, tile, partial, TilePass::Forward);
         g.mm.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, Ev, t.value);
-        g.mm.gemm(softmax_operand(g, scores, rows, cols, row_max, row_sum, acc, Ev, t.probs), g.ld_s, t.value, acc,
+        g.mm.gemm(softmax_operand(g, scores, rows, cols, scale.in_softmax, row_max, row_sum, acc, Ev, t.probs), g.ld_s, t.value, acc,
                   g.ld_ev, rows, Ev, cols, T(1), true);
       }
     }

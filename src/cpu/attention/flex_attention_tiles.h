@@ -55,11 +55,17 @@ struct ProductKernels {
   // transpose (dst then has cols rows); zero up to the next multiple of k_group.
   void (*operand_rows)(const T* src, int64_t ld_src, int64_t rows, int64_t cols, bool transpose, void* dst,
                        int64_t ld_dst);
-  // TileKernels::softmax_step with the probabilities written as A operand rows (ld_operand)
+  // TileKernels::softmax_step over the scores times score_scale (each product rounded as
+  // gemm's alpha rounds it), with the probabilities written as A operand rows (ld_operand)
   // instead of into the tile, as operand_rows would make them. Null: softmax_step, then
   // operand_rows where tiles are not operands.
-  void (*softmax_to_operand)(T* scores, int64_t ld, int64_t rows, int64_t cols, T* row_max, T* row_sum, T* acc,
-                             int64_t ld_acc, int64_t acc_cols, void* operand, int64_t ld_operand) = nullptr;
+  void (*softmax_to_operand)(T* scores, int64_t ld, int64_t rows, int64_t cols, T score_scale, T* row_max,
+                             T* row_sum, T* acc, int64_t ld_acc, int64_t acc_cols, void* operand,
+                             int64_t ld_operand) = nullptr;
+  // gemm applies an alpha other than 1 in a pass of its own over C: where no score_mod needs
+  // the scaled scores, the forward leaves the scale to softmax_to_operand (Note [Scale in the
+  // softmax]).
+  bool alpha_is_a_pass = false;
 };
 
 template <typename T>

@@ -492,18 +492,20 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
   }
 }
 
-// softmax_step_f32 with the probabilities left as bfloat16 A operand rows (zero up to the next
-// pair) instead of in the tile: the tile's float32 probabilities are never stored and read back.
-// The same values as softmax_step_f32 then operand_rows_bf16, bit for bit.
-EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_t rows, int64_t cols, float* row_max,
-                                               float* row_sum, float* acc, int64_t ld_acc, int64_t acc_cols,
-                                               void* operand, int64_t ld_operand) {
+// softmax_step_f32 over the scores times score_scale, with the probabilities left as bfloat16
+// A operand rows (zero up to the next pair) instead of in the tile: the tile's float32
+// probabilities are never stored and read back. The same values as gemm's alpha, then
+// softmax_step_f32 and operand_rows_bf16, bit for bit (Note [Scale in the softmax]).
+EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_t rows, int64_t cols,
+                                               float score_scale, float* row_max, float* row_sum, float* acc,
+                                               int64_t ld_acc, int64_t acc_cols, void* operand, int64_t ld_operand) {
   uint16_t* out = static_cast<uint16_t*>(operand);
   const int64_t padded = cols + cols % 2;
+  const vf scale = vset(score_scale);
   for (int64_t r = 0; r < rows; ++r) {
     float* s = scores + r * ld;
     uint16_t* o = out + r * ld_operand;
-    const float tile_max = row_max_f32(s, cols);
+    const float tile_max = row_max_f32(s, cols) * score_scale;
     const float new_max = tile_max > row_max[r] ? tile_max : row_max[r];
     if (new_max == kNegInf) {  // nothing visible in this row so far
       for (int64_t c = 0; c < padded; ++c) o[c] = 0;
@@ -514,7 +516,7 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
     for (int64_t c = 0; c < padded; c += kNativeWidth) {
       const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
       const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
-      const vf e = vexp_shifted(_mm512_mask_loadu_ps(vset(kNegInf), lanes, s + c), shift);
+      const vf e = vexp_shifted(vmul(_mm512_mask_loadu_ps(vset(kNegInf), lanes, s + c), scale), shift);
       sum = vadd(sum, e);
       const __mmask16 stored = static_cast<__mmask16>((1u << (n + (n % 2))) - 1);  // the pair's zero too
       _mm256_mask_storeu_epi16(o + c, stored, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
@@ -603,7 +605,8 @@ EMBER_AMX_TARGET void gemm_amx(const void* a_operand, int64_t lda, const void* b
 const ProductKernels<float> kAmxProducts = {
     .panel_width = kPanel, .k_group = 2, .operand_bytes = sizeof(uint16_t), .tiles_are_operands = false,
     .gemm = gemm_amx, .gemm_transposed_tile = nullptr, .pack_rows = pack_rows<uint16_t, 2>,
-    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16, .softmax_to_operand = softmax_to_operand_bf16};
+    .pack_panels = pack_panels_bf16, .operand_rows = operand_rows_bf16, .softmax_to_operand = softmax_to_operand_bf16,
+    .alpha_is_a_pass = true};
 #endif
 }  // namespace
 

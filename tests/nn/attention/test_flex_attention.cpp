@@ -231,6 +231,31 @@ TEST(FlexAttention, Bfloat16OnEveryInstructionSet) {
   });
 }
 
+// Without a score_mod, products on AMX tiles leave the scale to the softmax (Note [Scale in the
+// softmax]): the same bits as with a score_mod, which makes the product apply it. The mask
+// leaves the first rows of the second query block nothing visible in its first key block, and
+// row 0 of each head nothing at all; the decode path (three queries) takes the same route.
+TEST(FlexAttention, Bfloat16ScaleInTheSoftmaxGivesTheSameBits) {
+  cpu::for_each_capability([] {
+    for (int64_t queries : {int64_t{200}, int64_t{3}}) {
+      const int64_t keys = 300, E = 64;
+      Tensor q = make(uniform_values(2 * queries * E, -3, 3, 1), {1, 2, queries, E}, kBFloat16);
+      Tensor k = make(uniform_values(2 * keys * E, -3, 3, 2), {1, 2, keys, E}, kBFloat16);
+      Tensor v = make(uniform_values(2 * keys * E, -1, 1, 3), {1, 2, keys, E}, kBFloat16);
+      auto mask = [](auto, auto, auto q_idx, auto kv_idx) { return q_idx > 0 && kv_idx <= q_idx + 40 && kv_idx + 90 > q_idx; };
+      att::BlockMask block_mask = att::create_block_mask(mask, 1, 1, queries, keys);
+      for (double scale : {0.125, 0.3, -0.7}) {
+        SCOPED_TRACE("queries " + std::to_string(queries) + " scale " + std::to_string(scale));
+        const auto o = att::FlexAttentionOptions().set_scale(scale).set_return_lse(true);
+        auto plain = att::flex_attention(q, k, v, block_mask, o);
+        auto with_mod = att::flex_attention(q, k, v, identity(), block_mask, o);
+        EXPECT_TRUE(equal(plain.output, with_mod.output));
+        EXPECT_TRUE(equal(plain.lse, with_mod.lse));
+      }
+    }
+  });
+}
+
 TEST(FlexAttention, Float64) {
   CaseOptions o;
   o.dtype = kFloat64;
