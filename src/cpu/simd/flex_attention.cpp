@@ -510,6 +510,34 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
 // A operand rows (zero up to the next pair) instead of in the tile: the tile's float32
 // probabilities are never stored and read back. The same values as gemm's alpha, then
 // softmax_step_f32 and operand_rows_bf16, bit for bit (Note [Scale in the softmax]).
+// row_max_f32 (the same maxima, bit for bit), and in `visible` bit v set where the row's
+// vector v (16 columns) holds a score other than -inf (all bits past 64 vectors).
+static inline float row_max_visible(const float* s, int64_t cols, uint64_t& visible) {
+  const bool tracked = cols <= 64 * kNativeWidth;
+  vf m = vset(kNegInf);
+  uint64_t seen = 0;
+  int64_t c = 0;
+  for (; c + kNativeWidth <= cols; c += kNativeWidth) {
+    const vf x = vload(s + c);
+    m = vmax(m, x);
+    if (tracked) seen |= uint64_t{_mm512_cmp_ps_mask(x, vset(kNegInf), _CMP_NEQ_UQ) != 0} << (c / kNativeWidth);
+  }
+  float result = _mm512_reduce_max_ps(m);
+  for (; c < cols; ++c) {
+    result = s[c] > result ? s[c] : result;
+    if (tracked && s[c] != kNegInf) seen |= uint64_t{1} << (c / kNativeWidth);
+  }
+  visible = tracked ? seen : ~uint64_t{0};
+  return result;
+}
+
+// softmax_step_f32 over the scores times score_scale, with the probabilities left as bfloat16
+// A operand rows (zero up to the next pair) instead of in the tile: the tile's float32
+// probabilities are never stored and read back. The same values as gemm's alpha, then
+// softmax_step_f32 and operand_rows_bf16, bit for bit (Note [Scale in the softmax]). Only the
+// span of a row's vectors that hold visible scores goes through exp, the rest is written as
+// zeros (what exp(-inf) gives; a sum of zeros adds nothing): a partial tile of a sliding
+// window is about half masked.
 EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_t rows, int64_t cols,
                                                float score_scale, float* row_max, float* row_sum, float* acc,
                                                int64_t ld_acc, int64_t acc_cols, void* operand, int64_t ld_operand) {
@@ -517,20 +545,29 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
   const int64_t padded = cols + cols % 2;
   const vf scale = vset(score_scale);
   float group_max[kMaxGroup];
+  uint64_t group_visible[kMaxGroup];
   for (int64_t r = 0; r < rows; ++r) {
-    if (r % kMaxGroup == 0)
-      new_row_maxima(scores + r * ld, ld, rows - r < kMaxGroup ? rows - r : kMaxGroup, cols, score_scale,
-                     row_max + r, group_max);
+    if (r % kMaxGroup == 0)  // new_row_maxima's grouping, with the visible vectors
+      for (int64_t i = 0; i < kMaxGroup && r + i < rows; ++i) {
+        const float tile_max = row_max_visible(scores + (r + i) * ld, cols, group_visible[i]) * score_scale;
+        group_max[i] = tile_max > row_max[r + i] ? tile_max : row_max[r + i];
+      }
     float* s = scores + r * ld;
     uint16_t* o = out + r * ld_operand;
     const float new_max = group_max[r % kMaxGroup];
-    if (new_max == kNegInf) {  // nothing visible in this row so far
+    const uint64_t visible = group_visible[r % kMaxGroup];
+    if (new_max == kNegInf || visible == 0) {  // nothing visible in this row so far, or in this tile
       for (int64_t c = 0; c < padded; ++c) o[c] = 0;
+      if (new_max != kNegInf) add_to_row(new_max, 0.0f, row_max[r], row_sum[r], acc + r * ld_acc, acc_cols);
       continue;
     }
+    const int64_t begin = __builtin_ctzll(visible) * kNativeWidth;
+    const int64_t end_vector = (64 - __builtin_clzll(visible)) * kNativeWidth;
+    const int64_t end = end_vector < padded ? end_vector : padded;
+    for (int64_t c = 0; c < begin; ++c) o[c] = 0;
     const vf shift = vset(-new_max * 1.44269504088896341f);
     vf sum = vset(0.0f);
-    for (int64_t c = 0; c < padded; c += kNativeWidth) {
+    for (int64_t c = begin; c < end; c += kNativeWidth) {
       const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
       const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
       const vf e = vexp_shifted(vmul(_mm512_mask_loadu_ps(vset(kNegInf), lanes, s + c), scale), shift);
@@ -538,6 +575,7 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
       const __mmask16 stored = static_cast<__mmask16>((1u << (n + (n % 2))) - 1);  // the pair's zero too
       _mm256_mask_storeu_epi16(o + c, stored, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
     }
+    for (int64_t c = end; c < padded; ++c) o[c] = 0;
     add_to_row(new_max, hsum_tree(sum), row_max[r], row_sum[r], acc + r * ld_acc, acc_cols);
   }
 }

@@ -228,6 +228,9 @@ TEST(FlexAttention, Bfloat16OnEveryInstructionSet) {
     o.block = {};
     check_flex(AttentionShape{1, 2, 1, 200, 300, 64, 64}, identity(), att::sliding_window_mask(150), o);
     check_flex(AttentionShape{2, 4, 2, 3, 300, 32, 16}, identity(), everything(), o);
+    // Key blocks of more than 64 vectors: the bf16 softmax then passes whole rows.
+    o.block = BlockSize(32, 1056);
+    check_flex(AttentionShape{1, 1, 1, 40, 1100, 16, 16}, identity(), att::sliding_window_mask(600), o);
   });
 }
 
