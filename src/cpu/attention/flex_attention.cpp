@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "core/allocator.h"
@@ -146,31 +148,74 @@ class PackedBlocks {
     return batch * heads * ceil_div(len, block_len) * block_size(g, dim, block_len, form);
   }
 
-  // Packs into `storage` (caller-owned, elements() long), or into memory of its own when null.
+  // Note [Keys packed on first use]
+  // The forward packs a key or value block when a task first needs it: the tasks of a head
+  // run in query-block order, so a block is packed just before the query blocks that share it
+  // read it, while it is still in the cache, where packing all blocks first wrote them out to
+  // memory and read them back (at S=8192 that was 16 MB each way). The task that claims a block
+  // packs it; one that needs it meanwhile waits. Packing is the same whoever does it.
+  enum class When { Now, OnFirstUse };
+
+  // Packs into `storage` (caller-owned, elements() long), or into memory of its own when null;
+  // every block now, or each on its first use (then p, g and o must outlive this).
   PackedBlocks(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t batch, int64_t heads, int64_t len,
-               int64_t dim, int64_t block_len, Form form, char* storage = nullptr)
-      : batch_(batch), heads_(heads), blocks_(ceil_div(len, block_len)), block_size_(block_size(g, dim, block_len, form)),
+               int64_t dim, int64_t block_len, Form form, char* storage = nullptr, When when = When::Now)
+      : p_(&p), g_(&g), o_(&o), len_(len), dim_(dim), block_len_(block_len), form_(form), batch_(batch), heads_(heads),
+        blocks_(ceil_div(len, block_len)), block_size_(block_size(g, dim, block_len, form)),
         data_(storage ? Buffer(storage, Free{0}) : allocate(g.bytes(batch * heads * blocks_ * block_size_))),
         block_bytes_(g.bytes(block_size_)) {
+#ifndef EMBER_RT_CPU  // not in ember-rt, whose callers pass a workspace (Note [Runtime size])
+    if (when == When::OnFirstUse) {
+      state_ = std::make_unique<std::atomic<uint8_t>[]>(static_cast<size_t>(batch * heads * blocks_));
+      return;
+    }
+#endif
     parallel_for(0, batch * heads * blocks_, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const int64_t blk = i % blocks_, h = i / blocks_ % heads, b = i / blocks_ / heads;
-        const int64_t first = blk * block_len, rows = std::min(block_len, len - first);
-        const char* src = at(o, b, h, first, g.item);
-        char* dst = data_.get() + i * block_bytes_;
-        if (form == Form::Rows)
-          g.mm.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst, round_up(dim, g.mm.k_group));
-        else if (form == Form::Panels) g.mm.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst);
-        else g.mm.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim, rows, dst);
-      }
+      for (int64_t i = lo; i < hi; ++i) pack(i);
     });
   }
   // b of a broadcast operand (batch 1) is 0.
   const void* block(int64_t b, int64_t h, int64_t blk) const {
-    return data_.get() + (((batch_ == 1 ? 0 : b) * heads_ + h) * blocks_ + blk) * block_bytes_;
+    const int64_t i = ((batch_ == 1 ? 0 : b) * heads_ + h) * blocks_ + blk;
+#ifndef EMBER_RT_CPU
+    if (state_) packed_once(i);
+#endif
+    return data_.get() + i * block_bytes_;
   }
 
  private:
+  enum : uint8_t { kUnpacked, kPacking, kPacked };
+
+  void pack(int64_t i) const {
+    const FlexProblem& p = *p_;
+    const Layout<T>& g = *g_;
+    const Operand& o = *o_;
+    const int64_t blk = i % blocks_, h = i / blocks_ % heads_, b = i / blocks_ / heads_;
+    const int64_t first = blk * block_len_, rows = std::min(block_len_, len_ - first);
+    const char* src = at(o, b, h, first, g.item);
+    char* dst = data_.get() + i * block_bytes_;
+    if (form_ == Form::Rows)
+      g.mm.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim_, dst, round_up(dim_, g.mm.k_group));
+    else if (form_ == Form::Panels) g.mm.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim_, dst);
+    else g.mm.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim_, rows, dst);
+  }
+  void packed_once(int64_t i) const {
+    std::atomic<uint8_t>& state = state_[i];
+    if (state.load(std::memory_order_acquire) == kPacked) return;
+    uint8_t unpacked = kUnpacked;
+    if (state.compare_exchange_strong(unpacked, kPacking, std::memory_order_acquire)) {
+      pack(i);
+      state.store(kPacked, std::memory_order_release);
+      return;
+    }
+    while (state.load(std::memory_order_acquire) != kPacked) std::this_thread::yield();
+  }
+
+  const FlexProblem* p_;
+  const Layout<T>* g_;
+  const Operand* o_;
+  int64_t len_, dim_, block_len_;
+  Form form_;
   struct Free {
     size_t bytes;  // 0: caller-owned storage
     void operator()(char* data) const {
@@ -187,6 +232,7 @@ class PackedBlocks {
   int64_t batch_, heads_, blocks_, block_size_;
   Buffer data_;
   int64_t block_bytes_;
+  std::unique_ptr<std::atomic<uint8_t>[]> state_;  // OnFirstUse: each block's k* state
 };
 
 // k and v broadcast over the batch when their batch stride is 0.
@@ -194,8 +240,9 @@ int64_t kv_batch_of(const FlexProblem& p) { return p.k.stride_b == 0 && p.batch 
 
 template <typename T>
 PackedBlocks<T> pack_keys(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t dim, Form form,
-                             char* storage = nullptr) {
-  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, storage);
+                          char* storage = nullptr,
+                          typename PackedBlocks<T>::When when = PackedBlocks<T>::When::Now) {
+  return PackedBlocks<T>(p, g, o, kv_batch_of(p), p.heads_kv, p.kv_len, dim, g.bkv, form, storage, when);
 }
 
 template <typename T>
@@ -383,8 +430,11 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
   const ScoreScale<T> scale(p, g);
   T* lse = static_cast<T*>(lse_out);
   const ForwardWorkspace<T> w(p, g, p.workspace, p.workspace_slots);
-  const PackedBlocks<T> keys = pack_keys(p, g, p.k, E, Form::TransposedPanels, p.workspace ? w.keys : nullptr);
-  const PackedBlocks<T> values = pack_keys(p, g, p.v, Ev, Form::Panels, p.workspace ? w.values : nullptr);
+  // Note [Keys packed on first use]; a caller's workspace (ember-rt's, always) has no room for
+  // the blocks' states.
+  const auto when = p.workspace ? PackedBlocks<T>::When::Now : PackedBlocks<T>::When::OnFirstUse;
+  const PackedBlocks<T> keys = pack_keys(p, g, p.k, E, Form::TransposedPanels, p.workspace ? w.keys : nullptr, when);
+  const PackedBlocks<T> values = pack_keys(p, g, p.v, Ev, Form::Panels, p.workspace ? w.values : nullptr, when);
   run_tasks(p, p.batch * p.heads_q * g.q_blocks, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
     const ForwardBuffers<T> t(p, g, s);
     for (int64_t task = lo; task < hi; ++task) {

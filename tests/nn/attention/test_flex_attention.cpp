@@ -332,6 +332,25 @@ TEST(FlexAttention, BackwardIsBitwiseIdenticalForAnyThreadCount) {
   use_deterministic_algorithms(false);
 }
 
+// Key and value blocks are packed by the first task that needs them (Note [Keys packed on first
+// use]); with eight query heads to a key head, threads claim and wait on the same blocks.
+TEST(FlexAttention, KeysPackedOnFirstUseGiveTheSameResultUnderContention) {
+  const int threads_before = get_num_threads();
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    Tensor q = make(uniform_values(8 * 300 * 32, -1, 1, 31), {1, 8, 300, 32}, dtype);
+    Tensor k = make(uniform_values(300 * 32, -1, 1, 32), {1, 1, 300, 32}, dtype);
+    Tensor v = make(uniform_values(300 * 32, -1, 1, 33), {1, 1, 300, 32}, dtype);
+    att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(70), 1, 1, 300, 300, 32);
+    const auto options = att::FlexAttentionOptions().set_enable_gqa(true);
+    set_num_threads(1);
+    const std::vector<double> reference = values(att::flex_attention(q, k, v, mask, options));
+    set_num_threads(4);
+    for (int round = 0; round < 20; ++round)
+      ASSERT_EQ(values(att::flex_attention(q, k, v, mask, options)), reference) << dtype_name(dtype) << ", round " << round;
+  }
+  set_num_threads(threads_before);
+}
+
 // ---- errors ---------------------------------------------------------------------------------------
 
 TEST(FlexAttention, RejectsBadInputs) {
