@@ -52,6 +52,22 @@ static inline vf vexp_shifted(vf x, vf shift_log2e) {
 #endif
 }
 
+#if defined(__AVX512F__)
+// 2^t for the probabilities that become bfloat16 operands: vexp_shifted's with a degree-4
+// polynomial (relative error about 5e-6, against bfloat16's rounding of 2e-3) and no clamp
+// (the lanes it would change, below -126, -inf and NaN, are zeroed all the same).
+static inline vf vexp2_for_bf16(vf t) {
+  const vf n = vround(t);
+  const vf f = vsub(t, n);
+  vf p = vset(9.5541104674e-3f);
+  p = vfma(p, f, vset(5.5870376527e-2f));
+  p = vfma(p, f, vset(2.4024696648e-1f));
+  p = vfma(p, f, vset(6.9312804937e-1f));
+  p = vfma(p, f, vset(9.9999946356e-1f));
+  return vzero_below(t, _mm512_scalef_ps(p, n), -126.0f);
+}
+#endif
+
 // ---- float32 micro-kernel ----------------------------------------------------------------
 
 // c[i][0, 2 * kNativeWidth) = alpha * (c0[i], c1[i]) (+ c[i]) for i < rows <= M.
@@ -533,8 +549,9 @@ static inline float row_max_visible(const float* s, int64_t cols, uint64_t& visi
 
 // softmax_step_f32 over the scores times score_scale, with the probabilities left as bfloat16
 // A operand rows (zero up to the next pair) instead of in the tile: the tile's float32
-// probabilities are never stored and read back. The same values as gemm's alpha, then
-// softmax_step_f32 and operand_rows_bf16, bit for bit (Note [Scale in the softmax]). Only the
+// probabilities are never stored and read back. The scores times score_scale are the values
+// gemm's alpha gives (Note [Scale in the softmax]); exp is vexp2_for_bf16, a degree lower
+// than softmax_step_f32's (3-5% of the causal bf16 forward, one thread and two). Only the
 // span of a row's vectors that hold visible scores goes through exp, the rest is written as
 // zeros (what exp(-inf) gives; a sum of zeros adds nothing): a partial tile of a sliding
 // window is about half masked.
@@ -570,7 +587,8 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
     for (int64_t c = begin; c < end; c += kNativeWidth) {
       const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
       const __mmask16 lanes = static_cast<__mmask16>((1u << n) - 1);
-      const vf e = vexp_shifted(vmul(_mm512_mask_loadu_ps(vset(kNegInf), lanes, s + c), scale), shift);
+      const vf x = _mm512_mask_loadu_ps(vset(kNegInf), lanes, s + c);
+      const vf e = vexp2_for_bf16(vfma(vmul(x, scale), vset(1.44269504088896341f), shift));
       sum = vadd(sum, e);
       const __mmask16 stored = static_cast<__mmask16>((1u << (n + (n % 2))) - 1);  // the pair's zero too
       _mm256_mask_storeu_epi16(o + c, stored, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(e)));
