@@ -117,6 +117,16 @@ EMBER_AMX_TARGET void load_c(const float* c, int64_t ldc, int64_t rows, int64_t 
 EMBER_AMX_TARGET void store_c(const float* acc, int64_t ld_acc, int64_t rows, int64_t cols, float alpha, float beta,
                               bool c_float32, bool f16, void* c, int64_t ldc) {
   const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
+  if (cols == 32 && !c_float32 && !f16 && beta == 0.0f) {
+    // A whole block's row of bf16 C: two vectors rounded by one instruction, one store (7-8%
+    // faster products at k = 192-512, 2048 rows; the same bits).
+    for (int64_t i = 0; i < rows; ++i) {
+      const __m512 low = _mm512_mul_ps(scale, _mm512_loadu_ps(acc + i * ld_acc));
+      const __m512 high = _mm512_mul_ps(scale, _mm512_loadu_ps(acc + i * ld_acc + 16));
+      _mm512_storeu_si512(static_cast<uint16_t*>(c) + i * ldc, reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(high, low)));
+    }
+    return;
+  }
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 lanes = cols - j >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (cols - j)) - 1);
