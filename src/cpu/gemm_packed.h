@@ -83,12 +83,13 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // panel's kAmxKc rows (16 KB) stay in L1 while the blocks of A's rows pass over them, read with
 // the streaming hint (TILELOADDT1: A's block, 64 KB, would otherwise evict the panel), and the
 // float32 sums of the column (kAmxMc x 32, 16 KB) wait in L1 between k blocks (tile stores and
-// loads); the last rounds once into C with alpha and + beta * C. Both orders and hints were
-// timed in one process: column-first with streamed A ran 3.5-6.5% faster than k-block-first
-// with the sums of kAmxMc x kAmxNc in L2 at 1024^3 and GPT-like shapes, 2048^3 from 3% slower
-// to 8% faster across runs (Xeon with AMX, one thread, 2026-12-06). Every buffer a tile reads
-// is 64-byte aligned (rows straddling two cache lines ran at 0.6x). Sums run in k order per
-// element, whatever the tasks: results do not depend on the thread count.
+// loads); the last rounds once into C with alpha and + beta * C (a whole row of a block of bf16
+// C as one vector, its halves rounded by one VCVTNE2PS2BF16: 7-8% at k = 192-512). Both orders
+// and hints were timed in one process: column-first with streamed A ran 3.5-6.5% faster than
+// k-block-first with the sums of kAmxMc x kAmxNc in L2 at 1024^3 and GPT-like shapes, 2048^3
+// from 3% slower to 8% faster across runs (Xeon with AMX, one thread, 2026-12-06). Every buffer
+// a tile reads is 64-byte aligned (rows straddling two cache lines ran at 0.6x). Sums run in k
+// order per element, whatever the tasks: results do not depend on the thread count.
 inline constexpr int64_t kAmxMc = 128;
 inline constexpr int64_t kAmxNc = 256;
 inline constexpr int64_t kAmxKc = 256;
