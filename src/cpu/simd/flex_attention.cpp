@@ -28,22 +28,15 @@ constexpr int kRows = 4;
 constexpr int kPanel = 2 * kNativeWidth;
 constexpr float kNegInf = -__builtin_inff();
 
-// exp(x - shift) for x - shift <= 0 (softmax arguments), as 2^t with t = (x - shift) *
-// log2(e) folded into one FMA: t = n + f with n = round(t), 2^f by a degree-5 polynomial
-// (relative error under 2e-7 on |f| <= 1/2), 2^n from exponent bits. Below 2^-126 the
-// result is exactly 0, so -inf scores give 0. Folding the shift into the FMA costs up to
-// ~1e-5 relative error for scores near 100 (as flash kernels do with exp2).
-static inline vf vexp_shifted(vf x, vf shift_log2e) {
-  const vf t = vfma(x, vset(1.44269504088896341f), shift_log2e);
-  const vf clamped = vmax(t, vset(-127.0f));
-  const vf n = vround(clamped);
-  const vf f = vsub(clamped, n);
-  vf p = vset(1.3333558146e-3f);
-  p = vfma(p, f, vset(9.6181291076e-3f));
-  p = vfma(p, f, vset(5.5504108665e-2f));
-  p = vfma(p, f, vset(2.4022650696e-1f));
-  p = vfma(p, f, vset(6.9314718056e-1f));
-  p = vfma(p, f, vset(1.0f));
+// 2^t as 2^n * 2^f with n = round(u), f = u - n for u = t or t clamped to -127 (the clamp keeps
+// n an int32 where 2^n is made from exponent bits), 2^f by the polynomial `coefficients`
+// (highest degree first); lanes with t below -126 are exactly 0, so -inf scores give 0.
+template <int Terms>
+static inline vf vexp2(vf t, vf u, const float (&coefficients)[Terms]) {
+  const vf n = vround(u);
+  const vf f = vsub(u, n);
+  vf p = vset(coefficients[0]);
+  for (int i = 1; i < Terms; ++i) p = vfma(p, f, vset(coefficients[i]));
 #if defined(__AVX512F__)
   return vzero_below(t, _mm512_scalef_ps(p, n), -126.0f);  // p * 2^n in one instruction
 #else
@@ -52,20 +45,24 @@ static inline vf vexp_shifted(vf x, vf shift_log2e) {
 #endif
 }
 
-#if defined(__AVX512F__)
-// 2^t for the probabilities that become bfloat16 operands: vexp_shifted's with a degree-4
-// polynomial (relative error about 5e-6, against bfloat16's rounding of 2e-3) and no clamp
-// (the lanes it would change, below -126, -inf and NaN, are zeroed all the same).
-static inline vf vexp2_for_bf16(vf t) {
-  const vf n = vround(t);
-  const vf f = vsub(t, n);
-  vf p = vset(9.5541104674e-3f);
-  p = vfma(p, f, vset(5.5870376527e-2f));
-  p = vfma(p, f, vset(2.4024696648e-1f));
-  p = vfma(p, f, vset(6.9312804937e-1f));
-  p = vfma(p, f, vset(9.9999946356e-1f));
-  return vzero_below(t, _mm512_scalef_ps(p, n), -126.0f);
+// exp(x - shift) for x - shift <= 0 (softmax arguments), as 2^t with t = (x - shift) *
+// log2(e) folded into one FMA; 2^f by a degree-5 polynomial (relative error under 2e-7 on
+// |f| <= 1/2). Folding the shift into the FMA costs up to ~1e-5 relative error for scores near
+// 100 (as flash kernels do with exp2).
+constexpr float kExp2Degree5[] = {1.3333558146e-3f, 9.6181291076e-3f, 5.5504108665e-2f,
+                                  2.4022650696e-1f, 6.9314718056e-1f, 1.0f};
+static inline vf vexp_shifted(vf x, vf shift_log2e) {
+  const vf t = vfma(x, vset(1.44269504088896341f), shift_log2e);
+  return vexp2(t, vmax(t, vset(-127.0f)), kExp2Degree5);
 }
+
+#if defined(__AVX512F__)
+// 2^t for the probabilities that become bfloat16 operands: a degree-4 polynomial (relative error
+// about 5e-6, against bfloat16's rounding of 2e-3) and no clamp (the lanes it would change,
+// below -126, -inf and NaN, are zeroed all the same).
+constexpr float kExp2Degree4[] = {9.5541104674e-3f, 5.5870376527e-2f, 2.4024696648e-1f, 6.9312804937e-1f,
+                                  9.9999946356e-1f};
+static inline vf vexp2_for_bf16(vf t) { return vexp2(t, t, kExp2Degree4); }
 #endif
 
 // ---- float32 micro-kernel ----------------------------------------------------------------
