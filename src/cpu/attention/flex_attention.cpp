@@ -232,7 +232,7 @@ class PackedBlocks {
   int64_t batch_, heads_, blocks_, block_size_;
   Buffer data_;
   int64_t block_bytes_;
-  std::unique_ptr<std::atomic<uint8_t>[]> state_;  // OnFirstUse: each block's k* state
+  std::unique_ptr<std::atomic<uint8_t>[]> state_;  // OnFirstUse: kUnpacked, kPacking or kPacked per block
 };
 
 // k and v broadcast over the batch when their batch stride is 0.

@@ -519,10 +519,6 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
   }
 }
 
-// softmax_step_f32 over the scores times score_scale, with the probabilities left as bfloat16
-// A operand rows (zero up to the next pair) instead of in the tile: the tile's float32
-// probabilities are never stored and read back. The same values as gemm's alpha, then
-// softmax_step_f32 and operand_rows_bf16, bit for bit (Note [Scale in the softmax]).
 // row_max_f32 (the same maxima, bit for bit), and in `visible` bit v set where the row's
 // vector v (16 columns) holds a score other than -inf (all bits past 64 vectors).
 static inline float row_max_visible(const float* s, int64_t cols, uint64_t& visible) {

@@ -33,7 +33,9 @@ struct LinearCrossEntropySettings {
   // Tokens per chunk (a positive multiple of kLinearCrossEntropyTokenBlock); 0 picks the
   // largest whose float32 logits fit in memory_budget.
   int64_t chunk_size = 0;
-  // Bytes of logits one chunk may hold (at least one token block is always used).
+  // Bytes of logits one chunk may hold (at least one token block is always used). bfloat16 on
+  // CPUs with AMX-BF16 may keep up to twice as much again of logits gradients waiting for the
+  // backward products (docs/LINEAR_CROSS_ENTROPY.md).
   int64_t memory_budget = int64_t{64} << 20;
 };
 
