@@ -1,12 +1,15 @@
 // The product tables of the fused attention kernels (Note [Attention products] in
 // cpu/attention/flex_attention_tiles.h) on every instruction set the CPU has: operands packed
-// from strided sources, C = alpha * A·B (+ C), and tiles turned into operands, against float64
-// sums of the operands' values.
+// from strided sources, C = alpha * A·B (+ C), tiles turned into operands, and the softmax
+// fused with its operand, against float64.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -127,22 +130,83 @@ void check_products(const ProductKernels<T>& mm, double tolerance) {
   }
 }
 
+// One online-softmax step fused with the operand (softmax_to_operand) against float64: rows
+// past a group of sixteen, columns with a tail, spans of -inf at either end, a row with nothing
+// visible, running maxima above and below the tile's; with `masked` and without, the same bits.
+void check_softmax_to_operand(const ProductKernels<float>& mm) {
+  ASSERT_NE(mm.softmax_to_operand, nullptr);
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (const auto& [rows, cols] : std::vector<std::array<int64_t, 2>>{{37, 45}, {16, 100}, {5, 32}, {20, 7}}) {
+    SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+    const int64_t ld = round_up(cols, 16) + 16, acc_cols = 24, ld_acc = 32;
+    const float score_scale = 0.75f;
+    std::mt19937 rng(static_cast<uint32_t>(rows * 131 + cols));
+    std::uniform_real_distribution<float> dist(-6.0f, 6.0f);
+    std::vector<float> scores(static_cast<size_t>(rows * ld), 7.0f), max0(rows), sum0(rows), acc0(rows * ld_acc);
+    for (int64_t r = 0; r < rows; ++r) {
+      // Row r sees columns [r % 5 * 9, cols - r % 3 * 17); row 3 sees nothing.
+      const int64_t begin = r == 3 ? cols : r % 5 * 9, end = cols - r % 3 * 17;
+      for (int64_t c = 0; c < cols; ++c) scores[r * ld + c] = c >= begin && c < end ? dist(rng) : -kInf;
+      // Running state: none yet, below the tile's maxima, or above them.
+      max0[r] = r % 4 == 0 ? -kInf : r % 4 == 1 ? -2.0f : 6.0f;
+      sum0[r] = r % 4 == 0 ? 0.0f : 1.5f;
+      for (int64_t c = 0; c < ld_acc; ++c) acc0[r * ld_acc + c] = r % 4 == 0 ? 0.0f : dist(rng);
+    }
+    const int64_t padded = cols + cols % 2;
+    struct Result {
+      std::vector<float> scores, max, sum, acc;
+      std::vector<uint16_t> operand;
+    };
+    auto run = [&](bool masked) {
+      Result out{scores, max0, sum0, acc0, std::vector<uint16_t>(static_cast<size_t>(rows * ld), 0x7777)};
+      mm.softmax_to_operand(out.scores.data(), ld, rows, cols, masked, score_scale, out.max.data(), out.sum.data(),
+                            out.acc.data(), ld_acc, acc_cols, out.operand.data(), ld);
+      return out;
+    };
+    const Result masked = run(true), unmasked = run(false);
+    EXPECT_EQ(masked.operand, unmasked.operand);
+    EXPECT_EQ(masked.max, unmasked.max);
+    EXPECT_EQ(0, std::memcmp(masked.sum.data(), unmasked.sum.data(), sizeof(float) * rows));
+    EXPECT_EQ(0, std::memcmp(masked.acc.data(), unmasked.acc.data(), sizeof(float) * rows * ld_acc));
+    for (int64_t r = 0; r < rows; ++r) {
+      double tile_max = -kInf;
+      for (int64_t c = 0; c < cols; ++c) tile_max = std::max(tile_max, double{score_scale} * scores[r * ld + c]);
+      const double new_max = std::max(tile_max, double{max0[r]});
+      const double alpha = max0[r] == -kInf ? 0.0 : std::exp(max0[r] - new_max);
+      double sum = sum0[r] * alpha;
+      for (int64_t c = 0; c < padded; ++c) {
+        const double p = c < cols && new_max != -kInf ? std::exp(double{score_scale} * scores[r * ld + c] - new_max) : 0;
+        sum += p;
+        const double got = ember::detail::bf16_to_float(masked.operand[r * ld + c]);
+        EXPECT_LE(std::abs(got - p), 4e-3 * p) << "probability " << r << ", " << c;
+      }
+      EXPECT_EQ(masked.max[r], static_cast<float>(new_max)) << "row " << r;
+      EXPECT_NEAR(masked.sum[r], sum, 1e-5 * sum) << "row " << r;
+      for (int64_t c = 0; c < acc_cols; ++c)
+        EXPECT_NEAR(masked.acc[r * ld_acc + c], acc0[r * ld_acc + c] * alpha, 1e-6 * std::abs(acc0[r * ld_acc + c]))
+            << "acc " << r << ", " << c;
+    }
+  }
+}
+
 TEST(FlexProducts, MatchFloat64OnEveryInstructionSet) {
   for_each_capability([] {
     // Tables of T operands read transposed tiles in place (checked in check_products).
     EXPECT_NE(EMBER_KERNEL(flex_products_f32)()->gemm_transposed_tile, nullptr);
-    EXPECT_NE(EMBER_KERNEL(flex_products_f64)()->gemm_transposed_tile, nullptr);
+    EXPECT_NE(baseline::flex_products_f64()->gemm_transposed_tile, nullptr);
     check_products(*EMBER_KERNEL(flex_products_f32)(), 1e-6);
-    check_products(*EMBER_KERNEL(flex_products_f64)(), 1e-14);
+    check_products(*baseline::flex_products_f64(), 1e-14);
     // bfloat16 operands: exact products, float32 sums.
     const auto bf16_table = EMBER_BF16_KERNEL(flex_products_bf16);
     const ProductKernels<float>* bf16 = bf16_table ? bf16_table() : nullptr;
     EXPECT_EQ(bf16 != nullptr, capability_at_least(Capability::AVX512_BF16));
     if (bf16) check_products(*bf16, 1e-6);
+    if (bf16) check_softmax_to_operand(*bf16);
     // The same operands on AMX tiles.
     const auto amx_table = EMBER_AMX_KERNEL(flex_products_amx);
     EXPECT_EQ(amx_table != nullptr, cpu_capability() == Capability::AMX);
     if (amx_table) check_products(*amx_table(), 1e-6);
+    if (amx_table) check_softmax_to_operand(*amx_table());
   });
 }
 

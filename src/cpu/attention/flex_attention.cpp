@@ -23,13 +23,13 @@ using ember::detail::TilePass;
 
 template <typename T> const TileKernels<T>& tile_kernels();
 template <> const TileKernels<float>& tile_kernels<float>() { return *EMBER_KERNEL(flex_tile_kernels_f32)(); }
-template <> const TileKernels<double>& tile_kernels<double>() { return *EMBER_KERNEL(flex_tile_kernels_f64)(); }
+template <> const TileKernels<double>& tile_kernels<double>() { return *baseline::flex_tile_kernels_f64(); }
 
 // The products' table for tiles of T and operands of `dtype` (Note [Attention products]):
 // bfloat16 operands where the CPU multiplies them (on AMX tiles, EMBER_AMX_KERNEL, else
 // VDPBF16PS, EMBER_BF16_KERNEL), else T.
 template <typename T> const ProductKernels<T>& products_for(ScalarType dtype);
-template <> const ProductKernels<double>& products_for<double>(ScalarType) { return *EMBER_KERNEL(flex_products_f64)(); }
+template <> const ProductKernels<double>& products_for<double>(ScalarType) { return *baseline::flex_products_f64(); }
 template <> const ProductKernels<float>& products_for<float>(ScalarType dtype) {
   if (dtype == kBFloat16) {
     if (const auto amx = EMBER_AMX_KERNEL(flex_products_amx)) return *amx();
@@ -363,11 +363,11 @@ struct ScoreScale {
 // tile itself, `buffer` filled from it, or `buffer` written by the softmax directly where the
 // table fuses the two.
 template <typename T>
-const void* softmax_operand(const Layout<T>& g, T* scores, int64_t rows, int64_t cols, T score_scale, T* row_max,
-                            T* row_sum, T* acc, int64_t acc_cols, void* buffer) {
+const void* softmax_operand(const Layout<T>& g, T* scores, int64_t rows, int64_t cols, bool masked, T score_scale,
+                            T* row_max, T* row_sum, T* acc, int64_t acc_cols, void* buffer) {
   if (g.mm.softmax_to_operand) {
-    g.mm.softmax_to_operand(scores, g.ld_s, rows, cols, score_scale, row_max, row_sum, acc, g.ld_ev, acc_cols, buffer,
-                            g.ld_s);
+    g.mm.softmax_to_operand(scores, g.ld_s, rows, cols, masked, score_scale, row_max, row_sum, acc, g.ld_ev, acc_cols,
+                            buffer, g.ld_s);
     return buffer;
   }
   g.k.softmax_step(scores, g.ld_s, rows, cols, row_max, row_sum, acc, g.ld_ev, acc_cols);
@@ -452,8 +452,9 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
         if (cols <= 0) return;
         g.mm.gemm(t.q, g.ld_qe, keys.block(b, hk, kvb), t.scores, g.ld_s, rows, cols, E, scale.in_product, false);
         apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, t.scores, g.ld_s), partial, TilePass::Forward);
-        g.mm.gemm(softmax_operand(g, t.scores, rows, cols, scale.in_softmax, row_max, row_sum, acc, Ev, t.probs), g.ld_s,
-                  values.block(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, T(1), true);
+        const bool masked = partial || p.score_mod;
+        g.mm.gemm(softmax_operand(g, t.scores, rows, cols, masked, scale.in_softmax, row_max, row_sum, acc, Ev, t.probs),
+                  g.ld_s, values.block(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, T(1), true);
       });
       // A row that saw nothing (fully masked) gives output 0 and lse -inf.
       T* row_lse = lse + (b * p.heads_q + h) * p.q_len + q0;
@@ -581,8 +582,9 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
         tile.rows_per_head = p.q_len;
         apply_mods(p, tile, partial, TilePass::Forward);
         g.mm.pack_panels(p.dtype, at(p.v, b, hk, kv0, g.item), p.v.stride_row, p.v.stride_col, cols, Ev, t.value);
-        g.mm.gemm(softmax_operand(g, scores, rows, cols, scale.in_softmax, row_max, row_sum, acc, Ev, t.probs), g.ld_s, t.value, acc,
-                  g.ld_ev, rows, Ev, cols, T(1), true);
+        const bool masked = partial || p.score_mod;
+        g.mm.gemm(softmax_operand(g, scores, rows, cols, masked, scale.in_softmax, row_max, row_sum, acc, Ev, t.probs),
+                  g.ld_s, t.value, acc, g.ld_ev, rows, Ev, cols, T(1), true);
       }
     }
   });

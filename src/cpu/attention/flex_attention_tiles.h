@@ -57,10 +57,12 @@ struct ProductKernels {
                        int64_t ld_dst);
   // TileKernels::softmax_step over the scores times score_scale (each product rounded as
   // gemm's alpha rounds it), with the probabilities written as A operand rows (ld_operand)
-  // instead of into the tile, as operand_rows would make them. Null: softmax_step, then
-  // operand_rows where tiles are not operands.
-  void (*softmax_to_operand)(T* scores, int64_t ld, int64_t rows, int64_t cols, T score_scale, T* row_max,
-                             T* row_sum, T* acc, int64_t ld_acc, int64_t acc_cols, void* operand,
+  // instead of into the tile, as operand_rows would make them. `masked`: the tile may hold -inf
+  // scores (a partial block, a score_mod), so spans of masked scores are worth finding and
+  // skipping; the result is the same either way. Null: softmax_step, then operand_rows where
+  // tiles are not operands.
+  void (*softmax_to_operand)(T* scores, int64_t ld, int64_t rows, int64_t cols, bool masked, T score_scale,
+                             T* row_max, T* row_sum, T* acc, int64_t ld_acc, int64_t acc_cols, void* operand,
                              int64_t ld_operand) = nullptr;
   // gemm applies an alpha other than 1 in a pass of its own over C: where no score_mod needs
   // the scaled scores, the forward leaves the scale to softmax_to_operand (Note [Scale in the
@@ -91,9 +93,12 @@ struct TileKernels {
 }  // namespace ember::cpu::attention
 
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::TileKernels<float>*, flex_tile_kernels_f32, ())
-EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::TileKernels<double>*, flex_tile_kernels_f64, ())
 EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<float>*, flex_products_f32, ())
-EMBER_DECLARE_KERNEL(const ::ember::cpu::attention::ProductKernels<double>*, flex_products_f64, ())
+// float64: the baseline build's plain loops on every level (the same bits on each).
+namespace ember::cpu::baseline {
+const attention::TileKernels<double>* flex_tile_kernels_f64();
+const attention::ProductKernels<double>* flex_products_f64();
+}  // namespace ember::cpu::baseline
 // bfloat16 operands on VDPBF16PS (EMBER_BF16_KERNEL: null below avx512_bf16), and the same
 // operands on AMX tiles (EMBER_AMX_KERNEL: null below avx512_amx).
 namespace ember::cpu::avx512 {
