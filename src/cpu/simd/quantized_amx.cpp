@@ -33,7 +33,7 @@ EMBER_AMX_INT8_TARGET void configure(int64_t rows) {
   config.rows[5] = bottom;
   config.colsb[6] = config.colsb[7] = 64;
   config.rows[6] = config.rows[7] = kQuantBlock / 4;
-  _tile_loadconfig(&config);
+  amx::load_config(config);
 }
 
 // Group g's weights as tile operands: for block b, two tiles (columns 0-15, 16-31 of the group)
