@@ -8,6 +8,7 @@
 #include "ember/autograd.h"
 #include "ember/functions.h"
 #include "ember/graph.h"
+#include "ops/optimizer_update.h"
 #include "optim/state_dict_io.h"
 
 namespace ember::optim {
@@ -89,7 +90,6 @@ void capturable_update(Tensor& param, AdamParamState& state, const Tensor& secon
 }
 
 void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters& h) {
-  Tensor grad = h.maximize ? -param.grad() : param.grad();
   const char* op = h.decoupled_weight_decay ? "AdamW::step" : "Adam::step";
   // A capture would record the state's initial fill, and every replay would start it afresh.
   const bool state_missing = !state.exp_avg().defined() || (h.capturable && !state.step_tensor().defined()) ||
@@ -110,6 +110,19 @@ void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters
                 "construct the optimizer with capturable(true) to capture its step");
     state.step(state.step() + 1);
   }
+  const double step = static_cast<double>(state.step());
+  const double bias_correction1 = 1 - std::pow(h.beta1, step);
+  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(h.beta2, step));
+  const double step_size = h.lr / bias_correction1;
+  // The same float32 operations in one pass (src/cpu/optimizer.h), where the tensors allow.
+  if (!h.amsgrad && !h.capturable &&
+      ops::adam_step_fuses(param, param.grad(), state.exp_avg(), state.exp_avg_sq())) {
+    ops::adam_step_(param, param.grad(), state.exp_avg(), state.exp_avg_sq(),
+                    {h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.decoupled_weight_decay, h.maximize,
+                     bias_correction2_sqrt, step_size});
+    return;
+  }
+  Tensor grad = h.maximize ? -param.grad() : param.grad();
   if (h.weight_decay != 0) {
     if (h.decoupled_weight_decay) {
       param.mul_(1 - h.lr * h.weight_decay);
@@ -120,10 +133,6 @@ void adam_update(Tensor& param, AdamParamState& state, const AdamHyperparameters
   lerp_(state.exp_avg(), grad, 1 - h.beta1);
   state.exp_avg_sq().mul_(h.beta2).add_(grad * grad, 1 - h.beta2);
 
-  const double step = static_cast<double>(state.step());
-  const double bias_correction1 = 1 - std::pow(h.beta1, step);
-  const double bias_correction2_sqrt = std::sqrt(1 - std::pow(h.beta2, step));
-  const double step_size = h.lr / bias_correction1;
   Tensor second_moment = state.exp_avg_sq();
   if (h.amsgrad) {
     if (!state.max_exp_avg_sq().defined()) state.max_exp_avg_sq(zeros_like(param));  // amsgrad switched on later

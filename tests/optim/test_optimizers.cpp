@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
+#include <memory>
 
 #include "core/testing.h"
+#include "cpu/capabilities.h"
 #include "ember/ember.h"
 #include "optim/optimizer_testing.h"
 
@@ -161,6 +164,80 @@ TEST(AdamW, EveryOptionMatchesTheReference) {
   }
   EXPECT_DOUBLE_EQ(optim::AdamWOptions().weight_decay(), 1e-2);
   EXPECT_DOUBLE_EQ(optim::AdamOptions().weight_decay(), 0);
+}
+
+// Float32 parameters take the fused step (src/cpu/optimizer.h): the same options against the
+// float64 reference, within float32's rounding.
+TEST(Adam, Float32StepsMatchTheReference) {
+  const std::vector<AdamConfig> configs = {
+      {0.01, 0.9, 0.999, 1e-8, 0.1, false, false, true},  {0.03, 0.7, 0.95, 1e-6, 0.05, false, true, false},
+      {0.01, 0.3, 0.999, 1e-8, 0, false, false, false},   {0.02, 0.8, 0.99, 1e-3, 0.1, false, true, true},
+  };
+  for (const auto& c : configs) {
+    std::vector<Tensor> params;
+    for (const Tensor& p : make_params()) params.push_back(p.detach().to(kFloat32).requires_grad_());
+    std::unique_ptr<optim::Optimizer> opt;
+    if (c.decoupled)
+      opt = std::make_unique<optim::AdamW>(params, optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps)
+                                                       .weight_decay(c.weight_decay).maximize(c.maximize));
+    else
+      opt = std::make_unique<optim::Adam>(params, optim::AdamOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps)
+                                                      .weight_decay(c.weight_decay).maximize(c.maximize));
+    for (int t = 0; t < kSteps; ++t) {
+      for (Tensor& p : params) p.mutable_grad() = Tensor();
+      std::vector<Tensor> as_double;
+      for (const Tensor& p : params) as_double.push_back(p.detach().to(kFloat64));
+      set_gradients(as_double, t);
+      for (size_t k = 0; k < params.size(); ++k) params[k].mutable_grad() = as_double[k].grad().to(kFloat32);
+      opt->step();
+    }
+    const Params reference = adam_reference(c);
+    for (size_t k = 0; k < params.size(); ++k) {
+      const auto got = values(params[k]);
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_NEAR(got[i], reference[k][i], 2e-5 * (1 + std::abs(reference[k][i]))) << describe(c) << " at " << k << ", " << i;
+    }
+  }
+}
+
+// The fused step against the composite of tensor ops it replaces (which a strided float32
+// parameter takes), bit for bit, on every build of the kernels: the composite's adds with an
+// alpha are one FMA where the build has FMA, and the fused step rounds as they do.
+TEST(Adam, FusedFloat32StepGivesTheCompositesBits) {
+  cpu::for_each_capability([] {
+    const std::vector<AdamConfig> configs = {
+        {0.01, 0.9, 0.999, 1e-8, 0.1, false, false, true},  {0.03, 0.7, 0.95, 1e-6, 0.05, false, false, false},
+        {0.01, 0.3, 0.999, 1e-8, 0, false, false, false},   {0.02, 0.8, 0.99, 1e-3, 0.1, false, true, true},
+    };
+    for (const auto& c : configs) {
+      manual_seed(5);
+      const Tensor init = randn({37, 53});
+      Tensor fused = init.clone().requires_grad_();
+      Tensor strided = init.t().contiguous().t().requires_grad_();  // the same values by columns
+      ASSERT_FALSE(strided.is_contiguous());
+      auto make = [&](Tensor p) -> std::unique_ptr<optim::Optimizer> {
+        if (c.decoupled)
+          return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}, optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2})
+                                                                            .eps(c.eps).weight_decay(c.weight_decay)
+                                                                            .maximize(c.maximize));
+        return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions(c.lr).betas({c.beta1, c.beta2})
+                                                                         .eps(c.eps).weight_decay(c.weight_decay)
+                                                                         .maximize(c.maximize));
+      };
+      auto a = make(fused), b = make(strided);
+      for (int t = 0; t < 4; ++t) {
+        Tensor g = randn({37, 53}) * std::pow(10.0, t - 2);
+        g.index_put_({0}, 0.0);  // zero gradients too
+        fused.mutable_grad() = g.clone();
+        strided.mutable_grad() = g.clone();
+        a->step();
+        b->step();
+        const Tensor x = fused.detach().contiguous(), y = strided.detach().contiguous();
+        ASSERT_EQ(0, std::memcmp(x.data_ptr(), y.data_ptr(), x.numel() * sizeof(float)))
+            << describe(c) << " step " << t;
+      }
+    }
+  });
 }
 
 // ---- groups, gradients, closures, validation -------------------------------------------------

@@ -21,15 +21,6 @@
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
 namespace {
 
-// a * b + c, with one rounding where the build has FMA (as vfma).
-inline float scalar_fma(float a, float b, float c) {
-#if defined(__FMA__)
-  return __builtin_fmaf(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-
 // Storage: B's element type. load/store move kNativeWidth values between storage and a
 // register, rounding to nearest even.
 struct Bf16 {

@@ -58,6 +58,16 @@ template <> struct Arith<Half> { using type = float; };
 template <> struct Arith<BFloat16> { using type = float; };
 template <typename T> using acc_t = typename Arith<T>::type;
 
+// a * b + c, with one rounding where the build has FMA (as vfma and as GCC contracts the
+// elementwise kernels' a + alpha * b there), two where it does not.
+static inline float scalar_fma(float a, float b, float c) {
+#if defined(__FMA__)
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 template <typename T>
 static inline acc_t<T> load(const T* p) {
   if constexpr (std::is_same_v<T, BFloat16>) {

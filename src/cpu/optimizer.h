@@ -1,0 +1,30 @@
+// Fused optimizer steps over contiguous float32 tensors: each element goes through the same
+// float32 operations, in the same order, as the composite of tensor ops it replaces
+// (src/optim/adam.cpp), so the results are the same bits in one pass instead of ten.
+#pragma once
+#include <cstdint>
+
+#include "cpu/dispatch.h"
+
+namespace ember::cpu {
+
+// One Adam or AdamW step's scalars, each rounded to float32 as the composite's Scalar operands
+// are.
+struct AdamStep {
+  enum class Decay { None, Coupled, Decoupled };
+  bool maximize = false;           // the gradient negated
+  Decay decay = Decay::None;       // Coupled: g += decay_value * p; Decoupled: p *= decay_value
+  float decay_value = 0;           // weight_decay, or 1 - lr * weight_decay
+  bool lerp_mirrored = false;      // m = g - (g - m) * lerp_weight, else m += (g - m) * lerp_weight
+  float lerp_weight = 0;           // 1 - beta1, or beta1 where mirrored
+  float beta2 = 0, one_minus_beta2 = 0, bias_correction2_sqrt = 0, eps = 0, negative_step_size = 0;
+};
+
+// param, exp_avg and exp_avg_sq (n contiguous float32 elements each) updated in place from grad.
+void adam_step(const AdamStep& step, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n);
+
+}  // namespace ember::cpu
+
+EMBER_DECLARE_KERNEL(void, adam_step_run,
+                     (const ::ember::cpu::AdamStep& step, float* param, const float* grad, float* exp_avg,
+                      float* exp_avg_sq, int64_t n))

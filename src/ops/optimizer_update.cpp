@@ -1,0 +1,49 @@
+#include "ops/optimizer_update.h"
+
+#include <cmath>
+
+#include "core/graph_capture.h"
+#include "cpu/optimizer.h"
+#include "ember/profiler.h"
+
+namespace ember::ops {
+
+bool adam_step_fuses(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq) {
+  const Tensor all[] = {param, grad, exp_avg, exp_avg_sq};
+  for (const Tensor& t : all)
+    if (!t.defined() || t.scalar_type() != kFloat32 || !t.is_cpu() || !t.is_contiguous() || t.sizes() != param.sizes())
+      return false;
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j)
+      if (all[i].storage().is_alias_of(all[j].storage())) return false;
+  return true;
+}
+
+void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const AdamStepScalars& s) {
+  constexpr const char* kOp = "adam_step_";
+  EMBER_CHECK(adam_step_fuses(param, grad, exp_avg, exp_avg_sq), kOp,
+              "expects float32 contiguous CPU tensors of one shape that share no memory");
+  profiler::RecordFunction record(kOp, profiler::Category::Op);
+  cpu::AdamStep step;
+  step.maximize = s.maximize;
+  if (s.weight_decay != 0) {
+    step.decay = s.decoupled_weight_decay ? cpu::AdamStep::Decay::Decoupled : cpu::AdamStep::Decay::Coupled;
+    step.decay_value = static_cast<float>(s.decoupled_weight_decay ? 1 - s.lr * s.weight_decay : s.weight_decay);
+  }
+  const double lerp_weight = 1 - s.beta1;
+  step.lerp_mirrored = !(std::abs(lerp_weight) < 0.5);
+  step.lerp_weight = static_cast<float>(step.lerp_mirrored ? 1 - lerp_weight : lerp_weight);
+  step.beta2 = static_cast<float>(s.beta2);
+  step.one_minus_beta2 = static_cast<float>(1 - s.beta2);
+  step.bias_correction2_sqrt = static_cast<float>(s.bias_correction2_sqrt);
+  step.eps = static_cast<float>(s.eps);
+  step.negative_step_size = static_cast<float>(-s.step_size);
+  core::launch(kOp, [&] {
+    return [step, p = param.data_ptr<float>(), g = grad.data_ptr<float>(), m = exp_avg.data_ptr<float>(),
+            v = exp_avg_sq.data_ptr<float>(), n = param.numel()] { cpu::adam_step(step, p, g, m, v, n); };
+  });
+  for (const Tensor* t : {&param, &exp_avg, &exp_avg_sq}) t->storage().bump_version();
+}
+
+}  // namespace ember::ops
