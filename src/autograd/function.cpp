@@ -130,8 +130,15 @@ class AccumulateGrad : public Node {
     if (!g.defined()) return {};
     AutogradMeta& meta = leaf_->autograd_meta();
     if (!meta.grad.defined()) {
-      // Own the gradient: steal it if nothing else refers to it, else copy.
-      bool unique = g.impl().use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous() && !g.requires_grad();
+      // Own the gradient: steal it if nothing else refers to it, else copy. The storage's one
+      // other holder may be the base of the view the gradient is (a product computed in the
+      // weight's layout, then transposed), which nothing else reaches: taking such a view
+      // saved a copy of every weight's gradient each step.
+      const TensorImpl& impl = *g.unsafeGetTensorImpl();
+      const long holders = g.storage().use_count();
+      const bool only_holder = holders == 1 || (holders == 2 && impl.view_base && impl.view_base.use_count() == 1 &&
+                                                impl.view_base->storage.is_alias_of(g.storage()));
+      const bool unique = g.impl().use_count() == 1 && only_holder && g.is_contiguous() && !g.requires_grad();
       meta.grad = is_grad_enabled() ? g : (unique ? g : g.clone());
       if (!is_grad_enabled()) meta.grad = meta.grad.detach();
       if (core::Capture* capture = core::active_capture()) core::note_grad_assigned(*capture, leaf_);

@@ -91,8 +91,16 @@ void record_matmul(const char* name, const Tensor& a, const Tensor& b, const Ten
   autograd::record(name, {a, b}, {out}, [sa, sb](std::vector<Tensor>& g, const std::vector<bool>& needs) {
     std::vector<Tensor> r(2);
     Tensor A = sa.get(), B = sb.get();
-    if (needs[0]) r[0] = autograd::sum_to(g[0].matmul(B.mT()), A.sizes());
-    if (needs[1]) r[1] = autograd::sum_to(A.mT().matmul(g[0]), B.sizes());
+    // A matrix stored transposed (linear's weight.t()) gets its gradient in its own layout,
+    // (gᵀ A)ᵀ rather than Aᵀ g, as libtorch's mm_mat2_backward does: the weight's gradient is
+    // then contiguous and AccumulateGrad takes it without a copy.
+    const auto stored_transposed = [](const Tensor& t) {
+      return t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+    };
+    if (needs[0])
+      r[0] = stored_transposed(A) ? B.matmul(g[0].mT()).mT() : autograd::sum_to(g[0].matmul(B.mT()), A.sizes());
+    if (needs[1])
+      r[1] = stored_transposed(B) ? g[0].mT().matmul(A).mT() : autograd::sum_to(A.mT().matmul(g[0]), B.sizes());
     return r;
   });
 }

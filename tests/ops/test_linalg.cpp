@@ -543,6 +543,30 @@ TEST(Linalg, LinearGradcheck) {
   }
 }
 
+// A matrix stored transposed (linear's weight.t(), or any mm operand whose strides are a
+// transpose's) gets its gradient in its own layout, as libtorch's mm backward gives it: the
+// leaf's gradient is contiguous (and AccumulateGrad keeps it without a copy), with the values
+// of the float64 products.
+TEST(Linalg, TransposedOperandsGetGradientsInTheirLayout) {
+  const Tensor x = leaf({6, 4}, 1800), w = leaf({5, 4}, 1801), p = leaf({3, 6}, 1802), z = leaf({3, 4}, 1803);
+  std::vector<bool> arrived_contiguous;  // as the leaves' hooks see the gradients
+  std::vector<const void*> arrived_at;
+  for (const Tensor* t : {&w, &p})
+    t->register_hook([&](const Tensor& g) {
+      arrived_contiguous.push_back(g.is_contiguous());
+      arrived_at.push_back(g.data_ptr());
+    });
+  (linear(x, w).square().sum() + mm(p.t(), z).sum()).backward();
+  EXPECT_EQ(arrived_contiguous, std::vector<bool>({true, true}));
+  ASSERT_EQ(arrived_at.size(), 2u);
+  EXPECT_EQ(w.grad().data_ptr(), arrived_at[0]) << "the gradient was copied";
+  EXPECT_EQ(p.grad().data_ptr(), arrived_at[1]) << "the gradient was copied";
+  // d/dW sum((x Wᵀ)²) = 2 (x Wᵀ)ᵀ x; d/dP sum(Pᵀ z): every column of P's gradient is z's row sums.
+  const Tensor x64 = x.detach().to(kFloat64), w64 = w.detach().to(kFloat64), z64 = z.detach().to(kFloat64);
+  EXPECT_TRUE(w.grad().to(kFloat64).allclose(2 * x64.matmul(w64.t()).t().matmul(x64), 1e-5, 1e-5));
+  EXPECT_TRUE(p.grad().to(kFloat64).allclose(z64.sum(1, true).expand({3, 6}), 1e-5, 1e-5));
+}
+
 TEST(Linalg, AddmmGradcheck) {
   uint32_t seed = 1800;
   for (const Sizes& self_sizes : {Sizes{3, 2}, Sizes{2}, Sizes{3, 1}})
