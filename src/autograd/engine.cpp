@@ -69,9 +69,16 @@ std::vector<Tensor> apply_node(Node& node, std::vector<Tensor>&& grads) {
   return outputs;
 }
 
+// Two gradients of one input summed: into `a` in place where nothing else holds it and the
+// sum keeps its dtype and shape (libtorch's InputBuffer::accumulate), the same bits as a + b
+// without a new tensor; out of place when the graph of the sum is recorded.
 Tensor accumulate(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
+  const bool sole_owner = a.impl().use_count() == 1 && a.storage().use_count() == 1 && !a.requires_grad();
+  if (sole_owner && !is_grad_enabled() && a.is_contiguous() && a.sizes() == b.sizes() &&
+      a.scalar_type() == b.scalar_type())
+    return a.add_(b);
   return a + b;
 }
 

@@ -123,6 +123,29 @@ TEST(TensorHook, HooksBeforeAnInPlaceChangeSeeTheOldValuesGradient) {
   EXPECT_TRUE(all_close(x.grad(), {60, 60}));
 }
 
+// The engine sums two gradients of one input in place only into a tensor nothing else holds:
+// a gradient a hook kept is not written by the sum that follows it.
+TEST(TensorHook, AKeptGradientIsNotChangedByLaterSums) {
+  for (bool kept_first : {true, false}) {
+    // The engine runs later nodes first: the path made last reaches x's buffer first.
+    Tensor x = leaf({1.0, 2.0});
+    Tensor other, u;
+    if (kept_first) other = x * 4.0;
+    u = x.clone();
+    if (!kept_first) other = x * 4.0;
+    Tensor kept;
+    u.register_hook([&](const Tensor& g) { kept = g; });
+    // x's gradient: u's (kept by the hook, passed on as it is by CloneBackward) plus x * 4's.
+    ((u * 3.0).sum() + other.sum()).backward();
+    EXPECT_TRUE(all_close(kept, {3.0, 3.0})) << kept_first;
+    EXPECT_TRUE(all_close(x.grad(), {7.0, 7.0})) << kept_first;
+  }
+  // Sums into the engine's own buffers give the same values in place.
+  Tensor y = leaf({1.0, -1.0});
+  ((y * 2.0) + (y * 3.0) + (y * 5.0)).sum().backward();
+  EXPECT_TRUE(all_close(y.grad(), {10.0, 10.0}));
+}
+
 TEST(TensorHook, Errors) {
   Tensor plain = ones({2}, kFloat64);
   EXPECT_TRUE(throws_error([&] { plain.register_hook([](const Tensor& g) { return g; }); },
