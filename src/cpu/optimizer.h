@@ -16,7 +16,7 @@ struct AdamStep {
   Decay decay = Decay::None;       // Coupled: g += decay_value * p; Decoupled: p *= decay_value
   float decay_value = 0;           // weight_decay, or 1 - lr * weight_decay
   bool lerp_mirrored = false;      // m = g - (g - m) * lerp_weight, else m += (g - m) * lerp_weight
-  float lerp_weight = 0;           // 1 - beta1, or beta1 where mirrored
+  float lerp_weight = 0;           // w = 1 - beta1, or 1 - w where mirrored (in double, then rounded)
   float beta2 = 0, one_minus_beta2 = 0, bias_correction2_sqrt = 0, eps = 0, negative_step_size = 0;
 };
 
