@@ -541,8 +541,8 @@ EMBER_BF16_TARGET static void transposed_operand_bf16(const float* src, int64_t 
 
 // The lane sums (kMax: maxima) of sixteen vectors at once, out[i] for v[i]: lane j joins lane
 // j + 8, then j + 4, j + 2 and j + 1, hsum_tree's order, so the same bits as hsum_tree vector by
-// vector, in 45 shuffles and adds instead of sixteen chains of seven dependent ones (the
-// chains were a fifth of the bf16 softmax's time).
+// vector, in 45 shuffles and adds instead of sixteen chains of seven dependent ones (bf16
+// forward 0.97-0.98x the time, alternated in one process).
 template <bool kMax>
 static inline void reduce_lanes16(const vf* v, float* out) {
   const auto op = [](vf a, vf b) { return kMax ? vmax(a, b) : vadd(a, b); };
