@@ -229,15 +229,16 @@ Tensor GPTImpl::forward(const Tensor& tokens, const Tensor& doc_ids) {
 }
 
 Tensor GPTImpl::loss(const Tensor& tokens, const Tensor& targets, const Tensor& doc_ids, const LossOptions& options) {
-  // The head and loss run in float32 whatever the compute dtype (and the dtype FSDP gathers
-  // the embedding in), as under PyTorch's autocast: a bfloat16 loss would keep 3 significant
-  // digits.
-  Tensor h = hidden(tokens, doc_ids).to(kFloat32);
-  return F::linear_cross_entropy(h.reshape({-1, config.dim}), tok_embeddings->weight.to(kFloat32),
+  // The head's products run in the compute dtype and the loss is accumulated and returned in
+  // float32, as linear then cross_entropy under PyTorch's autocast (a bfloat16 loss would keep
+  // 3 significant digits); the fused op keeps the logits in float32 besides.
+  Tensor h = hidden(tokens, doc_ids);
+  return F::linear_cross_entropy(h.reshape({-1, config.dim}), tok_embeddings->weight.to(h.scalar_type()),
                                  targets.reshape({-1}),
                                  nn::LinearCrossEntropyFuncOptions()
                                      .label_smoothing(options.label_smoothing)
-                                     .z_loss(options.z_loss));
+                                     .z_loss(options.z_loss)
+                                     .loss_dtype(kFloat32));
 }
 
 GPTCache GPTImpl::make_cache(int64_t batch) const {

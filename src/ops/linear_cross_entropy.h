@@ -18,6 +18,7 @@ struct LinearCrossEntropyParams {
   int64_t chunk_size = 0;     // a multiple of token_block; 0: from memory_budget
   int64_t memory_budget = 0;  // bytes of logits one chunk may hold (> 0)
   int64_t token_block = 0;    // tokens per product tile (> 0)
+  ScalarType loss_dtype = kFloat32;  // the returned loss's
 };
 
 // cross_entropy(linear(input, weight, bias), target) plus the z-loss, chunk by chunk, with its

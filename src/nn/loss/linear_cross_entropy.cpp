@@ -26,6 +26,8 @@ void check_options(const LinearCrossEntropyFuncOptions& o) {
   EMBER_CHECK(o.chunk_size() >= 0 && o.chunk_size() % kLinearCrossEntropyTokenBlock == 0, kOp, "chunk_size (",
               o.chunk_size(), ") must be 0 (auto) or a positive multiple of ", kLinearCrossEntropyTokenBlock);
   EMBER_CHECK(o.memory_budget() > 0, kOp, "memory_budget must be positive, got ", o.memory_budget());
+  EMBER_CHECK(!o.loss_dtype() || is_floating_point(*o.loss_dtype()), kOp, "loss_dtype must be a floating dtype, got ",
+              dtype_name(o.loss_dtype().value_or(kFloat32)));
 }
 
 ops::LinearCrossEntropyParams::Reduction op_reduction(Reduction reduction) {
@@ -49,6 +51,7 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
   params.chunk_size = options.chunk_size();
   params.memory_budget = options.memory_budget();
   params.token_block = kLinearCrossEntropyTokenBlock;
+  params.loss_dtype = options.loss_dtype().value_or(input.scalar_type());
   return ops::linear_cross_entropy(input, weight, target, params);
 }
 

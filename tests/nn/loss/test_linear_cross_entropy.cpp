@@ -396,6 +396,41 @@ TEST(LinearCrossEntropy, ReducedPrecisionIsAtLeastAsAccurateAsUnfused) {
   }
 }
 
+TEST(LinearCrossEntropy, Float32LossDtypeReturnsTheLossUnrounded) {
+  for (ScalarType dtype : {kBFloat16, kFloat16}) {
+    const Inputs in = make_inputs({2 * kBlock + 3, 48, 300, dtype, 4});
+    for (Reduction reduction : {kMean, kSum, kNone}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + reduction_name(reduction));
+      auto o = LinearCrossEntropyFuncOptions().reduction(reduction).label_smoothing(0.1).z_loss(1e-3);
+      // A gradient representable in every dtype, so both runs see the same one.
+      Tensor grad_output = reduction == kNone ? (randn(in.target.sizes()) * 0.25).to(kBFloat16).to(kFloat32)
+                                              : scalar_tensor(0.75);
+      const Outcome plain = evaluate(fused, in, o, true, grad_output);
+      const Outcome wide = evaluate(fused, in, LinearCrossEntropyFuncOptions(o).loss_dtype(kFloat32), true, grad_output);
+      ASSERT_EQ(plain.loss.scalar_type(), dtype);
+      ASSERT_EQ(wide.loss.scalar_type(), kFloat32);
+      EXPECT_TRUE(equal(wide.loss.to(dtype), plain.loss));
+      for (auto member : {&Outcome::grad_x, &Outcome::grad_weight, &Outcome::grad_bias})
+        EXPECT_TRUE(equal(wide.*member, plain.*member));
+      // Against the float64 formula on the same (exactly representable) values: float32's
+      // accuracy, not the input dtype's.
+      LinearCrossEntropyFuncOptions o64 = LinearCrossEntropyFuncOptions(o).bias(in.bias.to(kFloat64));
+      const std::vector<double> truth = formula_loss(in.x.to(kFloat64), in.weight.to(kFloat64), in.target, o64);
+      const Tensor wide_values = wide.loss.to(kFloat64).reshape({-1});
+      for (int64_t i = 0; i < wide_values.numel(); ++i) {
+        if (reduction == kNone && element(in.target, i) == -100) continue;
+        EXPECT_NEAR(element(wide_values, i), truth[i], 2e-6 * std::abs(truth[i]) + 1e-6) << "token " << i;
+      }
+    }
+  }
+  EXPECT_TRUE(testutil::throws_error(
+      [] {
+        F::linear_cross_entropy(ones({2, 3}), ones({4, 3}), zeros({2}, kInt64),
+                                LinearCrossEntropyFuncOptions().loss_dtype(kInt64));
+      },
+      {"linear_cross_entropy", "loss_dtype", "int64"}));
+}
+
 // ---- memory -----------------------------------------------------------------------------------
 
 TEST(LinearCrossEntropy, TransientMemoryIsOneChunk) {

@@ -4,6 +4,7 @@
 // src/ops/linear_cross_entropy.cpp.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "ember/arg.h"
@@ -37,6 +38,10 @@ struct LinearCrossEntropySettings {
   // CPUs with AMX-BF16 may keep up to twice as much again of logits gradients waiting for the
   // backward products (docs/LINEAR_CROSS_ENTROPY.md).
   int64_t memory_budget = int64_t{64} << 20;
+  // The returned loss's dtype (default: the input's). kFloat32 with bfloat16 or float16 inputs
+  // returns the float32-accumulated loss unrounded, as cross_entropy gives it under autocast;
+  // the gradients are the same either way.
+  std::optional<ScalarType> loss_dtype;
 };
 
 // The settings' chainable setters and getters (as EMBER_ARG's), for the options struct
@@ -64,6 +69,7 @@ class LinearCrossEntropySettingsArgs {
   EMBER_LINEAR_CROSS_ENTROPY_SETTING(double, softcap)
   EMBER_LINEAR_CROSS_ENTROPY_SETTING(int64_t, chunk_size)
   EMBER_LINEAR_CROSS_ENTROPY_SETTING(int64_t, memory_budget)
+  EMBER_LINEAR_CROSS_ENTROPY_SETTING(std::optional<ScalarType>, loss_dtype)
 #undef EMBER_LINEAR_CROSS_ENTROPY_SETTING
 
  private:
@@ -109,8 +115,8 @@ namespace functional {
 
 // Equals cross_entropy(linear(input, weight, bias), target, ...) plus the z-loss, computed
 // chunk by chunk. input [*, H] (float32/float64/bfloat16/float16), weight [V, H] of the same
-// dtype, target integer [*]. The loss has the input's dtype; it and all gradients are
-// accumulated in float32 (float64 for float64 inputs).
+// dtype, target integer [*]. The loss has the input's dtype (or `loss_dtype`); it and all
+// gradients are accumulated in float32 (float64 for float64 inputs).
 Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Tensor& target,
                             const LinearCrossEntropyFuncOptions& options = {});
 
