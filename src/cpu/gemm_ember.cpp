@@ -110,18 +110,40 @@ float* aligned_workspace(int slot, int64_t floats) {
 void pack_b_panels(bool f16, bool c_float32, bool trans_b, int64_t k, int64_t n, const void* b, int64_t ldb,
                    uint16_t* packed) {
   const auto pack = EMBER_AMX_KERNEL(gemm_amx_pack_b);
-  const int64_t tile_k = amx_tile_k(k, f16, c_float32);
-  parallel_for(0, (n + kAmxNc - 1) / kAmxNc, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t q = lo; q < hi; ++q) {
-      const int64_t j0 = q * kAmxNc;
-      PackedGemmTile t{false, trans_b, c_float32, 0, std::min(kAmxNc, n - j0), k, 1.0f, 0.0f, nullptr, 0,
-                       static_cast<const uint16_t*>(b) + (trans_b ? j0 * ldb : j0), ldb, nullptr, 0, nullptr,
-                       reinterpret_cast<float*>(packed + j0 * tile_k), nullptr};
+  const int64_t tile_k = amx_tile_k(k, f16, c_float32), packs = (n + kAmxNc - 1) / kAmxNc;
+  // Fewer column packs than threads (the weight gradients' B, a few hundred columns): bfloat16
+  // packs split along k as well, in slices of kAmxKc, else one thread packed while the others waited.
+  const int64_t slices = f16 || k == 0 ? 1 : std::min((k + kAmxKc - 1) / kAmxKc, (num_threads() + packs - 1) / packs);
+  const int64_t slice_k = ((k + slices - 1) / slices + kAmxKc - 1) / kAmxKc * kAmxKc;
+  const int64_t slice_count = slices > 1 ? (k + slice_k - 1) / slice_k : 1;
+  parallel_for(0, packs * slice_count, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t j0 = task / slice_count * kAmxNc, p0 = task % slice_count * slice_k;
+      const int64_t rows = slices > 1 ? std::min(slice_k, k - p0) : k;
+      const int64_t b_offset = trans_b ? j0 * ldb + p0 : j0 + p0 * ldb;
+      PackedGemmTile t{false, trans_b, c_float32, 0, std::min(kAmxNc, n - j0), rows, 1.0f, 0.0f, nullptr, 0,
+                       static_cast<const uint16_t*>(b) + b_offset, ldb, nullptr, 0, nullptr,
+                       reinterpret_cast<float*>(packed + j0 * tile_k + p0 * 32), nullptr};
       t.f16 = f16;
+      if (!f16) t.b_panel_pairs = tile_k / 2;
       if (f16) t.a_pack = aligned_workspace(3, amx_f16_pack_b_stage_floats(k));
       pack(t);
     }
   });
+}
+
+// Rows of C a task of amx_products takes: whole blocks of 32, two tasks a thread where that
+// loads the threads as evenly as one (192 rows on two threads: 96 each, not 64, 64 and 64).
+int64_t amx_task_rows(int64_t m, int64_t threads) {
+  const int64_t blocks = (m + 31) / 32;
+  int64_t best_rows = 0, best_load = 0;
+  for (int64_t tasks_a_thread : {2, 1}) {
+    const int64_t per_task = std::min<int64_t>((blocks + tasks_a_thread * threads - 1) / (tasks_a_thread * threads), 16);
+    const int64_t tasks = (blocks + per_task - 1) / per_task;
+    const int64_t load = (tasks + threads - 1) / threads * per_task;  // blocks of the busiest thread
+    if (best_rows == 0 || load < best_load) best_rows = per_task * 32, best_load = load;
+  }
+  return best_rows;
 }
 
 // Products of many rows on AMX tiles (Note [AMX GEMM] in gemm_packed.h): B packed once, then
@@ -157,7 +179,7 @@ void amx_products(const GemmArgs& g) {
   // Two tasks a thread where the rows allow: rows in multiples of 32 (a block of C), columns in
   // column packs. A task packs its rows of A once per column group.
   const int64_t wanted = 2 * num_threads();
-  const int64_t rows = std::clamp<int64_t>((g.m + wanted - 1) / wanted + 31, 32, 512) / 32 * 32;
+  const int64_t rows = amx_task_rows(g.m, num_threads());
   const int64_t row_tasks = (g.m + rows - 1) / rows;
   const int64_t groups = std::min(packs, std::max<int64_t>(1, (wanted + row_tasks - 1) / row_tasks));
   const int64_t cols = (packs + groups - 1) / groups * kAmxNc;

@@ -56,6 +56,9 @@ struct PackedGemmTile {
   // gemm_amx_bf16, float32 C, not continue_c: C is stored transposed, element (i, j) at
   // c[j * ldc + i] (the fused loss's logits from the weight as A, Note [Products sharing B on AMX]).
   bool transposed_c = false;
+  // gemm_amx_pack_b of bfloat16: the pairs between one panel's start and the next's (0: k's,
+  // rounded up), so that slices of k (b and b_pack advanced to the slice) pack in parallel.
+  int64_t b_panel_pairs = 0;
 };
 
 inline constexpr int64_t packed_k_block(int64_t k) { return k <= kPackedSingleKc ? k : kPackedKc; }

@@ -305,13 +305,15 @@ struct AmxEmberBackend {
 // ember's bf16 products on AMX tiles (Note [AMX GEMM]), where the CPU has them: sizes that cross
 // its 32 x 32 blocks (one or two row tiles, short last blocks), its kAmxMc row blocks, kAmxNc
 // column packs and kAmxKc k blocks (the float32 sums kept between them), k past whole chunks of
-// 32, every transpose, alpha and beta, padded rows, float32 C; results bitwise the same at 1, 2
+// 32, every transpose, alpha and beta, padded rows, float32 C; B of one column pack packed in
+// slices of k on several threads, rows split in tasks of 96; results bitwise the same at 1, 2
 // and 3 threads.
 TEST(Gemm, AmxMatchesFloat64) {
   const AmxEmberBackend amx;
   if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
   struct Size { int64_t m, n, k; };
-  const Size sizes[] = {{9, 17, 5}, {16, 32, 32}, {17, 33, 64}, {33, 300, 70}, {kAmxMc + 1, kAmxNc + 3, kAmxKc + 40}};
+  const Size sizes[] = {{9, 17, 5},   {16, 32, 32}, {17, 33, 64}, {33, 300, 70}, {kAmxMc + 1, kAmxNc + 3, kAmxKc + 40},
+                        {192, 70, 2 * kAmxKc + 45}};
   for (Size s : sizes)
     for (int trans = 0; trans < 4; ++trans)
       for (double beta : {0.0, 0.5}) run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
@@ -343,6 +345,7 @@ TEST(Gemm, AmxMatchesFloat64) {
     EXPECT_EQ(wrong, 0) << "A in place, k " << k;
   }
   expect_same_bits_at_1_2_3_threads({kBFloat16, false, true, 300, 600, 300, 1.0, 0.0});  // several tasks of C
+  expect_same_bits_at_1_2_3_threads({kBFloat16, true, false, 192, 192, 4 * kAmxKc + 40, 1.0, 0.0});  // B in k slices
 }
 
 // float16 products on the bf16 tiles, each operand split into bf16 high and low parts (Note

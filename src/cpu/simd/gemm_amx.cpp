@@ -253,7 +253,8 @@ EMBER_AMX_TARGET void gemm_amx_pack_b(const PackedGemmTile& t) {
   const int64_t row_stride = t.trans_b ? 1 : t.ldb, col_stride = t.trans_b ? t.ldb : 1;
   const int64_t stored_k_padded = round_up(t.k, kChunk);
   if (!t.f16) {
-    pack_pair_panels(b, row_stride, col_stride, t.k, t.n, stored_k_padded, reinterpret_cast<uint16_t*>(t.b_pack));
+    pack_pair_panels(b, row_stride, col_stride, t.k, t.n, stored_k_padded, reinterpret_cast<uint16_t*>(t.b_pack),
+                     t.b_panel_pairs);
     return;
   }
   // Panels as stored into a_pack, then each chunk (kChunkPairs pair rows) split into `terms`.

@@ -38,11 +38,11 @@ inline void transpose_16x16_epi32(__m512i* rows) {
 }
 
 // bfloat16 B[p][j] (j < n, p < k) into panels of 32 columns of k pairs, zero past n and past k
-// up to k_padded (even): panel q at dst + q * k_padded * 32, each pair row 64 values. B[p][j]
-// lies at b[p * row_stride + j * col_stride].
+// up to k_padded (even): panel q at dst + q * panel_pairs * 64 (panel_pairs 0: k_padded / 2),
+// each pair row 64 values. B[p][j] lies at b[p * row_stride + j * col_stride].
 inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_stride, int64_t k, int64_t n,
-                             int64_t k_padded, uint16_t* dst) {
-  const int64_t pairs = k_padded / 2;
+                             int64_t k_padded, uint16_t* dst, int64_t panel_pairs = 0) {
+  const int64_t pairs = k_padded / 2, stride_pairs = panel_pairs > 0 ? panel_pairs : pairs;
   if (col_stride == 1) {
     // Rows of B: two rows' 32 columns interleaved into a panel's pair row, every panel of the
     // two rows in turn, so that both rows are read along their length.
@@ -59,7 +59,7 @@ inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_
         const __m512i even = p < k ? _mm512_maskz_loadu_epi16(lanes, b + p * row_stride + j0) : _mm512_setzero_si512();
         const __m512i odd =
             p + 1 < k ? _mm512_maskz_loadu_epi16(lanes, b + (p + 1) * row_stride + j0) : _mm512_setzero_si512();
-        uint16_t* row = dst + (j0 / kPairPanel) * pairs * (2 * kPairPanel) + q * (2 * kPairPanel);
+        uint16_t* row = dst + (j0 / kPairPanel) * stride_pairs * (2 * kPairPanel) + q * (2 * kPairPanel);
         _mm512_storeu_si512(row, _mm512_permutex2var_epi16(even, low, odd));
         _mm512_storeu_si512(row + 32, _mm512_permutex2var_epi16(even, high, odd));
       }
@@ -67,7 +67,7 @@ inline void pack_pair_panels(const uint16_t* b, int64_t row_stride, int64_t col_
     return;
   }
   for (int64_t j0 = 0; j0 < n; j0 += kPairPanel) {
-    uint16_t* panel = dst + (j0 / kPairPanel) * pairs * (2 * kPairPanel);
+    uint16_t* panel = dst + (j0 / kPairPanel) * stride_pairs * (2 * kPairPanel);
     const int64_t width = n - j0 < kPairPanel ? n - j0 : kPairPanel;
     // Columns of B lie along memory (B = Wᵀ, the weight of a linear layer, or attention's
     // keys): a pair is one 32-bit word of a column. 16 columns by 16 pairs are loaded a column
