@@ -23,6 +23,13 @@ struct AdamStep {
 // param, exp_avg and exp_avg_sq (n contiguous float32 elements each) updated in place from grad.
 void adam_step(const AdamStep& step, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n);
 
+// Sums of squares in float64 go by chunks of kSquaresChunk values, each summed in eight lanes
+// added in a fixed order, the chunks' sums then added in order (ops::sums_of_squares): the same
+// bits at any thread count.
+inline constexpr int64_t kSquaresChunk = 16384;
+// The sum of the squares of contiguous values [begin, end) of float32 (or float64) data.
+double chunk_sum_of_squares(bool float64, const void* data, int64_t begin, int64_t end);
+
 }  // namespace ember::cpu
 
 EMBER_DECLARE_KERNEL(void, adam_step_run,

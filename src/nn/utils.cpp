@@ -6,9 +6,11 @@
 #include <cmath>
 #include <tuple>
 
+#include "core/graph_capture.h"
 #include "ember/autograd.h"
 #include "ember/error.h"
 #include "ember/functions.h"
+#include "ops/optimizer_update.h"
 
 namespace ember::nn::utils {
 namespace {
@@ -45,19 +47,25 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
               norm_type);
   NoGradGuard no_grad;
   std::vector<Tensor> grads;
-  std::vector<double> norms;
-  for (const Tensor& p : parameters) {
-    if (!p.defined() || !p.grad().defined()) continue;
-    grads.push_back(p.grad());
-    norms.push_back(gradient_norm(p.grad(), norm_type));
-  }
+  for (const Tensor& p : parameters)
+    if (p.defined() && p.grad().defined()) grads.push_back(p.grad());
   if (grads.empty()) return 0;
-  const double total_norm = combine_norms(norms, norm_type);
+  double total_norm = 0;
+  if (norm_type == 2 && !core::active_capture()) {
+    // One pass over all gradients, in float64 (a pass of squares and one of sums per gradient before).
+    for (double square : ops::sums_of_squares(grads)) total_norm += square;
+    total_norm = std::sqrt(total_norm);
+  } else {
+    std::vector<double> norms;
+    for (const Tensor& g : grads) norms.push_back(gradient_norm(g, norm_type));
+    total_norm = combine_norms(norms, norm_type);
+  }
   EMBER_CHECK(!(error_if_nonfinite && !std::isfinite(total_norm)), "clip_grad_norm_", "the total norm of order ",
               norm_type, " for gradients from `parameters` is non-finite (", total_norm,
               "), so it cannot be clipped; pass error_if_nonfinite=false to scale anyway");
   const double clip_coef = std::min(max_norm / (total_norm + 1e-6), 1.0);
-  for (Tensor& g : grads) g.mul_(clip_coef);
+  if (clip_coef != 1.0 || core::active_capture())  // x * 1 is x: gradients under max_norm stay as they are
+    for (Tensor& g : grads) g.mul_(clip_coef);
   return total_norm;
 }
 

@@ -1,9 +1,11 @@
 #include "ops/optimizer_update.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/graph_capture.h"
 #include "cpu/optimizer.h"
+#include "cpu/parallel.h"
 #include "ember/profiler.h"
 
 namespace ember::ops {
@@ -44,6 +46,35 @@ void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
             v = exp_avg_sq.data_ptr<float>(), n = param.numel()] { cpu::adam_step(step, p, g, m, v, n); };
   });
   for (const Tensor* t : {&param, &exp_avg, &exp_avg_sq}) t->storage().bump_version();
+}
+
+std::vector<double> sums_of_squares(const std::vector<Tensor>& tensors) {
+  profiler::RecordFunction record("sums_of_squares", profiler::Category::Op);
+  struct Chunk {
+    size_t tensor;
+    int64_t begin, end;
+  };
+  std::vector<double> sums(tensors.size(), 0.0);
+  std::vector<Chunk> chunks;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const Tensor& x = tensors[t];
+    const bool direct = x.is_cpu() && x.is_contiguous() && (x.scalar_type() == kFloat32 || x.scalar_type() == kFloat64);
+    if (!direct) {
+      sums[t] = x.to(kFloat64).square().sum().item<double>();
+      continue;
+    }
+    for (int64_t begin = 0; begin < x.numel(); begin += cpu::kSquaresChunk)
+      chunks.push_back({t, begin, std::min(x.numel(), begin + cpu::kSquaresChunk)});
+  }
+  std::vector<double> partial(chunks.size());
+  cpu::parallel_for(0, static_cast<int64_t>(chunks.size()), 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; ++c) {
+      const Tensor& x = tensors[chunks[c].tensor];
+      partial[c] = cpu::chunk_sum_of_squares(x.scalar_type() == kFloat64, x.data_ptr(), chunks[c].begin, chunks[c].end);
+    }
+  });
+  for (size_t c = 0; c < chunks.size(); ++c) sums[chunks[c].tensor] += partial[c];  // in chunk order
+  return sums;
 }
 
 }  // namespace ember::ops
