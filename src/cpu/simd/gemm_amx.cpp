@@ -65,32 +65,24 @@ EMBER_AMX_TARGET void pack_a_blocks(const uint16_t* a, int64_t row_stride, int64
       }
     return;
   }
-  // A stored transposed (a[p * col_stride + i]): two rows at a time, 16 pairs of k a step. A
-  // 32-bit gather from k row 2p at column i holds (A[i][2p], A[i + 1][2p]), one from row 2p + 1
-  // the next values of k: the two rows' pairs are their low and high halves put together.
-  const bool gather = col_stride * k_padded < (int64_t(1) << 31);  // int32 indices
-  const int64_t gathered = gather ? rows / 2 * 2 : 0;
-  const __m512i pair_index = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i low_half = _mm512_set1_epi32(0xffff);
-  auto lanes_below = [](int64_t count) {
-    return count >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << count) - 1);
-  };
-  // k outer: the 32 rows of a step stay in L1 while the pairs of columns move along their lines.
-  for (int64_t p0 = 0; p0 < k_padded; p0 += kChunk) {
-    const __m512i offsets = _mm512_mullo_epi32(_mm512_add_epi32(pair_index, _mm512_set1_epi32(int32_t(p0 / 2))),
-                                               _mm512_set1_epi32(static_cast<int32_t>(2 * col_stride)));
-    const __mmask16 first_inside = lanes_below((k - p0 + 1) / 2), second_inside = lanes_below((k - p0) / 2);
-    for (int64_t i = 0; i < gathered; i += 2) {
-      const __m512i first = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), first_inside, offsets, a + i, 2);
-      const __m512i second =
-          _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), second_inside, offsets, a + col_stride + i, 2);
-      _mm512_storeu_si512(at(i, p0), _mm512_or_si512(_mm512_and_si512(first, low_half), _mm512_slli_epi32(second, 16)));
-      _mm512_storeu_si512(at(i + 1, p0),
-                          _mm512_or_si512(_mm512_srli_epi32(first, 16), _mm512_andnot_si512(low_half, second)));
+  // A stored transposed (a[p * col_stride + i]): blocks of 16 rows by 32 k values. Two k rows
+  // of 16 values make 16 pairs (the even k in the low half of each word, as a row of A holds
+  // them); the 16 pairs of a block's 32 k values, transposed 16 x 16 words, are its rows.
+  // k outer: the block's 32 k rows stay in L1 while i moves along them.
+  for (int64_t p0 = 0; p0 < k_padded; p0 += kChunk)
+    for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+      const int64_t count = rows - i0 < 16 ? rows - i0 : 16;
+      const __mmask16 lanes = static_cast<__mmask16>((1u << count) - 1);
+      auto widened = [&](int64_t p) {
+        return p < k ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(lanes, a + p * col_stride + i0))
+                     : _mm512_setzero_si512();
+      };
+      __m512i words[16];
+      for (int q = 0; q < 16; ++q)
+        words[q] = _mm512_or_si512(widened(p0 + 2 * q), _mm512_slli_epi32(widened(p0 + 2 * q + 1), 16));
+      transpose_16x16_epi32(words);
+      for (int64_t r = 0; r < count; ++r) _mm512_storeu_si512(at(i0 + r, p0), words[r]);
     }
-  }
-  for (int64_t i = gathered; i < rows; ++i)  // the last of an odd count (a 32-bit read would pass the row's end)
-    for (int64_t p = 0; p < k_padded; ++p) *at(i, p) = p < k ? a[i * row_stride + p * col_stride] : 0;
 }
 
 // Rows x cols of float32 C (ldc) into the sums of its columns of 32 x 32 blocks (column q at
