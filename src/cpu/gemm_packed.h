@@ -74,9 +74,11 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // Note [AMX GEMM]
 // On CPUs with AMX-BF16 (Capability::AMX) ember's backend runs bf16 products of many rows on
 // tiles (Note [AMX tiles] in src/cpu/simd/amx.h). B is packed once for the whole product, a
-// column pack of kAmxNc per task on the pool, into the panels the tiles read (32 columns of k
-// pairs, zero past n and past k up to a multiple of 32); then tasks of rows (and of column
-// groups where rows alone are too few for the pool) share it, each a PackedGemmTile (its
+// column pack of kAmxNc per task on the pool (in slices of kAmxKc k values where there are
+// fewer packs than threads), into the panels the tiles read (32 columns of k pairs, zero past n
+// and past k up to a multiple of 32); then tasks of whole 32-row blocks of rows, as many a
+// thread as load the threads most evenly (and column groups where rows alone are too few for
+// the pool) share it, each a PackedGemmTile (its
 // workspaces as raw memory, sizes from amx_workspace_floats). A task packs its rows of A once
 // (a slab at most kAmxSlabBytes) into blocks of kAmxMc rows x kAmxKc k values, each
 // contiguous, unless it is one column pack wide and reads A where it lies
