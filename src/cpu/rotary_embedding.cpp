@@ -29,9 +29,11 @@ void rotary_embedding(ScalarType dtype, const void* x, const RotaryLayout& layou
     for (int64_t row = lo; row < hi;) {
       const int64_t lead = row / T, t = row % T, count = std::min(hi - row, T - t);
       const int64_t from = lead_offset(lead) + t * layout.position_stride;
+      const int64_t to = layout.out_like_x ? from : row * 2 * half;
       kernel(dtype, static_cast<const char*>(x) + from * item, layout.position_stride,
              static_cast<const char*>(cos) + t * half * acc, static_cast<const char*>(sin) + t * half * acc,
-             static_cast<char*>(out) + row * 2 * half * item, count, half, inverse);
+             static_cast<char*>(out) + to * item, layout.out_like_x ? layout.position_stride : 2 * half, count, half,
+             inverse);
       row += count;
     }
   });

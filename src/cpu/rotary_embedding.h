@@ -16,9 +16,10 @@ struct RotaryLayout {
   const int64_t* lead_strides = nullptr;  // [lead_dims]
   int64_t lead_dims = 0;
   int64_t positions = 0, position_stride = 0, half = 0;
+  bool out_like_x = false;  // out has x's strides (else it is contiguous)
 };
 
-// out (contiguous [lead..., positions, 2 * half]) = x rotated by +angle, or by -angle when
+// out ([lead..., positions, 2 * half], contiguous or laid out as x) = x rotated by +angle, or by -angle when
 // `inverse` (the backward): cos, sin are contiguous [positions, half] of Acc.
 //   forward:  out1 = x1 * cos - x2 * sin,  out2 = x1 * sin + x2 * cos
 //   inverse:  out1 = x1 * cos + x2 * sin,  out2 = x2 * cos - x1 * sin
@@ -27,8 +28,8 @@ void rotary_embedding(ScalarType dtype, const void* x, const RotaryLayout& layou
 
 }  // namespace ember::cpu
 
-// `rows` consecutive positions: row r of x at x + r * x_row_stride, of out at out + r * 2 * half,
-// with cos/sin rows starting at cos, sin.
+// `rows` consecutive positions: row r of x at x + r * x_row_stride, of out at out + r *
+// out_row_stride, with cos/sin rows starting at cos, sin.
 EMBER_DECLARE_KERNEL(void, rotary_rows,
                      (::ember::ScalarType dtype, const void* x, int64_t x_row_stride, const void* cos, const void* sin,
-                      void* out, int64_t rows, int64_t half, bool inverse))
+                      void* out, int64_t out_row_stride, int64_t rows, int64_t half, bool inverse))

@@ -12,6 +12,7 @@
 #include "cpu/attention/flex_attention.h"
 #include "cpu/parallel.h"
 #include "ember/functions.h"
+#include "ops/op_utils.h"
 
 namespace ember::ops {
 namespace {
@@ -135,12 +136,17 @@ cpu::attention::FlexProblem make_problem(const FlexInputs& in) {
   return p;
 }
 
+cpu::attention::Target target(const Tensor& t) {
+  return {t.data_ptr(), t.stride(0), t.stride(1), t.stride(2)};
+}
+
 // (output [B, Hq, L, Ev], lse [B, Hq, L]) without autograd.
 std::pair<Tensor, Tensor> run_forward(const FlexInputs& in) {
   const Tensor& q = in.query;
-  Tensor out = empty({q.size(0), q.size(1), q.size(2), in.value.size(3)}, q.scalar_type());
+  const std::vector<int64_t> sizes = {q.size(0), q.size(1), q.size(2), in.value.size(3)};
+  Tensor out = empty_in_layout_of(q, sizes, q.scalar_type());
   Tensor lse = empty({q.size(0), q.size(1), q.size(2)}, q.scalar_type() == kFloat64 ? kFloat64 : kFloat32);
-  cpu::attention::flex_forward(make_problem(in), out.data_ptr(), lse.data_ptr());
+  cpu::attention::flex_forward(make_problem(in), target(out), lse.data_ptr());
   return {out, lse};
 }
 
@@ -162,10 +168,12 @@ std::vector<Tensor> flex_backward(const FlexInputs& in, const Tensor& out, const
   const Tensor& q = in.query;
   const Tensor& k = in.key;
   const Tensor& v = in.value;
-  Tensor grad_out = grad.to(q.scalar_type()).contiguous();
-  Tensor dq = empty(q.sizes(), q.scalar_type());
-  Tensor dk = empty(k.sizes(), k.scalar_type());
-  Tensor dv = empty(v.sizes(), v.scalar_type());
+  Tensor grad_out = grad.to(q.scalar_type());
+  if (grad_out.stride(3) != 1) grad_out = grad_out.contiguous();
+  // The gradients laid out as their inputs are (a transposed projection's stays a view back).
+  Tensor dq = empty_in_layout_of(q, q.sizes(), q.scalar_type());
+  Tensor dk = empty_in_layout_of(k, k.sizes(), k.scalar_type());
+  Tensor dv = empty_in_layout_of(v, v.sizes(), v.scalar_type());
   CapturedGrads params;
   for (size_t i = 0; i < in.captured.size(); ++i) {
     const bool wanted = needs.size() > 3 + i && needs[3 + i];
@@ -176,8 +184,8 @@ std::vector<Tensor> flex_backward(const FlexInputs& in, const Tensor& out, const
   }
   for (auto& buffer : params.buffers) params.pointers.push_back(buffer.data());
   const cpu::attention::FlexProblem problem = make_problem(in);
-  cpu::attention::flex_backward(problem, out.data_ptr(), lse.data_ptr(), grad_out.data_ptr(), dq.data_ptr(),
-                                dk.data_ptr(), dv.data_ptr(), static_cast<int>(params.sizes.size()),
+  cpu::attention::flex_backward(problem, operand(out, problem.batch), lse.data_ptr(), operand(grad_out, problem.batch),
+                                {target(dq), target(dk), target(dv)}, static_cast<int>(params.sizes.size()),
                                 params.sizes.data(), params.pointers.data());
   std::vector<Tensor> grads = {dq, dk, dv};
   size_t next = 0;
@@ -248,7 +256,7 @@ Tensor flex_attention_at_position(const char* op, const Tensor& query, const Ten
     problem.workspace = workspace.data_ptr();
     problem.workspace_slots = slots;
     return [problem, op, window, max_length, position = input_pos.data_ptr<int64_t>(), key_base = problem.k.data,
-            value_base = problem.v.data, item = static_cast<int64_t>(element_size(dtype)), o = out.data_ptr(),
+            value_base = problem.v.data, item = static_cast<int64_t>(element_size(dtype)), o = target(out),
             l = lse.data_ptr()]() mutable {
       const int64_t at = *position;
       EMBER_CHECK(at >= 0 && at < max_length, op, "input_pos ", at, " outside the cache's [0, ", max_length, ")");

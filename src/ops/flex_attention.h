@@ -43,8 +43,9 @@ struct FlexAttentionCall {
 };
 
 // Checks the call (shapes, dtypes, the block mask against the lengths) and returns (output
-// [B, Hq, L, Ev], lse [B, Hq, L] in float32, float64 for float64 inputs), recording the
-// backward for query, key, value and the captured tensors. `op` names the caller in errors.
+// [B, Hq, L, Ev] laid out as the query, ops::empty_in_layout_of; lse [B, Hq, L] in float32,
+// float64 for float64 inputs), recording the backward for query, key, value and the captured
+// tensors (their gradients laid out as they are). `op` names the caller in errors.
 std::pair<Tensor, Tensor> flex_attention(const char* op, const FlexAttentionCall& call);
 
 // One query position a sequence against a cache's whole buffers at the position input_pos [1]

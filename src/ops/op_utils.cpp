@@ -1,6 +1,10 @@
 #include "ops/op_utils.h"
 
+#include <algorithm>
 #include <array>
+
+#include "core/tensor_impl.h"
+#include "core/trace.h"
 
 namespace ember::ops {
 
@@ -124,6 +128,22 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   core::check_writable(dst, "copy_");
   cpu::InnerLoop loop = EMBER_KERNEL(cast_loop)(src.scalar_type(), dst.scalar_type());
   run_loop(dst, {unaliased(src, dst)}, loop);  // x.copy_(x.t()) reads the old values
+}
+
+Tensor empty_in_layout_of(const Tensor& like, IntArrayRef sizes, ScalarType dtype) {
+  const int64_t rank = like.dim();
+  std::vector<int64_t> order(static_cast<size_t>(rank));  // outermost first
+  for (int64_t d = 0; d < rank; ++d) order[static_cast<size_t>(d)] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
+  const bool permuted = rank > 0 && order.back() == rank - 1 && like.stride(rank - 1) == 1 &&
+                        !std::is_sorted(order.begin(), order.end());
+  if (!permuted || core::any_thread_traces()) return core::make_tensor(sizes, dtype);
+  std::vector<int64_t> stored(static_cast<size_t>(rank)), inverse(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) {
+    stored[static_cast<size_t>(i)] = sizes[static_cast<size_t>(order[static_cast<size_t>(i)])];
+    inverse[static_cast<size_t>(order[static_cast<size_t>(i)])] = i;
+  }
+  return core::make_tensor(stored, dtype).permute(inverse);
 }
 
 }  // namespace ember::ops

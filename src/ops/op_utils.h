@@ -45,6 +45,13 @@ Tensor unaliased(const Tensor& src, const Tensor& dst);
 // Writes `src` (broadcast, any dtype) into `dst` without autograd.
 void copy_into(const Tensor& dst, const Tensor& src);
 
+// An empty `sizes` tensor (like's rank) whose dimensions lie in memory in the order of like's
+// strides, as PyTorch's attention allocates its output after the query: the transposed view of
+// a [B, L, H, E] projection gives a result whose transpose back is contiguous. Contiguous where
+// like's last dimension is not its innermost with stride 1, or while an export trace runs (its
+// memory plan holds contiguous results only).
+Tensor empty_in_layout_of(const Tensor& like, IntArrayRef sizes, ScalarType dtype);
+
 // For an in-place op: when autograd must record, computes `out_of_place(self.clone())` and
 // writes it into `self`, which takes over the result's history; otherwise runs `direct`.
 // Either way bumps self's version.

@@ -8,6 +8,7 @@
 #include "core/tensor_impl.h"
 #include "cpu/rotary_embedding.h"
 #include "ember/autograd.h"
+#include "ops/op_utils.h"
 
 namespace ember::ops {
 namespace {
@@ -19,10 +20,15 @@ Tensor rotate(const Tensor& x, const autograd::SavedTensor& cos, const autograd:
   const ScalarType dtype = x.scalar_type();
   // The kernel reads any leading and position strides but needs contiguous pairs.
   const Tensor data = x.stride(-1) == 1 ? x.detach() : x.detach().contiguous();
-  Tensor out = core::make_tensor(x.sizes(), dtype);
+  // Laid out as x where x is a permutation of a contiguous layout (the transposed view of a
+  // [B, T, H, hd] projection): the model's transposes back then stay views, here and in the
+  // gradients.
+  Tensor out = empty_in_layout_of(data, data.sizes(), dtype);
+  if (out.strides() != data.strides()) out = core::make_tensor(x.sizes(), dtype);
+  const bool out_like_x = !out.is_contiguous();
   core::launch("rotary_embedding", [&] {
     return [dtype, in = data.data_ptr(), sizes = data.sizes().vec(), strides = data.strides().vec(), c = cos.get().data_ptr(),
-            s = sin.get().data_ptr(), o = out.data_ptr(), inverse] {
+            s = sin.get().data_ptr(), o = out.data_ptr(), inverse, out_like_x] {
       cpu::RotaryLayout layout;
       layout.lead_sizes = sizes.data();
       layout.lead_strides = strides.data();
@@ -30,6 +36,7 @@ Tensor rotate(const Tensor& x, const autograd::SavedTensor& cos, const autograd:
       layout.positions = sizes[sizes.size() - 2];
       layout.position_stride = strides[strides.size() - 2];
       layout.half = sizes.back() / 2;
+      layout.out_like_x = out_like_x;
       cpu::rotary_embedding(dtype, in, layout, c, s, o, inverse);
     };
   });

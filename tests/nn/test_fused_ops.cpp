@@ -268,6 +268,24 @@ TEST(FusedRotaryEmbedding, NonContiguousInputs) {
               {1e-12, 1e-12}, "narrowed batch");
 }
 
+// The output takes the input's strides where they are a permutation of a contiguous layout
+// (the GPT's transposed [B, T, H, hd] projections, whose transposes back then stay views), else
+// it is contiguous; the same bits either way.
+TEST(FusedRotaryEmbedding, OutputIsLaidOutAsItsInput) {
+  auto [cos, sin] = rope_tables(6, 4);
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    const Tensor x = uniform({2, 6, 3, 8}, 26).to(dtype);
+    const Tensor heads_first = x.transpose(1, 2);
+    const Tensor out = F::rotary_embedding(heads_first, cos, sin);
+    EXPECT_EQ(out.strides(), heads_first.strides());
+    EXPECT_TRUE(equal(out, F::rotary_embedding(heads_first.contiguous(), cos, sin)));
+    const Tensor gapped = heads_first.narrow(1, 0, 2);  // not one dense block: contiguous output
+    const Tensor from_gapped = F::rotary_embedding(gapped, cos, sin);
+    EXPECT_TRUE(from_gapped.is_contiguous());
+    EXPECT_TRUE(equal(from_gapped, F::rotary_embedding(gapped.contiguous(), cos, sin)));
+  }
+}
+
 TEST(FusedRotaryEmbedding, Gradcheck) {
   auto [cos, sin] = rope_tables(5, 3);
   const Tensor x = leaf(uniform({2, 5, 2, 6}, 26));

@@ -59,6 +59,10 @@ const char* at(const Operand& o, int64_t b, int64_t h, int64_t row, size_t item)
   return static_cast<const char*>(o.data) + (b * o.stride_b + h * o.stride_h + row * o.stride_row) * static_cast<int64_t>(item);
 }
 
+char* at(const Target& t, int64_t b, int64_t h, int64_t row, size_t item) {
+  return static_cast<char*>(t.data) + (b * t.stride_b + h * t.stride_h + row * t.stride_row) * static_cast<int64_t>(item);
+}
+
 // The row of (b, h, block) in lists (b and h of a broadcast mask are 0).
 int64_t list_row(const BlockLists& lists, int64_t b, int64_t h, int64_t block) {
   return ((lists.batch == 1 ? 0 : b) * lists.heads + (lists.heads == 1 ? 0 : h)) * lists.blocks + block;
@@ -423,7 +427,7 @@ struct ForwardWorkspace {
 };
 
 template <typename T>
-void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
+void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
   const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
@@ -463,8 +467,7 @@ void forward_impl(const FlexProblem& p, void* out, void* lse_out) {
         row_lse[r] = seen ? row_max[r] + std::log(row_sum[r]) : -std::numeric_limits<T>::infinity();
         row_sum[r] = seen ? T(1) / row_sum[r] : T(0);
       }
-      char* out_rows = static_cast<char*>(out) + ((b * p.heads_q + h) * p.q_len + q0) * Ev * static_cast<int64_t>(g.item);
-      K.store_rows(acc, g.ld_ev, rows, Ev, row_sum, p.dtype, out_rows, Ev, 1);
+      K.store_rows(acc, g.ld_ev, rows, Ev, row_sum, p.dtype, at(out, b, h, q0, g.item), out.stride_row, 1);
     }
   });
 }
@@ -545,7 +548,7 @@ std::pair<int64_t, bool> visit_at(const FlexProblem& p, const BlockLists& lists,
 }
 
 template <typename T>
-void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
+void decode_impl(const FlexProblem& p, const Target& out, void* lse_out) {
   const Layout<T> g(p, products_for<T>(p.dtype));
   const auto& K = g.k;
   const DecodeShape d(p, g);
@@ -606,8 +609,10 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
       lse[row0 + r] = sum > T(0) ? max + std::log(sum) : -std::numeric_limits<T>::infinity();
       w.inverse[r] = sum > T(0) ? T(1) / sum : T(0);
     }
-    K.store_rows(w.merged, g.ld_ev, rows, Ev, w.inverse, p.dtype,
-                 static_cast<char*>(out) + row0 * Ev * static_cast<int64_t>(g.item), Ev, 1);
+    // The group's query heads in turn: their rows lie apart where out is not contiguous.
+    for (int64_t j = 0; j < g.group; ++j)
+      K.store_rows(w.merged + j * p.q_len * g.ld_ev, g.ld_ev, p.q_len, Ev, w.inverse + j * p.q_len, p.dtype,
+                   at(out, bh / p.heads_kv, (bh % p.heads_kv) * g.group + j, 0, g.item), out.stride_row, 1);
   }
 }
 
@@ -615,16 +620,22 @@ void decode_impl(const FlexProblem& p, void* out, void* lse_out) {
 
 // delta[row] = sum_j grad_out[row, j] * out[row, j] over all B * Hq * L rows.
 template <typename T>
-std::vector<T> output_dot(const FlexProblem& p, const void* out, const void* grad_out) {
+std::vector<T> output_dot(const FlexProblem& p, const Operand& out, const Operand& grad_out) {
   const TileKernels<T>& K = tile_kernels<T>();
   const int64_t rows = p.batch * p.heads_q * p.q_len, Ev = p.value_dim;
+  const size_t item = element_size(p.dtype);
   std::vector<T> delta(static_cast<size_t>(rows));
   parallel_for(0, rows, 256, [&](int64_t lo, int64_t hi) {
     T* o = scratch<T>(kOut, (hi - lo) * Ev);
     T* d = scratch<T>(kGrad, (hi - lo) * Ev);
-    const int64_t byte = static_cast<int64_t>(element_size(p.dtype)) * Ev;
-    K.widen_rows(p.dtype, static_cast<const char*>(out) + lo * byte, Ev, 1, hi - lo, Ev, o, Ev);
-    K.widen_rows(p.dtype, static_cast<const char*>(grad_out) + lo * byte, Ev, 1, hi - lo, Ev, d, Ev);
+    for (int64_t r = lo; r < hi;) {  // a run of rows of one (b, h) at a time
+      const int64_t bh = r / p.q_len, row = r % p.q_len, run = std::min(hi - r, p.q_len - row);
+      const int64_t b = bh / p.heads_q, h = bh % p.heads_q;
+      K.widen_rows(p.dtype, at(out, b, h, row, item), out.stride_row, out.stride_col, run, Ev, o + (r - lo) * Ev, Ev);
+      K.widen_rows(p.dtype, at(grad_out, b, h, row, item), grad_out.stride_row, grad_out.stride_col, run, Ev,
+                   d + (r - lo) * Ev, Ev);
+      r += run;
+    }
     for (int64_t r = 0; r < hi - lo; ++r) {
       T sum = 0;
       for (int64_t j = 0; j < Ev; ++j) sum += o[r * Ev + j] * d[r * Ev + j];
@@ -699,7 +710,7 @@ struct BackwardPacks {
 // group, the batch when k and v broadcast, and the query blocks that visit it.
 template <typename T>
 void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
-                     const T* delta, void* dk, void* dv, int64_t kv_batch) {
+                     const T* delta, const Target& dk, const Target& dv, int64_t kv_batch) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   parallel_for(0, kv_batch * p.heads_kv * g.kv_blocks, 1, [&](int64_t lo, int64_t hi) {
@@ -728,9 +739,8 @@ void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPac
             transposed_tile_product(g, tg.grad, rows, cols, transposed, packs.q_panels.block(b, h, qb), dk_acc, g.ld_e,
                                     E, static_cast<T>(p.scale));
           });
-      const int64_t row0 = (bk * p.heads_kv + hk) * p.kv_len + kv0;
-      K.store_rows(dk_acc, g.ld_e, cols, E, nullptr, p.dtype, static_cast<char*>(dk) + row0 * E * static_cast<int64_t>(g.item), E, 1);
-      K.store_rows(dv_acc, g.ld_ev, cols, Ev, nullptr, p.dtype, static_cast<char*>(dv) + row0 * Ev * static_cast<int64_t>(g.item), Ev, 1);
+      K.store_rows(dk_acc, g.ld_e, cols, E, nullptr, p.dtype, at(dk, bk, hk, kv0, g.item), dk.stride_row, 1);
+      K.store_rows(dv_acc, g.ld_ev, cols, Ev, nullptr, p.dtype, at(dv, bk, hk, kv0, g.item), dv.stride_row, 1);
     }
   });
 }
@@ -739,7 +749,8 @@ void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPac
 // go to a fixed number of chunk buffers summed in chunk order, so they are deterministic.
 template <typename T>
 void query_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
-                 const T* delta, void* dq, int num_params, const int64_t* param_sizes, double* const* param_grads) {
+                 const T* delta, const Target& dq, int num_params, const int64_t* param_sizes,
+                 double* const* param_grads) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, tasks = p.batch * p.heads_q * g.q_blocks;
   constexpr int64_t kParamChunks = 64;
@@ -774,8 +785,7 @@ void query_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T
         g.mm.gemm(tile_operand(g, tg.grad, rows, cols, grad_operand), g.ld_s, packs.key_panels.block(b, hk, kvb), dq_acc,
                   g.ld_e, rows, E, cols, static_cast<T>(p.scale), true);
       });
-      char* dq_rows = static_cast<char*>(dq) + ((b * p.heads_q + h) * p.q_len + q0) * E * static_cast<int64_t>(g.item);
-      K.store_rows(dq_acc, g.ld_e, rows, E, nullptr, p.dtype, dq_rows, E, 1);
+      K.store_rows(dq_acc, g.ld_e, rows, E, nullptr, p.dtype, at(dq, b, h, q0, g.item), dq.stride_row, 1);
     }
     if (chunk_overflow) overflow = true;
   });
@@ -789,14 +799,14 @@ void query_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T
 }
 
 template <typename T>
-void backward_impl(const FlexProblem& p, const void* out, const void* lse, const void* grad_out, void* dq, void* dk,
-                   void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads) {
+void backward_impl(const FlexProblem& p, const Operand& out, const void* lse, const Operand& grad_out,
+                   const BackwardTargets& grads, int num_params, const int64_t* param_sizes, double* const* param_grads) {
   const std::vector<T> delta = output_dot<T>(p, out, grad_out);
   const Layout<T> g(p, products_for<T>(p.dtype));
-  const int64_t Ev = p.value_dim;
-  const BackwardPacks<T> packs(p, g, Operand{grad_out, p.heads_q * p.q_len * Ev, p.q_len * Ev, Ev, 1});
-  key_value_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), dk, dv, kv_batch_of(p));
-  query_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), dq, num_params, param_sizes, param_grads);
+  const BackwardPacks<T> packs(p, g, grad_out);
+  key_value_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), grads.dk, grads.dv, kv_batch_of(p));
+  query_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), grads.dq, num_params, param_sizes,
+                 param_grads);
 }
 
 template <typename T>
@@ -818,7 +828,7 @@ int64_t flex_forward_workspace_bytes(const FlexProblem& problem, int64_t slots) 
                   workspace_bytes<float>(problem, slots, products_for<float>(problem.dtype)));
 }
 
-void flex_forward(const FlexProblem& problem, void* out, void* lse) {
+void flex_forward(const FlexProblem& problem, const Target& out, void* lse) {
   EMBER_CHECK(problem.workspace == nullptr || problem.workspace_slots > 0, "flex_attention",
               "a workspace needs at least one slot, got ", problem.workspace_slots);
   const bool decode = use_decode_path(problem);
@@ -826,11 +836,10 @@ void flex_forward(const FlexProblem& problem, void* out, void* lse) {
   else decode ? decode_impl<float>(problem, out, lse) : forward_impl<float>(problem, out, lse);
 }
 
-void flex_backward(const FlexProblem& problem, const void* out, const void* lse, const void* grad_out, void* dq,
-                   void* dk, void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads) {
-  if (problem.dtype == kFloat64)
-    backward_impl<double>(problem, out, lse, grad_out, dq, dk, dv, num_params, param_sizes, param_grads);
-  else backward_impl<float>(problem, out, lse, grad_out, dq, dk, dv, num_params, param_sizes, param_grads);
+void flex_backward(const FlexProblem& problem, const Operand& out, const void* lse, const Operand& grad_out,
+                   const BackwardTargets& grads, int num_params, const int64_t* param_sizes, double* const* param_grads) {
+  if (problem.dtype == kFloat64) backward_impl<double>(problem, out, lse, grad_out, grads, num_params, param_sizes, param_grads);
+  else backward_impl<float>(problem, out, lse, grad_out, grads, num_params, param_sizes, param_grads);
 }
 
 }  // namespace ember::cpu::attention

@@ -16,6 +16,18 @@ struct Operand {
   int64_t stride_b = 0, stride_h = 0, stride_row = 0, stride_col = 0;
 };
 
+// Where a [B, H, rows, cols] result goes: element (b, h, row, col) at data + b * stride_b +
+// h * stride_h + row * stride_row + col, strides in elements (columns contiguous).
+struct Target {
+  void* data = nullptr;
+  int64_t stride_b = 0, stride_h = 0, stride_row = 0;
+};
+
+// A contiguous [B, heads, rows, cols] result at data.
+inline Target contiguous_target(void* data, int64_t heads, int64_t rows, int64_t cols) {
+  return {data, heads * rows * cols, rows * cols, cols};
+}
+
 // Per (b, h, block) lists of visited blocks: num[(b * heads + h) * blocks + i] entries at
 // indices[((b * heads + h) * blocks + i) * max_entries + j]. b and h of a mask with one
 // batch or head broadcast.
@@ -47,14 +59,18 @@ struct FlexProblem {
 // equal to this one but for q_len and kv_len at most its own.
 int64_t flex_forward_workspace_bytes(const FlexProblem& problem, int64_t slots);
 
-// out: contiguous [B, Hq, L, Ev] of dtype; lse: [B, Hq, L] (double for float64, else float).
-void flex_forward(const FlexProblem& problem, void* out, void* lse);
+// out: [B, Hq, L, Ev] of dtype; lse: contiguous [B, Hq, L] (double for float64, else float).
+void flex_forward(const FlexProblem& problem, const Target& out, void* lse);
 
-// grad_out and out: contiguous [B, Hq, L, Ev]; lse as from flex_forward. dq [B, Hq, L, E],
-// dk [Bkv, Hkv, S, E], dv [Bkv, Hkv, S, Ev] are contiguous dtype outputs (Bkv: k's batch).
-// param_grads: num_params float64 buffers of param_sizes[i] values, accumulated by the
-// score_mod's ParamGrad pass. The result is bitwise the same for any thread count.
-void flex_backward(const FlexProblem& problem, const void* out, const void* lse, const void* grad_out, void* dq,
-                   void* dk, void* dv, int num_params, const int64_t* param_sizes, double* const* param_grads);
+// The gradients of flex_forward's inputs. grad_out and out: [B, Hq, L, Ev] with contiguous
+// columns; lse as from flex_forward. dq [B, Hq, L, E], dk [Bkv, Hkv, S, E], dv [Bkv, Hkv, S, Ev]
+// are dtype outputs (Bkv: k's batch). param_grads: num_params float64 buffers of
+// param_sizes[i] values, accumulated by the score_mod's ParamGrad pass. The result is bitwise
+// the same for any thread count and layout.
+struct BackwardTargets {
+  Target dq, dk, dv;
+};
+void flex_backward(const FlexProblem& problem, const Operand& out, const void* lse, const Operand& grad_out,
+                   const BackwardTargets& grads, int num_params, const int64_t* param_sizes, double* const* param_grads);
 
 }  // namespace ember::cpu::attention

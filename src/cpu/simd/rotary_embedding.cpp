@@ -19,12 +19,12 @@ static inline void rotate_one(const T* x, const acc_t<T>* cos, const acc_t<T>* s
 
 template <typename T>
 static void rows_kernel(const T* x, int64_t x_row_stride, const acc_t<T>* cos, const acc_t<T>* sin, T* out,
-                        int64_t rows, int64_t half, bool inverse) {
+                        int64_t out_row_stride, int64_t rows, int64_t half, bool inverse) {
   using V = vec_t<T>;
   using A = acc_t<T>;
   constexpr int W = width_v<V>;
   const A sign = inverse ? A(-1) : A(1);
-  for (int64_t r = 0; r < rows; ++r, x += x_row_stride, cos += half, sin += half, out += 2 * half) {
+  for (int64_t r = 0; r < rows; ++r, x += x_row_stride, cos += half, sin += half, out += out_row_stride) {
     int64_t i = 0;
     for (; i + W <= half; i += W) rotate_one<V>(x, cos, sin, out, i, half, sign);
     for (; i < half; ++i) rotate_one<A>(x, cos, sin, out, i, half, sign);
@@ -34,11 +34,11 @@ static void rows_kernel(const T* x, int64_t x_row_stride, const acc_t<T>* cos, c
 }  // namespace
 
 void rotary_rows(ScalarType dtype, const void* x, int64_t x_row_stride, const void* cos, const void* sin, void* out,
-                 int64_t rows, int64_t half, bool inverse) {
+                 int64_t out_row_stride, int64_t rows, int64_t half, bool inverse) {
   by_float_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     rows_kernel(static_cast<const T*>(x), x_row_stride, static_cast<const acc_t<T>*>(cos),
-                static_cast<const acc_t<T>*>(sin), static_cast<T*>(out), rows, half, inverse);
+                static_cast<const acc_t<T>*>(sin), static_cast<T*>(out), out_row_stride, rows, half, inverse);
   });
 }
 

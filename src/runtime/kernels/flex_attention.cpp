@@ -204,7 +204,7 @@ bool run(const KernelCall& c, Error& error) {
   p.scale = a.has_scale ? a.scale : 1.0 / std::sqrt(static_cast<double>(E));
   p.kv_lists = cpu::attention::BlockLists{num, indices, full_num, full_indices, 1, 1, layout.q_blocks, layout.kv_blocks};
   p.mask_mod = ember::detail::TileFunction{&apply_mask, &mask};
-  cpu::attention::flex_forward(p, out.data, lse);
+  cpu::attention::flex_forward(p, cpu::attention::contiguous_target(out.data, p.heads_q, p.q_len, p.value_dim), lse);
   return true;
 }
 

@@ -332,6 +332,42 @@ TEST(FlexAttention, BackwardIsBitwiseIdenticalForAnyThreadCount) {
   use_deterministic_algorithms(false);
 }
 
+// The output is laid out as the query (dimensions in the order of its strides, as PyTorch's
+// attention allocates it) and each gradient as its input: transposed views of [B, L, H, E]
+// projections give an output, and gradients, whose transposes back are contiguous. Values the
+// same bits as with contiguous inputs, prefill (two threads' worth of query blocks) and decoding
+// (GQA groups whose query heads lie apart), with a strided output gradient.
+TEST(FlexAttention, OutputAndGradientsFollowTheInputsLayout) {
+  for (ScalarType dtype : {kFloat32, kBFloat16})
+    for (int64_t L : {int64_t{3}, int64_t{150}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " L " + std::to_string(L));
+      const int64_t B = 2, Hq = 4, Hkv = 2, E = 16;
+      Tensor q_rows = make(uniform_values(B * L * Hq * E, -1, 1, 41), {B, L, Hq, E}, dtype);
+      Tensor k_rows = make(uniform_values(B * L * Hkv * E, -1, 1, 42), {B, L, Hkv, E}, dtype);
+      Tensor v_rows = make(uniform_values(B * L * Hkv * E, -1, 1, 43), {B, L, Hkv, E}, dtype);
+      Tensor g_rows = make(uniform_values(B * L * Hq * E, -1, 1, 44), {B, L, Hq, E}, dtype);
+      att::BlockMask mask = att::create_block_mask(att::causal_mask(), 1, 1, L, L, 32);
+      const auto options = att::FlexAttentionOptions().set_enable_gqa(true);
+      // The reference: contiguous [B, H, L, E] leaves.
+      Tensor q0 = q_rows.transpose(1, 2).contiguous().requires_grad_();
+      Tensor k0 = k_rows.transpose(1, 2).contiguous().requires_grad_();
+      Tensor v0 = v_rows.transpose(1, 2).contiguous().requires_grad_();
+      Tensor out0 = att::flex_attention(q0, k0, v0, mask, options);
+      out0.backward(g_rows.transpose(1, 2).contiguous());
+      // Leaves [B, L, H, E], attended to through their transposed views.
+      Tensor q_leaf = q_rows.clone().requires_grad_(), k_leaf = k_rows.clone().requires_grad_(),
+             v_leaf = v_rows.clone().requires_grad_();
+      Tensor out = att::flex_attention(q_leaf.transpose(1, 2), k_leaf.transpose(1, 2), v_leaf.transpose(1, 2), mask,
+                                       options);
+      EXPECT_TRUE(out.transpose(1, 2).is_contiguous()) << out.strides();
+      out.backward(g_rows.transpose(1, 2));
+      EXPECT_TRUE(equal(out, out0));
+      EXPECT_TRUE(equal(q_leaf.grad().transpose(1, 2), q0.grad()));
+      EXPECT_TRUE(equal(k_leaf.grad().transpose(1, 2), k0.grad()));
+      EXPECT_TRUE(equal(v_leaf.grad().transpose(1, 2), v0.grad()));
+    }
+}
+
 // Key and value blocks are packed by the first task that needs them (Note [Keys packed on first
 // use]); with eight query heads to a key head, threads claim and wait on the same blocks.
 TEST(FlexAttention, KeysPackedOnFirstUseGiveTheSameResultUnderContention) {
