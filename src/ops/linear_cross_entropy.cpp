@@ -242,7 +242,7 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
                             const LinearCrossEntropyParams& options) {
   EMBER_RECORD_OP("linear_cross_entropy", input, weight, target);
   const Problem p = prepare(input, weight, target, options);
-  const ScalarType dtype = options.loss_dtype;
+  const ScalarType dtype = options.loss_dtype.value_or(input.scalar_type());
   const Tensor& bias = options.bias;
   const bool record = autograd::should_record({input, weight, bias});
   const bool reduced = options.reduction != LinearCrossEntropyParams::Reduction::None;

@@ -2,6 +2,7 @@
 // Note [Fused linear cross-entropy] in linear_cross_entropy.cpp).
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "ember/tensor.h"
 
@@ -18,7 +19,7 @@ struct LinearCrossEntropyParams {
   int64_t chunk_size = 0;     // a multiple of token_block; 0: from memory_budget
   int64_t memory_budget = 0;  // bytes of logits one chunk may hold (> 0)
   int64_t token_block = 0;    // tokens per product tile (> 0)
-  ScalarType loss_dtype = kFloat32;  // the returned loss's
+  std::optional<ScalarType> loss_dtype;  // the returned loss's (default: the input's)
 };
 
 // cross_entropy(linear(input, weight, bias), target) plus the z-loss, chunk by chunk, with its

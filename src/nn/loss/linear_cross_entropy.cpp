@@ -51,7 +51,7 @@ Tensor linear_cross_entropy(const Tensor& input, const Tensor& weight, const Ten
   params.chunk_size = options.chunk_size();
   params.memory_budget = options.memory_budget();
   params.token_block = kLinearCrossEntropyTokenBlock;
-  params.loss_dtype = options.loss_dtype().value_or(input.scalar_type());
+  params.loss_dtype = options.loss_dtype();
   return ops::linear_cross_entropy(input, weight, target, params);
 }
 
