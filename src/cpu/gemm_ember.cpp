@@ -115,11 +115,11 @@ void pack_b_panels(bool f16, bool c_float32, bool trans_b, int64_t k, int64_t n,
   // packs split along k as well, in slices of kAmxKc, else one thread packed while the others waited.
   const int64_t slices = f16 || k == 0 ? 1 : std::min((k + kAmxKc - 1) / kAmxKc, (num_threads() + packs - 1) / packs);
   const int64_t slice_k = ((k + slices - 1) / slices + kAmxKc - 1) / kAmxKc * kAmxKc;
-  const int64_t slice_count = slices > 1 ? (k + slice_k - 1) / slice_k : 1;
+  const int64_t slice_count = k > 0 ? (k + slice_k - 1) / slice_k : 1;
   parallel_for(0, packs * slice_count, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t j0 = task / slice_count * kAmxNc, p0 = task % slice_count * slice_k;
-      const int64_t rows = slices > 1 ? std::min(slice_k, k - p0) : k;
+      const int64_t rows = std::min(slice_k, k - p0);
       const int64_t b_offset = trans_b ? j0 * ldb + p0 : j0 + p0 * ldb;
       PackedGemmTile t{false, trans_b, c_float32, 0, std::min(kAmxNc, n - j0), rows, 1.0f, 0.0f, nullptr, 0,
                        static_cast<const uint16_t*>(b) + b_offset, ldb, nullptr, 0, nullptr,
