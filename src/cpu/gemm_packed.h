@@ -88,7 +88,7 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // panel's kAmxKc rows (16 KB) stay in L1 while the blocks of A's rows pass over them, read with
 // the streaming hint (TILELOADDT1: A's block, 64 KB, would otherwise evict the panel), and the
 // float32 sums of the column (kAmxMc x 32, 16 KB) wait in L1 between k blocks (tile stores and
-// loads); the last rounds once into C with alpha and + beta * C (a whole row of a block of bf16
+// loads), over a span of at most kAmxSpanK values of k (amx_k_span); the last rounds once into C with alpha and + beta * C (a whole row of a block of bf16
 // C as one vector, its halves rounded by one VCVTNE2PS2BF16: 7-8% at k = 192-512). Both orders
 // and hints were timed in one process: column-first with streamed A ran 3.5-6.5% faster than
 // k-block-first with the sums of kAmxMc x kAmxNc in L2 at 1024^3 and GPT-like shapes, 2048^3
@@ -132,6 +132,13 @@ inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
   const int64_t slab = fit > kAmxMc ? fit : kAmxMc;
   return m < slab ? m : slab;
 }
+// k values of the tiles' product a column of blocks takes at a time: at most kAmxSpanK, so that
+// the kAmxMc rows of A over them (512 KB) stay in L2 while the pack's columns pass over them; a
+// longer k goes in spans, every column's sums (kAmxMc x kAmxNc) kept in c_acc between them.
+// float16 at 2048^3 (k 6144 on the tiles) ran 0.79-0.82x the time, bf16 at k = 6144 0.82x
+// (alternated in one process, two threads, 2026-12-06).
+inline constexpr int64_t kAmxSpanK = 2048;
+inline constexpr int64_t amx_k_span(int64_t k_padded) { return k_padded <= kAmxSpanK ? k_padded : kAmxSpanK; }
 // Whether gemm_amx_bf16 reads A's rows where they lie: stored by rows over whole 32-value
 // chunks of k, each row on a cache line's start, and used by one column pack only (n <=
 // kAmxNc: packing would not be repaid). Its tiles load with the streaming hint (Note [AMX
@@ -144,7 +151,7 @@ inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
 // Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place; with float16, the
 // split slab, then the slab as stored), b_pack (all the tile's panels when b_packed, else one
 // column pack), c_acc (the sums of one column of 32 x 32 blocks; of a column pack's, continuing
-// C). gemm_amx_pack_b of float16 takes a_pack for one column pack as stored:
+// C or with k in spans). gemm_amx_pack_b of float16 takes a_pack for one column pack as stored:
 // amx_f16_pack_b_stage_floats(k).
 inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t k_padded = amx_tile_k(t.k, t.f16, t.c_float32);
@@ -153,7 +160,7 @@ inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t stored_k_blocked = (t.k + kAmxKc - 1) / kAmxKc * kAmxKc;
   const int64_t a_floats = amx_reads_a_in_place(t) ? 0 : slab_rows * (k_blocked + (t.f16 ? stored_k_blocked : 0)) / 2;
   const int64_t b_columns = t.b_packed ? (t.n + 31) / 32 * 32 : kAmxNc;
-  return {a_floats, k_padded * b_columns / 2, kAmxMc * (t.continue_c ? kAmxNc : 32)};
+  return {a_floats, k_padded * b_columns / 2, kAmxMc * (t.continue_c || amx_k_span(k_padded) < k_padded ? kAmxNc : 32)};
 }
 inline constexpr int64_t amx_f16_pack_b_stage_floats(int64_t k) { return (k + 31) / 32 * 32 * kAmxNc / 2; }
 

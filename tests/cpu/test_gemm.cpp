@@ -313,7 +313,7 @@ TEST(Gemm, AmxMatchesFloat64) {
   if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
   struct Size { int64_t m, n, k; };
   const Size sizes[] = {{9, 17, 5},   {16, 32, 32}, {17, 33, 64}, {33, 300, 70}, {kAmxMc + 1, kAmxNc + 3, kAmxKc + 40},
-                        {192, 70, 2 * kAmxKc + 45}};
+                        {192, 70, 2 * kAmxKc + 45}, {40, kAmxNc + 40, kAmxSpanK + 100}};
   for (Size s : sizes)
     for (int trans = 0; trans < 4; ++trans)
       for (double beta : {0.0, 0.5}) run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
@@ -398,43 +398,46 @@ TEST(Gemm, AmxFloat16MatchesFloat64) {
 }
 
 // Products sharing one packed B (Note [Products sharing B on AMX]): against float64, A plain
-// and transposed, edges of blocks and packs; with `accumulate`, k cut at multiples of 32 into
-// calls gives the same bits as one call.
+// and transposed, edges of blocks and packs, k in one span and in two (amx_k_span); with
+// `accumulate`, k cut at multiples of 32 into calls gives the same bits as one call.
 TEST(Gemm, AmxProductsSharingPackedB) {
   const AmxEmberBackend amx;
   if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
   ASSERT_TRUE(amx_products_available());
-  const int64_t m = 70, n = 300, k = 200;
-  for (bool trans_a : {false, true}) {
-    SCOPED_TRACE(trans_a ? "A transposed" : "A plain");
-    const Case t{kBFloat16, trans_a, false, m, n, k};
-    std::mt19937 rng(9);
-    Matrix a = make_a(t), b = make_b(t), zero(kFloat32, m, n, n + 3);
-    a.fill_random(rng);
-    b.fill_random(rng);
-    zero.fill(0.0);
-    std::vector<uint16_t> storage(static_cast<size_t>(amx_packed_b_size(k, n) + 32));
-    uint16_t* packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 / 2;
-    amx_pack_b(false, k, n, b.data(), b.ld, packed);
-    Matrix whole(kFloat32, m, n, n + 3);
-    whole.fill(std::numeric_limits<double>::quiet_NaN());  // not read without accumulate
-    amx_product_packed_b(trans_a, m, n, k, a.data(), a.ld, packed, false, static_cast<float*>(whole.data()), whole.ld);
-    Case as_float32 = t;
-    as_float32.dtype = kFloat32;
-    expect_matches(as_float32, a, b, zero, whole);
-    // The same k in calls of 64, 96 and 40, each from its own packed rows of B.
-    Matrix pieces = zero;
-    const auto* a_values = static_cast<const uint16_t*>(a.data());
-    const auto* b_values = static_cast<const uint16_t*>(b.data());
-    for (auto [p0, depth] : {std::pair<int64_t, int64_t>{0, 64}, {64, 96}, {160, 40}}) {
-      amx_pack_b(false, depth, n, b_values + p0 * b.ld, b.ld, packed);
-      amx_product_packed_b(trans_a, m, n, depth, a_values + (trans_a ? p0 * a.ld : p0), a.ld, packed, true,
-                           static_cast<float*>(pieces.data()), pieces.ld);
+  const int64_t m = 70, n = 300;
+  for (int64_t k : {int64_t(200), kAmxSpanK + 200}) {  // the second in two spans of k (amx_k_span)
+    for (bool trans_a : {false, true}) {
+      SCOPED_TRACE(testing::Message() << (trans_a ? "A transposed" : "A plain") << ", k " << k);
+      const Case t{kBFloat16, trans_a, false, m, n, k};
+      std::mt19937 rng(9);
+      Matrix a = make_a(t), b = make_b(t), zero(kFloat32, m, n, n + 3);
+      a.fill_random(rng);
+      b.fill_random(rng);
+      zero.fill(0.0);
+      std::vector<uint16_t> storage(static_cast<size_t>(amx_packed_b_size(k, n) + 32));
+      uint16_t* packed = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 / 2;
+      amx_pack_b(false, k, n, b.data(), b.ld, packed);
+      Matrix whole(kFloat32, m, n, n + 3);
+      whole.fill(std::numeric_limits<double>::quiet_NaN());  // not read without accumulate
+      amx_product_packed_b(trans_a, m, n, k, a.data(), a.ld, packed, false, static_cast<float*>(whole.data()),
+                           whole.ld);
+      Case as_float32 = t;
+      as_float32.dtype = kFloat32;
+      expect_matches(as_float32, a, b, zero, whole);
+      // The same k in calls of 64, 96 and the rest, each from its own packed rows of B.
+      Matrix pieces = zero;
+      const auto* a_values = static_cast<const uint16_t*>(a.data());
+      const auto* b_values = static_cast<const uint16_t*>(b.data());
+      for (auto [p0, depth] : {std::pair<int64_t, int64_t>{0, 64}, {64, 96}, {160, k - 160}}) {
+        amx_pack_b(false, depth, n, b_values + p0 * b.ld, b.ld, packed);
+        amx_product_packed_b(trans_a, m, n, depth, a_values + (trans_a ? p0 * a.ld : p0), a.ld, packed, true,
+                             static_cast<float*>(pieces.data()), pieces.ld);
+      }
+      int64_t different = 0;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) different += pieces.get(i, j) != whole.get(i, j);
+      EXPECT_EQ(different, 0);
     }
-    int64_t different = 0;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) different += pieces.get(i, j) != whole.get(i, j);
-    EXPECT_EQ(different, 0);
   }
 }
 
@@ -447,7 +450,8 @@ TEST(Gemm, AmxProductTransposedC) {
   struct Shape {
     int64_t m, n, k, lda;
   };
-  for (const Shape& s : {Shape{70, 300, 200, 203}, Shape{96, 40, 256, 1024}, Shape{33, 17, 64, 64}}) {
+  for (const Shape& s : {Shape{70, 300, 200, 203}, Shape{96, 40, 256, 1024}, Shape{33, 17, 64, 64},
+                         Shape{40, 70, kAmxSpanK + 64, kAmxSpanK + 64}}) {
     SCOPED_TRACE(testing::Message() << s.m << "x" << s.n << "x" << s.k << " lda " << s.lda);
     std::mt19937 rng(11);
     Matrix a(kBFloat16, s.m, s.k, s.lda), b_rows(kBFloat16, s.n, s.k, s.k), zero(kFloat32, s.m, s.n, s.n);

@@ -179,6 +179,8 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   const int64_t c_item = t.c_float32 ? 4 : 2;
   int configured = 0;
   const bool a_in_place = amx_reads_a_in_place(t);
+  const int64_t span_k = amx_k_span(k_padded);
+  const bool pack_sums = t.continue_c || span_k < k_padded;
   for (int64_t s0 = 0; s0 < t.m; s0 += slab) {
     const int64_t slab_rows = t.m - s0 < slab ? t.m - s0 : slab;
     const uint16_t* a_rows = a + (t.trans_a ? s0 : s0 * t.lda);
@@ -207,32 +209,40 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
         constexpr int64_t kColumnFloats = kAmxMc * kBlock;
         if (t.continue_c)
           load_c(static_cast<const float*>(t.c) + (s0 + i0) * t.ldc + j0, t.ldc, rows, cols, t.c_acc, kColumnFloats);
-        for (int64_t jb = 0; jb < cols; jb += kBlock) {
-          const int64_t block_cols = cols - jb < kBlock ? cols - jb : kBlock;
-          float* column_sums = t.c_acc + (t.continue_c ? jb / kBlock * kColumnFloats : 0);
-          for (int64_t p0 = 0; p0 < k_padded; p0 += kAmxKc) {
-            const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
-            // A's rows for this block: packed, or where they lie.
-            const uint16_t* a_block = a_in_place ? a + (s0 + i0) * t.lda + p0
-                                                 : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
-            const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
-            const uint16_t* panel = panels + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
-            for (int64_t ib = 0; ib < rows; ib += kBlock) {
-              const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
-              amx::configure_rows(block_rows, &configured);
-              float* sums = column_sums + ib * kBlock;
-              amx::block_product_rows<true>(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
-                                            p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
+        // k in spans (amx_k_span): with one span, a column's sums are done before the next
+        // column's start; with several, every column's sums wait in c_acc for the next span.
+        for (int64_t ks = 0; ks < k_padded; ks += span_k) {
+          for (int64_t jb = 0; jb < cols; jb += kBlock) {
+            const int64_t block_cols = cols - jb < kBlock ? cols - jb : kBlock;
+            float* column_sums = t.c_acc + (pack_sums ? jb / kBlock * kColumnFloats : 0);
+            const int64_t span_end = k_padded - ks < span_k ? k_padded : ks + span_k;
+            for (int64_t p0 = ks; p0 < span_end; p0 += kAmxKc) {
+              const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
+              // A's rows for this block: packed, or where they lie.
+              const uint16_t* a_block =
+                  a_in_place ? a + (s0 + i0) * t.lda + p0
+                             : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
+              const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
+              const uint16_t* panel = panels + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
+              for (int64_t ib = 0; ib < rows; ib += kBlock) {
+                const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
+                amx::configure_rows(block_rows, &configured);
+                float* sums = column_sums + ib * kBlock;
+                amx::block_product_rows<true>(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
+                                              p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
+              }
             }
-          }
-          for (int64_t ib = 0; ib < rows; ib += kBlock) {
-            const int64_t block_rows = rows - ib < kBlock ? rows - ib : kBlock;
-            if (t.transposed_c)
-              store_c_transposed(column_sums + ib * kBlock, block_rows, block_cols, t.alpha, t.beta,
-                                 static_cast<float*>(t.c) + (j0 + jb) * t.ldc + s0 + i0 + ib, t.ldc);
-            else
-              store_c(column_sums + ib * kBlock, kBlock, block_rows, block_cols, t.alpha, t.continue_c ? 0.0f : t.beta,
-                      t.c_float32, t.f16, static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+            if (span_end < k_padded) continue;
+            for (int64_t ib = 0; ib < rows; ib += kBlock) {
+              const int64_t block_rows = rows - ib < kBlock ? rows - ib : kBlock;
+              if (t.transposed_c)
+                store_c_transposed(column_sums + ib * kBlock, block_rows, block_cols, t.alpha, t.beta,
+                                   static_cast<float*>(t.c) + (j0 + jb) * t.ldc + s0 + i0 + ib, t.ldc);
+              else
+                store_c(column_sums + ib * kBlock, kBlock, block_rows, block_cols, t.alpha,
+                        t.continue_c ? 0.0f : t.beta, t.c_float32, t.f16,
+                        static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+            }
           }
         }
       }
