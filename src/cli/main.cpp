@@ -34,7 +34,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  bench SUITE [--quick] [--json]   run a benchmark suite (ember bench --list); --only TEXT: the\n"
-    "        [--only TEXT]              rows whose names contain TEXT (suites pretrained, flex)\n"
+    "        [--only TEXT]              rows whose names contain TEXT (suites pretrained, flex, gemm)\n"
     "  inspect FILE                     list a safetensors file's tensors and metadata\n"
     "  train [FLAGS]                    train a GPT on text, or fine-tune a Hugging Face model with\n"
     "                                   --init DIR (ember train --help)\n"
