@@ -2,9 +2,10 @@
 // model, optimizer, clipping and packed byte batches of the default corpus), in float32
 // and bfloat16 compute. Where a Python with PyTorch is found (EMBER_TORCH_PYTHON, else
 // python3), bench/peers/gpt_torch.py trains the same model with PyTorch, eager and
-// torch.compile'd (bf16 rows: under bf16 autocast), between the two halves of ember's own
-// steps, and the rows carry its figures and ember's ratios to them.
+// torch.compile'd (bf16 rows: under bf16 autocast), in turns with ember's own steps, and the
+// rows carry its figures and ember's ratios to them.
 #include <map>
+#include <memory>
 
 #include "bench.h"
 #include "gpt_step.h"
@@ -32,38 +33,51 @@ std::map<std::string, double> torch_tokens_per_s(const std::string& python, Scal
 
 nlohmann::json run(const Options& options) {
   const int64_t batch = GptStep::kBatch, seq_len = GptStep::kSeqLen;
-  const int warmup_steps = 3, steps = options.quick ? 6 : 30;
+  const int warmup_steps = 3, turns = options.quick ? 1 : 3, steps_per_turn = options.quick ? 6 : 10;
   const std::string python = torch_python();
   if (python.empty()) note("no Python with PyTorch found (EMBER_TORCH_PYTHON, python3): no torch columns");
-  nlohmann::json results = nlohmann::json::array();
-  double torch_eager_f32 = 0;
-  for (ScalarType dtype : {kFloat32, kBFloat16}) {
-    GptStep gpt(dtype);
-    const models::GPTConfig& config = gpt.config();
-    std::vector<double> step_ms;
-    auto run_steps = [&](int count, bool timed) {
-      for (int i = 0; i < count; ++i) {
-        const double ms = gpt.run();
-        if (timed) step_ms.push_back(ms);
+  // Turns of ember's float32 steps, the peer in float32, ember's bf16 steps, the peer in bf16,
+  // so that each ratio compares figures taken minutes apart at most (this shared machine's
+  // speed moves by 1.5-2x between minutes): every vs_torch_* is the median of the turns' ratios.
+  const std::vector<ScalarType> dtypes = {kFloat32, kBFloat16};
+  std::map<ScalarType, std::unique_ptr<GptStep>> models;
+  std::map<ScalarType, std::vector<double>> step_ms;
+  std::map<ScalarType, std::map<std::string, std::vector<double>>> torch_turns, ratio_turns;
+  for (ScalarType dtype : dtypes) {
+    models[dtype] = std::make_unique<GptStep>(dtype);
+    for (int i = 0; i < warmup_steps; ++i) models[dtype]->run();
+  }
+  const double tokens = static_cast<double>(batch * seq_len);
+  for (int turn = 0; turn < turns; ++turn) {
+    for (ScalarType dtype : dtypes) {
+      std::vector<double> turn_ms;
+      for (int i = 0; i < steps_per_turn; ++i) turn_ms.push_back(models[dtype]->run());
+      step_ms[dtype].insert(step_ms[dtype].end(), turn_ms.begin(), turn_ms.end());
+      if (python.empty()) continue;
+      const double tokens_per_s = tokens / median(turn_ms) * 1e3;
+      for (const auto& [mode, figure] : torch_tokens_per_s(python, dtype, options.quick ? 6 : 20)) {
+        torch_turns[dtype][mode].push_back(figure);
+        ratio_turns[dtype]["vs_torch_" + mode].push_back(tokens_per_s / figure);
       }
-    };
-    run_steps(warmup_steps, false);
-    run_steps(steps / 2, true);
-    const std::map<std::string, double> torch =
-        python.empty() ? std::map<std::string, double>{} : torch_tokens_per_s(python, dtype, options.quick ? 6 : 20);
-    run_steps(steps - steps / 2, true);
-    const double median_ms = median(step_ms);
-    const double tokens_per_s = static_cast<double>(batch * seq_len) / median_ms * 1e3;
-    nlohmann::json r = {{"name", row_name(config, batch, seq_len, dtype)},
-                        {"step_ms", median_ms},
-                        {"tokens_per_s", tokens_per_s},
-                        {"threads", get_num_threads()}};
-    for (const auto& [mode, figure] : torch) {
-      r["torch_" + mode + "_tokens_per_s"] = figure;
-      r["vs_torch_" + mode] = tokens_per_s / figure;
+      // bf16 against PyTorch's float32 eager step of the same turn.
+      const std::vector<double>& eager_f32 = torch_turns[kFloat32]["eager"];
+      if (dtype == kBFloat16 && eager_f32.size() == static_cast<size_t>(turn + 1))
+        ratio_turns[dtype]["vs_torch_eager_f32"].push_back(tokens_per_s / eager_f32.back());
     }
-    if (dtype == kFloat32 && torch.count("eager")) torch_eager_f32 = torch.at("eager");
-    if (dtype == kBFloat16 && torch_eager_f32 > 0) r["vs_torch_eager_f32"] = tokens_per_s / torch_eager_f32;
+  }
+  nlohmann::json results = nlohmann::json::array();
+  for (ScalarType dtype : dtypes) {
+    const double median_ms = median(step_ms[dtype]);
+    nlohmann::json r = {{"name", row_name(models[dtype]->config(), batch, seq_len, dtype)},
+                        {"step_ms", median_ms},
+                        {"tokens_per_s", tokens / median_ms * 1e3},
+                        {"threads", get_num_threads()},
+                        {"turns", turns}};
+    for (const auto& [mode, figures] : torch_turns[dtype]) r["torch_" + mode + "_tokens_per_s"] = median(figures);
+    for (const auto& [name, ratios] : ratio_turns[dtype]) {
+      r[name] = median(ratios);
+      r[name + "_turns"] = ratios;
+    }
     note(r.dump());
     results.push_back(r);
   }
