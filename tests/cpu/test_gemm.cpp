@@ -362,7 +362,7 @@ TEST(Gemm, AmxFloat16MatchesFloat64) {
     for (int trans = 0; trans < 4; ++trans)
       for (double beta : {0.0, 0.5}) run_case({kFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
   for (int trans = 0; trans < 4; ++trans)
-    for (int64_t k : {100, 300})
+    for (int64_t k : {100, 300, 600})  // 600: four terms over two spans of k (amx_k_span)
       expect_float32_output_matches({kFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, k, -1.5, 0.5, 3, 5, 7});
   expect_same_bits_at_1_2_3_threads({kFloat16, false, true, 300, 600, 300, 1.0, 0.0});
   // 1 + 2^-10 (11 significant bits; bf16 holds 8): (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20 exactly in
