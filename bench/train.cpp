@@ -49,6 +49,7 @@ nlohmann::json run(const Options& options) {
   }
   const double tokens = static_cast<double>(batch * seq_len);
   for (int turn = 0; turn < turns; ++turn) {
+    double eager_f32 = 0;  // PyTorch's float32 eager step of this turn, where it ran
     for (ScalarType dtype : dtypes) {
       std::vector<double> turn_ms;
       for (int i = 0; i < steps_per_turn; ++i) turn_ms.push_back(models[dtype]->run());
@@ -58,11 +59,11 @@ nlohmann::json run(const Options& options) {
       for (const auto& [mode, figure] : torch_tokens_per_s(python, dtype, options.quick ? 6 : 20)) {
         torch_turns[dtype][mode].push_back(figure);
         ratio_turns[dtype]["vs_torch_" + mode].push_back(tokens_per_s / figure);
+        if (dtype == kFloat32 && mode == "eager") eager_f32 = figure;
       }
       // bf16 against PyTorch's float32 eager step of the same turn.
-      const std::vector<double>& eager_f32 = torch_turns[kFloat32]["eager"];
-      if (dtype == kBFloat16 && eager_f32.size() == static_cast<size_t>(turn + 1))
-        ratio_turns[dtype]["vs_torch_eager_f32"].push_back(tokens_per_s / eager_f32.back());
+      if (dtype == kBFloat16 && eager_f32 > 0)
+        ratio_turns[dtype]["vs_torch_eager_f32"].push_back(tokens_per_s / eager_f32);
     }
   }
   nlohmann::json results = nlohmann::json::array();

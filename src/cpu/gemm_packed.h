@@ -88,8 +88,9 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // panel's kAmxKc rows (16 KB) stay in L1 while the blocks of A's rows pass over them, read with
 // the streaming hint (TILELOADDT1: A's block, 64 KB, would otherwise evict the panel), and the
 // float32 sums of the column (kAmxMc x 32, 16 KB) wait in L1 between k blocks (tile stores and
-// loads), over a span of at most kAmxSpanK values of k (amx_k_span); the last rounds once into C with alpha and + beta * C (a whole row of a block of bf16
-// C as one vector, its halves rounded by one VCVTNE2PS2BF16: 7-8% at k = 192-512). Both orders
+// loads), over a span of at most kAmxSpanK values of k (amx_k_span); the last rounds once into
+// C with alpha and + beta * C (a whole row of a block of bf16 C as one vector, its halves
+// rounded by one VCVTNE2PS2BF16: 7-8% at k = 192-512). Both orders
 // and hints were timed in one process: column-first with streamed A ran 3.5-6.5% faster than
 // k-block-first with the sums of kAmxMc x kAmxNc in L2 at 1024^3 and GPT-like shapes, 2048^3
 // from 3% slower to 8% faster across runs (Xeon with AMX, one thread, 2026-12-06). Every buffer
@@ -138,6 +139,7 @@ inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
 // float16 at 2048^3 (k 6144 on the tiles) ran 0.79-0.82x the time, bf16 at k = 6144 0.82x
 // (alternated in one process, two threads, 2026-12-06).
 inline constexpr int64_t kAmxSpanK = 2048;
+static_assert(kAmxSpanK % kAmxKc == 0, "a span holds whole k blocks");
 inline constexpr int64_t amx_k_span(int64_t k_padded) { return k_padded <= kAmxSpanK ? k_padded : kAmxSpanK; }
 // Whether gemm_amx_bf16 reads A's rows where they lie: stored by rows over whole 32-value
 // chunks of k, each row on a cache line's start, and used by one column pack only (n <=

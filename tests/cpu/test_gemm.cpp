@@ -321,7 +321,7 @@ TEST(Gemm, AmxMatchesFloat64) {
     expect_float32_output_matches({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, 100, -1.5, 0.5, 3, 5, 7});
   // A read where it lies (rows on cache lines, one column pack, whole chunks of k): buffers
   // aligned here, as tensors are; rows of 16-100 and the float64 sums of the stored values.
-  for (int64_t k : {32, 96, 544}) {
+  for (int64_t k : {int64_t(32), int64_t(96), int64_t(544), kAmxSpanK + 64}) {  // the last: two spans of k
     const int64_t m = 100, n = 70;
     std::vector<uint16_t> storage(static_cast<size_t>(m * k + k * n + 64));
     uint16_t* a = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) / 2;
