@@ -134,13 +134,17 @@ inline constexpr int64_t amx_slab_rows(int64_t m, int64_t k) {
   return m < slab ? m : slab;
 }
 // k values of the tiles' product a column of blocks takes at a time: at most kAmxSpanK, so that
-// the kAmxMc rows of A over them (512 KB) stay in L2 while the pack's columns pass over them; a
-// longer k goes in spans, every column's sums (kAmxMc x kAmxNc) kept in c_acc between them.
-// float16 at 2048^3 (k 6144 on the tiles) ran 0.79-0.82x the time, bf16 at k = 6144 0.82x
-// (alternated in one process, two threads, 2026-12-06).
+// the kAmxMc rows of A over them (512 KB) stay in L2 while the pack's columns pass over them. A
+// longer k goes in spans, rows in groups of kAmxSpanRows: a span passes over every row block of
+// the group before the next span starts, so that the span's panels of a column pack (1 MB) are
+// read from L2 by all of them, and the group's sums (kAmxSpanRows x kAmxNc, 512 KB) wait in
+// c_acc between spans. Alternated in one process, two threads, 2026-12-06: spans took float16
+// 2048^3 (k 6144 on the tiles) to 0.79-0.82x the time and bf16 at k = 6144 to 0.82x; the
+// groups then to 0.94-0.99x and 0.83-0.96x of that.
 inline constexpr int64_t kAmxSpanK = 2048;
 static_assert(kAmxSpanK % kAmxKc == 0, "a span holds whole k blocks");
 inline constexpr int64_t amx_k_span(int64_t k_padded) { return k_padded <= kAmxSpanK ? k_padded : kAmxSpanK; }
+inline constexpr int64_t kAmxSpanRows = 4 * kAmxMc;
 // Whether gemm_amx_bf16 reads A's rows where they lie: stored by rows over whole 32-value
 // chunks of k, each row on a cache line's start, and used by one column pack only (n <=
 // kAmxNc: packing would not be repaid). Its tiles load with the streaming hint (Note [AMX
@@ -153,8 +157,8 @@ inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
 // Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place; with float16, the
 // split slab, then the slab as stored), b_pack (all the tile's panels when b_packed, else one
 // column pack), c_acc (the sums of one column of 32 x 32 blocks; of a column pack's, continuing
-// C or with k in spans). gemm_amx_pack_b of float16 takes a_pack for one column pack as stored:
-// amx_f16_pack_b_stage_floats(k).
+// C; of a group of rows' column pack, with k in spans). gemm_amx_pack_b of float16 takes
+// a_pack for one column pack as stored: amx_f16_pack_b_stage_floats(k).
 inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t k_padded = amx_tile_k(t.k, t.f16, t.c_float32);
   const int64_t k_blocked = (k_padded + kAmxKc - 1) / kAmxKc * kAmxKc;
@@ -162,7 +166,9 @@ inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t stored_k_blocked = (t.k + kAmxKc - 1) / kAmxKc * kAmxKc;
   const int64_t a_floats = amx_reads_a_in_place(t) ? 0 : slab_rows * (k_blocked + (t.f16 ? stored_k_blocked : 0)) / 2;
   const int64_t b_columns = t.b_packed ? (t.n + 31) / 32 * 32 : kAmxNc;
-  return {a_floats, k_padded * b_columns / 2, kAmxMc * (t.continue_c || amx_k_span(k_padded) < k_padded ? kAmxNc : 32)};
+  const bool spans = amx_k_span(k_padded) < k_padded;
+  const int64_t sums_floats = spans ? kAmxSpanRows * kAmxNc : kAmxMc * (t.continue_c ? kAmxNc : 32);
+  return {a_floats, k_padded * b_columns / 2, sums_floats};
 }
 inline constexpr int64_t amx_f16_pack_b_stage_floats(int64_t k) { return (k + 31) / 32 * 32 * kAmxNc / 2; }
 

@@ -346,6 +346,7 @@ TEST(Gemm, AmxMatchesFloat64) {
   }
   expect_same_bits_at_1_2_3_threads({kBFloat16, false, true, 300, 600, 300, 1.0, 0.0});  // several tasks of C
   expect_same_bits_at_1_2_3_threads({kBFloat16, true, false, 192, 192, 4 * kAmxKc + 40, 1.0, 0.0});  // B in k slices
+  expect_same_bits_at_1_2_3_threads({kBFloat16, false, false, 600, 300, kAmxSpanK + 100, 1.0, 0.0});  // k in spans
 }
 
 // float16 products on the bf16 tiles, each operand split into bf16 high and low parts (Note
@@ -398,16 +399,20 @@ TEST(Gemm, AmxFloat16MatchesFloat64) {
 }
 
 // Products sharing one packed B (Note [Products sharing B on AMX]): against float64, A plain
-// and transposed, edges of blocks and packs, k in one span and in two (amx_k_span); with
+// and transposed, edges of blocks and packs, k in one span and in two (amx_k_span), rows in
+// one group and in two; with
 // `accumulate`, k cut at multiples of 32 into calls gives the same bits as one call.
 TEST(Gemm, AmxProductsSharingPackedB) {
   const AmxEmberBackend amx;
   if (!amx.available) GTEST_SKIP() << "no AMX-BF16 tiles on this CPU";
   ASSERT_TRUE(amx_products_available());
-  const int64_t m = 70, n = 300;
-  for (int64_t k : {int64_t(200), kAmxSpanK + 200}) {  // the second in two spans of k (amx_k_span)
+  // k in one span, in two (amx_k_span), and in two with rows in two groups (kAmxSpanRows).
+  struct Size { int64_t m, n, k; };
+  for (Size size :
+       {Size{70, 300, 200}, Size{70, 300, kAmxSpanK + 200}, Size{kAmxSpanRows + 70, 100, kAmxSpanK + 200}}) {
+    const int64_t m = size.m, n = size.n, k = size.k;
     for (bool trans_a : {false, true}) {
-      SCOPED_TRACE(testing::Message() << (trans_a ? "A transposed" : "A plain") << ", k " << k);
+      SCOPED_TRACE(testing::Message() << (trans_a ? "A transposed" : "A plain") << ", m " << m << ", k " << k);
       const Case t{kBFloat16, trans_a, false, m, n, k};
       std::mt19937 rng(9);
       Matrix a = make_a(t), b = make_b(t), zero(kFloat32, m, n, n + 3);

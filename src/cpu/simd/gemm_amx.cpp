@@ -179,8 +179,8 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   const int64_t c_item = t.c_float32 ? 4 : 2;
   int configured = 0;
   const bool a_in_place = amx_reads_a_in_place(t);
-  const int64_t span_k = amx_k_span(k_padded);
-  const bool pack_sums = t.continue_c || span_k < k_padded;
+  const int64_t span_k = amx_k_span(k_padded), spans = (k_padded + span_k - 1) / span_k;
+  const bool pack_sums = t.continue_c || spans > 1;
   for (int64_t s0 = 0; s0 < t.m; s0 += slab) {
     const int64_t slab_rows = t.m - s0 < slab ? t.m - s0 : slab;
     const uint16_t* a_rows = a + (t.trans_a ? s0 : s0 * t.lda);
@@ -202,46 +202,54 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
       if (!t.b_packed)
         pack_pair_panels(b + (t.trans_b ? j0 * t.ldb : j0), t.trans_b ? 1 : t.ldb, t.trans_b ? t.ldb : 1, t.k, cols,
                          k_padded, b_pack);
-      for (int64_t i0 = 0; i0 < slab_rows; i0 += kAmxMc) {
-        const int64_t rows = slab_rows - i0 < kAmxMc ? slab_rows - i0 : kAmxMc;
-        // Column by column of blocks, its sums (kAmxMc x 32 floats) staying in L1 over the k blocks;
-        // continuing C, all columns' sums are loaded first (amx_workspace_floats).
-        constexpr int64_t kColumnFloats = kAmxMc * kBlock;
-        if (t.continue_c)
-          load_c(static_cast<const float*>(t.c) + (s0 + i0) * t.ldc + j0, t.ldc, rows, cols, t.c_acc, kColumnFloats);
-        // k in spans (amx_k_span): with one span, a column's sums are done before the next
-        // column's start; with several, every column's sums wait in c_acc for the next span.
+      // k in spans (amx_k_span). One span: row block by row block, a column's sums done before
+      // the next column's start. Several: rows in groups of kAmxSpanRows, each span over all the
+      // group's row blocks before the next span, so that the span's panels (kAmxNc columns over
+      // it, 1 MB) stay in L2 for them; every sum of the group waits in c_acc between spans.
+      const int64_t group_rows = spans > 1 ? kAmxSpanRows : kAmxMc;
+      for (int64_t g0 = 0; g0 < slab_rows; g0 += group_rows) {
+        const int64_t g1 = slab_rows - g0 < group_rows ? slab_rows : g0 + group_rows;
         for (int64_t ks = 0; ks < k_padded; ks += span_k) {
-          for (int64_t jb = 0; jb < cols; jb += kBlock) {
-            const int64_t block_cols = cols - jb < kBlock ? cols - jb : kBlock;
-            float* column_sums = t.c_acc + (pack_sums ? jb / kBlock * kColumnFloats : 0);
-            const int64_t span_end = k_padded - ks < span_k ? k_padded : ks + span_k;
-            for (int64_t p0 = ks; p0 < span_end; p0 += kAmxKc) {
-              const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
-              // A's rows for this block: packed, or where they lie.
-              const uint16_t* a_block =
-                  a_in_place ? a + (s0 + i0) * t.lda + p0
-                             : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
-              const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
-              const uint16_t* panel = panels + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
-              for (int64_t ib = 0; ib < rows; ib += kBlock) {
-                const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
-                amx::configure_rows(block_rows, &configured);
-                float* sums = column_sums + ib * kBlock;
-                amx::block_product_rows<true>(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
-                                              p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
+          const int64_t span_end = k_padded - ks < span_k ? k_padded : ks + span_k;
+          for (int64_t i0 = g0; i0 < g1; i0 += kAmxMc) {
+            const int64_t rows = g1 - i0 < kAmxMc ? g1 - i0 : kAmxMc;
+            // A row block's sums: a column of blocks (kAmxMc x 32 floats, in L1 over the k
+            // blocks), or all its columns' when they wait for another span or continue C.
+            constexpr int64_t kColumnFloats = kAmxMc * kBlock;
+            float* block_sums = t.c_acc + (spans > 1 ? (i0 - g0) / kAmxMc * kAmxMc * kAmxNc : 0);
+            if (t.continue_c && ks == 0)
+              load_c(static_cast<const float*>(t.c) + (s0 + i0) * t.ldc + j0, t.ldc, rows, cols, block_sums,
+                     kColumnFloats);
+            for (int64_t jb = 0; jb < cols; jb += kBlock) {
+              const int64_t block_cols = cols - jb < kBlock ? cols - jb : kBlock;
+              float* column_sums = block_sums + (pack_sums ? jb / kBlock * kColumnFloats : 0);
+              for (int64_t p0 = ks; p0 < span_end; p0 += kAmxKc) {
+                const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
+                // A's rows for this block: packed, or where they lie.
+                const uint16_t* a_block =
+                    a_in_place ? a + (s0 + i0) * t.lda + p0
+                               : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
+                const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
+                const uint16_t* panel = panels + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
+                for (int64_t ib = 0; ib < rows; ib += kBlock) {
+                  const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
+                  amx::configure_rows(block_rows, &configured);
+                  float* sums = column_sums + ib * kBlock;
+                  amx::block_product_rows<true>(block_rows, a_block + ib * a_ld, a_ld * 2, panel, chunks,
+                                                p0 == 0 && !t.continue_c ? nullptr : sums, sums, kBlock);
+                }
               }
-            }
-            if (span_end < k_padded) continue;
-            for (int64_t ib = 0; ib < rows; ib += kBlock) {
-              const int64_t block_rows = rows - ib < kBlock ? rows - ib : kBlock;
-              if (t.transposed_c)
-                store_c_transposed(column_sums + ib * kBlock, block_rows, block_cols, t.alpha, t.beta,
-                                   static_cast<float*>(t.c) + (j0 + jb) * t.ldc + s0 + i0 + ib, t.ldc);
-              else
-                store_c(column_sums + ib * kBlock, kBlock, block_rows, block_cols, t.alpha,
-                        t.continue_c ? 0.0f : t.beta, t.c_float32, t.f16,
-                        static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+              if (span_end < k_padded) continue;
+              for (int64_t ib = 0; ib < rows; ib += kBlock) {
+                const int64_t block_rows = rows - ib < kBlock ? rows - ib : kBlock;
+                if (t.transposed_c)
+                  store_c_transposed(column_sums + ib * kBlock, block_rows, block_cols, t.alpha, t.beta,
+                                     static_cast<float*>(t.c) + (j0 + jb) * t.ldc + s0 + i0 + ib, t.ldc);
+                else
+                  store_c(column_sums + ib * kBlock, kBlock, block_rows, block_cols, t.alpha,
+                          t.continue_c ? 0.0f : t.beta, t.c_float32, t.f16,
+                          static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0 + jb) * c_item, t.ldc);
+              }
             }
           }
         }
