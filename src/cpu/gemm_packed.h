@@ -81,8 +81,8 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // the pool) share it, each a PackedGemmTile (its
 // workspaces as raw memory, sizes from amx_workspace_floats). A task packs its rows of A once
 // (a slab at most kAmxSlabBytes) into blocks of kAmxMc rows x kAmxKc k values, each
-// contiguous, unless it is one column pack wide and reads A where it lies
-// (amx_reads_a_in_place). With the tile grid of the other backends (Note [GEMM tiles]) every
+// contiguous, unless it reads A where it lies (amx_reads_a_in_place: rows on cache lines, not
+// transposed, bf16). With the tile grid of the other backends (Note [GEMM tiles]) every
 // 256 x 256 tile packed its own rows of A and columns of B: half the time of 2048^3 went to
 // packing. For each kAmxMc rows, a column of 32 x 32 blocks at a time, k goes by kAmxKc: a
 // panel's kAmxKc rows (16 KB) stay in L1 while the blocks of A's rows pass over them, read with
@@ -146,12 +146,14 @@ static_assert(kAmxSpanK % kAmxKc == 0, "a span holds whole k blocks");
 inline constexpr int64_t amx_k_span(int64_t k_padded) { return k_padded <= kAmxSpanK ? k_padded : kAmxSpanK; }
 inline constexpr int64_t kAmxSpanRows = 4 * kAmxMc;
 // Whether gemm_amx_bf16 reads A's rows where they lie: stored by rows over whole 32-value
-// chunks of k, each row on a cache line's start, and used by one column pack only (n <=
-// kAmxNc: packing would not be repaid). Its tiles load with the streaming hint (Note [AMX
-// GEMM]), so rows a multiple of 2 KB apart are read in place too: packed, they ran 6-26% slower
-// at lda 1024-4096 (one thread, alternated in one process, 2026-12-06).
+// chunks of k, each row on a cache line's start. Its tiles load with the streaming hint (Note
+// [AMX GEMM]), so rows a multiple of 2 KB apart are read in place too: packed, they ran 6-26%
+// slower at lda 1024-4096 (one thread, alternated in one process, 2026-12-06). Read in place
+// by several column packs as well, A costs less than packed once: 0.90-0.93x the time at the
+// GPT's products of 512 and 576 columns (k 192 and 512, B plain or transposed), 0.95x at 2048^3
+// (two threads, alternated in one process, 2026-12-06).
 inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
-  return !t.f16 && !t.trans_a && t.k % 32 == 0 && t.n <= kAmxNc && t.lda % 32 == 0 &&
+  return !t.f16 && !t.trans_a && t.k % 32 == 0 && t.lda % 32 == 0 &&
          reinterpret_cast<uintptr_t>(t.a) % 64 == 0;
 }
 // Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place; with float16, the

@@ -319,10 +319,12 @@ TEST(Gemm, AmxMatchesFloat64) {
       for (double beta : {0.0, 0.5}) run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, s.m, s.n, s.k, -1.5, beta, 3, 5, 7});
   for (int trans = 0; trans < 4; ++trans)
     expect_float32_output_matches({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 40, 70, 100, -1.5, 0.5, 3, 5, 7});
-  // A read where it lies (rows on cache lines, one column pack, whole chunks of k): buffers
-  // aligned here, as tensors are; rows of 16-100 and the float64 sums of the stored values.
-  for (int64_t k : {int64_t(32), int64_t(96), int64_t(544), kAmxSpanK + 64}) {  // the last: two spans of k
-    const int64_t m = 100, n = 70;
+  // A read where it lies (rows on cache lines, whole chunks of k): buffers aligned here, as
+  // tensors are; rows of 16-100, one column pack or two, and the float64 sums of the stored
+  // values.
+  struct InPlace { int64_t k, n; };
+  for (InPlace s : {InPlace{32, 70}, InPlace{96, kAmxNc + 44}, InPlace{544, 70}, InPlace{kAmxSpanK + 64, 70}}) {
+    const int64_t m = 100, n = s.n, k = s.k;  // the last in two spans of k
     std::vector<uint16_t> storage(static_cast<size_t>(m * k + k * n + 64));
     uint16_t* a = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) / 2;
     uint16_t* b = a + m * k;
