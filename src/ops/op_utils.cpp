@@ -130,11 +130,32 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   run_loop(dst, {unaliased(src, dst)}, loop);  // x.copy_(x.t()) reads the old values
 }
 
+namespace {
+
+// like's dimensions from the largest stride to the smallest (outermost first).
+std::vector<int64_t> stride_order(const Tensor& like) {
+  std::vector<int64_t> order(static_cast<size_t>(like.dim()));
+  for (int64_t d = 0; d < like.dim(); ++d) order[static_cast<size_t>(d)] = d;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
+  return order;
+}
+
+}  // namespace
+
+bool is_dense_permutation(const Tensor& t) {
+  int64_t expected = 1;
+  const std::vector<int64_t> order = stride_order(t);
+  for (auto d = order.rbegin(); d != order.rend(); ++d) {
+    if (t.size(*d) == 1) continue;
+    if (t.stride(*d) != expected) return false;
+    expected *= t.size(*d);
+  }
+  return true;
+}
+
 Tensor empty_in_layout_of(const Tensor& like, IntArrayRef sizes, ScalarType dtype) {
   const int64_t rank = like.dim();
-  std::vector<int64_t> order(static_cast<size_t>(rank));  // outermost first
-  for (int64_t d = 0; d < rank; ++d) order[static_cast<size_t>(d)] = d;
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
+  const std::vector<int64_t> order = stride_order(like);
   const bool permuted = rank > 0 && order.back() == rank - 1 && like.stride(rank - 1) == 1 &&
                         !std::is_sorted(order.begin(), order.end());
   if (!permuted || core::any_thread_traces()) return core::make_tensor(sizes, dtype);

@@ -52,6 +52,10 @@ void copy_into(const Tensor& dst, const Tensor& src);
 // memory plan holds contiguous results only).
 Tensor empty_in_layout_of(const Tensor& like, IntArrayRef sizes, ScalarType dtype);
 
+// Whether t's elements fill its memory without gaps: its strides, ordered, are those of a
+// contiguous tensor of its sizes in some order of its dimensions (size-1 dimensions aside).
+bool is_dense_permutation(const Tensor& t);
+
 // For an in-place op: when autograd must record, computes `out_of_place(self.clone())` and
 // writes it into `self`, which takes over the result's history; otherwise runs `direct`.
 // Either way bumps self's version.

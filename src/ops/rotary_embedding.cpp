@@ -22,9 +22,9 @@ Tensor rotate(const Tensor& x, const autograd::SavedTensor& cos, const autograd:
   const Tensor data = x.stride(-1) == 1 ? x.detach() : x.detach().contiguous();
   // Laid out as x where x is a permutation of a contiguous layout (the transposed view of a
   // [B, T, H, hd] projection): the model's transposes back then stay views, here and in the
-  // gradients.
-  Tensor out = empty_in_layout_of(data, data.sizes(), dtype);
-  if (out.strides() != data.strides()) out = core::make_tensor(x.sizes(), dtype);
+  // gradients. A layout with gaps gives a contiguous result.
+  Tensor out = is_dense_permutation(data) ? empty_in_layout_of(data, data.sizes(), dtype)
+                                          : core::make_tensor(x.sizes(), dtype);
   const bool out_like_x = !out.is_contiguous();
   core::launch("rotary_embedding", [&] {
     return [dtype, in = data.data_ptr(), sizes = data.sizes().vec(), strides = data.strides().vec(), c = cos.get().data_ptr(),
