@@ -84,7 +84,10 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // contiguous, unless it reads A where it lies (amx_reads_a_in_place: rows on cache lines, not
 // transposed, bf16). With the tile grid of the other backends (Note [GEMM tiles]) every
 // 256 x 256 tile packed its own rows of A and columns of B: half the time of 2048^3 went to
-// packing. For each kAmxMc rows, a column of 32 x 32 blocks at a time, k goes by kAmxKc: a
+// packing. A k of one k block (at most kAmxKc, as the GPT's x·Wᵀ at k = 192) goes row block by
+// row block along the column pack, each block rounded into C while the tiles multiply the
+// next (row_of_blocks in gemm_amx.cpp). Else, for each kAmxMc rows, a column of 32 x 32 blocks
+// at a time, k goes by kAmxKc: a
 // panel's kAmxKc rows (16 KB) stay in L1 while the blocks of A's rows pass over them, read with
 // the streaming hint (TILELOADDT1: A's block, 64 KB, would otherwise evict the panel), and the
 // float32 sums of the column (kAmxMc x 32, 16 KB) wait in L1 between k blocks (tile stores and

@@ -164,6 +164,33 @@ EMBER_AMX_TARGET void store_c_transposed(const float* acc, int64_t rows, int64_t
     }
 }
 
+// A row block's blocks of C over a column pack, k in one k block (k_padded <= kAmxKc): A's
+// rows (a_stride bytes apart) stay in L1 while the pack's panels pass, and each block's
+// rounding into C (c_row: the row block's C at the pack's first column) waits until the next
+// block's tile products are issued, so that the vector units round one block while the tiles
+// multiply the next; the sums alternate between two blocks of `sums`. At k = 192 (the GPT's
+// x·Wᵀ) this ran 1.15-1.3x faster than column by column with each block rounded at once (one
+// and two threads, alternated in one process, 2026-12-06): bf16 C written down a column of
+// blocks, rows a kilobyte apart, cost about 40% of the product.
+template <bool TwoRowTiles>
+EMBER_AMX_TARGET void row_of_blocks(const PackedGemmTile& t, int64_t rows, const uint16_t* a, int64_t a_stride,
+                                    const uint16_t* panels, int64_t panel_elements, int64_t chunks, int64_t cols,
+                                    float* sums, char* c_row, int64_t c_item) {
+  constexpr int64_t kBlockFloats = kBlock * kBlock;
+  auto round_block = [&](int64_t jb) {  // no tile instruction: keeps its target (only vector code)
+    const int64_t block_cols = cols - jb < kBlock ? cols - jb : kBlock;
+    store_c(sums + (jb / kBlock % 2) * kBlockFloats, kBlock, rows, block_cols, t.alpha, t.beta, t.c_float32, t.f16,
+            c_row + jb * c_item, t.ldc);
+  };
+  for (int64_t jb = 0; jb < cols; jb += kBlock) {
+    amx::start_sums<TwoRowTiles>(nullptr, kBlock);
+    amx::add_products<TwoRowTiles, false>(a, a_stride, panels + jb / kBlock * panel_elements, chunks);
+    if (jb > 0) round_block(jb - kBlock);
+    amx::store_sums<TwoRowTiles>(sums + (jb / kBlock % 2) * kBlockFloats, kBlock);
+  }
+  round_block((cols - 1) / kBlock * kBlock);
+}
+
 }  // namespace
 
 EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
@@ -181,6 +208,8 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   const bool a_in_place = amx_reads_a_in_place(t);
   const int64_t span_k = amx_k_span(k_padded), spans = (k_padded + span_k - 1) / span_k;
   const bool pack_sums = t.continue_c || spans > 1;
+  // One k block: row block by row block (row_of_blocks); else a column of blocks at a time.
+  const bool one_k_block = k_padded <= kAmxKc && !pack_sums && !t.transposed_c;
   for (int64_t s0 = 0; s0 < t.m; s0 += slab) {
     const int64_t slab_rows = t.m - s0 < slab ? t.m - s0 : slab;
     const uint16_t* a_rows = a + (t.trans_a ? s0 : s0 * t.lda);
@@ -215,6 +244,19 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
             const int64_t rows = g1 - i0 < kAmxMc ? g1 - i0 : kAmxMc;
             // A row block's sums: a column of blocks (kAmxMc x 32 floats, in L1 over the k
             // blocks), or all its columns' when they wait for another span or continue C.
+            if (one_k_block) {
+              const uint16_t* a_block = a_in_place ? a + (s0 + i0) * t.lda : a_pack + (i0 / kAmxMc) * kAmxMc * kAmxKc;
+              const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
+              for (int64_t ib = 0; ib < rows; ib += kBlock) {
+                const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
+                amx::configure_rows(block_rows, &configured);
+                char* c_row = static_cast<char*>(t.c) + ((s0 + i0 + ib) * t.ldc + j0) * c_item;
+                (block_rows > 16 ? row_of_blocks<true> : row_of_blocks<false>)(
+                    t, block_rows, a_block + ib * a_ld, a_ld * 2, panels, pairs * kPanelElements, k_padded / kChunk, cols,
+                    t.c_acc, c_row, c_item);
+              }
+              continue;
+            }
             constexpr int64_t kColumnFloats = kAmxMc * kBlock;
             float* block_sums = t.c_acc + (spans > 1 ? (i0 - g0) / kAmxMc * kAmxMc * kAmxNc : 0);
             if (t.continue_c && ks == 0)
