@@ -49,8 +49,12 @@ std::vector<std::string> backend_names() {
 
 // torch.matmul's rate on one product (`reps` runs, their median), in a process of its own
 // (its start-up untimed); 0 where the peer gives none.
+// Each side's products run back to back for this long before the timed ones.
+constexpr double kWarmUpMs = 20.0;
+
 double torch_matmul_gflops(const std::string& python, const std::string& name, const std::string& product, int reps) {
-  const std::string arguments = "--reps " + std::to_string(reps) + " --product " + product;
+  const std::string arguments = "--reps " + std::to_string(reps) + " --warm-up-ms " + std::to_string(kWarmUpMs) +
+                                " --product " + product;
   for (const nlohmann::json& peer : run_peer(python, "gemm_torch.py", arguments))
     if (peer.contains("name") && peer["name"] == name) return peer.at("gflops").get<double>();
   return 0.0;
@@ -123,11 +127,11 @@ nlohmann::json run(const Options& options) {
       const double torch_gflops = with_torch ? torch_matmul_gflops(python, r["name"], product, turn_reps) : 0.0;
       if (torch_gflops > 0) {
         backends::set_gemm_backend("auto");
+        // Warmed up for kWarmUpMs first, as the peer is: the first AMX products after the
+        // peer's process ran at a third to half the rate for about a millisecond.
+        for (double warm = 0; warm < kWarmUpMs;) warm += timed_ms(a, b);
         std::vector<double> turn_ms;
-        for (int rep = -1; rep < turn_reps; ++rep) {  // rep -1 warms up, as the peer's first run
-          const double elapsed = timed_ms(a, b);
-          if (rep >= 0) turn_ms.push_back(elapsed);
-        }
+        for (int rep = 0; rep < turn_reps; ++rep) turn_ms.push_back(timed_ms(a, b));
         back_to_back_ms.insert(back_to_back_ms.end(), turn_ms.begin(), turn_ms.end());
         torch_turns.push_back(torch_gflops);
         turn_ratios.push_back(gflop / median(turn_ms) * 1e3 / torch_gflops);

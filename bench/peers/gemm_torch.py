@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch peer of `ember bench gemm`: torch.matmul on the bench's products (op(A) and op(B) as
-transposed views where the row says so), median of --reps runs after one warm-up, fewer where
-the warm-up took over 1/--reps of two seconds (PyTorch's float16 matmul on CPUs without
-AVX512-FP16 runs below 1 GFLOP/s). Prints one JSON row per --product. Needs PyTorch; not part
+transposed views where the row says so), median of --reps runs after --warm-up-ms of warm-up
+runs (at least one), fewer where the first run took over 1/--reps of two seconds (PyTorch's
+float16 matmul on CPUs without AVX512-FP16 runs below 1 GFLOP/s). Prints one JSON row per --product. Needs PyTorch; not part
 of the tests.
 
   python3 bench/peers/gemm_torch.py --product matmul_f32_2048x2048x2048,float32,2048,2048,2048,0,0 [--product ...]
@@ -23,6 +23,7 @@ def main():
     parser.add_argument("--product", action="append", required=True, help="name,dtype,m,k,n,trans_a,trans_b")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--reps", type=int, default=9)
+    parser.add_argument("--warm-up-ms", type=float, default=20.0, help="products run before the timed ones")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -33,7 +34,11 @@ def main():
         b = torch.randn(n, k).to(dtype).mT if trans_b == "1" else torch.randn(k, n).to(dtype)
         begin = time.perf_counter()
         torch.matmul(a, b)
-        reps = max(1, min(args.reps, int(2.0 / (time.perf_counter() - begin))))
+        first = time.perf_counter() - begin
+        reps = max(1, min(args.reps, int(2.0 / first)))
+        if first < 2.0:  # more warm-up, to --warm-up-ms in all (bounded by the float16 case above)
+            while time.perf_counter() - begin < args.warm_up_ms / 1e3:
+                torch.matmul(a, b)
         times = []
         for _ in range(reps):
             begin = time.perf_counter()
