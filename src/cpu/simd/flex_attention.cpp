@@ -562,24 +562,35 @@ static inline void reduce_lanes16(const vf* v, float* out) {
 }
 
 // A row's maxima lane by lane (reduce_lanes16 finishes them; the tail's missing lanes -inf),
-// and in `visible` bit v set where the row's vector v (16 columns) holds a score other than
-// -inf (all bits where not `masked` and past 64 vectors).
+// and in `visible` the row's first and last vectors (16 columns) that hold a score other than
+// -inf as bits (only those two are set; 0: none; all bits where not `masked` and past 64
+// vectors). Four vectors at a time: their lanes' 64 visible bits in one mask register, whose
+// first and last set bits give the span, where a test and a shift per vector ran before.
 static inline vf row_lane_max(const float* s, int64_t cols, bool masked, uint64_t& visible) {
   const bool tracked = masked && cols <= 64 * kNativeWidth;
   vf m = vset(kNegInf);
-  uint64_t seen = 0;
+  uint64_t ends = 0;
+  auto mark = [&](int64_t first_column, uint64_t lanes) {  // lanes: bit i for column first_column + i
+    if (lanes == 0) return;
+    const int64_t first = first_column + __builtin_ctzll(lanes), last = first_column + 63 - __builtin_clzll(lanes);
+    ends |= uint64_t{1} << (first / kNativeWidth) | uint64_t{1} << (last / kNativeWidth);
+  };
+  auto seen = [](vf x) { return _mm512_cmp_ps_mask(x, vset(kNegInf), _CMP_NEQ_UQ); };
   int64_t c = 0;
-  for (; c + kNativeWidth <= cols; c += kNativeWidth) {
-    const vf x = vload(s + c);
-    m = vmax(m, x);
-    if (tracked) seen |= uint64_t{_mm512_cmp_ps_mask(x, vset(kNegInf), _CMP_NEQ_UQ) != 0} << (c / kNativeWidth);
+  for (; c + 4 * kNativeWidth <= cols; c += 4 * kNativeWidth) {
+    const vf x0 = vload(s + c), x1 = vload(s + c + kNativeWidth), x2 = vload(s + c + 2 * kNativeWidth),
+             x3 = vload(s + c + 3 * kNativeWidth);
+    m = vmax(m, vmax(vmax(x0, x1), vmax(x2, x3)));
+    if (tracked)
+      mark(c, _cvtmask64_u64(_mm512_kunpackd(_mm512_kunpackw(seen(x3), seen(x2)), _mm512_kunpackw(seen(x1), seen(x0)))));
   }
-  if (c < cols) {
-    const vf x = _mm512_mask_loadu_ps(vset(kNegInf), static_cast<__mmask16>((1u << (cols - c)) - 1), s + c);
+  for (; c < cols; c += kNativeWidth) {
+    const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
+    const vf x = _mm512_mask_loadu_ps(vset(kNegInf), static_cast<__mmask16>((1u << n) - 1), s + c);
     m = vmax(x, m);
-    if (tracked) seen |= uint64_t{_mm512_cmp_ps_mask(x, vset(kNegInf), _CMP_NEQ_UQ) != 0} << (c / kNativeWidth);
+    if (tracked) mark(c, seen(x));
   }
-  visible = tracked ? seen : ~uint64_t{0};
+  visible = tracked ? ends : ~uint64_t{0};
   return m;
 }
 
