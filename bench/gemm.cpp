@@ -47,11 +47,11 @@ std::vector<std::string> backend_names() {
   return names;
 }
 
-// torch.matmul's rate on one product (`reps` runs, their median), in a process of its own
-// (its start-up untimed); 0 where the peer gives none.
 // Each side's products run back to back for this long before the timed ones.
 constexpr double kWarmUpMs = 20.0;
 
+// torch.matmul's rate on one product (`reps` runs, their median), in a process of its own
+// (its start-up untimed); 0 where the peer gives none.
 double torch_matmul_gflops(const std::string& python, const std::string& name, const std::string& product, int reps) {
   const std::string arguments = "--reps " + std::to_string(reps) + " --warm-up-ms " + std::to_string(kWarmUpMs) +
                                 " --product " + product;

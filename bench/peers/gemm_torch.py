@@ -34,11 +34,9 @@ def main():
         b = torch.randn(n, k).to(dtype).mT if trans_b == "1" else torch.randn(k, n).to(dtype)
         begin = time.perf_counter()
         torch.matmul(a, b)
-        first = time.perf_counter() - begin
-        reps = max(1, min(args.reps, int(2.0 / first)))
-        if first < 2.0:  # more warm-up, to --warm-up-ms in all (bounded by the float16 case above)
-            while time.perf_counter() - begin < args.warm_up_ms / 1e3:
-                torch.matmul(a, b)
+        reps = max(1, min(args.reps, int(2.0 / (time.perf_counter() - begin))))
+        while time.perf_counter() - begin < args.warm_up_ms / 1e3:  # --warm-up-ms in all
+            torch.matmul(a, b)
         times = []
         for _ in range(reps):
             begin = time.perf_counter()

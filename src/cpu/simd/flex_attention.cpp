@@ -562,18 +562,20 @@ static inline void reduce_lanes16(const vf* v, float* out) {
 }
 
 // A row's maxima lane by lane (reduce_lanes16 finishes them; the tail's missing lanes -inf),
-// and in `visible` the row's first and last vectors (16 columns) that hold a score other than
-// -inf as bits (only those two are set; 0: none; all bits where not `masked` and past 64
-// vectors). Four vectors at a time: their lanes' 64 visible bits in one mask register, whose
-// first and last set bits give the span, where a test and a shift per vector ran before.
-static inline vf row_lane_max(const float* s, int64_t cols, bool masked, uint64_t& visible) {
-  const bool tracked = masked && cols <= 64 * kNativeWidth;
+// and the span of its vectors (16 columns) from the first to the last that holds a score other
+// than -inf: [begin, end) in columns, empty where none does, the whole row where not `masked`.
+// Four vectors at a time: their lanes' 64 visible bits in one mask register, whose first and
+// last set bits give the span.
+struct VisibleSpan {
+  int64_t begin, end;
+};
+static inline vf row_lane_max(const float* s, int64_t cols, bool masked, VisibleSpan& span) {
   vf m = vset(kNegInf);
-  uint64_t ends = 0;
+  int64_t first = -1, last = -1;
   auto mark = [&](int64_t first_column, uint64_t lanes) {  // lanes: bit i for column first_column + i
     if (lanes == 0) return;
-    const int64_t first = first_column + __builtin_ctzll(lanes), last = first_column + 63 - __builtin_clzll(lanes);
-    ends |= uint64_t{1} << (first / kNativeWidth) | uint64_t{1} << (last / kNativeWidth);
+    if (first < 0) first = first_column + __builtin_ctzll(lanes);
+    last = first_column + 63 - __builtin_clzll(lanes);
   };
   auto seen = [](vf x) { return _mm512_cmp_ps_mask(x, vset(kNegInf), _CMP_NEQ_UQ); };
   int64_t c = 0;
@@ -581,16 +583,18 @@ static inline vf row_lane_max(const float* s, int64_t cols, bool masked, uint64_
     const vf x0 = vload(s + c), x1 = vload(s + c + kNativeWidth), x2 = vload(s + c + 2 * kNativeWidth),
              x3 = vload(s + c + 3 * kNativeWidth);
     m = vmax(m, vmax(vmax(x0, x1), vmax(x2, x3)));
-    if (tracked)
+    if (masked)
       mark(c, _cvtmask64_u64(_mm512_kunpackd(_mm512_kunpackw(seen(x3), seen(x2)), _mm512_kunpackw(seen(x1), seen(x0)))));
   }
   for (; c < cols; c += kNativeWidth) {
     const int64_t n = cols - c < kNativeWidth ? cols - c : kNativeWidth;
     const vf x = _mm512_mask_loadu_ps(vset(kNegInf), static_cast<__mmask16>((1u << n) - 1), s + c);
     m = vmax(x, m);
-    if (tracked) mark(c, seen(x));
+    if (masked) mark(c, seen(x));
   }
-  visible = tracked ? ends : ~uint64_t{0};
+  if (!masked) span = {0, cols};
+  else if (first < 0) span = {0, 0};
+  else span = {first / kNativeWidth * kNativeWidth, (last / kNativeWidth + 1) * kNativeWidth};
   return m;
 }
 
@@ -611,11 +615,11 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
   const vf scale = vset(score_scale);
   alignas(64) vf lanes[kGroup];
   alignas(64) float group_max[kGroup], group_sum[kGroup];
-  uint64_t group_visible[kGroup];
+  VisibleSpan group_span[kGroup];
   for (int64_t r0 = 0; r0 < rows; r0 += kGroup) {
     const int64_t count = rows - r0 < kGroup ? rows - r0 : kGroup;
     for (int64_t i = 0; i < kGroup; ++i)
-      lanes[i] = i < count ? row_lane_max(scores + (r0 + i) * ld, cols, masked, group_visible[i]) : vset(kNegInf);
+      lanes[i] = i < count ? row_lane_max(scores + (r0 + i) * ld, cols, masked, group_span[i]) : vset(kNegInf);
     reduce_lanes16<true>(lanes, group_max);
     for (int64_t i = 0; i < count; ++i) {
       const float tile_max = group_max[i] * score_scale;
@@ -627,14 +631,12 @@ EMBER_BF16_TARGET void softmax_to_operand_bf16(float* scores, int64_t ld, int64_
       const float* s = scores + (r0 + i) * ld;
       uint16_t* o = out + (r0 + i) * ld_operand;
       const float new_max = group_max[i];
-      const uint64_t visible = group_visible[i];
-      if (new_max == kNegInf || visible == 0) {  // nothing visible in this row so far, or in this tile
+      const VisibleSpan span = group_span[i];
+      if (new_max == kNegInf || span.begin == span.end) {  // nothing visible in this row so far, or in this tile
         for (int64_t c = 0; c < padded; ++c) o[c] = 0;
         continue;
       }
-      const int64_t begin = __builtin_ctzll(visible) * kNativeWidth;
-      const int64_t end_vector = (64 - __builtin_clzll(visible)) * kNativeWidth;
-      const int64_t end = end_vector < padded ? end_vector : padded;
+      const int64_t begin = span.begin, end = span.end < padded ? span.end : padded;
       for (int64_t c = 0; c < begin; ++c) o[c] = 0;
       const vf shift = vset(-new_max * 1.44269504088896341f);
       vf sum = vset(0.0f);

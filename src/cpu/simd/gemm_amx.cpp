@@ -169,9 +169,9 @@ EMBER_AMX_TARGET void store_c_transposed(const float* acc, int64_t rows, int64_t
 // rounding into C (c_row: the row block's C at the pack's first column) waits until the next
 // block's tile products are issued, so that the vector units round one block while the tiles
 // multiply the next; the sums alternate between two blocks of `sums`. At k = 192 (the GPT's
-// x·Wᵀ) this ran 1.15-1.3x faster than column by column with each block rounded at once (one
-// and two threads, alternated in one process, 2026-12-06): bf16 C written down a column of
-// blocks, rows a kilobyte apart, cost about 40% of the product.
+// x·Wᵀ) this ran 1.12-1.4x faster on one thread and 1.12-1.56x on two than column by column
+// with each block rounded at once (bf16 C, alternated builds, 2026-12-06): bf16 C written down
+// a column of blocks, rows a kilobyte apart, cost about 40% of the product.
 template <bool TwoRowTiles>
 EMBER_AMX_TARGET void row_of_blocks(const PackedGemmTile& t, int64_t rows, const uint16_t* a, int64_t a_stride,
                                     const uint16_t* panels, int64_t panel_elements, int64_t chunks, int64_t cols,

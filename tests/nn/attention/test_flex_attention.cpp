@@ -228,9 +228,14 @@ TEST(FlexAttention, Bfloat16OnEveryInstructionSet) {
     o.block = {};
     check_flex(AttentionShape{1, 2, 1, 200, 300, 64, 64}, identity(), att::sliding_window_mask(150), o);
     check_flex(AttentionShape{2, 4, 2, 3, 300, 32, 16}, identity(), everything(), o);
-    // Key blocks of more than 64 vectors: the bf16 softmax then passes whole rows.
+    // Key blocks of more than 64 vectors (1056 columns): a window's rows see none of the last
+    // columns of a tile; the full mask's rows see them all, the last mask's only columns past
+    // 1000 (some past 1024, in a masked tile).
     o.block = BlockSize(32, 1056);
     check_flex(AttentionShape{1, 1, 1, 40, 1100, 16, 16}, identity(), att::sliding_window_mask(600), o);
+    check_flex(AttentionShape{1, 1, 1, 40, 1100, 16, 16}, identity(), everything(), o);
+    check_flex(AttentionShape{1, 1, 1, 40, 1100, 16, 16}, identity(),
+               [](auto, auto, auto q, auto kv) { return kv - q >= 1000; }, o);
   });
 }
 
