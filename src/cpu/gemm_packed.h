@@ -87,9 +87,8 @@ inline constexpr PackedWorkspace packed_workspace_floats(int64_t m, int64_t n, i
 // packing. A k of one k block (at most kAmxKc, as the GPT's x·Wᵀ at k = 192) goes row block by
 // row block along the column pack, each block rounded into C while the tiles multiply the
 // next (row_of_blocks in gemm_amx.cpp), unless C is continued or stored transposed. Else, for
-// each kAmxMc rows, a column of 32 x 32 blocks
-// at a time, k goes by kAmxKc: a
-// panel's kAmxKc rows (16 KB) stay in L1 while the blocks of A's rows pass over them, read with
+// each kAmxMc rows, a column of 32 x 32 blocks at a time, k goes by kAmxKc: a panel's kAmxKc
+// rows (16 KB) stay in L1 while the blocks of A's rows pass over them, read with
 // the streaming hint (TILELOADDT1: A's block, 64 KB, would otherwise evict the panel), and the
 // float32 sums of the column (kAmxMc x 32, 16 KB) wait in L1 between k blocks (tile stores and
 // loads), over a span of at most kAmxSpanK values of k (amx_k_span); the last rounds once into
@@ -163,8 +162,9 @@ inline bool amx_reads_a_in_place(const PackedGemmTile& t) {
 // Workspace floats of gemm_amx_bf16: a_pack (none when A is read in place; with float16, the
 // split slab, then the slab as stored), b_pack (all the tile's panels when b_packed, else one
 // column pack), c_acc (the sums of one column of 32 x 32 blocks, or of row_of_blocks' two
-// blocks; of a column pack's, continuing C; of a group of rows' column pack, with k in spans). gemm_amx_pack_b of float16 takes
-// a_pack for one column pack as stored: amx_f16_pack_b_stage_floats(k).
+// blocks; of a column pack's, continuing C; of a group of rows' column pack, with k in spans).
+// gemm_amx_pack_b of float16 takes a_pack for one column pack as stored:
+// amx_f16_pack_b_stage_floats(k).
 inline PackedWorkspace amx_workspace_floats(const PackedGemmTile& t) {
   const int64_t k_padded = amx_tile_k(t.k, t.f16, t.c_float32);
   const int64_t k_blocked = (k_padded + kAmxKc - 1) / kAmxKc * kAmxKc;

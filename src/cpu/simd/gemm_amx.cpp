@@ -177,7 +177,7 @@ EMBER_AMX_TARGET void row_of_blocks(const PackedGemmTile& t, int64_t rows, const
                                     const uint16_t* panels, int64_t panel_elements, int64_t chunks, int64_t cols,
                                     float* sums, char* c_row, int64_t c_item) {
   constexpr int64_t kBlockFloats = kBlock * kBlock;
-  auto round_block = [&](int64_t jb) {  // no tile instruction: keeps its target (only vector code)
+  auto round_block = [&](int64_t jb) {  // a lambda has no target of its own: store_c has one
     const int64_t block_cols = cols - jb < kBlock ? cols - jb : kBlock;
     store_c(sums + (jb / kBlock % 2) * kBlockFloats, kBlock, rows, block_cols, t.alpha, t.beta, t.c_float32, t.f16,
             c_row + jb * c_item, t.ldc);
@@ -242,8 +242,6 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
           const int64_t span_end = k_padded - ks < span_k ? k_padded : ks + span_k;
           for (int64_t i0 = g0; i0 < g1; i0 += kAmxMc) {
             const int64_t rows = g1 - i0 < kAmxMc ? g1 - i0 : kAmxMc;
-            // A row block's sums: a column of blocks (kAmxMc x 32 floats, in L1 over the k
-            // blocks), or all its columns' when they wait for another span or continue C.
             if (one_k_block) {
               const uint16_t* a_block = a_in_place ? a + (s0 + i0) * t.lda : a_pack + (i0 / kAmxMc) * kAmxMc * kAmxKc;
               const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
@@ -257,6 +255,8 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
               }
               continue;
             }
+            // A row block's sums: a column of blocks (kAmxMc x 32 floats, in L1 over the k
+            // blocks), or all its columns' when they wait for another span or continue C.
             constexpr int64_t kColumnFloats = kAmxMc * kBlock;
             float* block_sums = t.c_acc + (spans > 1 ? (i0 - g0) / kAmxMc * kAmxMc * kAmxNc : 0);
             if (t.continue_c && ks == 0)
