@@ -210,6 +210,13 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
   const bool pack_sums = t.continue_c || spans > 1;
   // One k block: row block by row block (row_of_blocks); else a column of blocks at a time.
   const bool one_k_block = k_padded <= kAmxKc && !pack_sums && !t.transposed_c;
+  // A's rows of the slab at s0 from its row i0 and k p0 (a multiple of kAmxKc), a_ld values
+  // apart: packed, or where they lie.
+  const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
+  auto a_block_of = [&](int64_t s0, int64_t i0, int64_t p0) {
+    return a_in_place ? a + (s0 + i0) * t.lda + p0
+                      : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
+  };
   for (int64_t s0 = 0; s0 < t.m; s0 += slab) {
     const int64_t slab_rows = t.m - s0 < slab ? t.m - s0 : slab;
     const uint16_t* a_rows = a + (t.trans_a ? s0 : s0 * t.lda);
@@ -243,8 +250,7 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
           for (int64_t i0 = g0; i0 < g1; i0 += kAmxMc) {
             const int64_t rows = g1 - i0 < kAmxMc ? g1 - i0 : kAmxMc;
             if (one_k_block) {
-              const uint16_t* a_block = a_in_place ? a + (s0 + i0) * t.lda : a_pack + (i0 / kAmxMc) * kAmxMc * kAmxKc;
-              const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
+              const uint16_t* a_block = a_block_of(s0, i0, 0);
               for (int64_t ib = 0; ib < rows; ib += kBlock) {
                 const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
                 amx::configure_rows(block_rows, &configured);
@@ -267,11 +273,7 @@ EMBER_AMX_TARGET void gemm_amx_bf16(const PackedGemmTile& t) {
               float* column_sums = block_sums + (pack_sums ? jb / kBlock * kColumnFloats : 0);
               for (int64_t p0 = ks; p0 < span_end; p0 += kAmxKc) {
                 const int64_t chunks = (k_padded - p0 < kAmxKc ? k_padded - p0 : kAmxKc) / kChunk;
-                // A's rows for this block: packed, or where they lie.
-                const uint16_t* a_block =
-                    a_in_place ? a + (s0 + i0) * t.lda + p0
-                               : a_pack + ((i0 / kAmxMc) * k_blocks + p0 / kAmxKc) * kAmxMc * kAmxKc;
-                const int64_t a_ld = a_in_place ? t.lda : kAmxKc;
+                const uint16_t* a_block = a_block_of(s0, i0, p0);
                 const uint16_t* panel = panels + (jb / kBlock) * pairs * kPanelElements + (p0 / 2) * kPanelElements;
                 for (int64_t ib = 0; ib < rows; ib += kBlock) {
                   const int block_rows = static_cast<int>(rows - ib < kBlock ? rows - ib : kBlock);
