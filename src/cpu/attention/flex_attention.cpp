@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -137,6 +139,17 @@ struct Layout {
 // TransposedPanels (B[dim][row]).
 enum class Form { Rows, Panels, TransposedPanels };
 
+// Rows [first, first + rows) of operand o's (b, h) into dst in `form`.
+template <typename T>
+void pack_block(const FlexProblem& p, const Layout<T>& g, const Operand& o, int64_t b, int64_t h, int64_t first,
+                int64_t rows, int64_t dim, Form form, char* dst) {
+  const char* src = at(o, b, h, first, g.item);
+  if (form == Form::Rows)
+    g.mm.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst, round_up(dim, g.mm.k_group));
+  else if (form == Form::Panels) g.mm.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim, dst);
+  else g.mm.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim, rows, dst);
+}
+
 template <typename T>
 class PackedBlocks {
  public:
@@ -191,17 +204,9 @@ class PackedBlocks {
   enum : uint8_t { kUnpacked, kPacking, kPacked };
 
   void pack(int64_t i) const {
-    const FlexProblem& p = *p_;
-    const Layout<T>& g = *g_;
-    const Operand& o = *o_;
     const int64_t blk = i % blocks_, h = i / blocks_ % heads_, b = i / blocks_ / heads_;
-    const int64_t first = blk * block_len_, rows = std::min(block_len_, len_ - first);
-    const char* src = at(o, b, h, first, g.item);
-    char* dst = data_.get() + i * block_bytes_;
-    if (form_ == Form::Rows)
-      g.mm.pack_rows(p.dtype, src, o.stride_row, o.stride_col, rows, dim_, dst, round_up(dim_, g.mm.k_group));
-    else if (form_ == Form::Panels) g.mm.pack_panels(p.dtype, src, o.stride_row, o.stride_col, rows, dim_, dst);
-    else g.mm.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim_, rows, dst);
+    const int64_t first = blk * block_len_;
+    pack_block(*p_, *g_, *o_, b, h, first, std::min(block_len_, len_ - first), dim_, form_, data_.get() + i * block_bytes_);
   }
   void packed_once(int64_t i) const {
     std::atomic<uint8_t>& state = state_[i];
@@ -300,12 +305,12 @@ U* take(Carver& c, Buffer, int64_t size) {
   return c.take<U>(size);
 }
 
-// Runs fn(task_begin, task_end, scratch) over [0, tasks): chunks of one task with per-thread
-// scratch, or one chunk per workspace slot (Note [Flex workspace]).
+// Runs fn(task_begin, task_end, scratch) over [0, tasks): chunks of `grain` tasks with
+// per-thread scratch, or one chunk per workspace slot (Note [Flex workspace]).
 template <typename F>
-void run_tasks(const FlexProblem& p, int64_t tasks, char* slots, int64_t slot_bytes, F fn) {
+void run_tasks(const FlexProblem& p, int64_t tasks, int64_t grain, char* slots, int64_t slot_bytes, F fn) {
   if (p.workspace == nullptr) {
-    parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+    parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
       TaskScratch scratch(nullptr);
       fn(lo, hi, scratch);
     });
@@ -426,6 +431,93 @@ struct ForwardWorkspace {
   }
 };
 
+// Note [Packed blocks near the core]
+// Without a workspace, a forward chunk (Note [Forward task chunks]) packs the key and value
+// blocks its tasks visit into a ring of slots of its own, a block at slot kvb % slots, where a
+// task finds it again while it is still in the core's cache. Packed once per call into buffers
+// of the whole sequence (Note [Keys packed on first use]), every block was written out to memory
+// and read back: a bf16 sliding-window forward at S=8192 spent an eighth of its time in the
+// packing, waiting on those stores. The ring serves masks whose query blocks each visit key
+// blocks within `slots` consecutive ones (a sliding window, a short local mask), so that no
+// task evicts a block it visits itself; with wider ones (causal) a block would be packed again
+// on every visit, and they keep the packing per call. The packed bytes are the same either way.
+constexpr int64_t kRingBytes = int64_t{512} << 10;
+
+template <typename T>
+class BlockRing {
+ public:
+  // Slots for a ring of about kRingBytes, or 0 where the mask's visits do not fit one.
+  static int64_t slots_for(const FlexProblem& p, const Layout<T>& g) {
+    const int64_t pair_bytes = key_bytes(p, g) + value_bytes(p, g);
+    const int64_t slots = std::max<int64_t>(2, kRingBytes / pair_bytes);
+    return widest_visit(p, g) <= slots ? slots : 0;
+  }
+
+  BlockRing(const FlexProblem& p, const Layout<T>& g, int64_t slots)
+      : p_(p), g_(g), slots_(slots), key_bytes_(key_bytes(p, g)), value_bytes_(value_bytes(p, g)),
+        keys_(scratch<char>(kKeyT, slots * key_bytes_)), values_(scratch<char>(kValueT, slots * value_bytes_)),
+        tags_(static_cast<size_t>(slots), -1) {}
+
+  // The packed key and value blocks kvb of (b, kv head hk), packed into their slot unless there.
+  std::pair<const void*, const void*> blocks(int64_t b, int64_t hk, int64_t kvb) {
+    const int64_t slot = kvb % slots_, tag = tag_of(b, hk, kvb);
+    char* key = keys_ + slot * key_bytes_;
+    char* value = values_ + slot * value_bytes_;
+    if (tags_[static_cast<size_t>(slot)] != tag) {
+      const int64_t first = kvb * g_.bkv, rows = g_.cols_of(kvb, p_);
+      pack_block(p_, g_, p_.k, b, hk, first, rows, p_.head_dim, Form::TransposedPanels, key);
+      pack_block(p_, g_, p_.v, b, hk, first, rows, p_.value_dim, Form::Panels, value);
+      tags_[static_cast<size_t>(slot)] = tag;
+    }
+    return {key, value};
+  }
+
+ private:
+  static int64_t key_bytes(const FlexProblem& p, const Layout<T>& g) {
+    return g.bytes(PackedBlocks<T>::block_size(g, p.head_dim, g.bkv, Form::TransposedPanels));
+  }
+  static int64_t value_bytes(const FlexProblem& p, const Layout<T>& g) {
+    return g.bytes(PackedBlocks<T>::block_size(g, p.value_dim, g.bkv, Form::Panels));
+  }
+  // The most consecutive key blocks, first to last visited, of any query block.
+  static int64_t widest_visit(const FlexProblem& p, const Layout<T>& g) {
+    if (!p.has_block_mask) return g.kv_blocks;
+    const BlockLists& lists = p.kv_lists;
+    int64_t widest = 0;
+    for (int64_t row = 0; row < lists.batch * lists.heads * lists.blocks; ++row) {
+      int64_t low = std::numeric_limits<int64_t>::max(), high = -1;
+      auto see = [&](int32_t count, const int32_t* indices) {
+        for (int32_t j = 0; j < count; ++j) {
+          low = std::min<int64_t>(low, indices[row * lists.max_entries + j]);
+          high = std::max<int64_t>(high, indices[row * lists.max_entries + j]);
+        }
+      };
+      see(lists.num[row], lists.indices);
+      if (lists.full_num) see(lists.full_num[row], lists.full_indices);
+      if (high >= 0) widest = std::max(widest, high - low + 1);
+    }
+    return widest;
+  }
+  int64_t tag_of(int64_t b, int64_t hk, int64_t kvb) const { return (b * p_.heads_kv + hk) * g_.kv_blocks + kvb; }
+
+  const FlexProblem& p_;
+  const Layout<T>& g_;
+  int64_t slots_, key_bytes_, value_bytes_;
+  char* keys_;
+  char* values_;
+  std::vector<int64_t> tags_;
+};
+
+// Note [Forward task chunks]
+// A forward task is one query block of one head. Where the key and value blocks go through
+// rings (Note [Packed blocks near the core]), the pool runs the tasks in chunks of consecutive
+// ones, about kForwardChunksPerThread chunks a thread, so that a chunk's next task finds most of
+// its blocks in the ring (a sliding window's next query block reads two of its predecessor's
+// three). Otherwise chunks of one task balance the load best (a causal mask's query blocks
+// differ in cost by up to the number of blocks). A task computes the same values in any chunk,
+// on any thread.
+constexpr int64_t kForwardChunksPerThread = 4;
+
 template <typename T>
 void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
   const Layout<T> g(p, products_for<T>(p.dtype));
@@ -434,13 +526,24 @@ void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
   const ScoreScale<T> scale(p, g);
   T* lse = static_cast<T*>(lse_out);
   const ForwardWorkspace<T> w(p, g, p.workspace, p.workspace_slots);
-  // Note [Keys packed on first use]; a caller's workspace (ember-rt's, always) has no room for
-  // the blocks' states.
+  // Note [Packed blocks near the core], else Note [Keys packed on first use]; a caller's
+  // workspace (ember-rt's, always) has no room for the blocks' states.
+  const int64_t ring_slots = p.workspace ? 0 : BlockRing<T>::slots_for(p, g);
   const auto when = p.workspace ? PackedBlocks<T>::When::Now : PackedBlocks<T>::When::OnFirstUse;
-  const PackedBlocks<T> keys = pack_keys(p, g, p.k, E, Form::TransposedPanels, p.workspace ? w.keys : nullptr, when);
-  const PackedBlocks<T> values = pack_keys(p, g, p.v, Ev, Form::Panels, p.workspace ? w.values : nullptr, when);
-  run_tasks(p, p.batch * p.heads_q * g.q_blocks, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
+  std::optional<PackedBlocks<T>> keys, values;
+  if (ring_slots == 0) {
+    keys.emplace(p, g, p.k, kv_batch_of(p), p.heads_kv, p.kv_len, E, g.bkv, Form::TransposedPanels,
+                 p.workspace ? w.keys : nullptr, when);
+    values.emplace(p, g, p.v, kv_batch_of(p), p.heads_kv, p.kv_len, Ev, g.bkv, Form::Panels,
+                   p.workspace ? w.values : nullptr, when);
+  }
+  // Note [Forward task chunks]
+  const int64_t tasks = p.batch * p.heads_q * g.q_blocks;
+  const int64_t grain = ring_slots > 0 ? std::max<int64_t>(1, tasks / (kForwardChunksPerThread * num_threads())) : 1;
+  run_tasks(p, tasks, grain, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
     const ForwardBuffers<T> t(p, g, s);
+    std::optional<BlockRing<T>> ring;
+    if (ring_slots > 0) ring.emplace(p, g, ring_slots);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
@@ -454,11 +557,13 @@ void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
-        g.mm.gemm(t.q, g.ld_qe, keys.block(b, hk, kvb), t.scores, g.ld_s, rows, cols, E, scale.in_product, false);
+        const auto [key_block, value_block] =
+            ring ? ring->blocks(b, hk, kvb) : std::pair{keys->block(b, hk, kvb), values->block(b, hk, kvb)};
+        g.mm.gemm(t.q, g.ld_qe, key_block, t.scores, g.ld_s, rows, cols, E, scale.in_product, false);
         apply_mods(p, make_tile(b, h, q0, kv0, rows, cols, t.scores, g.ld_s), partial, TilePass::Forward);
         const bool masked = partial || p.score_mod;
         g.mm.gemm(softmax_operand(g, t.scores, rows, cols, masked, scale.in_softmax, row_max, row_sum, acc, Ev, t.probs),
-                  g.ld_s, values.block(b, hk, kvb), acc, g.ld_ev, rows, Ev, cols, T(1), true);
+                  g.ld_s, value_block, acc, g.ld_ev, rows, Ev, cols, T(1), true);
       });
       // A row that saw nothing (fully masked) gives output 0 and lse -inf.
       T* row_lse = lse + (b * p.heads_q + h) * p.q_len + q0;
@@ -559,7 +664,7 @@ void decode_impl(const FlexProblem& p, const Target& out, void* lse_out) {
   if (p.workspace == nullptr)
     owned.reset(new char[static_cast<size_t>(DecodeWorkspace<T>(p, g, d, nullptr, 0).bytes)]);
   const DecodeWorkspace<T> w(p, g, d, p.workspace ? p.workspace : owned.get(), p.workspace_slots);
-  run_tasks(p, heads * splits, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
+  run_tasks(p, heads * splits, 1, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
     const DecodeBuffers<T> t(p, g, d, s);
     T* const scores = t.scores;
     for (int64_t task = lo; task < hi; ++task) {
