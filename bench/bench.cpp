@@ -3,12 +3,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "ember/ember.h"
@@ -51,6 +53,8 @@ StepTimes time_step(const std::function<void()>& fn, int reps) {
 
 double time_ms(const std::function<void()>& fn, int reps) { return time_step(fn, reps).wall_ms; }
 
+constexpr int kOpenBlasSpinMs = 300;
+
 double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
   Tensor a = randn({m, k}), b = randn({k, n}), c = empty({m, n});
   // ember keeps OpenBLAS single-threaded (its pool runs the tiles); the reference gets them all.
@@ -63,6 +67,11 @@ double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
       },
       reps);
   openblas_set_num_threads(1);
+  // OpenBLAS's worker threads spin for a while after a threaded call before they sleep, and
+  // take cores from whatever runs next: a bf16 flex attention forward timed right after this
+  // ran at half its speed for about 100 ms (2 cores). Returning after they sleep keeps the
+  // reference out of the next timing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kOpenBlasSpinMs));
   return ms;
 }
 
