@@ -59,7 +59,7 @@ void check_args(const char* op, ScalarType dtype, int64_t m, int64_t n, int64_t 
 
 }  // namespace
 
-void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const GemmTile&)> fn) {
+GemmTileShape gemm_tile_shape(int64_t m, int64_t n, int64_t k) {
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const int64_t wanted =
       work < kMinSplitWork ? 1 : std::clamp<int64_t>(static_cast<int64_t>(work / kMinTileWork), 2, kMaxTiles);
@@ -73,6 +73,11 @@ void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const 
     if (next < kMinTileExtent || next >= longer) break;
     longer = next;
   }
+  return {tile_m, tile_n};
+}
+
+void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const GemmTile&)> fn) {
+  const auto [tile_m, tile_n] = gemm_tile_shape(m, n, k);
   const int64_t tiles_n = num_chunks(0, n, tile_n);
   parallel_for(0, num_chunks(0, m, tile_m) * tiles_n, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {

@@ -63,6 +63,12 @@ struct GemmTile {
 // (Note [GEMM tiles] in gemm.cpp).
 void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const GemmTile&)> fn);
 
+// The rows and columns of those tiles (the last ones in a row or column may be smaller).
+struct GemmTileShape {
+  int64_t rows, cols;
+};
+GemmTileShape gemm_tile_shape(int64_t m, int64_t n, int64_t k);
+
 // What a backend runs here, for `ember info` and the choice.
 struct GemmBackendReport {
   GemmBackend backend;
