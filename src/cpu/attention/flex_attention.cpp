@@ -444,6 +444,7 @@ struct ForwardWorkspace {
   }
 };
 
+#ifndef EMBER_RT_CPU  // ember-rt's callers pass a workspace (Note [Runtime size])
 // Note [Packed blocks near the core]
 // Without a workspace, a forward chunk (Note [Forward task chunks]) packs the key and value
 // blocks its tasks visit into a ring of slots of its own, a block at slot kvb % slots, where a
@@ -521,6 +522,8 @@ class BlockRing {
   std::vector<int64_t> tags_;
 };
 
+#endif
+
 // Note [Forward task chunks]
 // A forward task is one query block of one head. Where the key and value blocks go through
 // rings (Note [Packed blocks near the core]), the pool runs the tasks in chunks of consecutive
@@ -541,7 +544,11 @@ void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
   const ForwardWorkspace<T> w(p, g, p.workspace, p.workspace_slots);
   // Note [Packed blocks near the core], else Note [Keys packed on first use]; a caller's
   // workspace (ember-rt's, always) has no room for the blocks' states.
+#ifndef EMBER_RT_CPU
   const int64_t ring_slots = p.workspace ? 0 : BlockRing<T>::slots_for(p, g);
+#else
+  const int64_t ring_slots = 0;  // a workspace always (Note [Runtime size])
+#endif
   const auto when = p.workspace ? PackedBlocks<T>::When::Now : PackedBlocks<T>::When::OnFirstUse;
   std::optional<PackedBlocks<T>> keys, values;
   if (ring_slots == 0) {
@@ -550,13 +557,15 @@ void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
     values.emplace(p, g, p.v, kv_batch_of(p), p.heads_kv, p.kv_len, Ev, g.bkv, Form::Panels,
                    p.workspace ? w.values : nullptr, when);
   }
-  // Note [Forward task chunks]
+  // Consecutive tasks share a chunk where blocks go through rings (Note [Forward task chunks]).
   const int64_t tasks = p.batch * p.heads_q * g.q_blocks;
   const int64_t grain = ring_slots > 0 ? std::max<int64_t>(1, tasks / (kForwardChunksPerThread * num_threads())) : 1;
   run_tasks(p, tasks, grain, w.slots, w.slot_bytes, [&](int64_t lo, int64_t hi, TaskScratch& s) {
     const ForwardBuffers<T> t(p, g, s);
+#ifndef EMBER_RT_CPU
     std::optional<BlockRing<T>> ring;
     if (ring_slots > 0) ring.emplace(p, g, ring_slots);
+#endif
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
@@ -570,8 +579,13 @@ void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
+#ifndef EMBER_RT_CPU
         const auto [key_block, value_block] =
             ring ? ring->blocks(b, hk, kvb) : std::pair{keys->block(b, hk, kvb), values->block(b, hk, kvb)};
+#else
+        const void* key_block = keys->block(b, hk, kvb);
+        const void* value_block = values->block(b, hk, kvb);
+#endif
         const bool masked = partial || p.score_mod;
         for (int64_t r0 = 0; r0 < rows; r0 += g.strip) {  // Note [Score strips]
           const int64_t sr = std::min(g.strip, rows - r0);
