@@ -3,6 +3,8 @@
 // block sizes, GQA, broadcasting and dtypes.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "cpu/capabilities.h"
 #include "nn/attention/reference.h"
 #include "ember/graph.h"
@@ -186,6 +188,26 @@ TEST(FlexAttention, GroupedQueryAttention) {
   for (auto [hq, hkv] : {std::pair<int64_t, int64_t>{4, 2}, {4, 1}, {16, 1}})
     check_flex(AttentionShape{1, hq, hkv, 40, 50, 8, 8}, [](auto s, auto, auto h, auto, auto) { return s * (1 + h); },
                att::causal_mask());
+}
+
+// The forward's chunks of consecutive query blocks (Note [Forward task chunks]) run across
+// batches and heads; each (batch, key head) keeps its own key and value blocks in a chunk's ring
+// (Note [Packed blocks near the core]), in bf16 and float32, at any thread count.
+TEST(FlexAttention, ChunksAcrossBatchesAndHeads) {
+  const int threads_before = get_num_threads();
+  for (ScalarType dtype : {kFloat32, kBFloat16})
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(std::to_string(threads) + " threads");
+      set_num_threads(threads);
+      CaseOptions o;
+      o.dtype = dtype;
+      o.block = 32;
+      o.backward = false;
+      check_flex(AttentionShape{3, 1, 1, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
+      check_flex(AttentionShape{3, 2, 1, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
+      check_flex(AttentionShape{2, 4, 2, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
+    }
+  set_num_threads(threads_before);
 }
 
 TEST(FlexAttention, BatchBroadcastOfKeysAndValues) {
@@ -373,22 +395,30 @@ TEST(FlexAttention, OutputAndGradientsFollowTheInputsLayout) {
     }
 }
 
-// Key and value blocks are packed by the first task that needs them (Note [Keys packed on first
-// use]); with eight query heads to a key head, threads claim and wait on the same blocks.
-TEST(FlexAttention, KeysPackedOnFirstUseGiveTheSameResultUnderContention) {
+// A sliding window's key and value blocks go through each chunk's ring (Note [Packed blocks near
+// the core]). A window as long as the sequence (causal) visits more blocks than a ring holds
+// (a bf16 one holds 128 blocks of 32 x 32), so each block is packed once, by the first task
+// that needs it (Note [Keys packed on first use]): the query heads sharing a key head claim and
+// wait on the same blocks. Either way the results are the same for any thread count.
+TEST(FlexAttention, PackedKeysGiveTheSameResultForAnyThreadCount) {
   const int threads_before = get_num_threads();
-  for (ScalarType dtype : {kFloat32, kBFloat16}) {
-    Tensor q = make(uniform_values(8 * 300 * 32, -1, 1, 31), {1, 8, 300, 32}, dtype);
-    Tensor k = make(uniform_values(300 * 32, -1, 1, 32), {1, 1, 300, 32}, dtype);
-    Tensor v = make(uniform_values(300 * 32, -1, 1, 33), {1, 1, 300, 32}, dtype);
-    att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(70), 1, 1, 300, 300, 32);
-    const auto options = att::FlexAttentionOptions().set_enable_gqa(true);
-    set_num_threads(1);
-    const std::vector<double> reference = values(att::flex_attention(q, k, v, mask, options));
-    set_num_threads(4);
-    for (int round = 0; round < 20; ++round)
-      ASSERT_EQ(values(att::flex_attention(q, k, v, mask, options)), reference) << dtype_name(dtype) << ", round " << round;
-  }
+  for (ScalarType dtype : {kFloat32, kBFloat16})
+    for (const auto& [length, heads, window] : {std::tuple<int64_t, int64_t, int32_t>{300, 8, 70}, {4200, 2, 4200}}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " length " + std::to_string(length));
+      Tensor q = make(uniform_values(heads * length * 32, -1, 1, 31), {1, heads, length, 32}, dtype);
+      Tensor k = make(uniform_values(length * 32, -1, 1, 32), {1, 1, length, 32}, dtype);
+      Tensor v = make(uniform_values(length * 32, -1, 1, 33), {1, 1, length, 32}, dtype);
+      att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(window), 1, 1, length, length, 32);
+      const auto options = att::FlexAttentionOptions().set_enable_gqa(true);
+      set_num_threads(1);
+      const std::vector<double> reference = values(att::flex_attention(q, k, v, mask, options));
+      for (int threads : {2, 3, 4})
+        for (int round = 0; round < 6; ++round) {
+          set_num_threads(threads);
+          ASSERT_EQ(values(att::flex_attention(q, k, v, mask, options)), reference)
+              << threads << " threads, round " << round;
+        }
+    }
   set_num_threads(threads_before);
 }
 
