@@ -209,15 +209,15 @@ TEST(Gemm, EveryBackendMatchesFloat64) {
 }
 
 // OpenBLAS's bf16/f16 products tile by tile (Note [Low-precision tiles]): tiles spanning every
-// column (each widens its own rows of A), tiles splitting the columns (A widened once), and
-// more rows or columns than one block, in every layout, against float64.
+// column (each widens its own rows of A), tiles splitting the columns (A widened once), k in
+// several spans, and more rows or columns than one block, in every layout, against float64.
 TEST(Gemm, OpenBLASLowPrecisionTilesMatchFloat64) {
   const std::optional<GemmBackend> forced = forced_gemm_backend();
   set_forced_gemm_backend(GemmBackend::OpenBLAS);
   for (ScalarType dtype : {kBFloat16, kFloat16})
     for (int trans = 0; trans < 4; ++trans)
-      for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{700, 90, 200}, {600, 600, 400}, {2100, 40, 64},
-                             {40, 2100, 64}})
+      for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{700, 90, 200}, {600, 600, 400}, {260, 130, 1100},
+                             {2100, 40, 64}, {40, 2100, 64}})
         run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, m, n, k, -1.5, 0.5, 3, 5, 7});
   set_forced_gemm_backend(forced);
 }
