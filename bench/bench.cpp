@@ -67,10 +67,10 @@ double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps) {
       },
       reps);
   openblas_set_num_threads(1);
-  // OpenBLAS's worker threads spin for a while after a threaded call before they sleep, and
-  // take cores from whatever runs next: a bf16 flex attention forward timed right after this
-  // ran at half its speed for about 100 ms (2 cores). Returning after they sleep keeps the
-  // reference out of the next timing.
+  // OpenBLAS's worker threads spin for a while after a threaded call before they sleep (2^28
+  // cycles by default, about 0.1 s), and take cores from whatever runs next: a bf16 flex
+  // attention forward timed right after this ran at half its speed for about 100 ms (2 cores).
+  // Waiting longer than that keeps the reference out of the next timing.
   std::this_thread::sleep_for(std::chrono::milliseconds(kOpenBlasSpinMs));
   return ms;
 }

@@ -46,8 +46,8 @@ struct StepTimes {
 StepTimes time_step(const std::function<void()>& fn, int reps);
 
 // Median milliseconds of the raw BLAS sgemm C[m,n] = A[m,k] B[k,n] on OpenBLAS's own threads
-// (as many as the ember pool): the reference ember's products are compared with. Returns once
-// OpenBLAS's threads have stopped spinning.
+// (as many as the ember pool): the reference ember's products are compared with. Returns 300 ms
+// after the last, once OpenBLAS's threads have stopped spinning (at their default timeout).
 double blas_sgemm_ms(int64_t m, int64_t k, int64_t n, int reps);
 
 // The Python that has PyTorch (EMBER_TORCH_PYTHON, else python3), or "" when there is none:

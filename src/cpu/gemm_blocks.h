@@ -55,7 +55,7 @@ void for_row_chunks(int64_t rows, int64_t cols, const Fn& fn) {
 // fastest float32 backend in ember's) into a float32 block of C (k blocks accumulate there) and rounding that
 // block once into C, fused with + beta * C. This is float32 accumulation with a single final
 // rounding, and runs at sgemm speed because conversion is O(n^2) against O(n^3) multiply.
-// Blocks are at most kBlock in each dimension, so the workspace is bounded (3 x 16 MiB)
+// Blocks are at most kBlock in each dimension, so the workspace is bounded (16 MiB a slot)
 // whatever the shape: a full float32 copy of a bf16 LM head alone would be gigabytes. Up to
 // kBlock (the common case) every element is converted exactly once; beyond it A is
 // reconverted once per column block of C and B once per row block (when k > kBlock),

@@ -108,9 +108,9 @@ void apply_mods(const FlexProblem& p, const ScoreTile& tile, bool partial, TileP
 
 // Note [Score strips]
 // The forward computes a score tile's rows in strips of kStripBytes of scores (64 rows of 128
-// float32 columns): each strip's scores, masked, turned into probabilities and multiplied by
-// the values, stay in the L1 cache from the product that stores them to the softmax that reads
-// them, where a whole 128 x 128 tile (64 KB) went through L2. bf16 forwards on AMX tiles at
+// float32 columns): each strip is stored by the product, masked, turned into probabilities and
+// multiplied by the values while it is still in the cache nearest the core, where a whole
+// 128 x 128 tile (64 KB) is larger than a 48 KB L1. bf16 forwards on AMX tiles at
 // S=8192 ran 0.96-0.98x the time (sliding windows of 64 to 4096, alternated); float32 the same
 // time. The strips' results are the tile's: each row's steps are the same.
 constexpr int64_t kStripBytes = int64_t{32} << 10;
@@ -451,12 +451,12 @@ struct ForwardWorkspace {
 // task finds it again while it is still in the core's cache. Packed once per call into buffers
 // of the whole sequence (Note [Keys packed on first use]), every block went out to memory and
 // back, and packing took an eighth of a bf16 sliding-window forward at S=8192; with the ring
-// (and Note [Forward task chunks]) that forward ran 0.9x the time at W=256 and 0.8x at W=64, in
-// bf16 and float32 alike (2 cores, alternated builds). The ring serves masks whose query
-// blocks each visit key blocks within `slots` consecutive ones (a sliding window, a short local
-// mask), so that no task evicts a block it visits itself; with wider ones (causal) a block
-// would be packed again on every visit, and they keep the packing per call. The packed bytes
-// are the same either way.
+// (and Note [Forward task chunks]) that forward ran 0.9x the time at W=256 in bf16 and 0.95x
+// in float32, 0.8x at W=64 in both (2 cores, alternated builds). The ring serves masks whose
+// query blocks each visit key blocks within `slots` consecutive ones (a sliding window, a short
+// local mask), so that no task evicts a block it visits itself; with wider ones (causal) a
+// block would be packed again on every visit, and they keep the packing per call. The packed
+// bytes are the same either way.
 constexpr int64_t kRingBytes = int64_t{512} << 10;
 
 template <typename T>
@@ -531,9 +531,10 @@ class BlockRing {
 // rings (Note [Packed blocks near the core]), the pool runs the tasks in chunks of consecutive
 // ones, about kForwardChunksPerThread chunks a thread, so that a chunk's next task finds most of
 // its blocks in the ring (a sliding window's next query block reads two of its predecessor's
-// three). Otherwise chunks of one task balance the load best (a causal mask's query blocks
-// differ in cost by up to the number of blocks). A task computes the same values in any chunk,
-// on any thread.
+// three), and the query heads that share a key head (GQA) come one after another at each query
+// block, so that they pack its blocks once, not once a head. Otherwise chunks of one task
+// balance the load best (a causal mask's query blocks differ in cost by up to the number of
+// blocks). A task computes the same values in any chunk, on any thread.
 constexpr int64_t kForwardChunksPerThread = 4;
 
 template <typename T>
@@ -569,7 +570,13 @@ void forward_impl(const FlexProblem& p, const Target& out, void* lse_out) {
     if (ring_slots > 0) ring.emplace(p, g, ring_slots);
 #endif
     for (int64_t task = lo; task < hi; ++task) {
-      const int64_t qb = task % g.q_blocks, h = task / g.q_blocks % p.heads_q, b = task / g.q_blocks / p.heads_q;
+      // Query blocks vary fastest; with rings, the query heads of a GQA group vary faster still,
+      // so that they read their key head's blocks from the ring in turn (Note [Forward task
+      // chunks]).
+      const int64_t inner = ring_slots > 0 ? g.group : 1;
+      const int64_t j = task % inner, qb = task / inner % g.q_blocks, outer = task / inner / g.q_blocks;
+      const int64_t h = ring_slots > 0 ? outer % p.heads_kv * g.group + j : outer % p.heads_q;
+      const int64_t b = ring_slots > 0 ? outer / p.heads_kv : outer / p.heads_q;
       const int64_t hk = h / g.group, q0 = qb * g.bq, rows = g.rows_of(qb, p);
       T* const row_max = t.row_max;
       T* const row_sum = t.row_sum;

@@ -191,8 +191,10 @@ TEST(FlexAttention, GroupedQueryAttention) {
 }
 
 // The forward's chunks of consecutive query blocks (Note [Forward task chunks]) run across
-// batches and heads; each (batch, key head) keeps its own key and value blocks in a chunk's ring
-// (Note [Packed blocks near the core]), in bf16 and float32, at any thread count.
+// batches and heads (and a GQA group's heads in turn); each (batch, key head) keeps its own key
+// and value blocks in a chunk's ring (Note [Packed blocks near the core]), in bf16 and float32,
+// at any thread count. Rings of two (float32) and four (bf16) slots of 128 x 256 blocks take
+// each slot again for a later block.
 TEST(FlexAttention, ChunksAcrossBatchesAndHeads) {
   const int threads_before = get_num_threads();
   for (ScalarType dtype : {kFloat32, kBFloat16})
@@ -205,8 +207,17 @@ TEST(FlexAttention, ChunksAcrossBatchesAndHeads) {
       o.backward = false;
       check_flex(AttentionShape{3, 1, 1, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
       check_flex(AttentionShape{3, 2, 1, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
-      check_flex(AttentionShape{2, 4, 2, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
+      check_flex(AttentionShape{2, 3, 3, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
+      check_flex(AttentionShape{1, 4, 2, 100, 100, 16, 16}, identity(), att::sliding_window_mask(40), o);
     }
+  set_num_threads(1);  // chunks of five query blocks: each visits five key blocks
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    CaseOptions o;
+    o.dtype = dtype;
+    o.block = 128;
+    o.backward = false;
+    check_flex(AttentionShape{1, 3, 3, 800, 800, 256, 256}, identity(), att::sliding_window_mask(64), o);
+  }
   set_num_threads(threads_before);
 }
 
