@@ -214,12 +214,15 @@ TEST(Gemm, EveryBackendMatchesFloat64) {
 TEST(Gemm, OpenBLASLowPrecisionTilesMatchFloat64) {
   const std::optional<GemmBackend> forced = forced_gemm_backend();
   set_forced_gemm_backend(GemmBackend::OpenBLAS);
-  for (ScalarType dtype : {kBFloat16, kFloat16})
-    for (int trans = 0; trans < 4; ++trans)
-      for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{700, 90, 200}, {600, 600, 400}, {260, 130, 1100},
-                             {2100, 40, 64}, {40, 2100, 64}})
+  for (int trans = 0; trans < 4; ++trans) {
+    for (ScalarType dtype : {kBFloat16, kFloat16})
+      for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{700, 90, 200}, {260, 130, 1100}, {2100, 40, 64},
+                             {40, 2100, 64}})
         for (double beta : {0.0, 0.5})  // beta 0: C is NaN and must not be read
           run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, m, n, k, -1.5, beta, 3, 5, 7});
+    // Enough work for tiles that split the rows and the columns: A widened once, before them.
+    run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 520, 520, 500, -1.5, 0.0, 3, 5, 7});
+  }
   set_forced_gemm_backend(forced);
 }
 
