@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 
 #include "cpu/gemm_backend.h"
 #include "cpu/parallel.h"
 #include "ember/error.h"
+#include "ember/parallel.h"
 #include "ember/profiler.h"
 
 namespace ember::cpu {
@@ -25,9 +27,16 @@ constexpr double kBatchChunkWork = 1 << 18;
 // Backends run single-threaded inside; ember's pool runs a product as tiles of C, each one
 // backend call. Two reasons: OpenBLAS's and oneDNN's (OpenMP) own threads spin for a while
 // after every threaded call and fought the pool for the cores (a quarter of a 2-core
-// training step went to that spinning, perf), and tile boundaries depend only on the shape,
-// so products are bitwise identical for any thread count. A call from inside a parallel
-// region runs the same tiles one after another.
+// training step went to that spinning, perf). Under use_deterministic_algorithms(true) the
+// tiles depend on the shape alone (enough of them for a large pool), so products are bitwise
+// identical for any thread count. Otherwise a product that would make more tiles than the pool
+// has threads runs as one tile per thread (one, from inside a parallel region): each tile packs
+// its rows of A and columns of B again, and on 2 cores the shape-only grid's 6-8 tiles of the
+// GPT's products cost the float32 training step 3% (7% under EMBER_CPU_CAPABILITY=avx2).
+// The backends sum each element of C the same way in any tile (ember's kernels by design; the
+// Gemm tests check all three at 1, 2 and 3 threads), so results still match across thread
+// counts for a given backend, but only deterministic mode promises it, as only it fixes the
+// backend choice (Note [GEMM backends]).
 constexpr int64_t kTileAlign = 16;
 constexpr int64_t kMinTileExtent = 64;
 constexpr double kMinTileWork = 1 << 25;  // multiply-adds: below this a tile costs more than it gains
@@ -59,14 +68,13 @@ void check_args(const char* op, ScalarType dtype, int64_t m, int64_t n, int64_t 
 
 }  // namespace
 
-GemmTileShape gemm_tile_shape(int64_t m, int64_t n, int64_t k) {
-  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  const int64_t wanted =
-      work < kMinSplitWork ? 1 : std::clamp<int64_t>(static_cast<int64_t>(work / kMinTileWork), 2, kMaxTiles);
+namespace {
+
+// The shape-only grid: halve the longer side until there are `wanted` tiles. Each tile
+// repacks its rows of A and columns of B, so tiles are kept near square.
+GemmTileShape halved_tiles(int64_t m, int64_t n, int64_t wanted) {
   int64_t tile_m = m, tile_n = n;
   auto halved = [](int64_t extent) { return (extent / 2 + kTileAlign - 1) / kTileAlign * kTileAlign; };
-  // Each tile repacks its rows of A and columns of B, so tiles are kept near square: halve
-  // the longer side until there are enough tiles for the pool.
   while (num_chunks(0, m, tile_m) * num_chunks(0, n, tile_n) < wanted) {
     int64_t& longer = tile_m >= tile_n ? tile_m : tile_n;
     const int64_t next = halved(longer);
@@ -74,6 +82,40 @@ GemmTileShape gemm_tile_shape(int64_t m, int64_t n, int64_t k) {
     longer = next;
   }
   return {tile_m, tile_n};
+}
+
+// The grid for a pool of `count` threads: `count` tiles, the rows cut into p parts and the
+// columns into count / p, with p giving the squarest tiles. Nothing where no such cut keeps
+// tiles of kMinTileExtent.
+std::optional<GemmTileShape> pool_tiles(int64_t m, int64_t n, int64_t count) {
+  auto extent = [](int64_t size, int64_t parts) {
+    return parts == 1 ? size : ((size + parts - 1) / parts + kTileAlign - 1) / kTileAlign * kTileAlign;
+  };
+  std::optional<GemmTileShape> best;
+  double best_skew = 0;
+  for (int64_t row_parts = 1; row_parts <= count; ++row_parts) {
+    if (count % row_parts != 0) continue;
+    const int64_t tile_m = extent(m, row_parts), tile_n = extent(n, count / row_parts);
+    if (num_chunks(0, m, tile_m) * num_chunks(0, n, tile_n) != count) continue;
+    if ((tile_m < m && tile_m < kMinTileExtent) || (tile_n < n && tile_n < kMinTileExtent)) continue;
+    const double skew = static_cast<double>(std::max(tile_m, tile_n)) / static_cast<double>(std::min(tile_m, tile_n));
+    if (!best || skew <= best_skew) best = GemmTileShape{tile_m, tile_n}, best_skew = skew;  // ties: cut the rows
+  }
+  return best;
+}
+
+}  // namespace
+
+GemmTileShape gemm_tile_shape(int64_t m, int64_t n, int64_t k) {
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const int64_t wanted =
+      work < kMinSplitWork ? 1 : std::clamp<int64_t>(static_cast<int64_t>(work / kMinTileWork), 2, kMaxTiles);
+  if (!are_deterministic_algorithms_enabled()) {
+    const int64_t threads = in_parallel_region() ? 1 : num_threads();
+    if (threads < wanted)
+      if (const std::optional<GemmTileShape> tiles = pool_tiles(m, n, threads)) return *tiles;
+  }
+  return halved_tiles(m, n, wanted);
 }
 
 void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const GemmTile&)> fn) {

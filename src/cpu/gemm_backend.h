@@ -11,11 +11,11 @@
 // under a file lock), so the ranks of a job and a resumed run make the same choices. A
 // backend whose kernel does not fit the CPU (OpenBLAS's generic "Prescott" kernel on an
 // AVX-512 CPU, a oneDNN reference implementation) is never eligible for auto, and forcing
-// one says so on stderr once. Every backend runs a product as shape-determined tiles on
-// ember's pool with one library thread per tile (Note [GEMM tiles]), so results do not
-// depend on the thread count for a given backend; under use_deterministic_algorithms(true)
-// the key leaves the thread count out, so every thread count makes the same choice (the
-// same table, the same results; a fresh table may choose differently).
+// one says so on stderr once. Every backend runs a product as tiles on ember's pool with one
+// library thread per tile (Note [GEMM tiles]); under use_deterministic_algorithms(true) the
+// tiles depend on the shape alone and the key leaves the thread count out, so every thread
+// count makes the same choice and gets the same results (the same table; a fresh table may
+// choose differently).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -59,8 +59,8 @@ struct GemmTile {
   int64_t i0, j0, rows, cols;
 };
 
-// Calls fn for every tile of an m x n product on the pool; tiles depend on (m, n, k) alone
-// (Note [GEMM tiles] in gemm.cpp).
+// Calls fn for every tile of an m x n product on the pool; tiles depend on (m, n, k) and, out
+// of deterministic mode, the pool's size (Note [GEMM tiles] in gemm.cpp).
 void for_each_gemm_tile(int64_t m, int64_t n, int64_t k, FunctionRef<void(const GemmTile&)> fn);
 
 // The rows and columns of those tiles (the last ones in a row or column may be smaller).

@@ -174,19 +174,18 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
 
 // Note [Low-precision tiles]
 // Where k fits one block (kBlock; every product of a training step), a bf16/f16 product runs
-// tile by tile (Note [GEMM tiles]): a tile widens its rows of A into a float32 buffer of its
-// thread, kTileK values of k at a time, multiplies them into a float32 tile of its own and
-// rounds that tile into C, so the widened rows and the float32 sums stay in the core's cache;
-// B is widened once per column block, for every tile. (Where tiles split the columns and k is
-// short, A is widened once, before them, rather than once per column tile.) Converting whole
-// blocks (Note [Low-precision GEMM]) sent the float32 A and C through memory (C of 2048 x 512
-// is 4 MB) between passes of their own. Under EMBER_CPU_CAPABILITY=avx2 with OpenBLAS on its
-// AVX-512 kernels, forced to OpenBLAS, bf16 products of the GPT's training shapes ran up to
-// 1.13x as fast in a loop (2048x192x512: 199 -> 224 GFLOP/s), the weight gradients' (k = 2048)
-// 1.1-1.2x with k in spans; the bf16 training step 1.06-1.10x (bf16 at 0.88-0.89x float32 ->
-// 0.97-0.98x). A product with k in one span has the sums of the whole-block path (one sgemm
-// over all of k, rounded once); longer ones add the spans' sums in order.
+// tile by tile (Note [GEMM tiles]), a tile in bands of rows: a band widens its rows of A into
+// a float32 buffer of its thread, kTileK values of k at a time, multiplies them into float32
+// sums of its own and rounds those into C, so the widened rows and the sums (kBandFloats at
+// most) stay in the core's cache; B is widened once per column block, for every tile. (Where
+// tiles split the columns and k is short, A is widened once, before them, rather than once
+// per column tile.) Converting whole blocks (Note [Low-precision GEMM]) sent the float32 A and
+// C through memory (C of 2048 x 512 is 4 MB) between passes of their own; a pool thread's
+// tile as one band did the same to its 2 MB of sums. A product with k in one span has the
+// sums of the whole-block path (one sgemm over all of k, rounded once); longer ones add the
+// spans' sums in order. Measured: docs/GEMM.md.
 constexpr int64_t kTileK = 512;
+constexpr int64_t kBandFloats = int64_t{1} << 18;  // a band's widened A and float32 sums: 1 MB
 
 void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockFormat<float>& c_format, const GemmArgs& g) {
   const bool ta = g.trans_a, tb = g.trans_b;
@@ -209,24 +208,28 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
       float* a_block = a_per_tile ? nullptr : workspace<float>(3, mi * k);
       if (!a_per_tile) widen_block(format, a, g.lda, ta ? 0 : i0, ta ? i0 : 0, ta ? k : mi, a_cols, a_block);
       for_each_gemm_tile(mi, nj, k, [&](const GemmTile& t) {
-        const int64_t rows = t.rows, cols = t.cols, first_row = i0 + t.i0;
-        float* sums = workspace<float>(2, rows * cols);
+        const int64_t cols = t.cols;
         const float* b_tile = tb ? b_block + t.j0 * b_cols : b_block + t.j0;
-        if (!a_per_tile) {
-          const float* a_tile = ta ? a_block + t.i0 : a_block + t.i0 * a_cols;
-          blas_gemm(ta, tb, rows, cols, k, alpha, a_tile, a_cols, b_tile, b_cols, 0.0f, sums, cols);
+        const int64_t band = std::max<int64_t>(16, kBandFloats / (std::min(k, kTileK) + cols) / 16 * 16);
+        for (int64_t r0 = 0; r0 < t.rows; r0 += band) {
+          const int64_t rows = std::min(band, t.rows - r0), first_row = i0 + t.i0 + r0;
+          float* sums = workspace<float>(2, rows * cols);
+          if (!a_per_tile) {
+            const float* a_rows = ta ? a_block + t.i0 + r0 : a_block + (t.i0 + r0) * a_cols;
+            blas_gemm(ta, tb, rows, cols, k, alpha, a_rows, a_cols, b_tile, b_cols, 0.0f, sums, cols);
+          }
+          // The band's rows of A a span of k at a time (all of k up to kTileK), their sums
+          // added into the band's.
+          for (int64_t p0 = 0; a_per_tile && p0 < k; p0 += kTileK) {
+            const int64_t span = std::min(kTileK, k - p0);
+            float* a_rows = workspace<float>(0, rows * span);
+            if (ta) format.widen(a + (p0 * g.lda + first_row) * element, g.lda, span, rows, a_rows, rows);
+            else format.widen(a + (first_row * g.lda + p0) * element, g.lda, rows, span, a_rows, span);
+            blas_gemm(ta, tb, rows, cols, span, alpha, a_rows, ta ? rows : span,
+                      tb ? b_tile + p0 : b_tile + p0 * b_cols, b_cols, p0 == 0 ? 0.0f : 1.0f, sums, cols);
+          }
+          c_format.narrow(sums, cols, rows, cols, beta, c + (first_row * g.ldc + j0 + t.j0) * c_element, g.ldc);
         }
-        // The tile's rows of A a span of k at a time (all of k up to kTileK), their sums added
-        // into the tile's.
-        for (int64_t p0 = 0; a_per_tile && p0 < k; p0 += kTileK) {
-          const int64_t span = std::min(kTileK, k - p0);
-          float* a_rows = workspace<float>(0, rows * span);
-          if (ta) format.widen(a + (p0 * g.lda + first_row) * element, g.lda, span, rows, a_rows, rows);
-          else format.widen(a + (first_row * g.lda + p0) * element, g.lda, rows, span, a_rows, span);
-          blas_gemm(ta, tb, rows, cols, span, alpha, a_rows, ta ? rows : span, tb ? b_tile + p0 : b_tile + p0 * b_cols,
-                    b_cols, p0 == 0 ? 0.0f : 1.0f, sums, cols);
-        }
-        c_format.narrow(sums, cols, rows, cols, beta, c + (first_row * g.ldc + j0 + t.j0) * c_element, g.ldc);
       });
     }
   }

@@ -21,6 +21,7 @@
 #include "cpu/gemm_packed.h"
 #include "cpu/parallel.h"
 #include "ember/error.h"
+#include "ember/parallel.h"
 
 namespace ember::cpu {
 namespace {
@@ -223,7 +224,52 @@ TEST(Gemm, OpenBLASLowPrecisionTilesMatchFloat64) {
     // Enough work for tiles that split the rows and the columns: A widened once, before them.
     run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 520, 520, 500, -1.5, 0.0, 3, 5, 7});
   }
+  // Tiles of several bands of rows: k in two spans, and k in one with A widened before tiles
+  // that split the columns; tiles follow the pool, so at 1 and 2 threads.
+  const int threads = num_threads();
+  for (int count : {1, 2}) {
+    set_num_threads(count);
+    run_case({kBFloat16, false, false, 700, 300, 600, -1.5, 0.5, 3, 5, 7});
+    run_case({kBFloat16, true, true, 700, 300, 600, -1.5, 0.0, 3, 5, 7});
+    run_case({kFloat16, false, true, 300, 1200, 256, -1.5, 0.0, 3, 5, 7});
+    run_case({kFloat16, true, false, 300, 1200, 256, -1.5, 0.5, 3, 5, 7});
+  }
+  set_num_threads(threads);
   set_forced_gemm_backend(forced);
+}
+
+// The tile grid (Note [GEMM tiles]): one tile per pool thread where the shape alone would make
+// more, the squarest cut; the whole product from inside a parallel region; the shape-only
+// grid (halving the longer side to 6 tiles or more) in deterministic mode at any thread count.
+TEST(Gemm, TilesFollowThePoolOutsideDeterministicMode) {
+  const int threads = num_threads();
+  auto tiles = [](int64_t m, int64_t n, int64_t k) {
+    const GemmTileShape t = gemm_tile_shape(m, n, k);
+    return std::pair<int64_t, int64_t>{t.rows, t.cols};
+  };
+  using Tiles = std::pair<int64_t, int64_t>;
+  set_num_threads(1);
+  EXPECT_EQ(tiles(2048, 192, 512), Tiles(2048, 192));
+  set_num_threads(2);
+  EXPECT_EQ(tiles(2048, 192, 512), Tiles(1024, 192));
+  EXPECT_EQ(tiles(192, 2048, 512), Tiles(192, 1024));
+  EXPECT_EQ(tiles(512, 192, 2048), Tiles(256, 192));
+  EXPECT_EQ(tiles(300, 200, 700), Tiles(160, 200));  // shape wants 2 tiles: its own grid
+  set_num_threads(3);
+  EXPECT_EQ(tiles(2048, 192, 512), Tiles(688, 192));   // ceil(2048 / 3) = 683, in rows of 16
+  EXPECT_EQ(tiles(1000, 1000, 1000), Tiles(336, 1000));
+  std::vector<Tiles> nested(2);
+  parallel_for(0, 2, 1, [&](int64_t lo, int64_t) { nested[static_cast<size_t>(lo)] = tiles(2048, 192, 512); });
+  EXPECT_EQ(nested[0], Tiles(2048, 192));
+  EXPECT_EQ(nested[1], Tiles(2048, 192));
+  use_deterministic_algorithms(true);
+  for (int count : {1, 2, 3}) {
+    set_num_threads(count);
+    EXPECT_EQ(tiles(2048, 192, 512), Tiles(256, 192)) << count;  // 6 wanted: 8 tiles
+    EXPECT_EQ(tiles(1000, 1000, 1000), Tiles(128, 256)) << count;  // 29 wanted: 32 tiles
+  }
+  use_deterministic_algorithms(false);
+  set_num_threads(threads);
 }
 
 // ember's few-rows bf16/f16 product on every instruction set: every row count it takes

@@ -163,6 +163,19 @@ void pack_block(const FlexProblem& p, const Layout<T>& g, const Operand& o, int6
   else g.mm.pack_panels(p.dtype, src, o.stride_col, o.stride_row, dim, rows, dst);
 }
 
+struct FreeBytes {
+  size_t bytes;  // 0: caller-owned storage
+  void operator()(char* data) const {
+    if (bytes > 0) core::free_bytes(data, bytes);
+  }
+};
+using Bytes = std::unique_ptr<char[], FreeBytes>;
+// From ember's allocator: its large-block cache spares the page faults of fresh memory.
+Bytes allocate_bytes(int64_t count) {
+  const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1));
+  return Bytes(static_cast<char*>(core::allocate_bytes(bytes)), FreeBytes{bytes});
+}
+
 template <typename T>
 class PackedBlocks {
  public:
@@ -192,7 +205,7 @@ class PackedBlocks {
                int64_t dim, int64_t block_len, Form form, char* storage = nullptr, When when = When::Now)
       : p_(&p), g_(&g), o_(&o), len_(len), dim_(dim), block_len_(block_len), form_(form), batch_(batch), heads_(heads),
         blocks_(ceil_div(len, block_len)), block_size_(block_size(g, dim, block_len, form)),
-        data_(storage ? Buffer(storage, Free{0}) : allocate(g.bytes(batch * heads * blocks_ * block_size_))),
+        data_(storage ? Bytes(storage, FreeBytes{0}) : allocate_bytes(g.bytes(batch * heads * blocks_ * block_size_))),
         block_bytes_(g.bytes(block_size_)) {
 #ifndef EMBER_RT_CPU  // not in ember-rt, whose callers pass a workspace (Note [Runtime size])
     if (when == When::OnFirstUse) {
@@ -238,21 +251,8 @@ class PackedBlocks {
   const Operand* o_;
   int64_t len_, dim_, block_len_;
   Form form_;
-  struct Free {
-    size_t bytes;  // 0: caller-owned storage
-    void operator()(char* data) const {
-      if (bytes > 0) core::free_bytes(data, bytes);
-    }
-  };
-  using Buffer = std::unique_ptr<char[], Free>;
-  // From ember's allocator: its large-block cache spares the page faults of fresh memory.
-  static Buffer allocate(int64_t count) {
-    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1));
-    return Buffer(static_cast<char*>(core::allocate_bytes(bytes)), Free{bytes});
-  }
-
   int64_t batch_, heads_, blocks_, block_size_;
-  Buffer data_;
+  Bytes data_;
   int64_t block_bytes_;
   std::unique_ptr<std::atomic<uint8_t>[]> state_;  // OnFirstUse: kUnpacked, kPacking or kPacked per block
 };
@@ -352,11 +352,16 @@ PackedBlocks<T> pack_queries(const FlexProblem& p, const Layout<T>& g, const Ope
 }
 
 // The A operand of a product from a T tile (rows x cols, ld_s): the tile itself where tiles
-// are operands, else its operand copy in `buffer`.
+// are operands (unless `copy`), else its operand copy in `buffer`.
 template <typename T>
-const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_t cols, void* buffer) {
-  if (g.mm.tiles_are_operands) return tile;
-  g.mm.operand_rows(tile, g.ld_s, rows, cols, false, buffer, g.ld_s);
+const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_t cols, void* buffer,
+                         bool copy = false) {
+  if (g.mm.tiles_are_operands && !copy) return tile;
+  if (g.mm.tiles_are_operands) {
+    for (int64_t r = 0; r < rows; ++r) std::copy(tile + r * g.ld_s, tile + r * g.ld_s + cols, static_cast<T*>(buffer) + r * g.ld_s);
+  } else {
+    g.mm.operand_rows(tile, g.ld_s, rows, cols, false, buffer, g.ld_s);
+  }
   return buffer;
 }
 
@@ -851,11 +856,42 @@ struct BackwardPacks {
         dout_panels(pack_queries(p, g, dO, p.value_dim, Form::Panels)) {}
 };
 
+// Note [Kept score gradients]
+// Both backward passes need dS = P * (dP - delta) of every visited (query block, key block)
+// tile: the key pass for dK, the query pass for dQ. Where all of them fit kKeptScoreGradBytes
+// (one operand tile for every block pair of every (b, h), so short sequences: the GPT's
+// training step keeps 6 MB), the key pass keeps each tile as the dQ product's operand and the
+// query pass only multiplies, sparing two of every tile's seven products and its mask, softmax
+// and score-gradient passes. The kept tiles are the ones the query pass would compute, so the
+// gradients are bitwise the same. Not where captured tensors need gradients: the query pass
+// computes those from the tiles.
+std::atomic<int64_t> kept_score_grads_limit_bytes{int64_t{32} << 20};
+
+template <typename T>
+class KeptScoreGrads {
+ public:
+  KeptScoreGrads(const FlexProblem& p, const Layout<T>& g, bool keep)
+      : blocks_(g.q_blocks * g.kv_blocks), kv_blocks_(g.kv_blocks), heads_(p.heads_q),
+        tile_bytes_(g.bytes(g.bq * g.ld_s)),
+        data_(keep && p.batch * p.heads_q * blocks_ * tile_bytes_ <= kept_score_grads_limit()
+                  ? allocate_bytes(p.batch * p.heads_q * blocks_ * tile_bytes_)
+                  : Bytes(nullptr, FreeBytes{0})) {}
+  bool kept() const { return data_ != nullptr; }
+  void* tile(int64_t b, int64_t h, int64_t qb, int64_t kvb) const {
+    return data_.get() + ((b * heads_ + h) * blocks_ + qb * kv_blocks_ + kvb) * tile_bytes_;
+  }
+
+ private:
+  int64_t blocks_, kv_blocks_, heads_, tile_bytes_;
+  Bytes data_;
+};
+
 // dK and dV: one task per key block owns its rows, summing over the query heads of its GQA
 // group, the batch when k and v broadcast, and the query blocks that visit it.
 template <typename T>
 void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
-                     const T* delta, const Target& dk, const Target& dv, int64_t kv_batch) {
+                     const T* delta, const Target& dk, const Target& dv, int64_t kv_batch,
+                     const KeptScoreGrads<T>& kept) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, Ev = p.value_dim;
   parallel_for(0, kv_batch * p.heads_kv * g.kv_blocks, 1, [&](int64_t lo, int64_t hi) {
@@ -879,6 +915,7 @@ void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPac
             if (rows <= 0) return;
             tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
                    key_t, value_t, nullptr);
+            if (kept.kept()) tile_operand(g, tg.grad, rows, cols, kept.tile(b, h, qb, kvb), true);
             transposed_tile_product(g, tg.scores, rows, cols, transposed, packs.dout_panels.block(b, h, qb), dv_acc,
                                     g.ld_ev, Ev, T(1));
             transposed_tile_product(g, tg.grad, rows, cols, transposed, packs.q_panels.block(b, h, qb), dk_acc, g.ld_e,
@@ -894,8 +931,8 @@ void key_value_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPac
 // go to a fixed number of chunk buffers summed in chunk order, so they are deterministic.
 template <typename T>
 void query_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T>& packs, const T* lse,
-                 const T* delta, const Target& dq, int num_params, const int64_t* param_sizes,
-                 double* const* param_grads) {
+                 const T* delta, const KeptScoreGrads<T>& kept, const Target& dq, int num_params,
+                 const int64_t* param_sizes, double* const* param_grads) {
   const auto& K = g.k;
   const int64_t E = p.head_dim, tasks = p.batch * p.heads_q * g.q_blocks;
   constexpr int64_t kParamChunks = 64;
@@ -924,11 +961,15 @@ void query_grads(const FlexProblem& p, const Layout<T>& g, const BackwardPacks<T
       for_each_visited(p, p.kv_lists, g.kv_blocks, b, h, qb, [&](int64_t kvb, bool partial) {
         const int64_t kv0 = kvb * g.bkv, cols = g.cols_of(kvb, p);
         if (cols <= 0) return;
-        tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
-               packs.key_t.block(b, hk, kvb), packs.value_t.block(b, hk, kvb),
-               num_params > 0 ? chunk_params.data() : nullptr);
-        g.mm.gemm(tile_operand(g, tg.grad, rows, cols, grad_operand), g.ld_s, packs.key_panels.block(b, hk, kvb), dq_acc,
-                  g.ld_e, rows, E, cols, static_cast<T>(p.scale), true);
+        const void* grad = kept.kept() ? kept.tile(b, h, qb, kvb) : nullptr;
+        if (!grad) {
+          tg.run(b, h, q0, kv0, rows, cols, partial, packs.q_rows.block(b, h, qb), packs.dout_rows.block(b, h, qb),
+                 packs.key_t.block(b, hk, kvb), packs.value_t.block(b, hk, kvb),
+                 num_params > 0 ? chunk_params.data() : nullptr);
+          grad = tile_operand(g, tg.grad, rows, cols, grad_operand);
+        }
+        g.mm.gemm(grad, g.ld_s, packs.key_panels.block(b, hk, kvb), dq_acc, g.ld_e, rows, E, cols,
+                  static_cast<T>(p.scale), true);
       });
       K.store_rows(dq_acc, g.ld_e, rows, E, nullptr, p.dtype, at(dq, b, h, q0, g.item), dq.stride_row, 1);
     }
@@ -949,8 +990,9 @@ void backward_impl(const FlexProblem& p, const Operand& out, const void* lse, co
   const std::vector<T> delta = output_dot<T>(p, out, grad_out);
   const Layout<T> g(p, products_for<T>(p.dtype));
   const BackwardPacks<T> packs(p, g, grad_out);
-  key_value_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), grads.dk, grads.dv, kv_batch_of(p));
-  query_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), grads.dq, num_params, param_sizes,
+  const KeptScoreGrads<T> kept(p, g, num_params == 0);  // Note [Kept score gradients]
+  key_value_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), grads.dk, grads.dv, kv_batch_of(p), kept);
+  query_grads<T>(p, g, packs, static_cast<const T*>(lse), delta.data(), kept, grads.dq, num_params, param_sizes,
                  param_grads);
 }
 
@@ -964,6 +1006,9 @@ int64_t workspace_bytes(const FlexProblem& p, int64_t slots, const ProductKernel
 }
 
 }  // namespace
+
+int64_t kept_score_grads_limit() { return kept_score_grads_limit_bytes.load(std::memory_order_relaxed); }
+void set_kept_score_grads_limit(int64_t bytes) { kept_score_grads_limit_bytes.store(bytes, std::memory_order_relaxed); }
 
 int64_t flex_forward_workspace_bytes(const FlexProblem& problem, int64_t slots) {
   if (problem.dtype == kFloat64) return workspace_bytes<double>(problem, slots, products_for<double>(kFloat64));

@@ -73,4 +73,10 @@ struct BackwardTargets {
 void flex_backward(const FlexProblem& problem, const Operand& out, const void* lse, const Operand& grad_out,
                    const BackwardTargets& grads, int num_params, const int64_t* param_sizes, double* const* param_grads);
 
+// The most bytes of score-gradient tiles flex_backward keeps from its key pass for its query
+// pass (Note [Kept score gradients] in flex_attention.cpp); with less it computes them again.
+// Tests set 0 to compare the two ways.
+int64_t kept_score_grads_limit();
+void set_kept_score_grads_limit(int64_t bytes);
+
 }  // namespace ember::cpu::attention

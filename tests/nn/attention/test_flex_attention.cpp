@@ -5,6 +5,7 @@
 
 #include <tuple>
 
+#include "cpu/attention/flex_attention.h"
 #include "cpu/capabilities.h"
 #include "nn/attention/reference.h"
 #include "ember/graph.h"
@@ -368,6 +369,35 @@ TEST(FlexAttention, BackwardIsBitwiseIdenticalForAnyThreadCount) {
   }
   set_num_threads(threads_before);
   use_deterministic_algorithms(false);
+}
+
+// The backward keeps its key pass's score gradients for the dQ products where they fit
+// (Note [Kept score gradients] in src/cpu/attention/flex_attention.cpp): the same bits as
+// computing them again in the query pass, over partial and full blocks, GQA, a score_mod,
+// query and key lengths that end in part blocks, and a batch with its own document mask.
+TEST(FlexAttention, KeptScoreGradientsGiveTheSameBitsAsRecomputed) {
+  const int64_t limit = cpu::attention::kept_score_grads_limit();
+  auto mask = [](auto b, auto, auto q, auto kv) { return (q >= kv) & ((b == 0) | ((q < 40) == (kv < 40))); };
+  auto soft_cap = [](auto score, auto, auto h, auto q, auto kv) {
+    return 3 * att::tanh(score / 3) + 0.01 * (h + 1) * (q - kv);
+  };
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    std::vector<std::vector<double>> reference;
+    for (int64_t kept_limit : {limit, int64_t{0}}) {
+      cpu::attention::set_kept_score_grads_limit(kept_limit);
+      Tensor q = make(uniform_values(2 * 4 * 100 * 16, -1.5, 1.5, 31), {2, 4, 100, 16}, dtype).requires_grad_();
+      Tensor k = make(uniform_values(2 * 2 * 90 * 16, -1.5, 1.5, 32), {2, 2, 90, 16}, dtype).requires_grad_();
+      Tensor v = make(uniform_values(2 * 2 * 90 * 8, -1, 1, 33), {2, 2, 90, 8}, dtype).requires_grad_();
+      att::BlockMask block_mask = att::create_block_mask(mask, 2, 1, 100, 90, 32);
+      Tensor out = att::flex_attention(q, k, v, soft_cap, block_mask, att::FlexAttentionOptions().set_enable_gqa(true));
+      out.to(kFloat32).pow(2).sum().backward();
+      std::vector<std::vector<double>> got = {values(q.grad()), values(k.grad()), values(v.grad())};
+      if (reference.empty()) reference = got;
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], reference[i]) << dtype_name(dtype) << " gradient " << i << ", limit " << kept_limit;
+    }
+  }
+  cpu::attention::set_kept_score_grads_limit(limit);
 }
 
 // The output is laid out as the query (dimensions in the order of its strides, as PyTorch's
