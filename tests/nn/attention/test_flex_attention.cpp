@@ -400,6 +400,28 @@ TEST(FlexAttention, KeptScoreGradientsGiveTheSameBitsAsRecomputed) {
   cpu::attention::set_kept_score_grads_limit(limit);
 }
 
+// Query rows whose starts are 64-byte aligned go into the score products as they lie (Note
+// [Queries in place] in src/cpu/attention/flex_attention.cpp): contiguous rows, and rows
+// 64 bytes apart more than their length; rows 16 bytes longer are packed first. The same bits
+// every way, bf16 and float32, GQA, partial and full blocks, a ragged last query block.
+TEST(FlexAttention, QueriesInPlaceGiveTheSameBitsAsPacked) {
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    const int64_t E = 32, per_16_bytes = dtype == kFloat32 ? 4 : 8;
+    Tensor k = make(uniform_values(2 * 2 * 150 * E, -1.5, 1.5, 42), {2, 2, 150, E}, dtype);
+    Tensor v = make(uniform_values(2 * 2 * 150 * E, -1, 1, 43), {2, 2, 150, E}, dtype);
+    att::BlockMask mask = att::create_block_mask(att::sliding_window_mask(70), 1, 1, 150, 150, 32);
+    const auto options = att::FlexAttentionOptions().set_enable_gqa(true);
+    std::vector<std::vector<double>> outputs;
+    for (int64_t pad : {int64_t{0}, 4 * per_16_bytes, per_16_bytes}) {  // in place twice, then packed
+      Tensor wide = make(uniform_values(2 * 4 * 150 * E, -1.5, 1.5, 41), {2, 4, 150, E}, dtype);
+      if (pad > 0) wide = cat({wide, zeros({2, 4, 150, pad}, dtype)}, 3);
+      outputs.push_back(values(att::flex_attention(wide.narrow(3, 0, E), k, v, mask, options)));
+    }
+    EXPECT_EQ(outputs[0], outputs[2]) << dtype_name(dtype) << ": contiguous";
+    EXPECT_EQ(outputs[1], outputs[2]) << dtype_name(dtype) << ": rows 64 bytes apart";
+  }
+}
+
 // The output is laid out as the query (dimensions in the order of its strides, as PyTorch's
 // attention allocates it) and each gradient as its input: transposed views of [B, L, H, E]
 // projections give an output, and gradients, whose transposes back are contiguous. Values the
