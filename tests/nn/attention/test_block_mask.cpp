@@ -52,6 +52,32 @@ TEST(BlockMask, StatesMatchTheDenseMaskForOddShapes) {
         }
 }
 
+// The built-in causal and sliding-window masks carry each query's visible keys as a span
+// (Note [Key spans]): it agrees with the mask key by key, and create_block_mask, which counts
+// by span, gives the block states of the same mask written as a plain lambda.
+TEST(BlockMask, KeySpansAgreeWithTheMasks) {
+  auto agrees = [](const auto& mask, const char* name) {
+    for (int32_t q = 0; q < 300; ++q) {
+      const auto [first, end] = mask.key_span(0, 0, q);
+      for (int32_t kv = 0; kv < 300; ++kv)
+        ASSERT_EQ(mask(0, 0, q, kv), first <= kv && kv < end) << name << " q " << q << " kv " << kv;
+    }
+  };
+  agrees(att::causal_mask(), "causal");
+  for (int32_t window : {1, 7, 64}) agrees(att::sliding_window_mask(window), "window");
+  const int64_t L = 201, S = 173;
+  const att::BlockSize size(64, 32);
+  auto same_states = [&](const att::BlockMask& a, const att::BlockMask& b) {
+    for (int64_t qb = 0; qb < 4; ++qb)
+      for (int64_t kb = 0; kb < 6; ++kb) EXPECT_EQ(a.state(0, 0, qb, kb), b.state(0, 0, qb, kb)) << qb << " " << kb;
+  };
+  same_states(att::create_block_mask(att::causal_mask(), 1, 1, L, S, size),
+              att::create_block_mask([](auto, auto, auto q, auto kv) { return q >= kv; }, 1, 1, L, S, size));
+  same_states(att::create_block_mask(att::sliding_window_mask(77), 1, 1, L, S, size),
+              att::create_block_mask([](auto, auto, auto q, auto kv) { return q >= kv && q - kv < 77; }, 1, 1, L, S,
+                                     size));
+}
+
 TEST(BlockMask, SlidingWindowCounts) {
   // Window 256 at 1024 with 128-blocks: query block i has the partial diagonal block, the
   // full block i-1 (for i >= 1) and the partial block i-2 (for i >= 2).

@@ -422,6 +422,36 @@ TEST(FlexAttention, QueriesInPlaceGiveTheSameBitsAsPacked) {
   }
 }
 
+// The span-filled built-in masks (Note [Key spans] in block_mask.h) against the same masks
+// written as plain lambdas, masked key by key: the same output and gradients, bit for bit,
+// with partial tiles cut by the span at both ends and query and key lengths that differ. The
+// score_mod and its derivative are NaN past the mask on either side (sqrt of a negative):
+// masked keys must contribute nothing.
+TEST(FlexAttention, KeySpanMasksGiveTheSameBitsAsPerKeyMasks) {
+  auto window_mod = [](auto score, auto, auto, auto q, auto kv) {
+    return score * att::sqrt((q - kv + 1) * (45 - (q - kv)) * 0.002);
+  };
+  auto causal_mod = [](auto score, auto, auto, auto q, auto kv) { return score * att::sqrt((q - kv + 1) * 0.01); };
+  for (ScalarType dtype : {kFloat32, kBFloat16}) {
+    auto run = [&](const auto& score_mod, const att::BlockMask& mask) {
+      Tensor q = make(uniform_values(2 * 2 * 150 * 16, -1.5, 1.5, 51), {2, 2, 150, 16}, dtype).requires_grad_();
+      Tensor k = make(uniform_values(2 * 2 * 170 * 16, -1.5, 1.5, 52), {2, 2, 170, 16}, dtype).requires_grad_();
+      Tensor v = make(uniform_values(2 * 2 * 170 * 16, -1, 1, 53), {2, 2, 170, 16}, dtype).requires_grad_();
+      Tensor out = att::flex_attention(q, k, v, score_mod, mask);
+      out.to(kFloat32).pow(2).sum().backward();
+      return std::vector<std::vector<double>>{values(out), values(q.grad()), values(k.grad()), values(v.grad())};
+    };
+    EXPECT_EQ(run(window_mod, att::create_block_mask(att::sliding_window_mask(45), 1, 1, 150, 170, 32)),
+              run(window_mod, att::create_block_mask([](auto, auto, auto q, auto kv) { return q >= kv && q - kv < 45; },
+                                                     1, 1, 150, 170, 32)))
+        << dtype_name(dtype) << " window";
+    EXPECT_EQ(run(causal_mod, att::create_block_mask(att::causal_mask(), 1, 1, 150, 170, 32)),
+              run(causal_mod, att::create_block_mask([](auto, auto, auto q, auto kv) { return q >= kv; }, 1, 1, 150,
+                                                     170, 32)))
+        << dtype_name(dtype) << " causal";
+  }
+}
+
 // The output is laid out as the query (dimensions in the order of its strides, as PyTorch's
 // attention allocates it) and each gradient as its input: transposed views of [B, L, H, E]
 // projections give an output, and gradients, whose transposes back are contiguous. Values the

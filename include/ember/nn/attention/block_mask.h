@@ -2,12 +2,14 @@
 // PyTorch's torch.nn.attention.flex_attention.BlockMask, and the mask_mod it came from.
 #pragma once
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/detail/score_tile.h"
@@ -74,6 +76,18 @@ class MaskMod : public TileMod {
                              int32_t kv_end) const = 0;
 };
 
+// Note [Key spans]
+// A mask_mod with key_span(b, h, q) -> [first, end) (the causal and sliding-window masks of
+// mods.h) sees exactly the keys of one span per query: its partial tiles are filled row by
+// row, -inf before and after the span, and create_block_mask counts a row's visible keys
+// from the span, without calling the mask on every key. Its operator() must agree with the
+// span (the tests check both built-ins). Sliding window W=256 at S=8192, bf16 on AMX: the
+// per-key mask was 6% of the forward.
+template <typename F>
+concept HasKeySpan = requires(const F& f, int32_t i) {
+  { f.key_span(i, i, i) } -> std::convertible_to<std::pair<int64_t, int64_t>>;
+};
+
 template <typename F>
 class MaskModHolder final : public MaskMod {
  public:
@@ -97,7 +111,12 @@ class MaskModHolder final : public MaskMod {
     bool any = false, all = true;
     for (int32_t q = q_begin; q < q_end; ++q) {
       int32_t visible = 0;
-      for (int32_t kv = kv_begin; kv < kv_end; ++kv) visible += static_cast<bool>(f(b, h, q, kv)) ? 1 : 0;
+      if constexpr (HasKeySpan<F>) {
+        const auto [first, end] = span_in(f, b, h, q, kv_begin, kv_end);
+        visible = static_cast<int32_t>(end - first);
+      } else {
+        for (int32_t kv = kv_begin; kv < kv_end; ++kv) visible += static_cast<bool>(f(b, h, q, kv)) ? 1 : 0;
+      }
       any |= visible > 0;
       all &= visible == kv_end - kv_begin;
       if (any && !all) return TileState::Partial;
@@ -106,9 +125,30 @@ class MaskModHolder final : public MaskMod {
   }
 
   // Branch-free selects so the loop vectorizes.
+  // The key span of query q within [kv_begin, kv_end), as offsets from kv_begin.
+  static std::pair<int64_t, int64_t> span_in(const F& f, int32_t b, int32_t h, int32_t q, int64_t kv_begin,
+                                             int64_t kv_end) {
+    const auto [first, end] = f.key_span(b, h, q);
+    const int64_t lo = std::clamp<int64_t>(first, kv_begin, kv_end), hi = std::clamp<int64_t>(end, lo, kv_end);
+    return {lo - kv_begin, hi - kv_begin};
+  }
+
   template <typename T>
   EMBER_VECTORIZE_DISPATCHED void mask_tile(const ScoreTile& t) const {
     const F f = f_;
+    if constexpr (HasKeySpan<F>) {
+      for (int64_t r = 0; r < t.rows; ++r) {
+        const auto [first, end] = span_in(f, t.b, t.head(r), t.query(r), t.kv_start, t.kv_start + t.cols);
+        T* scores = static_cast<T*>(t.scores) + r * t.ld;
+        std::fill(scores, scores + first, -std::numeric_limits<T>::infinity());
+        std::fill(scores + end, scores + t.cols, -std::numeric_limits<T>::infinity());
+        if (!t.dscore) continue;
+        T* dscore = static_cast<T*>(t.dscore) + r * t.ld;
+        std::fill(dscore, dscore + first, T(0));
+        std::fill(dscore + end, dscore + t.cols, T(0));
+      }
+      return;
+    }
     for (int64_t r = 0; r < t.rows; ++r) {
       const int32_t h = t.head(r), q = t.query(r);
       T* scores = static_cast<T*>(t.scores) + r * t.ld;

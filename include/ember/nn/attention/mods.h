@@ -1,24 +1,38 @@
 // Ready-made mask_mods and score_mods for flex_attention and create_block_mask: windows,
-// documents, prefix-LM, ALiBi, relative bias, soft-capping. Each returns a generic lambda,
-// so it inlines into the kernels like a user's own.
+// documents, prefix-LM, ALiBi, relative bias, soft-capping. Each returns a generic lambda or
+// a small struct that calls like one, so it inlines into the kernels like a user's own.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ember/nn/attention/mod_math.h"
 
 namespace ember::nn::attention {
 
-inline auto causal_mask() {
-  return [](auto, auto, auto q, auto kv) { return q >= kv; };
-}
+// The causal and sliding-window masks know each query's visible keys as one span
+// [first, end), so flex attention fills their partial tiles' rows by span rather than testing
+// every key (Note [Key spans] in block_mask.h).
+struct CausalMask {
+  bool operator()(auto, auto, auto q, auto kv) const { return q >= kv; }
+  std::pair<int64_t, int64_t> key_span(int32_t, int32_t, int32_t q) const {
+    return {std::numeric_limits<int64_t>::min(), int64_t{q} + 1};
+  }
+};
+inline auto causal_mask() { return CausalMask{}; }
 // Causal window: the query and the window - 1 keys before it.
-inline auto sliding_window_mask(int32_t window) {
-  return [window](auto, auto, auto q, auto kv) { return q >= kv && q - kv < window; };
-}
+struct SlidingWindowMask {
+  int32_t window;
+  bool operator()(auto, auto, auto q, auto kv) const { return q >= kv && q - kv < window; }
+  std::pair<int64_t, int64_t> key_span(int32_t, int32_t, int32_t q) const {
+    return {int64_t{q} - window + 1, int64_t{q} + 1};
+  }
+};
+inline auto sliding_window_mask(int32_t window) { return SlidingWindowMask{window}; }
 // Symmetric window: keys within `radius` positions either side.
 inline auto symmetric_window_mask(int32_t radius) {
   return [radius](auto, auto, auto q, auto kv) { return q - kv <= radius && kv - q <= radius; };
