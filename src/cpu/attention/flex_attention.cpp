@@ -358,7 +358,8 @@ const void* tile_operand(const Layout<T>& g, const T* tile, int64_t rows, int64_
                          bool copy = false) {
   if (g.mm.tiles_are_operands && !copy) return tile;
   if (g.mm.tiles_are_operands) {
-    for (int64_t r = 0; r < rows; ++r) std::copy(tile + r * g.ld_s, tile + r * g.ld_s + cols, static_cast<T*>(buffer) + r * g.ld_s);
+    T* rows_out = static_cast<T*>(buffer);
+    for (int64_t r = 0; r < rows; ++r) std::copy(tile + r * g.ld_s, tile + r * g.ld_s + cols, rows_out + r * g.ld_s);
   } else {
     g.mm.operand_rows(tile, g.ld_s, rows, cols, false, buffer, g.ld_s);
   }
@@ -878,9 +879,9 @@ struct BackwardPacks {
 
 // Note [Kept score gradients]
 // Both backward passes need dS = P * (dP - delta) of every visited (query block, key block)
-// tile: the key pass for dK, the query pass for dQ. Where all of them fit kKeptScoreGradBytes
-// (one operand tile for every block pair of every (b, h), so short sequences: the GPT's
-// training step keeps 6 MB), the key pass keeps each tile as the dQ product's operand and the
+// tile: the key pass for dK, the query pass for dQ. Where all of them fit 32 MB
+// (kept_score_grads_limit(); one operand tile for every block pair of every (b, h), so short
+// sequences: the GPT's training step keeps 6 MB), the key pass keeps each tile as the dQ product's operand and the
 // query pass only multiplies, sparing two of every tile's seven products and its mask, softmax
 // and score-gradient passes. The kept tiles are the ones the query pass would compute, so the
 // gradients are bitwise the same. Not where captured tensors need gradients: the query pass

@@ -124,7 +124,6 @@ class MaskModHolder final : public MaskMod {
     return all ? TileState::Full : any ? TileState::Partial : TileState::Empty;
   }
 
-  // Branch-free selects so the loop vectorizes.
   // The key span of query q within [kv_begin, kv_end), as offsets from kv_begin.
   static std::pair<int64_t, int64_t> span_in(const F& f, int32_t b, int32_t h, int32_t q, int64_t kv_begin,
                                              int64_t kv_end) {
@@ -149,6 +148,7 @@ class MaskModHolder final : public MaskMod {
       }
       return;
     }
+    // Branch-free selects so the loop vectorizes.
     for (int64_t r = 0; r < t.rows; ++r) {
       const int32_t h = t.head(r), q = t.query(r);
       T* scores = static_cast<T*>(t.scores) + r * t.ld;

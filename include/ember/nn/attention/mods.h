@@ -18,7 +18,7 @@ namespace ember::nn::attention {
 // [first, end), so flex attention fills their partial tiles' rows by span rather than testing
 // every key (Note [Key spans] in block_mask.h).
 struct CausalMask {
-  bool operator()(auto, auto, auto q, auto kv) const { return q >= kv; }
+  auto operator()(auto, auto, auto q, auto kv) const { return q >= kv; }
   std::pair<int64_t, int64_t> key_span(int32_t, int32_t, int32_t q) const {
     return {std::numeric_limits<int64_t>::min(), int64_t{q} + 1};
   }
@@ -27,7 +27,7 @@ inline auto causal_mask() { return CausalMask{}; }
 // Causal window: the query and the window - 1 keys before it.
 struct SlidingWindowMask {
   int32_t window;
-  bool operator()(auto, auto, auto q, auto kv) const { return q >= kv && q - kv < window; }
+  auto operator()(auto, auto, auto q, auto kv) const { return q >= kv && q - kv < window; }
   std::pair<int64_t, int64_t> key_span(int32_t, int32_t, int32_t q) const {
     return {int64_t{q} - window + 1, int64_t{q} + 1};
   }
