@@ -179,7 +179,9 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
 // sums of its own and rounds those into C, so the widened rows and the sums (kBandFloats at
 // most) stay in the core's cache; B is widened once per column block, for every tile. (Where
 // tiles split the columns and k is short, A is widened once, before them, rather than once
-// per column tile.) Converting whole blocks (Note [Low-precision GEMM]) sent the float32 A and
+// per column tile. Where k takes several spans and a tile is one band, as in a weight
+// gradient, each tile widens its columns of B a span at a time too: a float32 copy of all of B
+// went through memory. A float32 C takes the sums directly.) Converting whole blocks (Note [Low-precision GEMM]) sent the float32 A and
 // C through memory (C of 2048 x 512 is 4 MB) between passes of their own; a pool thread's
 // tile as one band did the same to its 2 MB of sums. A product with k in one span has the
 // sums of the whole-block path (one sgemm over all of k, rounded once); longer ones add the
@@ -195,28 +197,44 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
   auto* c = static_cast<char*>(g.c);
   const auto element = static_cast<int64_t>(format.element_size), c_element = static_cast<int64_t>(c_format.element_size);
   const auto alpha = static_cast<float>(g.alpha), beta = static_cast<float>(g.beta);
-  float* b_block = workspace<float>(1, k * std::min(n, kBlock));
+  // A float32 C takes the sums where they are made, without a buffer and a copy.
+  int64_t ldc = g.ldc;
+  const bool c_direct = &c_format == &kCopyFormat<float> && fits_blas(m, n, ldc);
+  const auto band_rows = [&](int64_t cols) {
+    return std::max<int64_t>(16, kBandFloats / (std::min(k, kTileK) + cols) / 16 * 16);
+  };
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nj = std::min(kBlock, n - j0);
     const int64_t b_cols = tb ? k : nj;  // the widened block keeps B's stored orientation
-    widen_block(format, b, g.ldb, tb ? j0 : 0, tb ? 0 : j0, tb ? nj : k, b_cols, b_block);
+    float* b_block = nullptr;
     for (int64_t i0 = 0; i0 < m; i0 += kBlock) {
       const int64_t mi = std::min(kBlock, m - i0);
+      const GemmTileShape shape = gemm_tile_shape(mi, nj, k);
+      // Where k takes several spans and a tile is one band (a weight gradient: k the tokens),
+      // each tile widens the spans of its columns of B too, into its thread's cache, rather
+      // than reading them from a float32 copy of all of B.
+      const bool b_per_span = k > kTileK && shape.rows <= band_rows(shape.cols);
+      if (!b_per_span && b_block == nullptr) {
+        b_block = workspace<float>(1, k * nj);
+        widen_block(format, b, g.ldb, tb ? j0 : 0, tb ? 0 : j0, tb ? nj : k, b_cols, b_block);
+      }
       // op(A)'s rows i0.. widened as stored: mi x k, or k x mi where A is transposed.
       const int64_t a_cols = ta ? mi : k;
-      const bool a_per_tile = k > kTileK || gemm_tile_shape(mi, nj, k).cols >= nj;
+      const bool a_per_tile = k > kTileK || shape.cols >= nj;
       float* a_block = a_per_tile ? nullptr : workspace<float>(3, mi * k);
       if (!a_per_tile) widen_block(format, a, g.lda, ta ? 0 : i0, ta ? i0 : 0, ta ? k : mi, a_cols, a_block);
       for_each_gemm_tile(mi, nj, k, [&](const GemmTile& t) {
-        const int64_t cols = t.cols;
-        const float* b_tile = tb ? b_block + t.j0 * b_cols : b_block + t.j0;
-        const int64_t band = std::max<int64_t>(16, kBandFloats / (std::min(k, kTileK) + cols) / 16 * 16);
+        const int64_t cols = t.cols, band = band_rows(cols);
         for (int64_t r0 = 0; r0 < t.rows; r0 += band) {
           const int64_t rows = std::min(band, t.rows - r0), first_row = i0 + t.i0 + r0;
-          float* sums = workspace<float>(2, rows * cols);
+          char* c_band = c + (first_row * g.ldc + j0 + t.j0) * c_element;
+          float* sums = c_direct ? reinterpret_cast<float*>(c_band) : workspace<float>(2, rows * cols);
+          const int64_t ld_sums = c_direct ? ldc : cols;
+          const float first_beta = c_direct ? beta : 0.0f;
           if (!a_per_tile) {
             const float* a_rows = ta ? a_block + t.i0 + r0 : a_block + (t.i0 + r0) * a_cols;
-            blas_gemm(ta, tb, rows, cols, k, alpha, a_rows, a_cols, b_tile, b_cols, 0.0f, sums, cols);
+            const float* b_tile = tb ? b_block + t.j0 * b_cols : b_block + t.j0;
+            blas_gemm(ta, tb, rows, cols, k, alpha, a_rows, a_cols, b_tile, b_cols, first_beta, sums, ld_sums);
           }
           // The band's rows of A a span of k at a time (all of k up to kTileK), their sums
           // added into the band's.
@@ -225,10 +243,23 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
             float* a_rows = workspace<float>(0, rows * span);
             if (ta) format.widen(a + (p0 * g.lda + first_row) * element, g.lda, span, rows, a_rows, rows);
             else format.widen(a + (first_row * g.lda + p0) * element, g.lda, rows, span, a_rows, span);
-            blas_gemm(ta, tb, rows, cols, span, alpha, a_rows, ta ? rows : span,
-                      tb ? b_tile + p0 : b_tile + p0 * b_cols, b_cols, p0 == 0 ? 0.0f : 1.0f, sums, cols);
+            const float* b_span;
+            int64_t ld_span;
+            if (b_per_span) {
+              float* widened = workspace<float>(3, span * cols);  // slot 3 holds no a_block here
+              const int64_t col0 = j0 + t.j0;
+              if (tb) format.widen(b + (col0 * g.ldb + p0) * element, g.ldb, cols, span, widened, span);
+              else format.widen(b + (p0 * g.ldb + col0) * element, g.ldb, span, cols, widened, cols);
+              b_span = widened;
+              ld_span = tb ? span : cols;
+            } else {
+              b_span = tb ? b_block + t.j0 * b_cols + p0 : b_block + p0 * b_cols + t.j0;
+              ld_span = b_cols;
+            }
+            blas_gemm(ta, tb, rows, cols, span, alpha, a_rows, ta ? rows : span, b_span, ld_span,
+                      p0 == 0 ? first_beta : 1.0f, sums, ld_sums);
           }
-          c_format.narrow(sums, cols, rows, cols, beta, c + (first_row * g.ldc + j0 + t.j0) * c_element, g.ldc);
+          if (!c_direct) c_format.narrow(sums, cols, rows, cols, beta, c_band, g.ldc);
         }
       });
     }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ember/autograd.h"
+#include "ember/detail/autocast_linear.h"
 #include "ember/detail/linear_group.h"
 #include "ember/functions.h"
 #include "ember/nn/attention/flex_attention.h"
@@ -42,11 +43,11 @@ Tensor normalize(const Tensor& x, const Tensor& weight, const Tensor& bias, cons
 }
 
 Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias, bool weight_in_by_out) {
-  const ScalarType dtype = x.scalar_type();
-  const Tensor b = bias.defined() ? bias.to(dtype) : Tensor();
+  if (!weight_in_by_out) return ember::detail::autocast_linear(x, weight, bias);
   // A weight stored [in, out] (GPT-2's Conv1D) goes through linear as its transposed view:
   // the same one product x @ W and bias add, and one op an exported program can call.
-  return F::linear(x, weight_in_by_out ? weight.to(dtype).t() : weight.to(dtype), b);
+  const ScalarType dtype = x.scalar_type();
+  return F::linear(x, weight.to(dtype).t(), bias.defined() ? bias.to(dtype) : Tensor());
 }
 
 Tensor add_adapter_output(const Tensor& y, const Tensor& x, const LoraAdapter& adapter, bool training) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ember/autograd.h"
+#include "ember/detail/autocast_linear.h"
 #include "ember/functions.h"
 
 namespace ember::models {
@@ -64,7 +65,7 @@ GPTConfig GPTConfig::from_json(const std::string& text) {
 namespace {
 
 // The layer's weight in the activations' dtype (bfloat16 compute keeps float32 parameters).
-Tensor project(const nn::Linear& layer, const Tensor& x) { return F::linear(x, layer->weight.to(x.scalar_type())); }
+Tensor project(const nn::Linear& layer, const Tensor& x) { return ember::detail::autocast_linear(x, layer->weight); }
 
 Tensor normalize(const nn::RMSNorm& norm, const Tensor& x) {
   return F::rms_norm(x, nn::RMSNormFuncOptions(norm->options.normalized_shape())

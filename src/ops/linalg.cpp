@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "cpu/gemm.h"
+#include "ember/detail/autocast_linear.h"
 #include "ember/detail/linear_group.h"
 #include "ops/op_utils.h"
 
@@ -192,6 +193,57 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     out = out + bias;
   }
   return ember_trace_op_.result(out);
+}
+
+// Note [Autocast linear]
+// Mixed-precision training keeps float32 weights and computes in bf16: forward runs
+// linear(x, W.to(bf16)). Through the composite, W's gradient is gᵀx rounded to bf16 and then
+// cast back to float32 (ToCopyBackward): a rounding of every weight gradient and two passes
+// over it each step. autocast_linear records one node for x and W whose weight gradient is the
+// same product with float32 sums written as float32 (cpu::gemm_float32_out), unrounded; the
+// output and x's gradient (g · W.to(bf16)) are the composite's, bit for bit. With create_graph
+// the weight gradient is the composite's differentiable product instead.
+Tensor detail::autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  EMBER_CHECK(x.defined() && weight.defined(), "autocast_linear", "called with an undefined tensor");
+  const ScalarType dtype = x.scalar_type();
+  const Tensor low_bias = bias.defined() ? bias.to(dtype) : Tensor();
+  const bool fused = (dtype == kBFloat16 || dtype == kFloat16) && weight.scalar_type() == kFloat32 &&
+                     weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) && weight.requires_grad() &&
+                     autograd::should_record({x, weight}) && !core::any_thread_traces();
+  if (!fused) return linear(x, weight.to(dtype), low_bias);
+  Tensor low_weight, out;
+  {
+    NoGradGuard no_grad;
+    low_weight = weight.to(dtype);
+    out = linear(x, low_weight);
+  }
+  const bool x_needs_grad = x.requires_grad();
+  autograd::SavedTensor saved_x(x), saved_weight(x_needs_grad ? low_weight : Tensor());
+  autograd::record("AutocastLinearBackward", {x, weight}, {out},
+                   [saved_x, saved_weight](std::vector<Tensor>& g, const std::vector<bool>& needs) {
+                     std::vector<Tensor> r(2);
+                     const Tensor x = saved_x.get();
+                     if (needs[0]) r[0] = g[0].matmul(saved_weight.get());
+                     if (!needs[1]) return r;
+                     const int64_t in = x.size(-1), out = g[0].size(-1);
+                     const Tensor rows = x.reshape({-1, in}), grads = g[0].reshape({-1, out});
+                     if (is_grad_enabled()) {  // create_graph: a product autograd can follow
+                       r[1] = grads.mT().matmul(rows).to(kFloat32);
+                       return r;
+                     }
+                     const Tensor a = grads.contiguous(), b = rows.contiguous();
+                     Tensor dw = core::make_tensor({out, in}, kFloat32);
+                     core::launch("autocast_linear", [&] {
+                       return [dtype = x.scalar_type(), out, in, k = a.size(0), pa = a.data_ptr(),
+                               pb = b.data_ptr(), c = dw.data_ptr<float>()] {
+                         cpu::gemm_float32_out(dtype, true, false, out, in, k, 1.0, pa, std::max<int64_t>(out, 1), pb,
+                                               std::max<int64_t>(in, 1), 0.0, c, std::max<int64_t>(in, 1));
+                       };
+                     });
+                     r[1] = dw;
+                     return r;
+                   });
+  return low_bias.defined() ? out + low_bias : out;
 }
 
 std::vector<Tensor> detail::linear_group(const Tensor& x, const std::vector<Tensor>& weights) {

@@ -212,6 +212,23 @@ TEST(Gemm, EveryBackendMatchesFloat64) {
 // OpenBLAS's bf16/f16 products tile by tile (Note [Low-precision tiles]): tiles spanning every
 // column (each widens its own rows of A), tiles splitting the columns (A widened once), k in
 // several spans, and more rows or columns than one block, in every layout, against float64.
+// gemm_float32_out for case t (bf16/f16 operands) against float64, C float32 throughout.
+void expect_float32_output_matches(const Case& t) {
+  SCOPED_TRACE(t.name() + " into float32");
+  std::mt19937 rng(7);
+  Matrix a = make_a(t), b = make_b(t), c(kFloat32, t.m, t.n, t.n + 7);
+  a.fill_random(rng);
+  b.fill_random(rng);
+  if (t.beta == 0.0) c.fill(std::numeric_limits<double>::quiet_NaN());  // C must not be read
+  else c.fill_random(rng);
+  const Matrix c0 = c;
+  gemm_float32_out(t.dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta,
+                   static_cast<float*>(c.data()), c.ld);
+  Case as_float32 = t;
+  as_float32.dtype = kFloat32;
+  expect_matches(as_float32, a, b, c0, c);
+}
+
 TEST(Gemm, OpenBLASLowPrecisionTilesMatchFloat64) {
   const std::optional<GemmBackend> forced = forced_gemm_backend();
   set_forced_gemm_backend(GemmBackend::OpenBLAS);
@@ -219,13 +236,17 @@ TEST(Gemm, OpenBLASLowPrecisionTilesMatchFloat64) {
     for (ScalarType dtype : {kBFloat16, kFloat16})
       for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{700, 90, 200}, {260, 130, 1100}, {2100, 40, 64},
                              {40, 2100, 64}})
-        for (double beta : {0.0, 0.5})  // beta 0: C is NaN and must not be read
-          run_case({dtype, (trans & 1) != 0, (trans & 2) != 0, m, n, k, -1.5, beta, 3, 5, 7});
+        for (double beta : {0.0, 0.5}) {  // beta 0: C is NaN and must not be read
+          const Case t{dtype, (trans & 1) != 0, (trans & 2) != 0, m, n, k, -1.5, beta, 3, 5, 7};
+          run_case(t);
+          expect_float32_output_matches(t);  // the sums go straight into a float32 C
+        }
     // Enough work for tiles that split the rows and the columns: A widened once, before them.
     run_case({kBFloat16, (trans & 1) != 0, (trans & 2) != 0, 520, 520, 500, -1.5, 0.0, 3, 5, 7});
   }
   // Tiles of several bands of rows: k in two spans, and k in one with A widened before tiles
-  // that split the columns; tiles follow the pool, so at 1 and 2 threads.
+  // that split the columns; tiles follow the pool, so at 1 and 2 threads. (260 x 130 x 1100
+  // above: a tile of one band, which widens its spans of B itself.)
   const int threads = num_threads();
   for (int count : {1, 2}) {
     set_num_threads(count);
@@ -287,22 +308,6 @@ TEST(Gemm, FewRowsMatchFloat64) {
               run_case({dtype, false, trans_b, m, n, k, -1.5, 0.5, 3, 5, 7});
   });
   set_forced_gemm_backend(forced);
-}
-
-// gemm_float32_out for case t (bf16/f16 operands) against float64, C float32 throughout.
-void expect_float32_output_matches(const Case& t) {
-  SCOPED_TRACE(t.name() + " into float32");
-  std::mt19937 rng(7);
-  Matrix a = make_a(t), b = make_b(t), c(kFloat32, t.m, t.n, t.n + 7);
-  a.fill_random(rng);
-  b.fill_random(rng);
-  c.fill_random(rng);
-  const Matrix c0 = c;
-  gemm_float32_out(t.dtype, t.trans_a, t.trans_b, t.m, t.n, t.k, t.alpha, a.data(), a.ld, b.data(), b.ld, t.beta,
-                   static_cast<float*>(c.data()), c.ld);
-  Case as_float32 = t;
-  as_float32.dtype = kFloat32;
-  expect_matches(as_float32, a, b, c0, c);
 }
 
 // gemm for case t (alpha 1, beta 0) at 1, 2 and 3 threads: the same bits each time.

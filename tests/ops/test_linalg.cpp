@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "ember/detail/autocast_linear.h"
 #include "ember/detail/linear_group.h"
 #include "ops/reduce_reference.h"
 
@@ -402,6 +403,73 @@ TEST(Linalg, LinearGroupErrorsAreLinears) {
   const Tensor x = ones({2, 6}, kBFloat16);
   EXPECT_THROW(detail::linear_group(x, {ones({3, 6}, kBFloat16), ones({3, 5}, kBFloat16)}), Error);
   EXPECT_THROW(detail::linear_group(Tensor(), {ones({3, 6}, kBFloat16)}), Error);
+}
+
+// detail::autocast_linear (Note [Autocast linear]): a float32 weight computing in x's bf16/f16.
+// The output and x's gradient are the composite linear(x, w.to(dtype))'s, bitwise; the
+// weight's gradient is gᵀx to float32 accuracy against float64, where the composite's, rounded
+// to bf16/f16 on the way, is off by up to half their unit (2^-9 relative for bf16): the bound
+// below is far tighter. 1200 rows put the weight gradient's k in several spans.
+TEST(Linalg, AutocastLinearKeepsTheWeightGradientInFloat32) {
+  uint32_t seed = 970;
+  for (ScalarType dtype : {kBFloat16, kFloat16})
+    for (const Sizes& x_sizes : {Sizes{2, 3, 40}, Sizes{7, 40}, Sizes{2, 600, 40}})
+      for (bool with_bias : {false, true}) {
+        const std::string what = std::string(dtype_name(dtype)) + " x " + ::testing::PrintToString(x_sizes) +
+                                 (with_bias ? " with bias" : "");
+        const Tensor x = operand(x_sizes, dtype, seed++).requires_grad_();
+        const Tensor w = operand({24, 40}, kFloat32, seed++).requires_grad_();
+        const Tensor b = with_bias ? operand({24}, kFloat32, seed++).requires_grad_() : Tensor();
+        Sizes y_sizes = x_sizes;
+        y_sizes.back() = 24;
+        const Tensor g = operand(y_sizes, dtype, seed++);
+        const Tensor y = detail::autocast_linear(x, w, b);
+        y.backward(g);
+        const Tensor x2 = x.detach().requires_grad_(), w2 = w.detach().requires_grad_();
+        const Tensor b2 = with_bias ? b.detach().requires_grad_() : Tensor();
+        const Tensor y2 = linear(x2, w2.to(dtype), with_bias ? b2.to(dtype) : Tensor());
+        y2.backward(g);
+        EXPECT_TRUE(equal(y, y2)) << what;
+        EXPECT_TRUE(equal(x.grad(), x2.grad())) << what;
+        if (with_bias) EXPECT_TRUE(equal(b.grad(), b2.grad())) << what;
+        ASSERT_EQ(w.grad().scalar_type(), kFloat32) << what;
+        const Reference ref = reference_matmul(g.reshape({-1, 24}).t(), x.detach().reshape({-1, 40}));
+        EXPECT_TRUE(matches(w.grad(), ref, kFloat32)) << what;
+        if (ref.k < 100)  // (for 1200 terms the float32 bound is looser than f16's rounding)
+          EXPECT_FALSE(matches(w2.grad(), ref, kFloat32)) << what << ": the bound must catch a rounded gradient";
+      }
+}
+
+// Where the fused gradient does not apply, autocast_linear is the composite, gradients
+// included: float32 x, a weight that needs no gradient, no grad mode; and with create_graph
+// the weight's gradient can be differentiated again.
+TEST(Linalg, AutocastLinearFallsBackToTheComposite) {
+  const Tensor w = operand({6, 10}, kFloat32, 990).requires_grad_();
+  const Tensor x32 = operand({4, 10}, kFloat32, 991).requires_grad_();
+  const Tensor y32 = detail::autocast_linear(x32, w);
+  EXPECT_TRUE(equal(y32, linear(x32, w)));
+  EXPECT_EQ(y32.grad_fn()->name(), linear(x32, w).grad_fn()->name());
+  const Tensor x = operand({4, 10}, kBFloat16, 992).requires_grad_();
+  const Tensor frozen = w.detach();
+  EXPECT_TRUE(equal(detail::autocast_linear(x, frozen), linear(x, frozen.to(kBFloat16))));
+  {
+    NoGradGuard no_grad;
+    const Tensor y = detail::autocast_linear(x, w);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_TRUE(equal(y, linear(x, w.to(kBFloat16))));
+  }
+  const Tensor y = detail::autocast_linear(x, w);
+  const Tensor loss = y.to(kFloat32).square().sum();
+  const Tensor dw = autograd::grad({loss}, {w}, {}, true, true)[0];
+  ASSERT_TRUE(dw.requires_grad());
+  EXPECT_EQ(dw.scalar_type(), kFloat32);
+  dw.sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  // The same second derivative as the composite's, to bf16's accuracy.
+  const Tensor x2 = x.detach().requires_grad_();
+  const Tensor loss2 = linear(x2, w.to(kBFloat16)).to(kFloat32).square().sum();
+  autograd::grad({loss2}, {w}, {}, true, true)[0].sum().backward();
+  EXPECT_TRUE(allclose(x.grad().to(kFloat32), x2.grad().to(kFloat32), 0.02, 0.02));
 }
 
 // ---- addmm -------------------------------------------------------------------------------------
