@@ -20,6 +20,14 @@ struct AutogradMeta {
   HookList<std::function<void(const Tensor&)>> post_accumulate_grad_hooks;
   // Tensor::register_hook's hooks, shared with the node the gradient passes through.
   std::shared_ptr<autograd::GradHookList> hooks;
+  // The leaf rounded to bf16/f16 for autocast_linear, and the storage, offset and version it
+  // was rounded from (Note [Low-precision copies] in src/autograd/low_precision_copy.cpp).
+  struct LowPrecisionCopy {
+    Tensor value;
+    Storage source;
+    int64_t offset = 0;
+    uint64_t version = 0;
+  } low_precision;
 };
 
 struct TensorImpl {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "cpu/dispatch.h"
+#include "ember/dtype.h"
 
 namespace ember::cpu {
 
@@ -20,8 +21,11 @@ struct AdamStep {
   float beta2 = 0, one_minus_beta2 = 0, bias_correction2_sqrt = 0, eps = 0, negative_step_size = 0;
 };
 
-// param, exp_avg and exp_avg_sq (n contiguous float32 elements each) updated in place from grad.
-void adam_step(const AdamStep& step, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n);
+// param, exp_avg and exp_avg_sq (n contiguous float32 elements each) updated in place from grad;
+// where `low` is given, the new param rounded to low_dtype (bf16 or f16) is written there too
+// (Note [Low-precision copies] in src/autograd/low_precision_copy.cpp).
+void adam_step(const AdamStep& step, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
+               void* low = nullptr, ScalarType low_dtype = kBFloat16);
 
 // Sums of squares in float64 go by chunks of kSquaresChunk values, each summed in eight lanes
 // added in a fixed order, the chunks' sums then added in order (ops::sums_of_squares): the same
@@ -34,4 +38,4 @@ double chunk_sum_of_squares(bool float64, const void* data, int64_t begin, int64
 
 EMBER_DECLARE_KERNEL(void, adam_step_run,
                      (const ::ember::cpu::AdamStep& step, float* param, const float* grad, float* exp_avg,
-                      float* exp_avg_sq, int64_t n))
+                      float* exp_avg_sq, int64_t n, void* low, ::ember::ScalarType low_dtype))

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "autograd/function.h"
+#include "autograd/low_precision_copy.h"
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
 #include "ember/distributed/collectives.h"
@@ -195,6 +196,7 @@ void ParamGroup::wait_for_unshard() {
                   static_cast<size_t>(p.rows_of(r)) * row_bytes);
     }
     Tensor param = p.param;
+    autograd::drop_low_precision_copy(param);  // the memcpy above keeps the version
     p.sharded_grad = std::exchange(param.mutable_grad(), Tensor());
     param.set_data(core::make_view(p.unsharded_storage, p.full_sizes, core::contiguous_strides(p.full_sizes), 0,
                                    param_dtype_));

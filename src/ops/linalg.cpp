@@ -2,6 +2,7 @@
 #include <optional>
 #include <utility>
 
+#include "autograd/low_precision_copy.h"
 #include "cpu/gemm.h"
 #include "ember/detail/autocast_linear.h"
 #include "ember/detail/linear_group.h"
@@ -214,7 +215,7 @@ Tensor detail::autocast_linear(const Tensor& x, const Tensor& weight, const Tens
   Tensor low_weight, out;
   {
     NoGradGuard no_grad;
-    low_weight = weight.to(dtype);
+    low_weight = autograd::low_precision_copy(weight, dtype);
     out = linear(x, low_weight);
   }
   const bool x_needs_grad = x.requires_grad();

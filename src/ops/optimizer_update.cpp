@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "autograd/low_precision_copy.h"
 #include "core/graph_capture.h"
 #include "cpu/optimizer.h"
 #include "cpu/parallel.h"
@@ -41,11 +42,16 @@ void adam_step_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, 
   step.bias_correction2_sqrt = static_cast<float>(s.bias_correction2_sqrt);
   step.eps = static_cast<float>(s.eps);
   step.negative_step_size = static_cast<float>(-s.step_size);
+  ScalarType low_dtype = kBFloat16;
+  void* low = autograd::low_precision_copy_target(param, &low_dtype);
   core::launch(kOp, [&] {
     return [step, p = param.data_ptr<float>(), g = grad.data_ptr<float>(), m = exp_avg.data_ptr<float>(),
-            v = exp_avg_sq.data_ptr<float>(), n = param.numel()] { cpu::adam_step(step, p, g, m, v, n); };
+            v = exp_avg_sq.data_ptr<float>(), n = param.numel(), low, low_dtype] {
+      cpu::adam_step(step, p, g, m, v, n, low, low_dtype);
+    };
   });
   for (const Tensor* t : {&param, &exp_avg, &exp_avg_sq}) t->storage().bump_version();
+  if (low) autograd::low_precision_copy_written(param);
 }
 
 std::vector<double> sums_of_squares(const std::vector<Tensor>& tensors) {

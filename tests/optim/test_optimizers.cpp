@@ -8,8 +8,10 @@
 #include <functional>
 #include <memory>
 
+#include "autograd/low_precision_copy.h"
 #include "core/testing.h"
 #include "cpu/capabilities.h"
+#include "ember/detail/autocast_linear.h"
 #include "ember/ember.h"
 #include "optim/optimizer_testing.h"
 
@@ -198,6 +200,62 @@ TEST(Adam, Float32StepsMatchTheReference) {
         EXPECT_NEAR(got[i], reference[k][i], 2e-5 * (1 + std::abs(reference[k][i]))) << describe(c) << " at " << k << ", " << i;
     }
   }
+}
+
+// Note [Low-precision copies]: a weight that autocast_linear rounds to bf16 (f16) keeps the
+// rounded copy; the fused Adam step writes the new values into it, on every build of the
+// kernels, and forward computes with it: the same bits as rounding the weight anew, without a
+// new cast (the copy's memory stays the same from step to step).
+TEST(Adam, FusedStepWritesTheKeptLowPrecisionCopy) {
+  cpu::for_each_capability([] {
+    for (ScalarType dtype : {kBFloat16, kFloat16}) {
+      manual_seed(9);
+      const Tensor w = randn({37, 53}).requires_grad_();
+      optim::AdamW adam({w}, optim::AdamWOptions(0.01).weight_decay(0.1));
+      const Tensor x = randn({6, 53}).to(dtype);
+      const void* kept = nullptr;
+      for (int t = 0; t < 4; ++t) {
+        adam.zero_grad();
+        const Tensor y = detail::autocast_linear(x, w);
+        ASSERT_TRUE(equal(y, linear(x, w.detach().to(dtype)))) << dtype_name(dtype) << " step " << t;
+        y.to(kFloat32).square().sum().backward();
+        adam.step();
+        const Tensor copy = autograd::low_precision_copy(w, dtype);
+        ASSERT_TRUE(equal(copy, w.detach().to(dtype))) << dtype_name(dtype) << " step " << t;
+        if (t > 0) EXPECT_EQ(copy.data_ptr(), kept) << "step " << t << " cast again";
+        kept = copy.data_ptr();
+      }
+    }
+  });
+}
+
+// A kept copy serves only the values it was rounded from: an in-place change of the weight, or
+// a new storage (set_data), makes the next forward round again; a graph that still holds the
+// copy gets its old values back in backward, the step writing a new copy instead.
+TEST(Adam, KeptLowPrecisionCopyFollowsTheWeight) {
+  manual_seed(10);
+  const Tensor w = randn({8, 16}).requires_grad_();
+  Tensor x = randn({3, 16}).to(kBFloat16).requires_grad_();
+  const Tensor first = autograd::low_precision_copy(w, kBFloat16);
+  {
+    NoGradGuard no_grad;
+    w.mul_(0.5);
+  }
+  EXPECT_TRUE(equal(autograd::low_precision_copy(w, kBFloat16), w.detach().to(kBFloat16)));
+  EXPECT_FALSE(equal(first, autograd::low_precision_copy(w, kBFloat16)));
+  w.set_data(randn({8, 16}));
+  EXPECT_TRUE(equal(autograd::low_precision_copy(w, kBFloat16), w.detach().to(kBFloat16)));
+
+  optim::AdamW adam({w}, optim::AdamWOptions(0.1));
+  const Tensor y = detail::autocast_linear(x, w);
+  const Tensor loss = y.to(kFloat32).square().sum();
+  loss.backward({}, /*retain_graph=*/true);
+  const Tensor x_grad = x.grad().clone();
+  adam.step();  // the retained graph still holds the copy forward used
+  EXPECT_TRUE(equal(autograd::low_precision_copy(w, kBFloat16), w.detach().to(kBFloat16)));
+  x.mutable_grad() = Tensor();
+  loss.backward();
+  EXPECT_TRUE(equal(x.grad(), x_grad));  // from the copy forward used, which the step left alone
 }
 
 // The fused step against the composite of tensor ops it replaces (which a strided float32

@@ -1,6 +1,9 @@
 // Fused optimizer steps, built per instruction set (src/cpu/optimizer.h).
 #include "cpu/optimizer.h"
 
+#include <algorithm>
+
+#include "cpu/simd/float_vector.h"
 #include "cpu/simd/simd_common.h"
 
 namespace ember::cpu::EMBER_CPU_CAPABILITY {
@@ -34,19 +37,40 @@ void adam_step_loop(const AdamStep& step, float* __restrict param, const float* 
     exp_avg_sq[i] = v;
   }
 }
-#endif
 
-}  // namespace
-
-#ifndef EMBER_RT_CPU
-void adam_step_run(const AdamStep& step, float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
-                   int64_t n) {
+void adam_step_decayed(const AdamStep& step, float* param, const float* grad, float* exp_avg, float* exp_avg_sq,
+                       int64_t n) {
   switch (step.decay) {
     case AdamStep::Decay::None: return adam_step_loop<AdamStep::Decay::None>(step, param, grad, exp_avg, exp_avg_sq, n);
     case AdamStep::Decay::Coupled:
       return adam_step_loop<AdamStep::Decay::Coupled>(step, param, grad, exp_avg, exp_avg_sq, n);
     case AdamStep::Decay::Decoupled:
       return adam_step_loop<AdamStep::Decay::Decoupled>(step, param, grad, exp_avg, exp_avg_sq, n);
+  }
+}
+
+// The new values of a block rounded to T while they are in the cache (the Adam loop stays
+// vectorized: a rounding inside it was not).
+template <typename T>
+void round_block(const float* param, T* low, int64_t n) {
+  int64_t i = 0;
+  for (; i + kWidth <= n; i += kWidth) store_as(low + i, load_as<Floats>(param + i));
+  for (; i < n; ++i) store(low + i, param[i]);
+}
+#endif
+
+}  // namespace
+
+#ifndef EMBER_RT_CPU
+void adam_step_run(const AdamStep& step, float* param, const float* grad, float* exp_avg, float* exp_avg_sq, int64_t n,
+                   void* low, ScalarType low_dtype) {
+  if (low == nullptr) return adam_step_decayed(step, param, grad, exp_avg, exp_avg_sq, n);
+  constexpr int64_t kBlock = 2048;
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t count = std::min(kBlock, n - i);
+    adam_step_decayed(step, param + i, grad + i, exp_avg + i, exp_avg_sq + i, count);
+    if (low_dtype == kFloat16) round_block(param + i, static_cast<Half*>(low) + i, count);
+    else round_block(param + i, static_cast<BFloat16*>(low) + i, count);
   }
 }
 #endif
