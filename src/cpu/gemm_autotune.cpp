@@ -44,7 +44,7 @@ constexpr int kFormatVersion = 1;
 // Raised whenever one of ember's own GEMM kernels, or its way of running a library's (the
 // OpenBLAS backend's bf16/f16 tiles), changes speed, so that tables timed with the old code are
 // not trusted (their choices were made against the old timings).
-constexpr int kEmberKernelsRevision = 13;
+constexpr int kEmberKernelsRevision = 14;
 // Candidates are timed in rounds, one run each per round, so that a burst of load on a
 // shared machine hits all of them alike; each scores its fastest run. Rounds go on until
 // kMinRounds have run and kMinSeconds have passed (at most kMaxRounds).
