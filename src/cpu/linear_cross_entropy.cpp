@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cpu/dispatch.h"
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
 #include "cpu/softmax.h"
@@ -205,7 +206,7 @@ class Driver {
         out_(out),
         ws_(ws),
         low_(is_low_precision(p.dtype)),
-        widened_(p.dtype == kFloat16),
+        widened_(lce_widens_operands(p.dtype)),
         amx_(std::is_same_v<Acc, float> && p.dtype == kBFloat16 && amx_products_available()),
         class_tile_(class_tile(p.classes)),
         rows_{p, scale, static_cast<const Acc*>(p.bias), static_cast<const Acc*>(p.class_weight),
@@ -215,7 +216,7 @@ class Driver {
     Acc* logits = static_cast<Acc*>(ws_.logits);
     for (int64_t c0 = 0; c0 < p_.tokens; c0 += p_.chunk_tokens) {
       const int64_t rows = std::min(p_.chunk_tokens, p_.tokens - c0);
-      // x rows of this chunk: in place (Acc or bf16), or widened to float32 (float16).
+      // x rows of this chunk: in place (Acc or bf16), or widened to float32 (lce_widens_operands).
       Operand x{acc_dtype<Acc>, static_cast<const Acc*>(p_.x) + c0 * p_.ld_x, p_.ld_x};
       if (p_.dtype == kBFloat16) x = {kBFloat16, static_cast<const uint16_t*>(p_.x) + c0 * p_.ld_x, p_.ld_x};
       if (widened_) {
@@ -245,7 +246,7 @@ class Driver {
   }
 
   // Weight rows [v0, v0 + count) x columns [h0, h0 + width): in place (Acc or bf16), or
-  // widened into this thread's buffer (float16).
+  // widened into this thread's buffer (lce_widens_operands).
   Operand weight_tile(int64_t v0, int64_t count, int64_t h0, int64_t width) const {
     if (widened_) {
       float* buffer = thread_buffer(count * width);
@@ -273,12 +274,12 @@ class Driver {
   }
 
   // The chunk's d = d loss / d logits as the backward products' operand: the float32/float64
-  // logits buffer, or for bf16 inputs d rounded to bf16, so both products run as bf16 x bf16
-  // products: into the group's buffer after the chunks already there (Note [Deferred
+  // logits buffer (also where operands are widened), or for bf16 d rounded to bf16, so both
+  // products run as bf16 x bf16 products: into the group's buffer after the chunks already there (Note [Deferred
   // gradients]), else in place, packed at the start of each row (row stride 2 * classes).
   Operand gradient_operand(Acc* logits, int64_t rows) const {
     const int64_t classes = p_.classes;
-    if (p_.dtype != kBFloat16) return {acc_dtype<Acc>, logits, classes};
+    if (p_.dtype != kBFloat16 || widened_) return {acc_dtype<Acc>, logits, classes};
     uint16_t* group_rows = ws_.deferred_tokens > 0 ? ws_.deferred_grad + pending_ * classes : nullptr;
     parallel_for(0, rows, 1, [&](int64_t r0, int64_t r1) {
       uint16_t* rounded = group_rows ? nullptr : reinterpret_cast<uint16_t*>(thread_buffer((classes + 1) / 2));
@@ -376,7 +377,7 @@ class Driver {
 
   // grad_x rows [c0, c0 + rows) = d @ weight, in parallel over (token block, hidden tile),
   // summing class tiles in order: one product over all classes (k = 128256) ran 10-20% slower
-  // on oneDNN, and float16 widens its weight tiles.
+  // on oneDNN, and widened operands widen their weight tiles.
   void compute_grad_x(const Operand& d, int64_t rows, int64_t c0) const {
     const int64_t classes = p_.classes, hidden = p_.hidden, block = p_.token_block;
     const int64_t hidden_tiles = tile_count(hidden, kLceHiddenTile);
@@ -431,7 +432,7 @@ class Driver {
   const LceOutputs& out_;
   const LceWorkspace& ws_;
   const bool low_;
-  const bool widened_;  // float16: operands widened to float32 (its products would underflow d)
+  const bool widened_;  // lce_widens_operands: operands widened to float32, d kept in float32
   // bf16 where the CPU has AMX-BF16: B operands packed once and shared (Note [Products sharing
   // B on AMX]); the packed x of the chunk for the weight gradient.
   const bool amx_;
@@ -443,6 +444,10 @@ class Driver {
 };
 
 }  // namespace
+
+bool lce_widens_operands(ScalarType dtype) {
+  return dtype == kFloat16 || (dtype == kBFloat16 && !capability_at_least(Capability::AVX512_BF16));
+}
 
 int64_t lce_deferred_gradient_tokens(ScalarType dtype, int64_t chunk_tokens, int64_t classes, int64_t memory_budget) {
   if (dtype != kBFloat16 || !amx_products_available()) return 0;

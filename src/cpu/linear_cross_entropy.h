@@ -58,11 +58,18 @@ struct LceOutputs {
   void* grad_bias = nullptr;
 };
 
+// Whether the products widen their float16/bf16 operands to float32 first: float16 always
+// (its products would underflow the logits gradient), bf16 where ember's kernels have no bf16
+// instructions at this CPU level (below AVX512-BF16), whose products widen every bf16 operand
+// anyway, call by call: widened here, x is widened once a chunk and the logits gradient stays
+// in float32.
+bool lce_widens_operands(ScalarType dtype);
+
 // Scratch: logits [chunk_tokens, classes] in Acc; for float16/bfloat16 inputs also float32
-// grad_x_wide [chunk_tokens, hidden], and for float16 x_wide [chunk_tokens, hidden]. bf16
-// products run on the stored operands into float32 (the logits gradient rounded to bf16 in
-// the logits buffer); float16 weight tiles are widened into per-thread buffers of at most
-// kLceClassTile * max(hidden, kLceHiddenTile) floats.
+// grad_x_wide [chunk_tokens, hidden], and where lce_widens_operands x_wide [chunk_tokens,
+// hidden]. Otherwise bf16 products run on the stored operands into float32 (the logits
+// gradient rounded to bf16 in the logits buffer); widened weight tiles go into per-thread
+// buffers of at most kLceClassTile * max(hidden, kLceHiddenTile) floats.
 struct LceWorkspace {
   void* logits = nullptr;
   float* x_wide = nullptr;

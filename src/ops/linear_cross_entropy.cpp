@@ -176,7 +176,7 @@ Results run_kernel(const Problem& p, const LinearCrossEntropyParams& o, const cp
   const int64_t grad_rows = deferred_grad.defined() ? deferred_grad.size(0) : chunk_rows;
   Tensor x_wide, grad_x_wide;
   if (is_low_precision(dtype)) grad_x_wide = empty({grad_rows, p.hidden}, kFloat32);
-  if (dtype == kFloat16) x_wide = empty({chunk_rows, p.hidden}, kFloat32);
+  if (cpu::lce_widens_operands(dtype)) x_wide = empty({chunk_rows, p.hidden}, kFloat32);
 
   cpu::LceProblem problem;
   problem.dtype = dtype;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/testing.h"
+#include "cpu/capabilities.h"
 #include "ember/ember.h"
 #include "ember/nn/loss/linear_cross_entropy.h"
 
@@ -313,32 +314,36 @@ void expect_bitwise_equal(const Outcome& a, const Outcome& b) {
   EXPECT_TRUE(equal(a.grad_bias, b.grad_bias));
 }
 
+// Also at the AVX2 level, where bf16 operands are widened to float32 (lce_widens_operands).
+constexpr cpu::Capability kWidenedAndNative[] = {cpu::Capability::AVX2, cpu::Capability::AVX512_BF16,
+                                                 cpu::Capability::AMX};
+
 TEST(LinearCrossEntropy, IndependentOfChunkSizeAndThreadCount) {
-  for (ScalarType dtype : {kFloat32, kBFloat16}) {
-    SCOPED_TRACE(dtype_name(dtype));
-    const Inputs in = make_inputs({5 * kBlock + 13, 40, 2100, dtype, 5});  // 2100: two vocab blocks
-    auto o = LinearCrossEntropyFuncOptions().label_smoothing(0.1).z_loss(1e-3).class_weight(in.class_weight);
-    const Outcome reference = evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(kBlock), true, {});
-    expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(2 * kBlock), true, {}),
-                         reference);
-    expect_bitwise_equal(evaluate(fused, in, o, true, {}), reference);  // auto: one chunk
-    // On AMX the gradients wait for groups of chunks (Note [Deferred gradients]). A budget of
-    // two token blocks of float32 logits: chunks of 256 tokens, all three in one group.
-    expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).memory_budget(2 * kBlock * 2100 * 4),
-                                  true, {}),
-                         reference);
-    // Chunks of one block and a budget of two blocks of bf16 gradients: groups of two chunks,
-    // then a last group of one chunk and a part.
-    expect_bitwise_equal(
-        evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(kBlock).memory_budget(2 * kBlock * 2100), true,
-                 {}),
-        reference);
-    const int threads = get_num_threads();
-    set_num_threads(1);
-    expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(3 * kBlock), true, {}),
-                         reference);
-    set_num_threads(threads);
-  }
+  cpu::for_each_capability_of(kWidenedAndNative, [] {
+    for (ScalarType dtype : {kFloat32, kBFloat16}) {
+      SCOPED_TRACE(dtype_name(dtype));
+      const Inputs in = make_inputs({5 * kBlock + 13, 40, 2100, dtype, 5});  // 2100: two vocab blocks
+      auto o = LinearCrossEntropyFuncOptions().label_smoothing(0.1).z_loss(1e-3).class_weight(in.class_weight);
+      const Outcome reference = evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(kBlock), true, {});
+      expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(2 * kBlock), true, {}),
+                           reference);
+      expect_bitwise_equal(evaluate(fused, in, o, true, {}), reference);  // auto: one chunk
+      // On AMX the gradients wait for groups of chunks (Note [Deferred gradients]). A budget of
+      // two token blocks of float32 logits: chunks of 256 tokens, all three in one group.
+      expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).memory_budget(2 * kBlock * 2100 * 4),
+                                    true, {}),
+                           reference);
+      // Chunks of one block and a budget of two blocks of bf16 gradients: groups of two chunks,
+      // then a last group of one chunk and a part.
+      const auto grouped = LinearCrossEntropyFuncOptions(o).chunk_size(kBlock).memory_budget(2 * kBlock * 2100);
+      expect_bitwise_equal(evaluate(fused, in, grouped, true, {}), reference);
+      const int threads = get_num_threads();
+      set_num_threads(1);
+      expect_bitwise_equal(evaluate(fused, in, LinearCrossEntropyFuncOptions(o).chunk_size(3 * kBlock), true, {}),
+                           reference);
+      set_num_threads(threads);
+    }
+  });
 }
 
 TEST(LinearCrossEntropy, RetainedGraphBackwardTwice) {
@@ -371,29 +376,31 @@ double relative_error(const Tensor& a, const Tensor& truth) {
 }
 
 TEST(LinearCrossEntropy, ReducedPrecisionIsAtLeastAsAccurateAsUnfused) {
-  for (ScalarType dtype : {kBFloat16, kFloat16}) {
-    SCOPED_TRACE(dtype_name(dtype));
-    // Inputs exactly representable in dtype, so both paths start from the same values.
-    Inputs in = make_inputs({3 * kBlock + 5, 64, 2100, dtype, 9});  // V not a multiple of the vocab block
-    Inputs in64 = in;
-    in64.x = in.x.to(kFloat64);
-    in64.weight = in.weight.to(kFloat64);
-    in64.bias = in.bias.to(kFloat64);
-    for (Reduction reduction : {kMean, kSum}) {
-      SCOPED_TRACE(reduction_name(reduction));
-      auto o = LinearCrossEntropyFuncOptions().reduction(reduction).label_smoothing(0.1).z_loss(1e-3);
-      const Outcome truth = evaluate(unfused, in64, o, true, {});
-      const Outcome low_fused = evaluate(fused, in, o, true, {});
-      const Outcome low_unfused = evaluate(unfused, in, o, true, {});
-      EXPECT_EQ(low_fused.grad_weight.scalar_type(), dtype);
-      for (auto member : {&Outcome::loss, &Outcome::grad_x, &Outcome::grad_weight, &Outcome::grad_bias}) {
-        const double fused_error = relative_error(low_fused.*member, truth.*member);
-        const double unfused_error = relative_error(low_unfused.*member, truth.*member);
-        EXPECT_LE(fused_error, unfused_error);
-        EXPECT_LT(fused_error, 1e-2);
+  cpu::for_each_capability_of(kWidenedAndNative, [] {
+    for (ScalarType dtype : {kBFloat16, kFloat16}) {
+      SCOPED_TRACE(dtype_name(dtype));
+      // Inputs exactly representable in dtype, so both paths start from the same values.
+      Inputs in = make_inputs({3 * kBlock + 5, 64, 2100, dtype, 9});  // V not a multiple of the vocab block
+      Inputs in64 = in;
+      in64.x = in.x.to(kFloat64);
+      in64.weight = in.weight.to(kFloat64);
+      in64.bias = in.bias.to(kFloat64);
+      for (Reduction reduction : {kMean, kSum}) {
+        SCOPED_TRACE(reduction_name(reduction));
+        auto o = LinearCrossEntropyFuncOptions().reduction(reduction).label_smoothing(0.1).z_loss(1e-3);
+        const Outcome truth = evaluate(unfused, in64, o, true, {});
+        const Outcome low_fused = evaluate(fused, in, o, true, {});
+        const Outcome low_unfused = evaluate(unfused, in, o, true, {});
+        EXPECT_EQ(low_fused.grad_weight.scalar_type(), dtype);
+        for (auto member : {&Outcome::loss, &Outcome::grad_x, &Outcome::grad_weight, &Outcome::grad_bias}) {
+          const double fused_error = relative_error(low_fused.*member, truth.*member);
+          const double unfused_error = relative_error(low_unfused.*member, truth.*member);
+          EXPECT_LE(fused_error, unfused_error);
+          EXPECT_LT(fused_error, 1e-2);
+        }
       }
     }
-  }
+  });
 }
 
 TEST(LinearCrossEntropy, Float32LossDtypeReturnsTheLossUnrounded) {
