@@ -12,10 +12,18 @@
 // captures neither use nor write copies: a replay repeats the kernels of the capture.
 #include "autograd/low_precision_copy.h"
 
+#include <mutex>
+
 #include "core/graph_capture.h"
 
 namespace ember::autograd {
 namespace {
+
+// Threads that run forward on one model (or step its optimizer) share the weights' copies.
+std::mutex& copies_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
 
 bool keeps_copies(const Tensor& weight) {
   return weight.is_leaf() && weight.is_contiguous() && core::active_capture() == nullptr;
@@ -37,7 +45,8 @@ void mark_current(AutogradMeta::LowPrecisionCopy& copy, const Tensor& weight) {
 
 Tensor low_precision_copy(const Tensor& weight, ScalarType dtype) {
   NoGradGuard no_grad;
-  if (!keeps_copies(weight)) return weight.to(dtype);
+  if (!keeps_copies(weight) || weight.scalar_type() == dtype) return weight.to(dtype);
+  std::lock_guard lock(copies_mutex());
   AutogradMeta::LowPrecisionCopy& copy = weight.unsafeGetTensorImpl()->autograd_meta().low_precision;
   if (holds_values_of(copy, weight) && copy.value.scalar_type() == dtype) return copy.value;
   copy.value = weight.to(dtype);
@@ -46,6 +55,7 @@ Tensor low_precision_copy(const Tensor& weight, ScalarType dtype) {
 }
 
 void* low_precision_copy_target(const Tensor& param, ScalarType* dtype) {
+  std::lock_guard lock(copies_mutex());
   TensorImpl* impl = param.unsafeGetTensorImpl();
   if (!impl->autograd) return nullptr;
   AutogradMeta::LowPrecisionCopy& copy = impl->autograd->low_precision;
@@ -63,10 +73,12 @@ void* low_precision_copy_target(const Tensor& param, ScalarType* dtype) {
 }
 
 void low_precision_copy_written(const Tensor& param) {
+  std::lock_guard lock(copies_mutex());
   mark_current(param.unsafeGetTensorImpl()->autograd_meta().low_precision, param);
 }
 
 void drop_low_precision_copy(const Tensor& param) {
+  std::lock_guard lock(copies_mutex());
   TensorImpl* impl = param.unsafeGetTensorImpl();
   if (impl->autograd) impl->autograd->low_precision = {};
 }
