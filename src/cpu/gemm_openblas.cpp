@@ -181,11 +181,11 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
 // tiles split the columns and k is short, A is widened once, before them, rather than once
 // per column tile. Where k takes several spans and a tile is one band, as in a weight
 // gradient, each tile widens its columns of B a span at a time too: a float32 copy of all of B
-// went through memory. A float32 C takes the sums directly.) Converting whole blocks (Note [Low-precision GEMM]) sent the float32 A and
-// C through memory (C of 2048 x 512 is 4 MB) between passes of their own; a pool thread's
-// tile as one band did the same to its 2 MB of sums. A product with k in one span has the
-// sums of the whole-block path (one sgemm over all of k, rounded once); longer ones add the
-// spans' sums in order. Measured: docs/GEMM.md.
+// went through memory. A float32 C takes the sums directly.) Converting whole blocks (Note
+// [Low-precision GEMM]) sent the float32 A and C through memory (C of 2048 x 512 is 4 MB)
+// between passes of their own; a pool thread's tile as one band did the same to its 2 MB of
+// sums. A product with k in one span has the sums of the whole-block path (one sgemm over all
+// of k, rounded once); longer ones add the spans' sums in order. Measured: docs/GEMM.md.
 constexpr int64_t kTileK = 512;
 constexpr int64_t kBandFloats = int64_t{1} << 18;  // a band's widened A and float32 sums: 1 MB
 
