@@ -269,14 +269,8 @@ void gemm_group_nt(ScalarType dtype, int64_t m, int64_t k, const void* a, int64_
 #ifndef EMBER_RT_CPU
   const GemmArgs shared{dtype, false, true, m, largest->n, k, 1.0, a, lda, largest->b, largest->ldb, 0.0, largest->c,
                         largest->ldc};
-  // Grouped only where every member's own product would run on ember's kernel too: then each
-  // element is the sum its own gemm gives, whatever the autotuner chose for other widths.
-  const auto own_product_on_ember = [&](const GemmGroupMember& member) {
-    return member.n == 0 || choose_gemm_backend(GemmArgs{dtype, false, true, m, member.n, k, 1.0, a, lda, member.b,
-                                                         member.ldb, 0.0, member.c, member.ldc}) == GemmBackend::Ember;
-  };
   if (members.size() > 1 && k > 0 && ember_gemm_group_can_run(shared) &&
-      std::all_of(members.begin(), members.end(), own_product_on_ember)) {
+      choose_gemm_backend(shared) == GemmBackend::Ember) {
     profiler::RecordFunction record("gemm", profiler::Category::Gemm);
     int64_t columns = 0;
     for (const GemmGroupMember& member : members) columns += member.n;
