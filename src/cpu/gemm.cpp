@@ -70,14 +70,16 @@ void check_args(const char* op, ScalarType dtype, int64_t m, int64_t n, int64_t 
 
 namespace {
 
+// `extent` rounded up to whole kTileAlign.
+int64_t tile_aligned(int64_t extent) { return (extent + kTileAlign - 1) / kTileAlign * kTileAlign; }
+
 // The shape-only grid: halve the longer side until there are `wanted` tiles. Each tile
 // repacks its rows of A and columns of B, so tiles are kept near square.
 GemmTileShape halved_tiles(int64_t m, int64_t n, int64_t wanted) {
   int64_t tile_m = m, tile_n = n;
-  auto halved = [](int64_t extent) { return (extent / 2 + kTileAlign - 1) / kTileAlign * kTileAlign; };
   while (num_chunks(0, m, tile_m) * num_chunks(0, n, tile_n) < wanted) {
     int64_t& longer = tile_m >= tile_n ? tile_m : tile_n;
-    const int64_t next = halved(longer);
+    const int64_t next = tile_aligned(longer / 2);
     if (next < kMinTileExtent || next >= longer) break;
     longer = next;
   }
@@ -88,9 +90,7 @@ GemmTileShape halved_tiles(int64_t m, int64_t n, int64_t wanted) {
 // columns into count / p, with p giving the squarest tiles. Nothing where no such cut keeps
 // tiles of kMinTileExtent.
 std::optional<GemmTileShape> pool_tiles(int64_t m, int64_t n, int64_t count) {
-  auto extent = [](int64_t size, int64_t parts) {
-    return parts == 1 ? size : ((size + parts - 1) / parts + kTileAlign - 1) / kTileAlign * kTileAlign;
-  };
+  auto extent = [](int64_t size, int64_t parts) { return parts == 1 ? size : tile_aligned((size + parts - 1) / parts); };
   std::optional<GemmTileShape> best;
   double best_skew = 0;
   for (int64_t row_parts = 1; row_parts <= count; ++row_parts) {
