@@ -92,6 +92,11 @@ EMBER_DECLARE_KERNEL(void, gemm_narrow_bf16,
 EMBER_DECLARE_KERNEL(void, gemm_narrow_f16,
                      (const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
                       int64_t ld_dst))
+// narrow_clearing: narrow, leaving src's block zero (a buffer kept zeroed between products).
+EMBER_DECLARE_KERNEL(void, gemm_narrow_clearing_bf16,
+                     (float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))
+EMBER_DECLARE_KERNEL(void, gemm_narrow_clearing_f16,
+                     (float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst, int64_t ld_dst))
 EMBER_DECLARE_KERNEL(void, gemm_few_rows_bf16,
                      (int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
                       int64_t ldb, float* c, int64_t ldc))

@@ -17,6 +17,9 @@ struct BlockFormat {
   void (*widen)(const void* src, int64_t ld_src, int64_t rows, int64_t cols, Acc* dst, int64_t ld_dst);
   // dst = src + beta * dst rounded to the storage type; dst is not read when beta == 0.
   void (*narrow)(const Acc* src, int64_t ld_src, int64_t rows, int64_t cols, Acc beta, void* dst, int64_t ld_dst);
+  // narrow, then src's block reads zero (for zeroed_workspace); null for plain copies.
+  void (*narrow_clearing)(Acc* src, int64_t ld_src, int64_t rows, int64_t cols, Acc beta, void* dst,
+                          int64_t ld_dst) = nullptr;
 };
 
 extern const BlockFormat<float> kBFloat16Format;
@@ -40,6 +43,21 @@ Acc* workspace(int slot, int64_t count) {
     buffer.size = count;
   }
   return buffer.data.get();
+}
+
+// A per-thread float32 buffer that reads zero between uses: whoever writes it leaves it zero
+// (narrow_clearing). Products accumulate into it with beta 1, where beta 0 had OpenBLAS
+// clear it first in a pass of its own.
+inline float* zeroed_workspace(int64_t count) {
+  thread_local std::unique_ptr<float[]> data;
+  thread_local int64_t size = 0;
+  if (size < count) {
+    data.reset();
+    size = 0;
+    data = std::make_unique<float[]>(count);  // value-initialized: zeros
+    size = count;
+  }
+  return data.get();
 }
 
 // Conversions are memory-bound: spread rows over the pool, ~32K elements a chunk.

@@ -27,6 +27,9 @@ const BlockFormat<float> kBFloat16Format{
     },
     [](const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
       EMBER_KERNEL(gemm_narrow_bf16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
+    },
+    [](float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
+      EMBER_KERNEL(gemm_narrow_clearing_bf16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
     }};
 
 const BlockFormat<float> kFloat16Format{
@@ -36,6 +39,9 @@ const BlockFormat<float> kFloat16Format{
     },
     [](const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
       EMBER_KERNEL(gemm_narrow_f16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
+    },
+    [](float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
+      EMBER_KERNEL(gemm_narrow_clearing_f16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
     }};
 
 namespace {
@@ -185,7 +191,10 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
 // [Low-precision GEMM]) sent the float32 A and C through memory (C of 2048 x 512 is 4 MB)
 // between passes of their own; a pool thread's tile as one band did the same to its 2 MB of
 // sums. A product with k in one span has the sums of the whole-block path (one sgemm over all
-// of k, rounded once); longer ones add the spans' sums in order. Measured: docs/GEMM.md.
+// of k, rounded once); longer ones add the spans' sums in order. The sums buffer reads zero
+// between products (zeroed_workspace: the rounding into C clears what it reads), so every span
+// adds with beta 1; with beta 0 OpenBLAS zeroes its C in a pass of its own first (2-6% of the
+// training step's bf16 products under the avx2 cap). Measured: docs/GEMM.md.
 constexpr int64_t kTileK = 512;
 constexpr int64_t kBandFloats = int64_t{1} << 18;  // a band's widened A and float32 sums: 1 MB
 
@@ -200,6 +209,9 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
   // A float32 C takes the sums where they are made, without a buffer and a copy.
   int64_t ldc = g.ldc;
   const bool c_direct = &c_format == &kCopyFormat<float> && fits_blas(m, n, ldc);
+  // Sums in the buffer kept zero (not where OpenBLAS's generic kernel runs: there beta 0 picks
+  // ember's rows kernel instead).
+  const bool zeroed_sums = !c_direct && c_format.narrow_clearing != nullptr && !openblas_kernel_is_generic();
   const auto band_rows = [&](int64_t cols) {
     return std::max<int64_t>(16, kBandFloats / (std::min(k, kTileK) + cols) / 16 * 16);
   };
@@ -228,9 +240,11 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
         for (int64_t r0 = 0; r0 < t.rows; r0 += band) {
           const int64_t rows = std::min(band, t.rows - r0), first_row = i0 + t.i0 + r0;
           char* c_band = c + (first_row * g.ldc + j0 + t.j0) * c_element;
-          float* sums = c_direct ? reinterpret_cast<float*>(c_band) : workspace<float>(2, rows * cols);
+          float* sums = c_direct ? reinterpret_cast<float*>(c_band)
+                        : zeroed_sums  ? zeroed_workspace(rows * cols)
+                                       : workspace<float>(2, rows * cols);
           const int64_t ld_sums = c_direct ? ldc : cols;
-          const float first_beta = c_direct ? beta : 0.0f;
+          const float first_beta = c_direct ? beta : zeroed_sums ? 1.0f : 0.0f;
           if (!a_per_tile) {
             const float* a_rows = ta ? a_block + t.i0 + r0 : a_block + (t.i0 + r0) * a_cols;
             const float* b_tile = tb ? b_block + t.j0 * b_cols : b_block + t.j0;
@@ -259,7 +273,8 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
             blas_gemm(ta, tb, rows, cols, span, alpha, a_rows, ta ? rows : span, b_span, ld_span,
                       p0 == 0 ? first_beta : 1.0f, sums, ld_sums);
           }
-          if (!c_direct) c_format.narrow(sums, cols, rows, cols, beta, c_band, g.ldc);
+          if (zeroed_sums) c_format.narrow_clearing(sums, cols, rows, cols, beta, c_band, g.ldc);
+          else if (!c_direct) c_format.narrow(sums, cols, rows, cols, beta, c_band, g.ldc);
         }
       });
     }

@@ -136,9 +136,10 @@ std::pair<Tensor, Tensor> CausalLMImpl::rope_rows(int64_t start, int64_t length)
         cos_data[p * half + i] = std::cos(angle);
         sin_data[p * half + i] = std::sin(angle);
       }
-    // Rounded once to the compute dtype, as the fused rotary kernel reads them.
-    rope_cos_ = cos_table.to(compute_dtype_);
-    rope_sin_ = sin_table.to(compute_dtype_);
+    // Rounded once to the compute dtype and kept in float32: the rotation computes in float32
+    // and would widen a bf16 table in each of its calls.
+    rope_cos_ = cos_table.to(compute_dtype_).to(kFloat32);
+    rope_sin_ = sin_table.to(compute_dtype_).to(kFloat32);
   }
   return {rope_cos_.narrow(0, start, length), rope_sin_.narrow(0, start, length)};
 }
@@ -321,10 +322,8 @@ Tensor CausalLMImpl::decode_step(const Tensor& tokens, const Tensor& input_pos, 
   Tensor cos, sin;
   if (config_.uses_rope()) {
     rope_rows(0, cache.layers.front().max_length());  // the tables cover the cache
-    // Widened once here rather than by each layer's two rotations (the tables hold values of
-    // the compute dtype, so the rotation's float32 arithmetic is the same).
-    cos = rope_cos_.index_select(0, input_pos).to(kFloat32);
-    sin = rope_sin_.index_select(0, input_pos).to(kFloat32);
+    cos = rope_cos_.index_select(0, input_pos);
+    sin = rope_sin_.index_select(0, input_pos);
   }
   for (size_t i = 0; i < layers_.size(); ++i)
     x = layers_[i]->decode_step(x, cos, sin, input_pos, cache.layers[i], windows_[layer_window_[i]]);

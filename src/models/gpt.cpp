@@ -67,6 +67,10 @@ namespace {
 // The layer's weight in the activations' dtype (bfloat16 compute keeps float32 parameters).
 Tensor project(const nn::Linear& layer, const Tensor& x) { return ember::detail::autocast_linear(x, layer->weight); }
 
+// Rows of a rotary table rounded to the compute dtype and kept in float32: the rotation
+// computes in float32 and would widen a bf16 table in each of its calls.
+Tensor rounded_rows(const Tensor& table, ScalarType dtype) { return table.to(dtype).to(kFloat32); }
+
 Tensor normalize(const nn::RMSNorm& norm, const Tensor& x) {
   return F::rms_norm(x, nn::RMSNormFuncOptions(norm->options.normalized_shape())
                             .weight(norm->weight.to(x.scalar_type()))
@@ -212,7 +216,8 @@ Tensor GPTImpl::run(const Tensor& tokens, int64_t start, const nn::attention::Bl
   EMBER_CHECK(start + T <= config.max_seq_len, "GPT", "positions ", start, " .. ", start + T - 1,
               " exceed max_seq_len ", config.max_seq_len);
   Tensor x = tok_embeddings->forward(tokens).to(compute_dtype_);
-  Tensor cos = rope_cos.narrow(0, start, T).to(compute_dtype_), sin = rope_sin.narrow(0, start, T).to(compute_dtype_);
+  Tensor cos = rounded_rows(rope_cos.narrow(0, start, T), compute_dtype_);
+  Tensor sin = rounded_rows(rope_sin.narrow(0, start, T), compute_dtype_);
   // Through the holder, so that the blocks' forward hooks (FSDP's) run.
   for (size_t i = 0; i < layers->size(); ++i)
     x = TransformerBlock(layers->ptr<TransformerBlockImpl>(i))(x, cos, sin, mask, cache ? &cache->layers[i] : nullptr);
@@ -271,8 +276,8 @@ Tensor GPTImpl::decode_step(const Tensor& tokens, const Tensor& input_pos, GPTCa
               " layers, the model ", layers->size());
   const int64_t max_length = cache.layers.front().max_length();
   Tensor x = tok_embeddings->forward(tokens).to(compute_dtype_);
-  Tensor cos = rope_cos.index_select(0, input_pos).to(compute_dtype_);
-  Tensor sin = rope_sin.index_select(0, input_pos).to(compute_dtype_);
+  Tensor cos = rounded_rows(rope_cos.index_select(0, input_pos), compute_dtype_);
+  Tensor sin = rounded_rows(rope_sin.index_select(0, input_pos), compute_dtype_);
   // Keys after input_pos, and before its window, get no weight: the decode mask of forward_cached.
   Tensor key_pos = arange(max_length, kInt64);
   Tensor hidden_keys = key_pos > input_pos;

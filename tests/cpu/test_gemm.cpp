@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -254,6 +255,33 @@ TEST(Gemm, OpenBLASLowPrecisionTilesMatchFloat64) {
     run_case({kBFloat16, true, true, 700, 300, 600, -1.5, 0.0, 3, 5, 7});
     run_case({kFloat16, false, true, 300, 1200, 256, -1.5, 0.0, 3, 5, 7});
     run_case({kFloat16, true, false, 300, 1200, 256, -1.5, 0.5, 3, 5, 7});
+  }
+  set_num_threads(threads);
+  set_forced_gemm_backend(forced);
+}
+
+// The tiles' float32 sums are kept in a buffer that reads zero between products (narrowing
+// clears it): a product whose sums hold NaN and infinities, through rows of A, leaves nothing
+// behind for the products after it, of other shapes, at 1 and 2 threads.
+TEST(Gemm, OpenBLASLowPrecisionSumsLeaveNothingBehind) {
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  set_forced_gemm_backend(GemmBackend::OpenBLAS);
+  const int threads = num_threads();
+  for (int count : {1, 2}) {
+    set_num_threads(count);
+    for (ScalarType dtype : {kBFloat16, kFloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " at " + std::to_string(count) + " threads");
+      std::mt19937 rng(11);
+      Matrix a(dtype, 300, 64, 64), b(dtype, 64, 100, 100), c(dtype, 300, 100, 100);
+      a.fill_random(rng);
+      b.fill_random(rng);
+      for (int64_t r = 0; r < a.rows; r += 7) a.set(r, r % a.cols, r % 2 ? std::numeric_limits<double>::infinity()
+                                                                          : std::numeric_limits<double>::quiet_NaN());
+      gemm(dtype, false, false, a.rows, b.cols, a.cols, 1.0, a.data(), a.ld, b.data(), b.ld, 0.0, c.data(), c.ld);
+      ASSERT_TRUE(std::isnan(c.get(0, 0)));
+      run_case({dtype, false, false, 290, 110, 64, 1.0, 0.0, 0, 0, 0});
+      run_case({dtype, true, false, 500, 120, 300, -1.5, 0.5, 3, 5, 7});
+    }
   }
   set_num_threads(threads);
   set_forced_gemm_backend(forced);
@@ -791,6 +819,15 @@ TEST(GemmKernels, NarrowMatchesScalarRounding) {
     std::vector<uint16_t> bf16(count), f16(count);
     EMBER_KERNEL(gemm_narrow_bf16)(values.data(), count, 1, count, 0.0f, bf16.data(), count);
     EMBER_KERNEL(gemm_narrow_f16)(values.data(), count, 1, count, 0.0f, f16.data(), count);
+    // The clearing forms give the same bits and leave their source zero (a buffer kept zeroed).
+    for (bool brain : {true, false}) {
+      std::vector<float> source = values;
+      std::vector<uint16_t> cleared(count);
+      (brain ? EMBER_KERNEL(gemm_narrow_clearing_bf16) : EMBER_KERNEL(gemm_narrow_clearing_f16))(
+          source.data(), count, 1, count, 0.0f, cleared.data(), count);
+      ASSERT_EQ(cleared, brain ? bf16 : f16);
+      ASSERT_EQ(std::count(source.begin(), source.end(), 0.0f), count);
+    }
     for (int64_t i = 0; i < count; ++i) {
       ASSERT_EQ(bf16[i], BFloat16::from_float(values[i])) << std::hex << bits[i];
       if (std::isnan(values[i])) {

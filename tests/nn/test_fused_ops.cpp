@@ -1,6 +1,7 @@
 // The fused rms_norm, rotary_embedding and swiglu against the composites they replace
 // (DESIGN.md: every fused kernel has a composite reference), computed in float64 with
 // ordinary ember ops; plus gradcheck, reduced precision, layouts, empty inputs and errors.
+#include <cstdint>
 #include <cstring>
 #include <optional>
 
@@ -98,6 +99,38 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
   return std::memcmp(ca.data_ptr(), cb.data_ptr(), ca.nbytes()) == 0;
 }
 
+// bf16/f16 results are rounded once from float32 (Note [Narrowing in blocks] and Note
+// [Narrowing pairs] in src/cpu/simd/float_vector.h): at every SIMD level, over rows long
+// enough for the blocks and pairs and ending in a tail, the output and the gradients of the
+// first `checked_grads` inputs are the float32 kernel's on the same values, rounded once; and
+// float32 matches float64. in = inputs64 (float64); the inputs after the first `converted` ones
+// keep their dtype (position tables).
+void expect_rounded_once_at_every_level(const Fn& fn, const std::vector<Tensor>& inputs64, const std::string& what,
+                                        size_t converted = SIZE_MAX, size_t checked_grads = SIZE_MAX) {
+  const cpu::Capability previous = cpu::cpu_capability();
+  const auto convert = [&](const std::vector<Tensor>& in, ScalarType dtype) {
+    std::vector<Tensor> out = in;
+    for (size_t i = 0; i < out.size() && i < converted; ++i) out[i] = out[i].to(dtype);
+    return out;
+  };
+  std::vector<bool> wanted(inputs64.size());
+  for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = i < converted;
+  for (cpu::Capability level : {cpu::Capability::Baseline, cpu::Capability::AVX2, cpu::Capability::AVX512}) {
+    if (cpu::set_cpu_capability(level) != level) continue;
+    const std::string name = what + " " + cpu::capability_name(level);
+    expect_same(run(fn, convert(inputs64, kFloat32), wanted), run(fn, inputs64, wanted), {1e-5, 1e-5},
+                name + " float32 vs float64");
+    for (ScalarType dtype : {kBFloat16, kFloat16}) {
+      const std::vector<Tensor> rounded = convert(inputs64, dtype);
+      const Result low = run(fn, rounded, wanted), wide = run(fn, convert(rounded, kFloat32), wanted, dtype);
+      EXPECT_TRUE(same_bytes(low.out, wide.out.to(dtype))) << name << " " << dtype_name(dtype);
+      for (size_t k = 0; k < low.grads.size() && k < checked_grads; ++k)
+        EXPECT_TRUE(same_bytes(low.grads[k], wide.grads[k].to(dtype))) << name << " " << dtype_name(dtype) << " gradient " << k;
+    }
+  }
+  cpu::set_cpu_capability(previous);
+}
+
 // Cos and sin tables of `positions` x `half` angles, as the GPT builds them.
 std::pair<Tensor, Tensor> rope_tables(int64_t positions, int64_t half, ScalarType dtype = kFloat64) {
   Tensor inv_freq = pow(10000.0, arange(0, half, 1, kFloat64) * (-1.0 / static_cast<double>(half)));
@@ -144,6 +177,13 @@ TEST(FusedRMSNorm, Gradcheck) {
 TEST(FusedRMSNorm, ReducedPrecisionMatchesFloat32) {
   expect_reduced_precision_matches(fused_rms_norm({67}, 1e-5), {uniform({9, 67}, 9, -3, 3), uniform({67}, 10, 0.5, 2)},
                                    "rms_norm");
+}
+
+// The weight's gradient is summed in float64 and rounded once to its dtype (to float32 and
+// then to bf16 is a double rounding), so x's gradient and the output are compared bitwise.
+TEST(FusedRMSNorm, ReducedPrecisionIsFloat32RoundedOnceAtEveryLevel) {
+  expect_rounded_once_at_every_level(fused_rms_norm({203}, 1e-5), {uniform({7, 203}, 48, -3, 3), uniform({203}, 49, 0.5, 2)},
+                                     "rms_norm", SIZE_MAX, /*checked_grads=*/1);
 }
 
 TEST(FusedRMSNorm, WeightOfAnotherDtypePromotes) {
@@ -316,6 +356,13 @@ TEST(FusedRotaryEmbedding, ReducedPrecisionMatchesFloat32) {
                         testutil::tolerance(kBFloat16)));
 }
 
+TEST(FusedRotaryEmbedding, ReducedPrecisionIsFloat32RoundedOnceAtEveryLevel) {
+  // half = 41: two pairs of 8-lane vectors, a vector and a scalar tail in each half.
+  auto [cos, sin] = rope_tables(9, 41, kFloat32);
+  expect_rounded_once_at_every_level(fused_rotary(), {uniform({2, 3, 9, 82}, 50, -3, 3), cos, sin}, "rotary_embedding",
+                                     /*converted=*/1);
+}
+
 TEST(FusedRotaryEmbedding, EmptyInputs) {
   auto [cos, sin] = rope_tables(4, 2);
   const Result no_batch = run(fused_rotary(), {zeros({0, 4, 4}, kFloat64), cos, sin}, kXOnly);
@@ -402,25 +449,9 @@ TEST(FusedSwiGLU, ReducedPrecisionMatchesFloat32) {
   EXPECT_EQ(mixed.grads[1].scalar_type(), kFloat32);
 }
 
-// bf16/f16 results narrow from float32 blocks (Note [Narrowing in blocks] in
-// src/cpu/simd/float_vector.h): at every SIMD level, over rows that cross blocks and end in a tail,
-// they are the float32 kernel's results rounded once, and float32 matches float64.
 TEST(FusedSwiGLU, ReducedPrecisionIsFloat32RoundedOnceAtEveryLevel) {
-  const cpu::Capability previous = cpu::cpu_capability();
-  for (cpu::Capability level : {cpu::Capability::Baseline, cpu::Capability::AVX2, cpu::Capability::AVX512}) {
-    if (cpu::set_cpu_capability(level) != level) continue;
-    const std::string name = cpu::capability_name(level);
-    const std::vector<Tensor> in64 = {uniform({3, 1029}, 46, -6, 6), uniform({3, 1029}, 47, -2, 2)};
-    expect_reduced_precision_matches(fused_swiglu(), in64, name);
-    for (ScalarType dtype : {kBFloat16, kFloat16}) {
-      const std::vector<Tensor> rounded = as(in64, dtype);
-      const Result low = run(fused_swiglu(), rounded), wide = run(fused_swiglu(), as(rounded, kFloat32), dtype);
-      EXPECT_TRUE(same_bytes(low.out, wide.out.to(dtype))) << name << " " << dtype_name(dtype);
-      for (size_t k = 0; k < low.grads.size(); ++k)
-        EXPECT_TRUE(same_bytes(low.grads[k], wide.grads[k].to(dtype))) << name << " " << dtype_name(dtype) << " gradient " << k;
-    }
-  }
-  cpu::set_cpu_capability(previous);
+  expect_rounded_once_at_every_level(fused_swiglu(), {uniform({3, 1029}, 46, -6, 6), uniform({3, 1029}, 47, -2, 2)},
+                                     "swiglu");
 }
 
 TEST(FusedSwiGLU, EmptyInputs) {

@@ -145,7 +145,7 @@ class CausalLMImpl : public nn::Module {
   std::vector<std::shared_ptr<detail::DecoderLayerImpl>> layers_;
   std::vector<int64_t> windows_;  // the distinct sliding windows of the layers (0: none)
   std::vector<size_t> layer_window_;  // index into windows_ per layer
-  Tensor rope_cos_, rope_sin_;  // [positions computed, rotary_dim / 2] in the compute dtype
+  Tensor rope_cos_, rope_sin_;  // [positions computed, rotary_dim / 2], float32 values of the compute dtype
   std::shared_ptr<const LoraConfig> lora_;  // the adapters' settings (lora.h); null without any
 };
 EMBER_MODULE(CausalLM);

@@ -60,20 +60,32 @@ void widen_rows(const uint16_t* src, int64_t ld_src, int64_t rows, int64_t cols,
   }
 }
 
-template <typename Format>
-void narrow_rows(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
-                 int64_t ld_dst) {
+// With Clear, src reads zero afterwards (each vector zeroed as it is read, in the same pass).
+template <typename Format, bool Clear = false>
+void narrow_rows(std::conditional_t<Clear, float*, const float*> src, int64_t ld_src, int64_t rows, int64_t cols,
+                 float beta, uint16_t* dst, int64_t ld_dst) {
   const vf vbeta = vset(beta);
+  const auto take = [](auto* p) {
+    const vf value = vload(p);
+    if constexpr (Clear) vstore(p, vset(0.0f));
+    return value;
+  };
+  const auto take_one = [](auto* p) {
+    const float value = *p;
+    if constexpr (Clear) *p = 0.0f;
+    return value;
+  };
   for (int64_t r = 0; r < rows; ++r) {
-    const float* s = src + r * ld_src;
+    auto* s = src + r * ld_src;
     uint16_t* d = dst + r * ld_dst;
     int64_t j = 0;
     if (beta == 0.0f) {
-      for (; j + kNativeWidth <= cols; j += kNativeWidth) Format::store(d + j, vload(s + j));
-      for (; j < cols; ++j) d[j] = Format::from_float(s[j]);
+      if constexpr (std::is_same_v<Format, Bf16>) j = narrow_bf16_pairs<Clear>(s, d, cols);
+      for (; j + kNativeWidth <= cols; j += kNativeWidth) Format::store(d + j, take(s + j));
+      for (; j < cols; ++j) d[j] = Format::from_float(take_one(s + j));
     } else {
-      for (; j + kNativeWidth <= cols; j += kNativeWidth) Format::store(d + j, vfma(vbeta, Format::load(d + j), vload(s + j)));
-      for (; j < cols; ++j) d[j] = Format::from_float(scalar_fma(beta, Format::to_float(d[j]), s[j]));
+      for (; j + kNativeWidth <= cols; j += kNativeWidth) Format::store(d + j, vfma(vbeta, Format::load(d + j), take(s + j)));
+      for (; j < cols; ++j) d[j] = Format::from_float(scalar_fma(beta, Format::to_float(d[j]), take_one(s + j)));
     }
   }
 }
@@ -451,6 +463,16 @@ void gemm_narrow_bf16(const float* src, int64_t ld_src, int64_t rows, int64_t co
 void gemm_narrow_f16(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
                      int64_t ld_dst) {
   narrow_rows<F16>(src, ld_src, rows, cols, beta, dst, ld_dst);
+}
+
+void gemm_narrow_clearing_bf16(float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
+                               int64_t ld_dst) {
+  narrow_rows<Bf16, true>(src, ld_src, rows, cols, beta, dst, ld_dst);
+}
+
+void gemm_narrow_clearing_f16(float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
+                              int64_t ld_dst) {
+  narrow_rows<F16, true>(src, ld_src, rows, cols, beta, dst, ld_dst);
 }
 
 void gemm_few_rows_bf16(int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,

@@ -28,10 +28,15 @@ static inline void add_to(double* sum, Floats value) {
 static inline void add_to(double* sum, float value) { *sum += value; }
 static inline void add_to(double* sum, double value) { *sum += value; }
 
-// y = x * rstd * weight for one element (scalar V) or one vector of elements.
+// x * rstd * weight for one element (scalar V) or one vector of elements.
+template <typename V, typename T>
+static inline V normalized(const T* x, const T* weight, int64_t i, acc_t<T> rstd) {
+  return load_as<V>(x + i) * rstd * weight_at<V>(weight, i);
+}
+
 template <typename V, typename T>
 static inline void normalize_one(const T* x, const T* weight, T* y, int64_t i, acc_t<T> rstd) {
-  store_as(y + i, load_as<V>(x + i) * rstd * weight_at<V>(weight, i));
+  store_as(y + i, normalized<V>(x, weight, i, rstd));
 }
 
 template <typename T>
@@ -50,7 +55,13 @@ static void forward_rows(const T* x, const T* weight, T* y, acc_t<T>* rstd, int6
     for (; i < n; ++i) sum += load(x + i) * load(x + i);
     const A inv_rms = A(1) / sqrt_of(sum / static_cast<A>(n) + eps);
     rstd[r] = inv_rms;
-    for (i = 0; i + W <= n; i += W) normalize_one<V>(x, weight, y, i, inv_rms);
+    i = 0;
+    if constexpr (std::is_same_v<T, BFloat16>) {  // Note [Narrowing pairs]
+      for (; i + 2 * W <= n; i += 2 * W)
+        narrow_bf16_pair(reinterpret_cast<uint16_t*>(y + i), normalized<V>(x, weight, i, inv_rms),
+                         normalized<V>(x, weight, i + W, inv_rms));
+    }
+    for (; i + W <= n; i += W) normalize_one<V>(x, weight, y, i, inv_rms);
     for (; i < n; ++i) normalize_one<A>(x, weight, y, i, inv_rms);
   }
 }
@@ -73,10 +84,16 @@ static void backward_rows(const T* grad_y, const T* x, const T* weight, const ac
       for (; i < n; ++i) dot += load(grad_y + i) * weight_at<A>(weight, i) * load(x + i);
       const A correction = inv_rms * inv_rms * inv_rms * (dot / static_cast<A>(n));
       T* out = grad_x + r * n;
-      for (i = 0; i + W <= n; i += W)
-        store_as(out + i, load_as<V>(grad_y + i) * weight_at<V>(weight, i) * inv_rms - load_as<V>(x + i) * correction);
-      for (; i < n; ++i)
-        store_as(out + i, load(grad_y + i) * weight_at<A>(weight, i) * inv_rms - load(x + i) * correction);
+      const auto grad_at = [&](auto lane_tag, int64_t at) {
+        using L = decltype(lane_tag);
+        return load_as<L>(grad_y + at) * weight_at<L>(weight, at) * inv_rms - load_as<L>(x + at) * correction;
+      };
+      i = 0;
+      if constexpr (std::is_same_v<T, BFloat16>)  // Note [Narrowing pairs]
+        for (; i + 2 * W <= n; i += 2 * W)
+          narrow_bf16_pair(reinterpret_cast<uint16_t*>(out + i), grad_at(V{}, i), grad_at(V{}, i + W));
+      for (; i + W <= n; i += W) store_as(out + i, grad_at(V{}, i));
+      for (; i < n; ++i) store_as(out + i, grad_at(A{}, i));
     }
     if (grad_weight_sum) {
       for (i = 0; i + W <= n; i += W) add_to(grad_weight_sum + i, load_as<V>(grad_y + i) * load_as<V>(x + i) * inv_rms);
