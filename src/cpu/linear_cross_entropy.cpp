@@ -209,10 +209,15 @@ class Driver {
         widened_(lce_widens_operands(p.dtype)),
         amx_(std::is_same_v<Acc, float> && p.dtype == kBFloat16 && amx_products_available()),
         class_tile_(class_tile(p.classes)),
+        weight_wide_(widened_ && p.classes * p.hidden <= kWidenedWeightLimit
+                         ? std::vector<float>(static_cast<size_t>(p.classes * p.hidden))
+                         : std::vector<float>()),
         rows_{p, scale, static_cast<const Acc*>(p.bias), static_cast<const Acc*>(p.class_weight),
               class_weight_sum(p), out.grad_x || out.grad_weight || out.grad_bias} {}
 
   void run() {
+    if (!weight_wide_.empty())
+      widen_rows(p_.dtype, p_.weight, p_.ld_weight, p_.classes, p_.hidden, weight_wide_.data());
     Acc* logits = static_cast<Acc*>(ws_.logits);
     for (int64_t c0 = 0; c0 < p_.tokens; c0 += p_.chunk_tokens) {
       const int64_t rows = std::min(p_.chunk_tokens, p_.tokens - c0);
@@ -248,6 +253,7 @@ class Driver {
   // Weight rows [v0, v0 + count) x columns [h0, h0 + width): in place (Acc or bf16), or
   // widened into this thread's buffer (lce_widens_operands).
   Operand weight_tile(int64_t v0, int64_t count, int64_t h0, int64_t width) const {
+    if (!weight_wide_.empty()) return {kFloat32, weight_wide_.data() + v0 * p_.hidden + h0, p_.hidden};
     if (widened_) {
       float* buffer = thread_buffer(count * width);
       widen_rows(p_.dtype, static_cast<const uint16_t*>(p_.weight) + v0 * p_.ld_weight + h0, p_.ld_weight, count,
@@ -438,6 +444,10 @@ class Driver {
   const bool amx_;
   mutable std::vector<uint16_t> x_panels_;
   const int64_t class_tile_;
+  // Where operands are widened and the weight is small (a GPT's byte-level head), all of it
+  // widened once a call instead of tile by tile in every chunk's three products.
+  static constexpr int64_t kWidenedWeightLimit = int64_t{1} << 20;  // 4 MB of float32
+  std::vector<float> weight_wide_;
   const RowPass<Acc> rows_;
   // Tokens whose d waits in ws_.deferred_grad for the gradients, from token pending_c0_.
   int64_t pending_ = 0, pending_c0_ = 0;

@@ -346,6 +346,30 @@ TEST(LinearCrossEntropy, IndependentOfChunkSizeAndThreadCount) {
   });
 }
 
+// Where bf16/f16 operands are widened (lce_widens_operands), the loss is float32's on the
+// widened values: outputs and gradients are float32's rounded once, whether the weight is
+// widened all at once (a small head) or tile by tile (above 2^20 values).
+TEST(LinearCrossEntropy, WidenedOperandsGiveFloat32RoundedOnce) {
+  constexpr cpu::Capability kWidened[] = {cpu::Capability::AVX2};
+  cpu::for_each_capability_of(kWidened, [] {
+    for (ScalarType dtype : {kBFloat16, kFloat16})
+      for (int64_t classes : {300, 4200}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " V=" + std::to_string(classes));
+        const Inputs low = make_inputs({2 * kBlock + 3, 300, classes, dtype, 12});  // two hidden tiles
+        Inputs wide = low;
+        wide.x = low.x.to(kFloat32);
+        wide.weight = low.weight.to(kFloat32);
+        wide.bias = low.bias.to(kFloat32);
+        const auto o = LinearCrossEntropyFuncOptions().label_smoothing(0.1).z_loss(1e-3).class_weight(low.class_weight);
+        const Outcome a = evaluate(fused, low, o, true, {}), b = evaluate(fused, wide, o, true, {});
+        EXPECT_TRUE(equal(a.loss, b.loss.to(dtype)));
+        EXPECT_TRUE(equal(a.grad_x, b.grad_x.to(dtype)));
+        EXPECT_TRUE(equal(a.grad_weight, b.grad_weight.to(dtype)));
+        EXPECT_TRUE(equal(a.grad_bias, b.grad_bias.to(dtype)));
+      }
+  });
+}
+
 TEST(LinearCrossEntropy, RetainedGraphBackwardTwice) {
   const Inputs in = make_inputs({30, 4, 9});
   for (Reduction reduction : {kMean, kNone}) {
