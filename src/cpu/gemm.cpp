@@ -269,16 +269,19 @@ void gemm_group_nt(ScalarType dtype, int64_t m, int64_t k, const void* a, int64_
 #ifndef EMBER_RT_CPU
   const GemmArgs shared{dtype, false, true, m, largest->n, k, 1.0, a, lda, largest->b, largest->ldb, 0.0, largest->c,
                         largest->ldc};
-  if (members.size() > 1 && k > 0 && ember_gemm_group_can_run(shared) &&
-      choose_gemm_backend(shared) == GemmBackend::Ember) {
-    profiler::RecordFunction record("gemm", profiler::Category::Gemm);
-    int64_t columns = 0;
-    for (const GemmGroupMember& member : members) columns += member.n;
-    describe_product(record, GemmBackend::Ember, dtype, m, columns, k, [&] {
-      return "[" + std::to_string(m) + ", " + std::to_string(k) + "] x " + std::to_string(members.size()) + " x [" +
-             std::to_string(k) + ", n] (" + std::to_string(columns) + " columns)";
-    });
-    return ember_gemm_group_run(shared, members);
+  if (members.size() > 1 && k > 0) {
+    const GemmBackend backend = choose_gemm_backend(shared);
+    const bool on_ember = backend == GemmBackend::Ember && ember_gemm_group_can_run(shared);
+    if (on_ember || (backend == GemmBackend::OpenBLAS && openblas_group_can_run(shared, members))) {
+      profiler::RecordFunction record("gemm", profiler::Category::Gemm);
+      int64_t columns = 0;
+      for (const GemmGroupMember& member : members) columns += member.n;
+      describe_product(record, backend, dtype, m, columns, k, [&] {
+        return "[" + std::to_string(m) + ", " + std::to_string(k) + "] x " + std::to_string(members.size()) +
+               " x [" + std::to_string(k) + ", n] (" + std::to_string(columns) + " columns)";
+      });
+      return on_ember ? ember_gemm_group_run(shared, members) : openblas_group_run(shared, members);
+    }
   }
 #endif
   for (const GemmGroupMember& member : members)

@@ -86,6 +86,10 @@ struct GemmBackendReport {
 // blocked path takes every stride and dtype): the backend of last resort.
 bool openblas_can_run(const GemmArgs& args);
 void openblas_run(const GemmArgs& args);
+// Products sharing A (gemm_group_nt) in bf16/f16 with k in one span, cut alike: args is the
+// group's largest member; run: A widened once a band for all (Note [Grouped low-precision tiles]).
+bool openblas_group_can_run(const GemmArgs& args, std::span<const GemmGroupMember> members);
+void openblas_group_run(const GemmArgs& args, std::span<const GemmGroupMember> members);
 GemmBackendReport openblas_report();
 
 bool onednn_can_run(const GemmArgs& args);

@@ -7,7 +7,10 @@
 #include <climits>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cpu/cpu_info.h"
 #include "cpu/dispatch.h"
@@ -197,6 +200,15 @@ void gemm_blas_or_blocked(const GemmArgs& g) {
 // training step's bf16 products under the avx2 cap). Measured: docs/GEMM.md.
 constexpr int64_t kTileK = 512;
 constexpr int64_t kBandFloats = int64_t{1} << 18;  // a band's widened A and float32 sums: 1 MB
+// Bands are sized as for at least this many columns of sums, so that products of one input
+// with up to that many columns (a layer's query, key and value) cut their rows alike and can
+// share their widened rows (Note [Grouped low-precision tiles]).
+constexpr int64_t kBandMinColumns = 256;
+
+// Rows of a band of a tile `cols` wide.
+int64_t band_rows(int64_t k, int64_t cols) {
+  return std::max<int64_t>(16, kBandFloats / (std::min(k, kTileK) + std::max(cols, kBandMinColumns)) / 16 * 16);
+}
 
 void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockFormat<float>& c_format, const GemmArgs& g) {
   const bool ta = g.trans_a, tb = g.trans_b;
@@ -212,9 +224,6 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
   // Sums in the buffer kept zero (not where OpenBLAS's generic kernel runs: there beta 0 picks
   // ember's rows kernel instead).
   const bool zeroed_sums = !c_direct && c_format.narrow_clearing != nullptr && !openblas_kernel_is_generic();
-  const auto band_rows = [&](int64_t cols) {
-    return std::max<int64_t>(16, kBandFloats / (std::min(k, kTileK) + cols) / 16 * 16);
-  };
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nj = std::min(kBlock, n - j0);
     const int64_t b_cols = tb ? k : nj;  // the widened block keeps B's stored orientation
@@ -225,7 +234,7 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
       // Where k takes several spans and a tile is one band (a weight gradient: k the tokens),
       // each tile widens the spans of its columns of B too, into its thread's cache, rather
       // than reading them from a float32 copy of all of B.
-      const bool b_per_span = k > kTileK && shape.rows <= band_rows(shape.cols);
+      const bool b_per_span = k > kTileK && shape.rows <= band_rows(k, shape.cols);
       if (!b_per_span && b_block == nullptr) {
         b_block = workspace<float>(1, k * nj);
         widen_block(format, b, g.ldb, tb ? j0 : 0, tb ? 0 : j0, tb ? nj : k, b_cols, b_block);
@@ -236,7 +245,7 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
       float* a_block = a_per_tile ? nullptr : workspace<float>(3, mi * k);
       if (!a_per_tile) widen_block(format, a, g.lda, ta ? 0 : i0, ta ? i0 : 0, ta ? k : mi, a_cols, a_block);
       for_each_gemm_tile(mi, nj, k, [&](const GemmTile& t) {
-        const int64_t cols = t.cols, band = band_rows(cols);
+        const int64_t cols = t.cols, band = band_rows(k, cols);
         for (int64_t r0 = 0; r0 < t.rows; r0 += band) {
           const int64_t rows = std::min(band, t.rows - r0), first_row = i0 + t.i0 + r0;
           char* c_band = c + (first_row * g.ldc + j0 + t.j0) * c_element;
@@ -282,6 +291,83 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
 }
 
 }  // namespace
+
+#ifndef EMBER_RT_CPU
+// Note [Grouped low-precision tiles]
+// Members sharing A (gemm_group_nt: a layer's query, key and value projections) whose bf16/f16
+// products OpenBLAS runs: where every member's own product (gemm_low_precision_tiles, k in one
+// span) would cut A's rows into the same tiles and bands, without cutting its columns, each
+// band of A's rows is widened once for all the members instead of once per member; each
+// member's B is widened once and its sums rounded into its C. Every member then makes the very
+// sgemm calls of its own product (OpenBLAS's sums can depend on the shape of a call: a band
+// of 4 rows took its small-matrix kernel and other bits than 20), so its bits are its own
+// product's. Members whose tiles would differ run as separate products.
+namespace {
+
+// The tile and band rows that every member's own product would use for a block of `rows`
+// rows of A (gemm_low_precision_tiles takes A's rows kBlock at a time), or nullopt.
+std::optional<std::pair<int64_t, int64_t>> shared_row_cuts(int64_t rows, int64_t k,
+                                                           std::span<const GemmGroupMember> members) {
+  std::optional<std::pair<int64_t, int64_t>> cuts;
+  for (const GemmGroupMember& member : members) {
+    if (member.n == 0) continue;
+    const GemmTileShape shape = gemm_tile_shape(rows, member.n, k);
+    if (member.n > kBlock || shape.cols < member.n) return std::nullopt;
+    const std::pair<int64_t, int64_t> own{shape.rows, band_rows(k, member.n)};
+    if (cuts && *cuts != own) return std::nullopt;
+    cuts = own;
+  }
+  return cuts;
+}
+
+}  // namespace
+
+bool openblas_group_can_run(const GemmArgs& shared, std::span<const GemmGroupMember> members) {
+  const int64_t m = shared.m, k = shared.k;
+  return (shared.dtype == kBFloat16 || shared.dtype == kFloat16) && !shared.c_float32 && k > 0 && k <= kTileK &&
+         !openblas_kernel_is_generic() && shared_row_cuts(std::min(m, kBlock), k, members) &&
+         (m <= kBlock || m % kBlock == 0 || shared_row_cuts(m % kBlock, k, members));
+}
+
+void openblas_group_run(const GemmArgs& shared, std::span<const GemmGroupMember> members) {
+  use_single_threaded_blas();
+  const BlockFormat<float>& format = shared.dtype == kBFloat16 ? kBFloat16Format : kFloat16Format;
+  const int64_t m = shared.m, k = shared.k, element = static_cast<int64_t>(format.element_size);
+  int64_t columns = 0;
+  for (const GemmGroupMember& member : members) columns += member.n;
+  // The members' B widened one after another ([n, k] each) by this thread, read by the pool.
+  float* b_wide = workspace<float>(1, columns * k);
+  std::vector<const float*> b_rows;
+  for (const GemmGroupMember& member : members) {
+    b_rows.push_back(b_wide);
+    widen_block(format, static_cast<const char*>(member.b), member.ldb, 0, 0, member.n, k, b_wide);
+    b_wide += member.n * k;
+  }
+  const char* a = static_cast<const char*>(shared.a);
+  for (int64_t i0 = 0; i0 < m; i0 += kBlock) {
+    const int64_t mi = std::min(kBlock, m - i0);
+    const auto [tile_rows, band] = *shared_row_cuts(mi, k, members);
+    parallel_for(0, num_chunks(0, mi, tile_rows), 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t t = lo; t < hi; ++t) {
+        const int64_t tile_end = i0 + std::min(mi, (t + 1) * tile_rows);
+        for (int64_t r0 = i0 + t * tile_rows; r0 < tile_end; r0 += band) {
+          const int64_t rows = std::min(band, tile_end - r0);
+          float* a_rows = workspace<float>(0, rows * k);
+          format.widen(a + r0 * shared.lda * element, shared.lda, rows, k, a_rows, k);
+          for (size_t i = 0; i < members.size(); ++i) {
+            const GemmGroupMember& member = members[i];
+            if (member.n == 0) continue;
+            float* sums = zeroed_workspace(rows * member.n);
+            blas_gemm(false, true, rows, member.n, k, 1.0f, a_rows, k, b_rows[i], k, 1.0f, sums, member.n);
+            format.narrow_clearing(sums, member.n, rows, member.n, 0.0f,
+                                   static_cast<char*>(member.c) + r0 * member.ldc * element, member.ldc);
+          }
+        }
+      }
+    });
+  }
+}
+#endif
 
 const BlockFormat<float>& float32_format() { return kCopyFormat<float>; }
 

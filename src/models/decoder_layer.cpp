@@ -6,7 +6,6 @@
 
 #include "ember/autograd.h"
 #include "ember/detail/autocast_linear.h"
-#include "ember/detail/linear_group.h"
 #include "ember/functions.h"
 #include "ember/nn/attention/flex_attention.h"
 
@@ -211,8 +210,8 @@ std::vector<Tensor> DecoderLayerImpl::projections(const Tensor& x, std::initiali
   } else if (plain_weights == roles.size()) {
     // As project(): the weight in x's dtype, then the bias added to the product.
     std::vector<Tensor> weights;
-    for (WeightRole role : roles) weights.push_back(weight(role).to(dtype));
-    out = ember::detail::linear_group(x, weights);
+    for (WeightRole role : roles) weights.push_back(weight(role));
+    out = ember::detail::autocast_linear_group(x, weights);
   } else {
     for (WeightRole role : roles) out.push_back(projection(x, role, weight(*bias++)));
     return out;

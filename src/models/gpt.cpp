@@ -120,10 +120,12 @@ struct QueryKeyValue {
 QueryKeyValue project_qkv(const AttentionImpl& a, const Tensor& x, const Tensor& rope_cos, const Tensor& rope_sin) {
   const int64_t B = x.size(0), T = x.size(1), hd = a.config.head_dim();
   const int64_t Hq = a.config.n_heads, Hkv = a.config.n_kv_heads;
-  // Rotated straight from the [B, T, H, hd] projections: the fused kernel reads the strides.
-  return {F::rotary_embedding(project(a.wq, x).view({B, T, Hq, hd}).transpose(1, 2), rope_cos, rope_sin),
-          F::rotary_embedding(project(a.wk, x).view({B, T, Hkv, hd}).transpose(1, 2), rope_cos, rope_sin),
-          project(a.wv, x).view({B, T, Hkv, hd}).transpose(1, 2)};
+  // The three products share x (a group); rotated straight from the [B, T, H, hd] projections:
+  // the fused kernel reads the strides.
+  const std::vector<Tensor> qkv = ember::detail::autocast_linear_group(x, {a.wq->weight, a.wk->weight, a.wv->weight});
+  return {F::rotary_embedding(qkv[0].view({B, T, Hq, hd}).transpose(1, 2), rope_cos, rope_sin),
+          F::rotary_embedding(qkv[1].view({B, T, Hkv, hd}).transpose(1, 2), rope_cos, rope_sin),
+          qkv[2].view({B, T, Hkv, hd}).transpose(1, 2)};
 }
 
 // The pre-norm residual block around `attend` (attention of the normalized input).
@@ -166,7 +168,10 @@ FeedForwardImpl::FeedForwardImpl(const GPTConfig& c) {
   w3 = register_module("w3", nn::Linear(nn::LinearOptions(c.dim, c.hidden_dim).bias(false)));
 }
 
-Tensor FeedForwardImpl::forward(const Tensor& x) { return project(w2, F::swiglu(project(w1, x), project(w3, x))); }
+Tensor FeedForwardImpl::forward(const Tensor& x) {
+  const std::vector<Tensor> gate_up = ember::detail::autocast_linear_group(x, {w1->weight, w3->weight});
+  return project(w2, F::swiglu(gate_up[0], gate_up[1]));
+}
 
 TransformerBlockImpl::TransformerBlockImpl(const GPTConfig& c) {
   attention = register_module("attention", Attention(c));

@@ -203,21 +203,22 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 // over it each step. autocast_linear records one node for x and W whose weight gradient is the
 // same product with float32 sums written as float32 (cpu::gemm_float32_out), unrounded; the
 // output and x's gradient (g · W.to(bf16)) are the composite's, bit for bit. With create_graph
-// the weight gradient is the composite's differentiable product instead.
-Tensor detail::autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  EMBER_CHECK(x.defined() && weight.defined(), "autocast_linear", "called with an undefined tensor");
+// the weight gradient is the composite's differentiable product instead. autocast_linear_group
+// computes several such layers of one input as a group of products sharing it (Note [Grouped
+// products] in src/cpu/gemm.h) and records each layer's node as autocast_linear does.
+namespace {
+
+// Whether autocast_linear records its own node for x and weight (else it is the composite).
+bool autocast_records(const Tensor& x, const Tensor& weight) {
   const ScalarType dtype = x.scalar_type();
-  const Tensor low_bias = bias.defined() ? bias.to(dtype) : Tensor();
-  const bool fused = (dtype == kBFloat16 || dtype == kFloat16) && weight.scalar_type() == kFloat32 &&
-                     weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) && weight.requires_grad() &&
-                     autograd::should_record({x, weight}) && !core::any_thread_traces();
-  if (!fused) return linear(x, weight.to(dtype), low_bias);
-  Tensor low_weight, out;
-  {
-    NoGradGuard no_grad;
-    low_weight = autograd::low_precision_copy(weight, dtype);
-    out = linear(x, low_weight);
-  }
+  return weight.defined() && (dtype == kBFloat16 || dtype == kFloat16) && weight.scalar_type() == kFloat32 &&
+         weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1) && weight.requires_grad() &&
+         autograd::should_record({x, weight}) && !core::any_thread_traces();
+}
+
+// out = linear(x, low_weight), low_weight being weight's kept copy in x's dtype: records
+// AutocastLinearBackward for x and the float32 weight.
+void record_autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& low_weight, const Tensor& out) {
   const bool x_needs_grad = x.requires_grad();
   autograd::SavedTensor saved_x(x), saved_weight(x_needs_grad ? low_weight : Tensor());
   autograd::record("AutocastLinearBackward", {x, weight}, {out},
@@ -244,7 +245,50 @@ Tensor detail::autocast_linear(const Tensor& x, const Tensor& weight, const Tens
                      r[1] = dw;
                      return r;
                    });
+}
+
+}  // namespace
+
+Tensor detail::autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  EMBER_CHECK(x.defined() && weight.defined(), "autocast_linear", "called with an undefined tensor");
+  const ScalarType dtype = x.scalar_type();
+  const Tensor low_bias = bias.defined() ? bias.to(dtype) : Tensor();
+  if (!autocast_records(x, weight)) return linear(x, weight.to(dtype), low_bias);
+  Tensor low_weight, out;
+  {
+    NoGradGuard no_grad;
+    low_weight = autograd::low_precision_copy(weight, dtype);
+    out = linear(x, low_weight);
+  }
+  record_autocast_linear(x, weight, low_weight, out);
   return low_bias.defined() ? out + low_bias : out;
+}
+
+std::vector<Tensor> detail::autocast_linear_group(const Tensor& x, const std::vector<Tensor>& weights) {
+  EMBER_CHECK(x.defined(), "autocast_linear_group", "called with an undefined input");
+  const ScalarType dtype = x.scalar_type();
+  bool all_recorded = !weights.empty(), none_recorded = true;
+  for (const Tensor& w : weights) {
+    EMBER_CHECK(w.defined(), "autocast_linear_group", "called with an undefined weight");
+    const bool recorded = autocast_records(x, w);
+    all_recorded = all_recorded && recorded;
+    none_recorded = none_recorded && !recorded && !autograd::should_record({x, w});
+  }
+  std::vector<Tensor> out;
+  if ((!all_recorded && !none_recorded)) {
+    for (const Tensor& w : weights) out.push_back(autocast_linear(x, w));
+    return out;
+  }
+  std::vector<Tensor> low_weights;
+  {
+    NoGradGuard no_grad;
+    for (const Tensor& w : weights)
+      low_weights.push_back(all_recorded ? autograd::low_precision_copy(w, dtype) : w.to(dtype));
+    out = linear_group(x, low_weights);
+  }
+  if (all_recorded)
+    for (size_t i = 0; i < weights.size(); ++i) record_autocast_linear(x, weights[i], low_weights[i], out[i]);
+  return out;
 }
 
 std::vector<Tensor> detail::linear_group(const Tensor& x, const std::vector<Tensor>& weights) {

@@ -23,6 +23,7 @@
 #include "cpu/parallel.h"
 #include "ember/error.h"
 #include "ember/parallel.h"
+#include "ember/profiler.h"
 
 namespace ember::cpu {
 namespace {
@@ -909,9 +910,9 @@ TEST(GemmKernels, FloatRowsMatchFloat64) {
 }
 
 // Products sharing A (Note [Grouped products]): each member matches float64, and is bitwise
-// the member's own gemm on the backend that ran it (grouped on ember's few-rows kernel: its
-// own product there; one gemm each otherwise: its own gemm), at every row count around the
-// few-rows limit and every level.
+// the member's own gemm on the backend that ran it (grouped on ember's few-rows kernel or on
+// OpenBLAS's low-precision tiles: its own product on that backend; one gemm each otherwise: its
+// own gemm), at every row count around the few-rows limit, in bands of rows, and every level.
 TEST(GemmGroup, MembersMatchFloat64AndTheirOwnProducts) {
   const std::optional<GemmBackend> forced = forced_gemm_backend();
   std::vector<std::optional<GemmBackend>> choices = {std::nullopt};
@@ -921,7 +922,7 @@ TEST(GemmGroup, MembersMatchFloat64AndTheirOwnProducts) {
     set_forced_gemm_backend(choice);
     for_each_capability([] {
       for (ScalarType dtype : {kBFloat16, kFloat16, kFloat32})
-        for (int64_t m : {1, 3, 8, 9})
+        for (int64_t m : {1, 3, 8, 9, 700})
           for (int64_t k : {16, 31, 257}) {
             // Members of unequal widths (one empty), each with its own padding.
             const int64_t widths[] = {33, 0, 9, 100, 1};
@@ -956,14 +957,66 @@ TEST(GemmGroup, MembersMatchFloat64AndTheirOwnProducts) {
                 set_forced_gemm_backend(before);
                 return c;
               };
+              // The group's backend: the choice for its largest member.
+              const GemmBackend group_backend = choose_gemm_backend(
+                  GemmArgs{dtype, false, true, m, widths[3], k, 1.0, a.data(), a.ld, bs[3].data(), bs[3].ld, 0.0,
+                           cs[3].data(), cs[3].ld});
               const Matrix own_gemm = own_product(forced_gemm_backend());
-              const Matrix own_on_ember = own_product(GemmBackend::Ember);
-              ASSERT_TRUE(cs[i].bytes == own_gemm.bytes || cs[i].bytes == own_on_ember.bytes)
-                  << "neither its own gemm nor its own product on ember's kernel";
+              const Matrix own_on_group_backend = own_product(group_backend);
+              ASSERT_TRUE(cs[i].bytes == own_gemm.bytes || cs[i].bytes == own_on_group_backend.bytes)
+                  << "neither its own gemm nor its own product on " << gemm_backend_name(group_backend);
             }
           }
     });
   }
+  set_forced_gemm_backend(forced);
+}
+
+// Where OpenBLAS runs the bf16/f16 products and every member's own product would cut A's rows
+// alike (Note [Grouped low-precision tiles]: the GPT's query, key and value widths), the group
+// runs as one product (one profiler event) and each member is bitwise its own product on
+// OpenBLAS: bands of rows at one and two threads, and a second block of rows past kBlock.
+TEST(GemmGroup, OpenBLASGroupIsBitwiseTheMembersOwnProducts) {
+  const std::optional<GemmBackend> forced = forced_gemm_backend();
+  set_forced_gemm_backend(GemmBackend::OpenBLAS);
+  const int threads = num_threads();
+  for (int count : {1, 2})
+    for (ScalarType dtype : {kBFloat16, kFloat16})
+      for (int64_t m : {1200, 2648}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m) + " at " + std::to_string(count) +
+                     " threads");
+        set_num_threads(count);
+        const int64_t k = 192, widths[] = {192, 64, 64};
+        std::mt19937 rng(static_cast<uint32_t>(m + count));
+        Matrix a(dtype, m, k, k + 3);
+        a.fill_random(rng);
+        std::vector<Matrix> bs, cs;
+        std::vector<GemmGroupMember> members;
+        for (int64_t n : widths) {
+          bs.emplace_back(dtype, n, k, k);
+          bs.back().fill_random(rng);
+          cs.emplace_back(dtype, m, n, n + 1);
+          cs.back().fill(std::numeric_limits<double>::quiet_NaN());
+        }
+        for (size_t i = 0; i < bs.size(); ++i) members.push_back({bs[i].data(), widths[i], bs[i].ld, cs[i].data(), cs[i].ld});
+        profiler::ProfilerOptions options;
+        options.record_shapes = true;
+        profiler::Profile profile(options);
+        gemm_group_nt(dtype, m, k, a.data(), a.ld, members);
+        profile.stop();
+        int64_t products = 0;
+        for (const profiler::Event& e : profile.trace().events) products += e.name == "gemm";
+        ASSERT_EQ(products, 1) << "the members ran as separate products";
+        for (size_t i = 0; i < bs.size(); ++i) {
+          Matrix own(dtype, m, widths[i], widths[i] + 1);
+          own.fill(std::numeric_limits<double>::quiet_NaN());
+          const Matrix c0 = own;
+          gemm(dtype, false, true, m, widths[i], k, 1.0, a.data(), a.ld, bs[i].data(), bs[i].ld, 0.0, own.data(), own.ld);
+          ASSERT_TRUE(cs[i].bytes == own.bytes) << "member " << i;
+          expect_matches({dtype, false, true, m, widths[i], k, 1.0, 0.0, 3, 0, 1}, a, bs[i], c0, cs[i]);
+        }
+      }
+  set_num_threads(threads);
   set_forced_gemm_backend(forced);
 }
 

@@ -2,6 +2,8 @@
 // training: the models' projections in `--dtype bfloat16`).
 #pragma once
 
+#include <vector>
+
 #include "ember/tensor.h"
 
 namespace ember::detail {
@@ -12,5 +14,10 @@ namespace ember::detail {
 // instead of being rounded to x's dtype and cast back. Elsewhere (same dtypes, no gradient for
 // the weight, an export tracing) it is that composite.
 Tensor autocast_linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+
+// autocast_linear(x, w) for every w (no bias), the products computed as a group sharing x
+// (linear_group: a layer's query, key and value projections): the same values as separate
+// calls give where each member's product runs on the group's backend.
+std::vector<Tensor> autocast_linear_group(const Tensor& x, const std::vector<Tensor>& weights);
 
 }  // namespace ember::detail

@@ -8,9 +8,10 @@
 namespace ember::detail {
 
 // linear(x, w) for every w (no bias), as separate calls would return them, values included.
-// For a few bf16/f16 rows with weights [out_i, in] stored row-major, the products run as one
-// job on the pool (Note [Grouped products] in src/cpu/gemm.h); while autograd records, an
-// export traces, or for other dtypes and layouts, each is one linear call.
+// For bf16/f16 x with weights [out_i, in] stored row-major, the products run as a group (Note
+// [Grouped products] in src/cpu/gemm.h: a few rows as one job on the pool; on OpenBLAS, A
+// widened once for all); while autograd records, an export traces, or for other dtypes and
+// layouts, each is one linear call.
 std::vector<Tensor> linear_group(const Tensor& x, const std::vector<Tensor>& weights);
 
 }  // namespace ember::detail
