@@ -66,6 +66,13 @@ static void forward_rows(const T* x, const T* weight, T* y, acc_t<T>* rstd, int6
   }
 }
 
+// dx for one element (scalar V) or one vector: g * weight * r - x * correction.
+template <typename V, typename T>
+static inline V input_grad(const T* grad_y, const T* x, const T* weight, int64_t i, acc_t<T> rstd,
+                           acc_t<T> correction) {
+  return load_as<V>(grad_y + i) * weight_at<V>(weight, i) * rstd - load_as<V>(x + i) * correction;
+}
+
 // With h = g * weight and r = rstd of the row:
 //   dx = r * h - x * r^3 * mean(h * x),   dweight += g * x * r.
 template <typename T>
@@ -84,16 +91,13 @@ static void backward_rows(const T* grad_y, const T* x, const T* weight, const ac
       for (; i < n; ++i) dot += load(grad_y + i) * weight_at<A>(weight, i) * load(x + i);
       const A correction = inv_rms * inv_rms * inv_rms * (dot / static_cast<A>(n));
       T* out = grad_x + r * n;
-      const auto grad_at = [&](auto lane_tag, int64_t at) {
-        using L = decltype(lane_tag);
-        return load_as<L>(grad_y + at) * weight_at<L>(weight, at) * inv_rms - load_as<L>(x + at) * correction;
-      };
       i = 0;
       if constexpr (std::is_same_v<T, BFloat16>)  // Note [Narrowing pairs]
         for (; i + 2 * W <= n; i += 2 * W)
-          narrow_bf16_pair(reinterpret_cast<uint16_t*>(out + i), grad_at(V{}, i), grad_at(V{}, i + W));
-      for (; i + W <= n; i += W) store_as(out + i, grad_at(V{}, i));
-      for (; i < n; ++i) store_as(out + i, grad_at(A{}, i));
+          narrow_bf16_pair(reinterpret_cast<uint16_t*>(out + i), input_grad<V>(grad_y, x, weight, i, inv_rms, correction),
+                           input_grad<V>(grad_y, x, weight, i + W, inv_rms, correction));
+      for (; i + W <= n; i += W) store_as(out + i, input_grad<V>(grad_y, x, weight, i, inv_rms, correction));
+      for (; i < n; ++i) store_as(out + i, input_grad<A>(grad_y, x, weight, i, inv_rms, correction));
     }
     if (grad_weight_sum) {
       for (i = 0; i + W <= n; i += W) add_to(grad_weight_sum + i, load_as<V>(grad_y + i) * load_as<V>(x + i) * inv_rms);
