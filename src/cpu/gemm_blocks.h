@@ -17,7 +17,8 @@ struct BlockFormat {
   void (*widen)(const void* src, int64_t ld_src, int64_t rows, int64_t cols, Acc* dst, int64_t ld_dst);
   // dst = src + beta * dst rounded to the storage type; dst is not read when beta == 0.
   void (*narrow)(const Acc* src, int64_t ld_src, int64_t rows, int64_t cols, Acc beta, void* dst, int64_t ld_dst);
-  // narrow, then src's block reads zero (for zeroed_workspace); null for plain copies.
+  // narrow, then src's block reads zero (for zeroed_workspace); null for plain copies and in
+  // ember-rt (Note [Runtime size]).
   void (*narrow_clearing)(Acc* src, int64_t ld_src, int64_t rows, int64_t cols, Acc beta, void* dst,
                           int64_t ld_dst) = nullptr;
 };
@@ -26,7 +27,7 @@ extern const BlockFormat<float> kBFloat16Format;
 extern const BlockFormat<float> kFloat16Format;
 const BlockFormat<float>& float32_format();  // plain copies
 
-// Per-thread block buffers, kept between calls (slots 0-3, the largest size asked each):
+// Per-thread block buffers, kept between calls (slots 0-4, the largest size asked each):
 // with buffers allocated per call, bf16 2048^3 measured 15-20% slower (page faults).
 template <typename Acc>
 Acc* workspace(int slot, int64_t count) {
@@ -34,7 +35,7 @@ Acc* workspace(int slot, int64_t count) {
     std::unique_ptr<Acc[]> data;
     int64_t size = 0;
   };
-  thread_local Buffer buffers[4];
+  thread_local Buffer buffers[5];
   Buffer& buffer = buffers[slot];
   if (buffer.size < count) {
     buffer.data.reset();  // the old buffer goes first: its memory may serve the new one
@@ -49,15 +50,13 @@ Acc* workspace(int slot, int64_t count) {
 // (narrow_clearing). Products accumulate into it with beta 1, where beta 0 had OpenBLAS
 // clear it first in a pass of its own.
 inline float* zeroed_workspace(int64_t count) {
-  thread_local std::unique_ptr<float[]> data;
-  thread_local int64_t size = 0;
-  if (size < count) {
-    data.reset();
-    size = 0;
-    data = std::make_unique<float[]>(count);  // value-initialized: zeros
-    size = count;
+  thread_local int64_t zeroed = 0;  // slot 4's values known to be zero
+  float* data = workspace<float>(4, count);
+  if (zeroed < count) {  // first use, or a larger buffer
+    std::fill_n(data, count, 0.0f);
+    zeroed = count;
   }
-  return data.get();
+  return data;
 }
 
 // Conversions are memory-bound: spread rows over the pool, ~32K elements a chunk.

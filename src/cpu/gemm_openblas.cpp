@@ -31,9 +31,12 @@ const BlockFormat<float> kBFloat16Format{
     [](const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
       EMBER_KERNEL(gemm_narrow_bf16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
     },
+#ifndef EMBER_RT_CPU
     [](float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
       EMBER_KERNEL(gemm_narrow_clearing_bf16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
-    }};
+    }
+#endif
+};
 
 const BlockFormat<float> kFloat16Format{
     2,
@@ -43,9 +46,12 @@ const BlockFormat<float> kFloat16Format{
     [](const float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
       EMBER_KERNEL(gemm_narrow_f16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
     },
+#ifndef EMBER_RT_CPU
     [](float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, void* dst, int64_t ld_dst) {
       EMBER_KERNEL(gemm_narrow_clearing_f16)(src, ld_src, rows, cols, beta, static_cast<uint16_t*>(dst), ld_dst);
-    }};
+    }
+#endif
+};
 
 namespace {
 
@@ -210,6 +216,18 @@ int64_t band_rows(int64_t k, int64_t cols) {
   return std::max<int64_t>(16, kBandFloats / (std::min(k, kTileK) + std::max(cols, kBandMinColumns)) / 16 * 16);
 }
 
+// Rounds rows x cols sums (row stride cols) into C, leaving them zero (zeroed_workspace).
+// ember-rt clears in a second pass: its kernels have no clearing form (Note [Runtime size]).
+void narrow_clearing(const BlockFormat<float>& format, float* sums, int64_t rows, int64_t cols, float beta, void* c,
+                     int64_t ldc) {
+#ifdef EMBER_RT_CPU
+  format.narrow(sums, cols, rows, cols, beta, c, ldc);
+  std::fill_n(sums, rows * cols, 0.0f);
+#else
+  format.narrow_clearing(sums, cols, rows, cols, beta, c, ldc);
+#endif
+}
+
 void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockFormat<float>& c_format, const GemmArgs& g) {
   const bool ta = g.trans_a, tb = g.trans_b;
   const int64_t m = g.m, n = g.n, k = g.k;
@@ -223,7 +241,7 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
   const bool c_direct = &c_format == &kCopyFormat<float> && fits_blas(m, n, ldc);
   // Sums in the buffer kept zero (not where OpenBLAS's generic kernel runs: there beta 0 picks
   // ember's rows kernel instead).
-  const bool zeroed_sums = !c_direct && c_format.narrow_clearing != nullptr && !openblas_kernel_is_generic();
+  const bool zeroed_sums = !c_direct && &c_format != &kCopyFormat<float> && !openblas_kernel_is_generic();
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t nj = std::min(kBlock, n - j0);
     const int64_t b_cols = tb ? k : nj;  // the widened block keeps B's stored orientation
@@ -282,7 +300,7 @@ void gemm_low_precision_tiles(const BlockFormat<float>& format, const BlockForma
             blas_gemm(ta, tb, rows, cols, span, alpha, a_rows, ta ? rows : span, b_span, ld_span,
                       p0 == 0 ? first_beta : 1.0f, sums, ld_sums);
           }
-          if (zeroed_sums) c_format.narrow_clearing(sums, cols, rows, cols, beta, c_band, g.ldc);
+          if (zeroed_sums) narrow_clearing(c_format, sums, rows, cols, beta, c_band, g.ldc);
           else if (!c_direct) c_format.narrow(sums, cols, rows, cols, beta, c_band, g.ldc);
         }
       });
@@ -359,8 +377,8 @@ void openblas_group_run(const GemmArgs& shared, std::span<const GemmGroupMember>
             if (member.n == 0) continue;
             float* sums = zeroed_workspace(rows * member.n);
             blas_gemm(false, true, rows, member.n, k, 1.0f, a_rows, k, b_rows[i], k, 1.0f, sums, member.n);
-            format.narrow_clearing(sums, member.n, rows, member.n, 0.0f,
-                                   static_cast<char*>(member.c) + r0 * member.ldc * element, member.ldc);
+            narrow_clearing(format, sums, rows, member.n, 0.0f, static_cast<char*>(member.c) + r0 * member.ldc * element,
+                            member.ldc);
           }
         }
       }

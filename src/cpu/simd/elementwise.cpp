@@ -141,10 +141,11 @@ void binary_kernel(char** data, const int64_t* s, int64_t n, const void* params)
     if constexpr (std::is_same_v<T, BFloat16> && kVectorBinary<op>) {
       // 8 lanes at a time, each lane the scalar formula, rounded in pairs (Note [Narrowing pairs]).
       const Floats alphas = splat<Floats>(alpha);
-      for (; i + 2 * kWidth <= n; i += 2 * kWidth)
-        narrow_bf16_pair(reinterpret_cast<uint16_t*>(out + i),
-                         binary<op, Floats>(load_as<Floats>(a + i), load_as<Floats>(b + i), alphas),
-                         binary<op, Floats>(load_as<Floats>(a + i + kWidth), load_as<Floats>(b + i + kWidth), alphas));
+      if constexpr (kNarrowsInPairs)
+        for (; i + 2 * kWidth <= n; i += 2 * kWidth)
+          narrow_bf16_pair(reinterpret_cast<uint16_t*>(out + i),
+                           binary<op, Floats>(load_as<Floats>(a + i), load_as<Floats>(b + i), alphas),
+                           binary<op, Floats>(load_as<Floats>(a + i + kWidth), load_as<Floats>(b + i + kWidth), alphas));
       for (; i + kWidth <= n; i += kWidth)
         store_as(out + i, binary<op, Floats>(load_as<Floats>(a + i), load_as<Floats>(b + i), splat<Floats>(alpha)));
     }

@@ -98,11 +98,23 @@ static inline void narrow_bf16(uint16_t* p, V value) {
 // Float32 values rounded to bf16 as narrow_bf16 does, two 8-lane vectors at once at the AVX2
 // build: one compare finds a NaN in either (rare: that pair takes narrow_bf16's blend) and one
 // pack narrows both, about 10 instructions for 8 values against 15. The gemm narrowing and
-// kernels that round results they just computed (adds, RMSNorm and SwiGLU blocks) were bound
-// by those instructions, not by memory. Other builds store the two vectors one by one
-// (AVX-512's masks make the NaN blend one instruction, and it packs in one).
+// kernels that round results they just computed (adds, RMSNorm, rotary, SwiGLU's blocks) were
+// bound by those instructions, not by memory. The other builds narrow vector by vector
+// (AVX-512's masks make the NaN blend one instruction, and it packs in one), and their kernels
+// keep no paired loops, nor does ember-rt's copy of the kernels (Note [Runtime size]: its size
+// limit; the bits are the same).
+#if defined(__AVX2__) && !defined(__AVX512F__) && !defined(EMBER_RT_CPU)
+constexpr bool kNarrowsInPairs = true;
+#else
+constexpr bool kNarrowsInPairs = false;
+#endif
+
+// Whether a kernel storing T rounds two vectors at once.
+template <typename T>
+constexpr bool narrows_in_pairs_v = kNarrowsInPairs && std::is_same_v<T, BFloat16>;
+
 static inline void narrow_bf16_pair(uint16_t* p, Floats first, Floats second) {
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__) && !defined(__AVX512F__) && !defined(EMBER_RT_CPU)
   const __m256 a = bits_as<__m256>(first), b = bits_as<__m256>(second);
   const __m256 unordered = _mm256_cmp_ps(a, b, _CMP_UNORD_Q);
   if (_mm256_testz_ps(unordered, unordered)) [[likely]] {
@@ -121,12 +133,6 @@ static inline void narrow_bf16_pair(uint16_t* p, Floats first, Floats second) {
   narrow_bf16<UInts, Shorts8>(p + kWidth, second);
 }
 
-#if defined(__AVX2__) && !defined(__AVX512F__)
-constexpr bool kNarrowsInPairs = true;
-#else
-constexpr bool kNarrowsInPairs = false;
-#endif
-
 // src[0..count) rounded to bf16 into dst by pairs where that pays (kNarrowsInPairs); with
 // Clear, src reads zero afterwards (stored as it is read). Returns how many it did (a multiple
 // of 2 * kWidth; 0 at builds that narrow by their native vectors).
@@ -134,12 +140,16 @@ template <bool Clear = false>
 static inline int64_t narrow_bf16_pairs(std::conditional_t<Clear, float*, const float*> src, uint16_t* dst,
                                         int64_t count) {
   int64_t i = 0;
-  for (; kNarrowsInPairs && i + 2 * kWidth <= count; i += 2 * kWidth) {
-    Floats first, second;
-    std::memcpy(&first, src + i, sizeof(first));
-    std::memcpy(&second, src + i + kWidth, sizeof(second));
-    if constexpr (Clear) std::memset(src + i, 0, 2 * sizeof(first));
-    narrow_bf16_pair(dst + i, first, second);
+  if constexpr (kNarrowsInPairs) {
+    for (; i + 2 * kWidth <= count; i += 2 * kWidth) {
+      Floats first, second;
+      std::memcpy(&first, src + i, sizeof(first));
+      std::memcpy(&second, src + i + kWidth, sizeof(second));
+      if constexpr (Clear) std::memset(src + i, 0, 2 * sizeof(first));
+      narrow_bf16_pair(dst + i, first, second);
+    }
+  } else {
+    (void)src, (void)dst, (void)count;
   }
   return i;
 }
@@ -189,7 +199,7 @@ constexpr int64_t kNarrowBlock = 256;
 template <typename T>
 static inline void narrow_floats(const float* block, T* out, int64_t count) {
   int64_t j = 0;
-  if constexpr (std::is_same_v<T, BFloat16>) j = narrow_bf16_pairs(block, reinterpret_cast<uint16_t*>(out), count);
+  if constexpr (narrows_in_pairs_v<T>) j = narrow_bf16_pairs(block, reinterpret_cast<uint16_t*>(out), count);
   for (; j < count; j += kWidth) store_as(out + j, load_as<Floats>(block + j));
 }
 

@@ -80,7 +80,7 @@ void narrow_rows(std::conditional_t<Clear, float*, const float*> src, int64_t ld
     uint16_t* d = dst + r * ld_dst;
     int64_t j = 0;
     if (beta == 0.0f) {
-      if constexpr (std::is_same_v<Format, Bf16>) j = narrow_bf16_pairs<Clear>(s, d, cols);
+      if constexpr (kNarrowsInPairs && std::is_same_v<Format, Bf16>) j = narrow_bf16_pairs<Clear>(s, d, cols);
       for (; j + kNativeWidth <= cols; j += kNativeWidth) Format::store(d + j, take(s + j));
       for (; j < cols; ++j) d[j] = Format::from_float(take_one(s + j));
     } else {
@@ -465,6 +465,7 @@ void gemm_narrow_f16(const float* src, int64_t ld_src, int64_t rows, int64_t col
   narrow_rows<F16>(src, ld_src, rows, cols, beta, dst, ld_dst);
 }
 
+#ifndef EMBER_RT_CPU  // ember-rt clears in a pass of its own (Note [Runtime size], gemm_openblas.cpp)
 void gemm_narrow_clearing_bf16(float* src, int64_t ld_src, int64_t rows, int64_t cols, float beta, uint16_t* dst,
                                int64_t ld_dst) {
   narrow_rows<Bf16, true>(src, ld_src, rows, cols, beta, dst, ld_dst);
@@ -474,6 +475,7 @@ void gemm_narrow_clearing_f16(float* src, int64_t ld_src, int64_t rows, int64_t 
                               int64_t ld_dst) {
   narrow_rows<F16, true>(src, ld_src, rows, cols, beta, dst, ld_dst);
 }
+#endif
 
 void gemm_few_rows_bf16(int64_t m, int64_t n, int64_t k, float alpha, const float* a, bool trans_b, const uint16_t* b,
                         int64_t ldb, float* c, int64_t ldc) {

@@ -54,7 +54,7 @@ void adam_step_decayed(const AdamStep& step, float* param, const float* grad, fl
 template <typename T>
 void round_block(const float* param, T* low, int64_t n) {
   int64_t i = 0;
-  if constexpr (std::is_same_v<T, BFloat16>) i = narrow_bf16_pairs(param, reinterpret_cast<uint16_t*>(low), n);
+  if constexpr (narrows_in_pairs_v<T>) i = narrow_bf16_pairs(param, reinterpret_cast<uint16_t*>(low), n);
   for (; i + kWidth <= n; i += kWidth) store_as(low + i, load_as<Floats>(param + i));
   for (; i < n; ++i) store(low + i, param[i]);
 }

@@ -56,7 +56,7 @@ static void forward_rows(const T* x, const T* weight, T* y, acc_t<T>* rstd, int6
     const A inv_rms = A(1) / sqrt_of(sum / static_cast<A>(n) + eps);
     rstd[r] = inv_rms;
     i = 0;
-    if constexpr (std::is_same_v<T, BFloat16>) {  // Note [Narrowing pairs]
+    if constexpr (narrows_in_pairs_v<T>) {  // Note [Narrowing pairs]
       for (; i + 2 * W <= n; i += 2 * W)
         narrow_bf16_pair(reinterpret_cast<uint16_t*>(y + i), normalized<V>(x, weight, i, inv_rms),
                          normalized<V>(x, weight, i + W, inv_rms));
@@ -92,7 +92,7 @@ static void backward_rows(const T* grad_y, const T* x, const T* weight, const ac
       const A correction = inv_rms * inv_rms * inv_rms * (dot / static_cast<A>(n));
       T* out = grad_x + r * n;
       i = 0;
-      if constexpr (std::is_same_v<T, BFloat16>)  // Note [Narrowing pairs]
+      if constexpr (narrows_in_pairs_v<T>)  // Note [Narrowing pairs]
         for (; i + 2 * W <= n; i += 2 * W)
           narrow_bf16_pair(reinterpret_cast<uint16_t*>(out + i), input_grad<V>(grad_y, x, weight, i, inv_rms, correction),
                            input_grad<V>(grad_y, x, weight, i + W, inv_rms, correction));

@@ -38,7 +38,7 @@ static void rows_kernel(const T* x, int64_t x_row_stride, const acc_t<T>* cos, c
   const A sign = inverse ? A(-1) : A(1);
   for (int64_t r = 0; r < rows; ++r, x += x_row_stride, cos += half, sin += half, out += out_row_stride) {
     int64_t i = 0;
-    if constexpr (std::is_same_v<T, BFloat16>) {  // two vectors of each half rounded together
+    if constexpr (narrows_in_pairs_v<T>) {  // two vectors of each half rounded together
       for (; i + 2 * W <= half; i += 2 * W) {
         const Rotated<V> first = rotated<V>(x, cos, sin, i, half, sign), second = rotated<V>(x, cos, sin, i + W, half, sign);
         narrow_bf16_pair(reinterpret_cast<uint16_t*>(out + i), first.low, second.low);
