@@ -67,9 +67,10 @@ void gemm_batched(ScalarType dtype, bool trans_a, bool trans_b, int64_t batch, i
 // products: one job was 10% faster at Qwen2.5-0.5B's shapes than the separate products the
 // table preferred). Where OpenBLAS is that backend for bf16/f16 products with k in one span
 // (a training step's query, key and value projections, or gate and up, at a CPU level without
-// bf16 instructions), each band of A's rows is widened once for all members (Note [Grouped
-// low-precision tiles] in gemm_openblas.cpp), each element OpenBLAS's sum for its member alone.
-// Otherwise each member is one gemm.
+// bf16 instructions) and every member's own product would cut A's rows alike, each band of A's
+// rows is widened once for all members (Note [Grouped low-precision tiles] in
+// gemm_openblas.cpp), each member making its own product's sgemm calls. Otherwise each member
+// is one gemm.
 struct GemmGroupMember {
   const void* b;  // [n, k], rows ldb apart
   int64_t n;
